@@ -1,0 +1,162 @@
+"""The channel interface: what every messaging adapter (Telegram, Discord, web chat) offers.
+
+A channel turns its platform's updates into ``Inbound`` messages (handed to ``on_inbound``) and
+performs outbound operations. It declares what it supports in ``capabilities``; calling an
+operation it lacks raises ``UnsupportedOperation`` (a clear error, never a silent no-op).
+Adapters map their library's errors into ``ChannelError`` subclasses with ``raise … from exc``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from gateway.protocol import Forbidden, InvalidRequest, NotLinked, Unavailable
+
+__all__ = [
+    "Capability",
+    "Channel",
+    "ChannelError",
+    "ChannelForbidden",
+    "ChannelUnavailable",
+    "Inbound",
+    "InboundHandler",
+    "Media",
+    "Sent",
+    "TargetNotFound",
+    "UnsupportedOperation",
+]
+
+
+class Capability(StrEnum):
+    SEND = "send"
+    REPLY = "reply"
+    THREAD_REPLY = "threadReply"
+    REACT = "react"
+    DELETE = "delete"
+    ATTACHMENT = "sendAttachment"
+    EFFECT = "sendWithEffect"
+    PIN = "pin"
+    READ = "read"
+    TYPING = "typing"
+
+
+class ChannelError(InvalidRequest):
+    """The platform refused an operation (bad target, missing rights, bad input)."""
+
+
+class TargetNotFound(ChannelError):
+    """The chat, user or message does not exist or the bot cannot see it."""
+
+
+class UnsupportedOperation(ChannelError):
+    """This channel cannot do that operation at all."""
+
+
+class ChannelForbidden(Forbidden):
+    """The platform refused the bot itself (blocked by the user, removed from the chat, no admin right)."""
+
+
+class ChannelUnavailable(Unavailable):
+    """The platform could not be reached or asked us to back off (``retry_after_ms`` set)."""
+
+
+class ChannelNotLinked(NotLinked):
+    """No such channel/account is configured or running."""
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    kind: Literal["photo", "voice", "audio", "video", "file", "sticker"]
+    url: str | None = None
+    path: str | None = None
+    mime: str | None = None
+    name: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message that arrived on a channel."""
+
+    channel: str
+    account_id: str
+    sender_id: str
+    chat_id: str
+    chat_type: Literal["dm", "group", "channel"]
+    message_id: str
+    text: str
+    sender_name: str | None = None
+    thread_id: str | None = None
+    reply_to_id: str | None = None
+    media: tuple[Media, ...] = ()
+    mentioned: bool = False
+    ts: float = 0.0
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What an outbound operation produced."""
+
+    message_id: str
+    chat_id: str
+    thread_id: str | None = None
+
+
+InboundHandler = Callable[[Inbound], Awaitable[None]]
+
+
+class Channel(ABC):
+    """One running account on one platform."""
+
+    name: str = ""
+    text_limit: int = 4000
+    capabilities: frozenset[Capability] = frozenset()
+
+    def __init__(self, account_id: str, on_inbound: InboundHandler) -> None:
+        self.account_id = account_id
+        self.on_inbound = on_inbound
+
+    def require(self, capability: Capability) -> None:
+        if capability not in self.capabilities:
+            raise UnsupportedOperation(
+                f"{self.name} does not support {capability.value}",
+                details={"code": "UNSUPPORTED", "channel": self.name, "operation": capability.value},
+            )
+
+    @abstractmethod
+    async def start(self) -> None: ...
+
+    @abstractmethod
+    async def stop(self) -> None: ...
+
+    @abstractmethod
+    async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
+                   effect_id: str | None = None) -> Sent:
+        """Send text (already within ``text_limit``)."""
+
+    async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
+                              thread_id: str | None = None) -> Sent:
+        self.require(Capability.ATTACHMENT)
+        raise NotImplementedError
+
+    async def react(self, to: str, message_id: str, emoji: str) -> None:
+        """Set the bot's reaction; an empty ``emoji`` removes it."""
+        self.require(Capability.REACT)
+        raise NotImplementedError
+
+    async def delete(self, to: str, message_id: str) -> None:
+        self.require(Capability.DELETE)
+        raise NotImplementedError
+
+    async def pin(self, to: str, message_id: str) -> None:
+        self.require(Capability.PIN)
+        raise NotImplementedError
+
+    async def typing(self, to: str, *, thread_id: str | None = None) -> None:
+        """Show a typing indicator if the platform has one (best effort)."""
+        return None

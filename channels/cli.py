@@ -1,0 +1,87 @@
+"""``remoteclaw pairing``: see and answer channel pairing requests from a shell.
+
+Talks to the running gateway like any client (``channels.pairing.*`` methods, pairing scope).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+_SCOPES = ["operator.pairing", "operator.read"]
+
+
+def _conn(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
+    p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
+    from gateway.cli import _call as call
+
+    return call(args.url, args.token, method, params, scopes=_SCOPES)
+
+
+def _print_json(value: Any) -> None:
+    import orjson
+
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    result = _call(args, "channels.pairing.list", {"channel": args.channel} if args.channel else {})
+    if args.json:
+        _print_json(result)
+        return 0
+    if not result["requests"]:
+        print("no pending pairing requests")
+        return 0
+    for r in result["requests"]:
+        who = f"{r['senderName']} ({r['senderId']})" if r.get("senderName") else r["senderId"]
+        print(f"{r['channel']:10} {r['code']}  {who}")
+    return 0
+
+
+def _resolve(args: argparse.Namespace, verb: str) -> int:
+    result = _call(args, f"channels.pairing.{verb}", {"channel": args.channel, "code": args.code})
+    if args.json:
+        _print_json(result)
+        return 0
+    req = result["approved" if verb == "approve" else "rejected"]
+    who = req.get("senderName") or req["senderId"]
+    if verb == "approve":
+        told = "" if result.get("notified") else " (could not tell them; they can just write again)"
+        print(f"approved {who} on {req['channel']}{told}")
+    else:
+        print(f"rejected {who} on {req['channel']}")
+    return 0
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    return _resolve(args, "approve")
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    return _resolve(args, "reject")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``remoteclaw pairing list|approve|reject``."""
+    pairing = subparsers.add_parser("pairing", help="approve people who asked to talk to the agent")
+    sub = pairing.add_subparsers(dest="pairing_command", metavar="SUBCOMMAND")
+    sub.required = True
+    lst = sub.add_parser("list", help="pending pairing requests")
+    lst.add_argument("channel", nargs="?", help="only this channel, e.g. telegram")
+    _conn(lst)
+    lst.set_defaults(func=cmd_list)
+    for verb, fn, text in (("approve", cmd_approve, "let this sender talk to the agent"),
+                           ("reject", cmd_reject, "refuse this pairing request")):
+        p = sub.add_parser(verb, help=text)
+        p.add_argument("channel", help="channel the code came from, e.g. telegram")
+        p.add_argument("code", help="the code the sender received")
+        _conn(p)
+        p.set_defaults(func=fn)

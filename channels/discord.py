@@ -1,0 +1,380 @@
+"""Discord as a channel, through discord.py: DMs, guild channels, threads, reactions, pins, files.
+
+One ``DiscordChannel`` is one bot account. It logs in with the bot token, keeps discord.py's
+gateway connection running in a background task (discord.py reconnects by itself), turns
+``MESSAGE_CREATE`` into ``Inbound`` and performs outbound operations by channel id, so it
+works for channels it has never seen (no cache needed).
+
+Targets (``to``): ``channel:<id>`` or a bare ``<id>`` is a channel (guild text channel, thread
+or DM channel); ``user:<id>`` opens (or reuses) the DM channel with that user. A ``thread_id``
+sends into that thread instead of ``to``: Discord threads are channels of their own.
+
+``apiBase`` and ``gatewayUrl`` exist for tests and proxies. discord.py keeps both as class
+attributes, so they apply to every Discord account in this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import re
+import warnings
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from channels.base import (
+    Capability,
+    Channel,
+    ChannelError,
+    ChannelNotLinked,
+    ChannelUnavailable,
+    Inbound,
+    InboundHandler,
+    Media,
+    Sent,
+    TargetNotFound,
+)
+from channels.chunking import split_text
+from channels.fetch import FetchRefused, fetch_public
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # discord.py warns about audioop (voice) on import; we never use voice
+    try:
+        import aiohttp
+        import discord
+        import yarl
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        discord = None  # type: ignore[assignment]
+
+__all__ = ["DiscordChannel"]
+
+log = structlog.get_logger("channels.discord")
+
+TEXT_LIMIT = 2000
+MAX_UPLOAD_BYTES = 25 * 1024 * 1024
+_TARGET = re.compile(r"^(?:(channel|user):)?(\d{1,20})$")
+
+
+def _read_upload(file: str) -> tuple[str, bytes]:
+    """Name and bytes of a local file to upload; refuses missing files and files over 25 MiB."""
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise ChannelError(f"discord sendAttachment: no such file: {file}", details={"field": "file"})
+    size = path.stat().st_size
+    if size > MAX_UPLOAD_BYTES:
+        raise ChannelError(f"discord sendAttachment: {path.name} is {size} bytes; the limit is 25 MiB",
+                           details={"field": "file"})
+    return path.name, path.read_bytes()
+
+
+async def _download(url: str) -> tuple[str, bytes]:
+    """Fetch an http(s) attachment (Discord takes uploads only): public hosts only, at most 25 MiB."""
+    try:
+        return await fetch_public(url, max_bytes=MAX_UPLOAD_BYTES)
+    except FetchRefused as exc:
+        raise ChannelError(f"discord sendAttachment: {exc}", details={"field": "file"}) from exc
+
+
+def _media_kind(content_type: str | None, is_voice: bool) -> str:
+    if is_voice:
+        return "voice"
+    major = (content_type or "").split("/", 1)[0]
+    return {"image": "photo", "audio": "audio", "video": "video"}.get(major, "file")
+
+
+class DiscordChannel(Channel):
+    """One Discord bot account."""
+
+    name = "discord"
+    text_limit = TEXT_LIMIT
+    capabilities = frozenset({
+        Capability.SEND, Capability.REPLY, Capability.THREAD_REPLY, Capability.REACT, Capability.DELETE,
+        Capability.ATTACHMENT, Capability.PIN, Capability.READ, Capability.TYPING,
+    })
+
+    def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str,
+                 api_base: str | None = None, gateway_url: str | None = None, allow_bots: bool = False,
+                 ready_timeout: float = 30.0) -> None:
+        super().__init__(account_id, on_inbound)
+        if discord is None:
+            raise ChannelUnavailable("discord support is not installed: pip install 'remoteclaw[discord]'")
+        if not token or not token.strip():
+            raise ChannelError("channels.discord: token is required (the bot token from the Developer Portal)")
+        self._token = token.strip()
+        self._api_base = api_base.rstrip("/") if api_base else None
+        self._gateway_url = gateway_url
+        self._allow_bots = allow_bots
+        self._ready_timeout = ready_timeout
+        self._client: discord.Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._dm_channels: dict[int, int] = {}
+
+    @classmethod
+    def configured(cls, cfg: dict[str, Any]) -> bool:
+        """The manager skips accounts without a token instead of failing them."""
+        return bool(str(cfg.get("token") or "").strip())
+
+    @classmethod
+    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> DiscordChannel:
+        """Build from a ``channels.discord`` (or one of its ``accounts``) config mapping."""
+        return cls(account_id, on_inbound, token=str(cfg.get("token") or ""), api_base=cfg.get("apiBase"),
+                   gateway_url=cfg.get("gatewayUrl"), allow_bots=bool(cfg.get("allowBots", False)),
+                   ready_timeout=float(cfg.get("readyTimeoutSeconds", 30.0)))
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    @property
+    def bot_user_id(self) -> str | None:
+        user = self._client.user if self._client else None
+        return str(user.id) if user else None
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    async def start(self) -> None:
+        """Log in (a bad token fails here, clearly) and start listening in the background."""
+        if self._api_base:
+            discord.http.Route.BASE = self._api_base
+        if self._gateway_url:
+            discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self._gateway_url)
+        intents = discord.Intents.default()
+        intents.message_content = True
+        client = _Client(self, intents=intents, guild_ready_timeout=0.5 if self._gateway_url else 2.0)
+        self._client = client
+        try:
+            await client.login(self._token)
+        except discord.LoginFailure as exc:
+            await client.close()
+            raise ChannelError(f"discord account {self.account_id}: the bot token was refused") from exc
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            await client.close()
+            raise ChannelUnavailable(f"discord account {self.account_id}: cannot log in: {exc}") from exc
+        self._task = asyncio.create_task(self._run(client), name=f"discord-{self.account_id}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), self._ready_timeout)
+        except TimeoutError:
+            log.warning("discord gateway not ready yet; continuing in the background", account=self.account_id)
+
+    async def _run(self, client: discord.Client) -> None:
+        try:
+            await client.connect(reconnect=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("discord connection ended", account=self.account_id)
+
+    async def stop(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        self._ready.clear()
+
+    def _live(self) -> discord.Client:
+        if self._client is None or self._client.is_closed():
+            raise ChannelNotLinked(f"discord account {self.account_id} is not running")
+        return self._client
+
+    # -- inbound ----------------------------------------------------------------------------------
+
+    async def _on_message(self, message: discord.Message) -> None:
+        client = self._client
+        if client is None or client.user is None or message.author.id == client.user.id:
+            return
+        if message.author.bot and not self._allow_bots:
+            return
+        try:
+            await self.on_inbound(self._to_inbound(message, client.user))
+        except Exception:
+            log.exception("inbound discord message failed", account=self.account_id, message_id=message.id)
+
+    def _to_inbound(self, message: discord.Message, me: discord.ClientUser) -> Inbound:
+        ch = message.channel
+        thread_id: str | None = None
+        chat_id = str(ch.id)
+        if isinstance(ch, discord.Thread):
+            thread_id, chat_id = str(ch.id), str(ch.parent_id)
+        if isinstance(ch, discord.DMChannel) or (message.guild is None and not isinstance(ch, discord.GroupChannel)):
+            chat_type = "dm"
+        else:
+            chat_type = "group"
+        resolved = message.reference.resolved if message.reference else None
+        # A reply to one of the bot's messages counts as addressing it, even with the ping turned off.
+        mentioned = any(u.id == me.id for u in message.mentions) or (
+            isinstance(resolved, discord.Message) and resolved.author.id == me.id)
+        text = re.sub(rf"<@!?{me.id}>\s*", "", message.content).strip() if mentioned else message.content
+        is_voice = message.flags.voice if hasattr(message.flags, "voice") else False
+        media = tuple(
+            Media(kind=_media_kind(a.content_type, is_voice), url=a.url, mime=a.content_type,  # type: ignore[arg-type]
+                  name=a.filename, size=a.size)
+            for a in message.attachments
+        )
+        ref = message.reference
+        return Inbound(
+            channel=self.name,
+            account_id=self.account_id,
+            sender_id=str(message.author.id),
+            sender_name=message.author.display_name,
+            chat_id=chat_id,
+            chat_type=chat_type,
+            message_id=str(message.id),
+            text=text,
+            thread_id=thread_id,
+            reply_to_id=str(ref.message_id) if ref and ref.message_id else None,
+            media=media,
+            mentioned=bool(mentioned),
+            ts=message.created_at.timestamp(),
+            raw={"guildId": str(message.guild.id) if message.guild else None, "channelId": str(ch.id),
+                 "authorIsBot": message.author.bot},
+        )
+
+    # -- outbound ---------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _errors(self, what: str, target: str) -> AsyncIterator[None]:
+        """Turn discord.py and network errors into our channel errors, naming the operation and target."""
+        try:
+            yield
+        except discord.NotFound as exc:
+            raise TargetNotFound(f"discord {what}: {target} not found ({exc.text or exc.status})",
+                                 details={"channel": self.name, "to": target}) from exc
+        except discord.Forbidden as exc:
+            raise ChannelError(f"discord {what}: the bot may not do that in {target} ({exc.text or exc.status})",
+                               details={"channel": self.name, "to": target}) from exc
+        except discord.HTTPException as exc:
+            if exc.status == 429 or exc.status >= 500:
+                raise ChannelUnavailable(f"discord {what} failed: HTTP {exc.status} {exc.text}",
+                                         retryable=True) from exc
+            raise ChannelError(f"discord {what}: {exc.text or exc.status}",
+                               details={"channel": self.name, "to": target}) from exc
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ChannelUnavailable(f"discord {what}: cannot reach Discord: {exc}", retryable=True) from exc
+
+    async def _channel_id(self, to: str, thread_id: str | None = None) -> int:
+        """Resolve a target to a channel id, opening a DM channel for ``user:<id>``."""
+        if thread_id:
+            return self._snowflake(thread_id, "threadId")
+        m = _TARGET.match(to.strip())
+        if not m:
+            raise ChannelError(f"invalid discord target {to!r}: use channel:<id>, user:<id> or a channel id",
+                               details={"field": "to"})
+        kind, ident = m.group(1) or "channel", int(m.group(2))
+        if kind == "channel":
+            return ident
+        if ident not in self._dm_channels:
+            async with self._errors("open DM", to):
+                dm = await self._live().create_dm(discord.Object(ident))
+            self._dm_channels[ident] = dm.id
+        return self._dm_channels[ident]
+
+    @staticmethod
+    def _chat_id(to: str, channel_id: int, thread_id: str | None) -> str:
+        """The chat a message landed in: the resolved channel, or for a thread the parent named by ``to``."""
+        if not thread_id:
+            return str(channel_id)
+        m = _TARGET.match(to.strip())
+        return m.group(2) if m else to
+
+    @staticmethod
+    def _snowflake(value: str, field: str) -> int:
+        try:
+            out = int(str(value).strip())
+        except ValueError:
+            raise ChannelError(f"invalid discord {field} {value!r}: must be a numeric id",
+                               details={"field": field}) from None
+        if out <= 0:
+            raise ChannelError(f"invalid discord {field} {value!r}", details={"field": field})
+        return out
+
+    async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
+                   effect_id: str | None = None) -> Sent:
+        if not text.strip():
+            raise ChannelError("discord send: the message is empty", details={"field": "message"})
+        channel_id = await self._channel_id(to, thread_id)
+        target = self._live().get_partial_messageable(channel_id)
+        first: discord.Message | None = None
+        async with self._errors("send", to):
+            for i, piece in enumerate(split_text(text, self.text_limit)):
+                ref = None
+                if i == 0 and reply_to_id:
+                    ref = discord.MessageReference(message_id=self._snowflake(reply_to_id, "replyToId"),
+                                                   channel_id=channel_id, fail_if_not_exists=False)
+                msg = await target.send(piece, reference=ref,  # type: ignore[arg-type]
+                                        allowed_mentions=discord.AllowedMentions(everyone=False, roles=False))
+                first = first or msg
+        assert first is not None
+        return Sent(message_id=str(first.id), chat_id=self._chat_id(to, channel_id, thread_id), thread_id=thread_id)
+
+    async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
+                              thread_id: str | None = None) -> Sent:
+        if caption and len(caption) > self.text_limit:
+            raise ChannelError(f"discord sendAttachment: caption longer than {self.text_limit} characters",
+                               details={"field": "caption"})
+        if file.startswith(("http://", "https://")):
+            name, data = await _download(file)
+        else:
+            name, data = await asyncio.to_thread(_read_upload, file)
+        channel_id = await self._channel_id(to, thread_id)
+        async with self._errors("sendAttachment", to):
+            msg = await self._live().get_partial_messageable(channel_id).send(
+                content=caption or None, file=discord.File(io.BytesIO(data), filename=name))
+        return Sent(message_id=str(msg.id), chat_id=self._chat_id(to, channel_id, thread_id), thread_id=thread_id)
+
+    def _message(self, channel_id: int, message_id: str) -> discord.PartialMessage:
+        return self._live().get_partial_messageable(channel_id).get_partial_message(
+            self._snowflake(message_id, "messageId"))
+
+    async def react(self, to: str, message_id: str, emoji: str) -> None:
+        channel_id = await self._channel_id(to)
+        msg = self._message(channel_id, message_id)
+        async with self._errors("react", to):
+            if emoji:
+                await msg.add_reaction(emoji.strip())
+                return
+            full = await msg.fetch()
+            for reaction in full.reactions:
+                if reaction.me:
+                    await msg.remove_reaction(reaction.emoji, self._live().user)  # type: ignore[arg-type]
+
+    async def delete(self, to: str, message_id: str) -> None:
+        channel_id = await self._channel_id(to)
+        async with self._errors("delete", to):
+            await self._message(channel_id, message_id).delete()
+
+    async def pin(self, to: str, message_id: str) -> None:
+        channel_id = await self._channel_id(to)
+        async with self._errors("pin", to):
+            await self._message(channel_id, message_id).pin()
+
+    async def typing(self, to: str, *, thread_id: str | None = None) -> None:
+        with contextlib.suppress(Exception):
+            channel_id = await self._channel_id(to, thread_id)
+            await self._live().http.send_typing(channel_id)
+
+
+if discord is not None:
+
+    class _Client(discord.Client):
+        """discord.py's client, forwarding the events we care about to the channel."""
+
+        def __init__(self, owner: DiscordChannel, **kw: Any) -> None:
+            super().__init__(**kw)
+            self._owner = owner
+
+        async def on_ready(self) -> None:
+            log.info("discord connected", account=self._owner.account_id, user=str(self.user))
+            self._owner._ready.set()
+
+        async def on_message(self, message: discord.Message) -> None:
+            await self._owner._on_message(message)

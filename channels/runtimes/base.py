@@ -1,0 +1,114 @@
+"""What every agent CLI adapter provides, and the one event vocabulary they all parse into.
+
+An adapter knows three things about its CLI: the exact command line (new or resumed session),
+how to hand it our MCP server and context (flags, per-run config files, env tables), and how to
+read its NDJSON output. Everything else (spawning, the watchdog, retries, transcripts) is shared.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "mcp_server_name"]
+
+EventKind = Literal["text", "thinking", "tool_use", "tool_result", "error", "done"]
+
+mcp_server_name = "remoteclaw"
+"""The name our MCP server has in every CLI's config (Claude then calls tools ``mcp__remoteclaw__<tool>``)."""
+
+
+@dataclass(slots=True)
+class Event:
+    """One thing the agent did, in our vocabulary.
+
+    ``text``/``thinking`` carry a complete block (adapters join partial deltas); ``tool_use`` and
+    ``tool_result`` share ``tool_id``; ``done`` carries ``usage`` (input/output/cacheRead/cacheWrite),
+    the CLI's ``session_id`` and, when the CLI states it, the final reply in ``text``.
+    """
+
+    kind: EventKind
+    text: str = ""
+    tool_id: str | None = None
+    tool_name: str | None = None
+    tool_input: Any = None
+    tool_output: Any = None
+    is_error: bool = False
+    usage: dict[str, int] | None = None
+    session_id: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    """How to start our MCP shim for this run: command, args and the ``REMOTECLAW_*`` context."""
+
+    command: str
+    args: tuple[str, ...]
+    env: dict[str, str]
+    name: str = mcp_server_name
+
+
+@dataclass(slots=True)
+class RunSpec:
+    prompt: str
+    system_prompt: str
+    workspace: Path
+    mcp: McpServer
+    resume_id: str | None = None
+    model: str | None = None
+    command: list[str] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    state_dir: Path | None = None
+    """A directory that outlives the run, one per session (Codex keeps its resumable sessions there)."""
+
+
+@dataclass(slots=True)
+class Invocation:
+    """A ready-to-spawn command: argv, extra env, cwd, files to write first, and stdin."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    files: dict[Path, str] = field(default_factory=dict)
+    stdin: bytes | None = None
+
+
+class Parser(ABC):
+    """Turns a CLI's output lines into events. One instance per process (parsers keep state)."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+
+    @abstractmethod
+    def feed(self, obj: dict[str, Any]) -> list[Event]:
+        """Events for one decoded NDJSON object (possibly none)."""
+
+    def finish(self) -> list[Event]:
+        """Events owed at end of stream (e.g. a ``done`` the CLI never printed)."""
+        return []
+
+
+class Runtime(ABC):
+    """One agent CLI."""
+
+    name: str = ""
+    executable: str = ""
+
+    def command(self, spec: RunSpec) -> list[str]:
+        return list(spec.command) if spec.command else [self.executable]
+
+    @abstractmethod
+    def build(self, spec: RunSpec) -> Invocation:
+        """The command for a new session (``spec.resume_id`` None) or a resumed one."""
+
+    @abstractmethod
+    def parser(self) -> Parser: ...
+
+    def session_expired(self, message: str) -> bool:
+        """Whether an error says the resume id is unknown or expired (we then retry once afresh)."""
+        m = message.lower()
+        return "session" in m and any(w in m for w in ("not found", "no conversation", "expired", "unknown",
+                                                       "does not exist", "no such", "invalid"))

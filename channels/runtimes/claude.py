@@ -1,0 +1,113 @@
+"""Claude Code (``claude -p``, stream-json output).
+
+MCP: a per-run ``--mcp-config`` file plus ``--strict-mcp-config``, so the user's own MCP servers
+never load; ``--allowedTools mcp__remoteclaw`` with ``--permission-mode dontAsk`` lets our tools
+run without a prompt and refuses everything else that would ask. Claude passes its whole
+environment to MCP servers, so the ``REMOTECLAW_*`` context goes both in the server's ``env`` and
+in the CLI's own environment. The prompt goes on stdin (argv has a per-argument size limit).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from channels.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime
+
+__all__ = ["ClaudeParser", "ClaudeRuntime"]
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text")
+    return "" if content is None else json.dumps(content)
+
+
+class ClaudeParser(Parser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.model: str | None = None
+
+    def feed(self, obj: dict[str, Any]) -> list[Event]:
+        kind = obj.get("type")
+        if obj.get("session_id"):
+            self.session_id = obj["session_id"]
+        if kind == "system" and obj.get("subtype") == "init":
+            self.model = obj.get("model") or self.model
+            failed = [s.get("name") for s in obj.get("mcp_servers") or [] if s.get("status") == "failed"]
+            return [Event("error", text=f"MCP server failed to start: {', '.join(failed)}")] if failed else []
+        if kind == "assistant":
+            out: list[Event] = []
+            for block in (obj.get("message") or {}).get("content") or []:
+                btype = block.get("type")
+                if btype == "text" and block.get("text"):
+                    out.append(Event("text", text=block["text"]))
+                elif btype == "thinking" and block.get("thinking"):
+                    out.append(Event("thinking", text=block["thinking"]))
+                elif btype == "tool_use":
+                    out.append(Event("tool_use", tool_id=block.get("id"), tool_name=block.get("name"),
+                                     tool_input=block.get("input")))
+            return out
+        if kind == "user":
+            out = []
+            for block in (obj.get("message") or {}).get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    out.append(Event("tool_result", tool_id=block.get("tool_use_id"),
+                                     tool_output=_text_of(block.get("content")), is_error=bool(block.get("is_error"))))
+            return out
+        if kind == "result":
+            usage = obj.get("usage") or {}
+            done = Event(
+                "done",
+                text=obj.get("result") or "" if isinstance(obj.get("result"), str) else "",
+                session_id=self.session_id,
+                model=self.model,
+                usage={
+                    "input": int(usage.get("input_tokens") or 0),
+                    "output": int(usage.get("output_tokens") or 0),
+                    "cacheRead": int(usage.get("cache_read_input_tokens") or 0),
+                    "cacheWrite": int(usage.get("cache_creation_input_tokens") or 0),
+                },
+            )
+            if obj.get("is_error") or (obj.get("subtype") not in (None, "success")):
+                errs = obj.get("errors")
+                msg = done.text or ("; ".join(map(str, errs)) if errs else str(obj.get("subtype") or "error"))
+                return [Event("error", text=msg), Event("done", session_id=self.session_id, usage=done.usage,
+                                                        model=self.model, is_error=True)]
+            return [done]
+        return []
+
+
+class ClaudeRuntime(Runtime):
+    name = "claude"
+    executable = "claude"
+
+    def build(self, spec: RunSpec) -> Invocation:
+        cfg_path = spec.workspace / ".remoteclaw" / "mcp.json"
+        mcp = {"mcpServers": {spec.mcp.name: {"type": "stdio", "command": spec.mcp.command,
+                                               "args": list(spec.mcp.args), "env": spec.mcp.env}}}
+        argv = [
+            *self.command(spec), "-p",
+            "--output-format", "stream-json", "--verbose",
+            "--mcp-config", str(cfg_path), "--strict-mcp-config",
+            "--allowedTools", f"mcp__{spec.mcp.name}",
+            "--permission-mode", "dontAsk",
+        ]
+        if spec.system_prompt:
+            argv += ["--append-system-prompt", spec.system_prompt]
+        if spec.model:
+            argv += ["--model", spec.model]
+        if spec.resume_id:
+            argv += ["--resume", spec.resume_id]
+        env = {**spec.mcp.env, **spec.env}
+        return Invocation(argv=argv, env=env, cwd=spec.workspace, files={cfg_path: json.dumps(mcp)},
+                          stdin=spec.prompt.encode())
+
+    def parser(self) -> ClaudeParser:
+        return ClaudeParser()
+
+    def session_expired(self, message: str) -> bool:
+        m = message.lower()
+        return "no conversation found" in m or super().session_expired(message)

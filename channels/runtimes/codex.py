@@ -1,0 +1,136 @@
+"""OpenAI Codex (``codex exec --json``).
+
+Codex reads one config file, ``$CODEX_HOME/config.toml``. Each run gets its own CODEX_HOME: the
+user's config (model, provider) is read, never written; their MCP servers are dropped; ours is
+added with ``required = true`` (Codex waits for it) and tool approval off; update checks,
+analytics and the plugin/app features that reach for public hosts are switched off. ``auth.json``
+is copied so a logged-in user stays logged in. Sessions (for ``exec resume``) live in a directory
+that outlives the run (``spec.state_dir``), linked into the per-run CODEX_HOME.
+
+Codex hands MCP servers only a short whitelist of variables (HOME, PATH, ...), so the
+``REMOTECLAW_*`` context goes in the server's ``env`` table.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from channels.runtimes import toml
+from channels.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime
+
+__all__ = ["CodexParser", "CodexRuntime"]
+
+
+def _base_home(spec: RunSpec) -> Path:
+    return Path(spec.env.get("CODEX_HOME") or os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+
+
+def _user_config(home: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads((home / "config.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+
+
+class CodexParser(Parser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.usage: dict[str, int] = {}
+        self.failed: str | None = None
+
+    def feed(self, obj: dict[str, Any]) -> list[Event]:
+        kind = obj.get("type")
+        if kind == "thread.started":
+            self.session_id = obj.get("thread_id") or self.session_id
+            return []
+        if kind in ("item.started", "item.completed"):
+            return self._item(obj.get("item") or {}, completed=kind == "item.completed")
+        if kind == "turn.completed":
+            u = obj.get("usage") or {}
+            cached = int(u.get("cached_input_tokens") or 0)
+            self.usage = {"input": int(u.get("input_tokens") or 0) - cached, "output": int(u.get("output_tokens") or 0),
+                          "cacheRead": cached, "cacheWrite": 0}
+            return [Event("done", session_id=self.session_id, usage=self.usage)]
+        if kind == "turn.failed":
+            msg = ((obj.get("error") or {}).get("message")) or "turn failed"
+            return [Event("error", text=msg), Event("done", session_id=self.session_id, usage=self.usage,
+                                                    is_error=True)]
+        if kind == "error":
+            return [Event("error", text=str(obj.get("message") or "error"))]
+        return []
+
+    def _item(self, item: dict[str, Any], *, completed: bool) -> list[Event]:
+        itype, iid = item.get("type"), item.get("id")
+        if itype == "agent_message" and completed and item.get("text"):
+            return [Event("text", text=item["text"])]
+        if itype == "reasoning" and completed and item.get("text"):
+            return [Event("thinking", text=item["text"])]
+        if itype == "mcp_tool_call":
+            name = f"mcp__{item.get('server')}__{item.get('tool')}"
+            if not completed:
+                return [Event("tool_use", tool_id=iid, tool_name=name, tool_input=item.get("arguments"))]
+            err = item.get("error")
+            result = item.get("result") or {}
+            content = result.get("content") if isinstance(result, dict) else result
+            text = "\n".join(c.get("text", "") for c in content or []
+                              if isinstance(c, dict) and c.get("type") == "text")
+            return [Event("tool_result", tool_id=iid, tool_name=name,
+                          tool_output=(err or {}).get("message") if err else text,
+                          is_error=bool(err) or item.get("status") == "failed")]
+        if itype == "command_execution":
+            if not completed:
+                return [Event("tool_use", tool_id=iid, tool_name="shell", tool_input={"command": item.get("command")})]
+            return [Event("tool_result", tool_id=iid, tool_name="shell", tool_output=item.get("aggregated_output"),
+                          is_error=item.get("exit_code") not in (0, None))]
+        if itype == "error" and completed:
+            return [Event("error", text=str(item.get("message") or "error"))]
+        return []
+
+
+class CodexRuntime(Runtime):
+    name = "codex"
+    executable = "codex"
+
+    def config(self, spec: RunSpec) -> dict[str, Any]:
+        cfg = _user_config(_base_home(spec))
+        cfg.pop("mcp_servers", None)
+        if spec.model:
+            cfg["model"] = spec.model
+        cfg["check_for_update_on_startup"] = False
+        cfg["analytics"] = {**(cfg.get("analytics") or {}), "enabled": False}
+        cfg["features"] = {**(cfg.get("features") or {}), "plugins": False, "remote_plugin": False, "apps": False}
+        cfg["mcp_servers"] = {spec.mcp.name: {
+            "command": spec.mcp.command, "args": list(spec.mcp.args), "env": dict(spec.mcp.env),
+            "required": True, "default_tools_approval_mode": "approve", "startup_timeout_sec": 30,
+        }}
+        return cfg
+
+    def build(self, spec: RunSpec) -> Invocation:
+        home = spec.workspace / ".remoteclaw" / "codex-home"
+        files = {home / "config.toml": toml.dumps(self.config(spec)),
+                 spec.workspace / "AGENTS.md": spec.system_prompt + "\n"}
+        base = _base_home(spec)
+        home.mkdir(parents=True, exist_ok=True)
+        if (base / "auth.json").is_file():
+            shutil.copyfile(base / "auth.json", home / "auth.json")
+        if spec.state_dir is not None:
+            sessions = spec.state_dir / "codex-sessions"
+            sessions.mkdir(parents=True, exist_ok=True)
+            link = home / "sessions"
+            if not link.exists():
+                link.symlink_to(sessions, target_is_directory=True)
+        argv = [*self.command(spec), "exec"]
+        opts = ["--json", "--skip-git-repo-check"]
+        if spec.resume_id:
+            argv += ["resume", *opts, spec.resume_id, "-"]
+        else:
+            argv += [*opts, "-"]
+        env = {**spec.env, "CODEX_HOME": str(home)}
+        return Invocation(argv=argv, env=env, cwd=spec.workspace, files=files, stdin=spec.prompt.encode())
+
+    def parser(self) -> CodexParser:
+        return CodexParser()

@@ -1,0 +1,137 @@
+"""Spawning an agent CLI, reading its NDJSON, the no-output watchdog, and a clean stop.
+
+The CLI runs in its own process group so a stop reaches the MCP shim and anything else it
+started. Stopping is SIGTERM to the group, a grace period, then SIGKILL: it happens on abort
+(task cancelled), on the watchdog (no stdout line for ``no_output_timeout`` seconds) and when a
+run times out. Lines that are not JSON are kept as diagnostics, never fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from channels.runtimes.base import Invocation
+
+__all__ = ["ProcessResult", "run_process", "stop_process"]
+
+STREAM_LIMIT = 32 * 1024 * 1024
+"""Longest single NDJSON line we accept (a tool result with an image can be large)."""
+
+
+@dataclass(slots=True)
+class ProcessResult:
+    returncode: int | None
+    stderr_tail: str
+    stdout_noise: list[str] = field(default_factory=list)
+    watchdog_fired: bool = False
+
+
+async def stop_process(proc: asyncio.subprocess.Process, grace: float = 3.0) -> None:
+    """SIGTERM the process group, wait ``grace`` seconds, then SIGKILL it."""
+    if proc.returncode is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            await asyncio.wait_for(proc.wait(), wait)
+            break
+        except TimeoutError:
+            continue
+    # The leader is gone; take stragglers in the group (e.g. an MCP server that ignored SIGTERM) with it.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *,
+                      no_output_timeout: float, grace: float = 3.0,
+                      on_spawn: Callable[[float], None] | None = None) -> ProcessResult:
+    """Run ``inv`` to the end, handing each decoded JSON line to ``on_object``."""
+    for path, text in inv.files.items():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # 0600: these files (the per-run MCP config) carry the run's gateway token.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+    # The gateway's own REMOTECLAW_* variables (its token, database URL, channel tokens) stay with it:
+    # the agent gets only its run's context, which the adapter put in ``inv.env``.
+    env = {**{k: v for k, v in os.environ.items() if not k.upper().startswith("REMOTECLAW_")}, **inv.env}
+    proc = await asyncio.create_subprocess_exec(
+        *inv.argv, cwd=str(inv.cwd), env=env, start_new_session=True, limit=STREAM_LIMIT,
+        stdin=asyncio.subprocess.PIPE if inv.stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    started = time.monotonic()
+    if on_spawn is not None:
+        on_spawn(started)
+    stderr: deque[str] = deque(maxlen=40)
+    result = ProcessResult(returncode=None, stderr_tail="")
+
+    async def feed_stdin() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(inv.stdin or b"")
+            await proc.stdin.drain()
+            proc.stdin.close()
+
+    async def read_stderr() -> None:
+        assert proc.stderr is not None
+        async for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                stderr.append(line)
+
+    tasks = [asyncio.create_task(read_stderr())]
+    if inv.stdin is not None:
+        tasks.append(asyncio.create_task(feed_stdin()))
+    try:
+        assert proc.stdout is not None
+        while True:
+            try:
+                raw = await asyncio.wait_for(proc.stdout.readline(), no_output_timeout)
+            except TimeoutError:
+                result.watchdog_fired = True
+                break
+            except ValueError:  # a line longer than STREAM_LIMIT: skip it, keep going
+                result.stdout_noise.append("<line too long>")
+                continue
+            if not raw:
+                break
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                if len(result.stdout_noise) < 40:
+                    result.stdout_noise.append(line.decode("utf-8", "replace")[:500])
+                continue
+            if isinstance(obj, dict):
+                on_object(obj)
+        if result.watchdog_fired:
+            await stop_process(proc, grace)
+        else:
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                await stop_process(proc, grace)
+    except BaseException:
+        await asyncio.shield(stop_process(proc, grace))
+        raise
+    finally:
+        for t in tasks:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(t, 2)
+        result.stderr_tail = "\n".join(stderr)
+        result.returncode = proc.returncode
+    return result

@@ -1,0 +1,328 @@
+"""The Starlette application: WebSocket RPC on ``/`` and ``/ws``, ``/healthz``, and the web pages.
+
+This module is the I/O driver around ``gateway.protocol``: it reads frames, runs the handshake,
+hands requests to the dispatcher and writes back what it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from gateway.auth import RunTokens, check_token, verify_device
+from gateway.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_PROTOCOL, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
+from gateway.core import EVENTS, Gateway
+from gateway.handshake import ConnectParams
+from gateway.protocol import (
+    MAX_PREAUTH_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOLS,
+    InvalidFrame,
+    InvalidRequest,
+    NotPaired,
+    RequestFrame,
+    RpcError,
+    describe_validation_error,
+    error_frame,
+    ok_frame,
+    parse_request,
+)
+from gateway.rpc import OPERATOR_SCOPES, READ, Caller
+
+__all__ = ["build_app"]
+
+log = structlog.get_logger("gateway.app")
+
+MAX_IN_FLIGHT = 256
+"""Requests one connection may have running at once; past this we stop reading (backpressure)."""
+
+LOOPBACK = ("127.", "::1", "localhost")
+
+
+def _is_loopback(host: str) -> bool:
+    return host.startswith(LOOPBACK) or host.startswith("::ffff:127.")
+
+
+async def _receive_text(ws: WebSocket) -> str | None:
+    """Next text frame (binary frames are decoded as UTF-8); None when the peer is gone."""
+    msg = await ws.receive()
+    if msg["type"] == "websocket.disconnect":
+        return None
+    if msg.get("text") is not None:
+        return msg["text"]
+    data = msg.get("bytes") or b""
+    return data.decode("utf-8", "replace")
+
+
+class _Handshake:
+    """Runs the connect exchange for one socket; returns the authenticated caller or None."""
+
+    def __init__(self, gateway: Gateway, conn: Connection) -> None:
+        self.gw = gateway
+        self.conn = conn
+        self.nonce = str(uuid.uuid4())
+
+    def _refuse(self, frame_id: Any, err: RpcError, close_code: int = CLOSE_POLICY) -> None:
+        self.conn.send(error_frame(frame_id, err))
+        self.conn.close(close_code, err.message)
+
+    async def run(self) -> tuple[RequestFrame, ConnectParams, Caller] | None:
+        conn, gw = self.conn, self.gw
+        conn.send({"type": "event", "event": "connect.challenge",
+                   "payload": {"nonce": self.nonce, "ts": int(time.time() * 1000)}})
+        deadline = time.monotonic() + gw.config.gateway.handshakeTimeoutMs / 1000
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                conn.close(CLOSE_POLICY, "handshake timeout")
+                return None
+            try:
+                async with asyncio.timeout(remaining):  # cheaper than wait_for: no extra task per frame
+                    text = await _receive_text(conn.ws)
+            except TimeoutError:
+                conn.close(CLOSE_POLICY, "handshake timeout")
+                return None
+            if text is None:
+                return None
+            # A UTF-8 character is at most 4 bytes: only long texts need the exact (copying) count.
+            if len(text) > MAX_PREAUTH_FRAME_BYTES // 4 and len(text.encode()) > MAX_PREAUTH_FRAME_BYTES:
+                conn.close(CLOSE_TOO_BIG, "frame too large before connect")
+                return None
+            try:
+                frame = parse_request(text)
+            except InvalidFrame as err:
+                self._refuse(err.frame_id, err)
+                return None
+            except ValueError:
+                log.debug("ignoring non-JSON frame before connect", conn_id=conn.conn_id)
+                continue
+            if frame.method != "connect":
+                self._refuse(frame.id, InvalidRequest("invalid handshake: first request must be connect"))
+                return None
+            return await self._connect(frame)
+
+    async def _connect(self, frame: RequestFrame) -> tuple[RequestFrame, ConnectParams, Caller] | None:
+        from pydantic import ValidationError
+
+        conn, gw = self.conn, self.gw
+        try:
+            params = ConnectParams.model_validate(frame.params or {})
+        except ValidationError as exc:
+            self._refuse(frame.id, InvalidRequest(f"invalid connect params: {describe_validation_error(exc)}"))
+            return None
+        offered = [v for v in SUPPORTED_PROTOCOLS if params.minProtocol <= v <= params.maxProtocol]
+        if not offered:
+            self._refuse(frame.id, InvalidRequest(
+                f"protocol mismatch: server speaks {SUPPORTED_PROTOCOLS[0]}..{SUPPORTED_PROTOCOLS[-1]}",
+                details={"code": "PROTOCOL_MISMATCH", "expectedProtocol": PROTOCOL_VERSION},
+            ), CLOSE_PROTOCOL)
+            return None
+        wait = gw.throttle.retry_after(conn.remote)
+        if wait > 0:
+            log.info("connect rate limited", conn_id=conn.conn_id, remote=conn.remote, retry_after_s=round(wait, 1))
+            await asyncio.sleep(min(wait, 1.0))  # slow the offender down before answering
+            self._refuse(frame.id, InvalidRequest(
+                "too many failed attempts: try again later",
+                details={"code": "AUTH_RATE_LIMITED"}, retryable=True, retry_after_ms=int(wait * 1000),
+            ))
+            return None
+        given = (params.auth.token or params.auth.password) if params.auth else None
+        run_tokens = gw.services.get("run_tokens")
+        run_grant = run_tokens.grant(given) if run_tokens is not None else None  # an agent run's own token
+        try:
+            if run_grant is None:
+                check_token(gw.token, given)
+            elif params.role != "operator":
+                raise InvalidRequest("unauthorized: a run token is for operator connections only",
+                                     details={"code": "AUTH_TOKEN_MISMATCH"})
+            device_id = verify_device(params, nonce=self.nonce) if params.device else None
+        except InvalidRequest as err:
+            # A stale run token (a shim outliving its run, e.g. across a restart) is no guessing attempt:
+            # run tokens are 256-bit random. Counting them would lock every local client out.
+            stale_run_token = RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token)
+            if not stale_run_token:
+                gw.throttle.failure(conn.remote)
+            log.info("connect refused", conn_id=conn.conn_id, remote=conn.remote,
+                     code=(err.details or {}).get("code"))
+            self._refuse(frame.id, err)
+            return None
+        gw.throttle.success(conn.remote)
+        if device_id is not None and params.device is not None:
+            from gateway import devices
+
+            auto = gw.config.gateway.auth.autoApproveLoopbackDevices and _is_loopback(conn.remote)
+            status = await devices.record(gw, params, device_id, remote=conn.remote, auto_approve=auto)
+            if status != devices.APPROVED:
+                message = ("device was rejected by the gateway owner" if status == devices.REJECTED
+                           else "device is not paired yet: the gateway owner must approve it")
+                self._refuse(frame.id, NotPaired(
+                    message, details={"code": "PAIRING_REQUIRED", "deviceId": device_id, "status": status},
+                ))
+                return None
+        # Unknown scope names are dropped, so hello-ok shows exactly what was granted.
+        scopes = frozenset(params.scopes).intersection(OPERATOR_SCOPES) if params.role == "operator" else frozenset()
+        if run_grant is not None:
+            scopes = scopes & run_grant.scopes
+        if params.role == "operator" and not scopes:
+            scopes = frozenset({READ})
+        caller = Caller(
+            conn_id=conn.conn_id,
+            role=params.role,
+            scopes=scopes,
+            client_id=params.client.id,
+            client_mode=params.client.mode,
+            remote=conn.remote,
+            device_id=device_id,
+            display_name=params.client.displayName,
+            extra={"version": params.client.version, "platform": params.client.platform,
+                   "caps": params.caps or [], "commands": params.commands or []},
+            methods=run_grant.methods if run_grant is not None else None,
+        )
+        conn.protocol = offered[-1]
+        return frame, params, caller
+
+
+def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
+    cfg = gw.config
+    return {
+        "type": "hello-ok",
+        "protocol": conn.protocol,
+        "server": {"version": gw.version, "connId": conn.conn_id, "instanceId": gw.instance_id},
+        "features": {"methods": gw.dispatcher.registry.names(), "events": EVENTS, "capabilities": []},
+        "snapshot": {
+            "presence": gw.presence(),
+            "health": gw.health(),
+            "stateVersion": gw.state_version,
+            "uptimeMs": gw.uptime_ms(),
+            "sessionDefaults": {
+                "defaultAgentId": cfg.agents.default,
+                "mainSessionKey": f"agent:{cfg.agents.default}:main",
+                "scope": cfg.session.dmScope,
+            },
+        },
+        "policy": {
+            "maxPayload": cfg.gateway.maxPayload,
+            "maxBufferedBytes": cfg.gateway.maxBufferedBytes,
+            "tickIntervalMs": cfg.gateway.tickIntervalMs,
+        },
+        "auth": {"role": caller.role, "scopes": sorted(caller.scopes)},
+    }
+
+
+async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None:
+    limit = asyncio.Semaphore(MAX_IN_FLIGHT)
+
+    async def handle(frame: RequestFrame) -> None:
+        try:
+            conn.send(await gw.dispatcher.dispatch(frame, caller, gw))
+        finally:
+            limit.release()
+
+    while not conn.closed:
+        text = await _receive_text(conn.ws)
+        if text is None:
+            return
+        try:
+            frame = parse_request(text)
+        except InvalidFrame as err:
+            conn.send(error_frame(err.frame_id, err))
+            continue
+        except ValueError:
+            log.debug("ignoring non-JSON frame", conn_id=conn.conn_id)
+            continue
+        if frame.method == "connect":
+            conn.send(error_frame(frame.id, InvalidRequest("already connected: connect is only valid once")))
+            continue
+        await limit.acquire()
+        task = asyncio.create_task(handle(frame))
+        conn.tasks.add(task)
+        task.add_done_callback(conn.tasks.discard)
+
+
+RPC_PATHS = frozenset({"/", "/ws"})
+
+
+class _RpcFront:
+    """Hands WebSocket upgrades on the RPC paths straight to the endpoint; everything else to Starlette.
+
+    Why: Starlette's middleware stack wraps every ``send`` of a WebSocket in several layers (error
+    and exception middleware, routing), which cost more CPU per connect than our whole handshake.
+    The RPC socket handles its own errors, so it skips them; HTTP routes keep the full stack.
+    """
+
+    def __init__(self, app: Starlette, endpoint: Callable[[WebSocket], Awaitable[None]]) -> None:
+        self.app = app
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and scope["path"] in RPC_PATHS:
+            await self.endpoint(WebSocket(scope, receive, send))
+        else:
+            await self.app(scope, receive, send)
+
+
+def build_app(gateway: Gateway) -> ASGIApp:
+    """The ASGI app bound to one running gateway."""
+
+    async def ws_endpoint(ws: WebSocket) -> None:
+        await ws.accept()
+        client = ws.client
+        remote = client.host if client else "unknown"
+        conn = Connection(ws, uuid.uuid4().hex[:16], remote,
+                          max_buffered=gateway.config.gateway.maxBufferedBytes)
+        conn.start_writer()
+        if gateway.stopping:
+            conn.close(CLOSE_RESTART, "gateway restarting")
+            await conn.wait_closed()
+            return
+        try:
+            outcome = await _Handshake(gateway, conn).run()
+            if outcome is None:
+                await conn.wait_closed()
+                return
+            frame, _params, caller = outcome
+            conn.caller = caller
+            conn.connected_at_ms = int(time.time() * 1000)
+            conn.send(ok_frame(frame.id, _hello(gateway, conn, caller)))
+            gateway.add_connection(conn)
+            conn.send_event("health", gateway.health())
+            log.debug("client connected", conn_id=conn.conn_id, client=caller.client_id, role=caller.role,
+                     remote=remote)
+            await _serve_requests(gateway, conn, caller)
+        except WebSocketDisconnect:
+            pass
+        except Exception:
+            log.exception("connection failed", conn_id=conn.conn_id)
+            conn.close(CLOSE_INTERNAL, "internal error")
+        finally:
+            gateway.remove_connection(conn)
+            if conn.closed:
+                await conn.wait_closed(1.0)
+            await conn.abort()
+
+    async def healthz(_request: Request) -> Response:
+        return JSONResponse(gateway.health())
+
+    async def index(_request: Request) -> Response:
+        from gateway import web
+
+        return HTMLResponse(web.index_html(), headers=web.page_headers())
+
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz),
+        Route("/", index),
+    ]
+    routes += gateway.services.get("http_routes", [])
+    return _RpcFront(Starlette(routes=routes), ws_endpoint)
+

@@ -1,0 +1,211 @@
+"""Connect-time authentication: the gateway token, failure throttling, and device proofs.
+
+Pure functions and small classes, no sockets: ``gateway.app`` calls them during the handshake.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from gateway.handshake import ConnectParams
+from gateway.protocol import InvalidRequest
+
+__all__ = [
+    "BASELINE_RUN_METHODS",
+    "MAX_CLOCK_SKEW_MS",
+    "AuthThrottle",
+    "RunGrant",
+    "RunTokens",
+    "check_token",
+    "device_id_for",
+    "device_payload",
+    "verify_device",
+]
+
+MAX_CLOCK_SKEW_MS = 120_000
+
+
+def check_token(expected: str, given: str | None) -> None:
+    """Compare in constant time; raise the OpenClaw-shaped error on a missing or wrong token."""
+    if not given:
+        raise InvalidRequest("unauthorized: gateway token missing", details={"code": "AUTH_REQUIRED"})
+    if not hmac.compare_digest(expected.encode(), given.encode()):
+        raise InvalidRequest("unauthorized: gateway token mismatch", details={"code": "AUTH_TOKEN_MISMATCH"})
+
+
+@dataclass
+class _Failures:
+    times: list[float] = field(default_factory=list)
+    locked_until: float = 0.0
+
+
+class AuthThrottle:
+    """Counts failed handshakes per remote address and slows repeat offenders down.
+
+    After ``max_failures`` failures inside ``window_s`` the address is locked for ``lockout_s``:
+    its connects are answered ``AUTH_RATE_LIMITED`` (with ``retryAfterMs``) after a delay.
+    A success clears the address's record.
+    """
+
+    def __init__(self, *, max_failures: int = 5, window_s: float = 60.0, lockout_s: float = 30.0) -> None:
+        self.max_failures = max_failures
+        self.window_s = window_s
+        self.lockout_s = lockout_s
+        self._by_addr: dict[str, _Failures] = {}
+
+    def retry_after(self, addr: str, now: float | None = None) -> float:
+        """Seconds this address must still wait (0 when it may try)."""
+        now = time.monotonic() if now is None else now
+        rec = self._by_addr.get(addr)
+        return max(0.0, rec.locked_until - now) if rec else 0.0
+
+    def failure(self, addr: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        rec = self._by_addr.setdefault(addr, _Failures())
+        rec.times = [t for t in rec.times if now - t < self.window_s]
+        rec.times.append(now)
+        if len(rec.times) >= self.max_failures:
+            rec.locked_until = now + self.lockout_s
+        if len(self._by_addr) > 10_000:  # bound memory under a spray of addresses
+            self._by_addr.pop(next(iter(self._by_addr)))
+
+    def success(self, addr: str) -> None:
+        self._by_addr.pop(addr, None)
+
+
+BASELINE_RUN_METHODS = frozenset({
+    # what the baseline MCP tools (session, message, heartbeat, plugin) call, and nothing else
+    "health", "status", "agents.list", "sessions.list", "chat.history", "agent", "agent.wait",
+    "sessions.spawn", "sessions.subagents",
+    "message.send", "message.reply", "message.threadReply", "message.broadcast", "message.react",
+    "message.delete", "message.sendAttachment", "message.sendWithEffect", "message.pin", "message.read",
+    "hooks.tool.before", "hooks.tool.after", "heartbeat.report", "plugin.tools.list", "plugin.tools.invoke",
+})
+"""Methods a non-owner agent run may call. Scopes alone are not enough: node, browser and tts methods need
+only ``operator.write`` (as OpenClaw classifies them), yet they sit behind owner-only tools. The shim hides
+those tools from non-owners; this list makes the gateway refuse them too, whatever the agent connects with."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunGrant:
+    """What one run token allows: at most these scopes, and only these methods when ``methods`` is set."""
+
+    scopes: frozenset[str]
+    methods: frozenset[str] | None = None
+
+
+class RunTokens:
+    """Tokens the gateway hands to agent runs instead of its own token, each capped to a grant.
+
+    Why: the agent (and whatever a chat user talks it into running) can read the token its MCP shim
+    gets. With the gateway token it could connect with every scope; with a run token it gets at most
+    what its tier allows, and only while the run lasts. Stored by SHA-256, looked up by hash.
+    """
+
+    def __init__(self) -> None:
+        self._grants: dict[str, RunGrant] = {}
+
+    @staticmethod
+    def _key(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    PREFIX = "run-"
+
+    @classmethod
+    def looks_like(cls, token: str | None) -> bool:
+        """Shaped like a run token. Run tokens are 256-bit random, so failing with one is no guessing attempt."""
+        return token is not None and token.startswith(cls.PREFIX)
+
+    def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None) -> str:
+        token = self.PREFIX + secrets.token_urlsafe(32)
+        self._grants[self._key(token)] = RunGrant(scopes, methods)
+        return token
+
+    def revoke(self, token: str) -> None:
+        self._grants.pop(self._key(token), None)
+
+    def grant(self, given: str | None) -> RunGrant | None:
+        """What ``given`` allows, or None when it is not a live run token."""
+        return self._grants.get(self._key(given)) if given and self.looks_like(given) else None
+
+    def __len__(self) -> int:
+        return len(self._grants)
+
+
+def _b64url_decode(text: str, code: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        raise InvalidRequest("device proof is not base64url", details={"code": code}) from None
+
+
+def device_id_for(public_key_raw: bytes) -> str:
+    return hashlib.sha256(public_key_raw).hexdigest()
+
+
+def device_payload(params: ConnectParams, token: str, *, version: int) -> bytes:
+    """The string a device signs (OpenClaw's v2/v3 layout), as bytes."""
+    dev = params.device
+    assert dev is not None
+    parts = [
+        f"v{version}",
+        dev.id,
+        params.client.id,
+        params.client.mode,
+        params.role,
+        ",".join(params.scopes),
+        str(dev.signedAt),
+        token,
+        dev.nonce,
+    ]
+    if version >= 3:
+        parts += [(params.client.platform or "").strip().lower(), (params.client.deviceFamily or "").strip().lower()]
+    return "|".join(parts).encode()
+
+
+def verify_device(params: ConnectParams, *, nonce: str, now_ms: int | None = None) -> str:
+    """Check the optional device proof; returns the verified device id.
+
+    Raises:
+        InvalidRequest: with ``details.code`` DEVICE_AUTH_NONCE_MISMATCH, DEVICE_AUTH_SIGNATURE_EXPIRED,
+            DEVICE_AUTH_PUBLIC_KEY_INVALID, DEVICE_AUTH_DEVICE_ID_MISMATCH or DEVICE_AUTH_SIGNATURE_INVALID.
+    """
+    dev = params.device
+    assert dev is not None
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    if not hmac.compare_digest(dev.nonce.encode(), nonce.encode()):
+        raise InvalidRequest("device proof nonce does not match the challenge",
+                             details={"code": "DEVICE_AUTH_NONCE_MISMATCH"})
+    if abs(now_ms - dev.signedAt) > MAX_CLOCK_SKEW_MS:
+        raise InvalidRequest("device proof expired (clock skew over 2 minutes)",
+                             details={"code": "DEVICE_AUTH_SIGNATURE_EXPIRED"})
+    raw_key = _b64url_decode(dev.publicKey, "DEVICE_AUTH_PUBLIC_KEY_INVALID")
+    if len(raw_key) != 32:
+        raise InvalidRequest("device public key must be a raw 32-byte Ed25519 key (base64url)",
+                             details={"code": "DEVICE_AUTH_PUBLIC_KEY_INVALID"})
+    if not hmac.compare_digest(device_id_for(raw_key).encode(), dev.id.lower().encode()):
+        raise InvalidRequest("device id is not the sha256 of its public key",
+                             details={"code": "DEVICE_AUTH_DEVICE_ID_MISMATCH"})
+    signature = _b64url_decode(dev.signature, "DEVICE_AUTH_SIGNATURE_INVALID")
+    try:
+        key = Ed25519PublicKey.from_public_bytes(raw_key)
+    except ValueError:
+        raise InvalidRequest("device public key is not a valid Ed25519 key",
+                             details={"code": "DEVICE_AUTH_PUBLIC_KEY_INVALID"}) from None
+    token = (params.auth.token or params.auth.deviceToken or "") if params.auth else ""
+    for version in (3, 2):
+        try:
+            key.verify(signature, device_payload(params, token, version=version))
+            return dev.id.lower()
+        except InvalidSignature:
+            continue
+    raise InvalidRequest("device signature is invalid", details={"code": "DEVICE_AUTH_SIGNATURE_INVALID"})

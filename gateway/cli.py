@@ -1,0 +1,270 @@
+"""The ``remoteclaw`` command line.
+
+Imports are lazy on purpose: ``remoteclaw gateway call health`` runs as a cold process in
+scripts and health checks, so it must not load the server (uvicorn, SQLAlchemy, pydantic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+ALL_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
+
+
+class CliError(Exception):
+    """A problem to report in one line and exit non-zero."""
+
+
+# -- connection settings -----------------------------------------------------------------------
+
+
+def _state_dir() -> Path:
+    return Path(os.environ.get("REMOTECLAW_STATE_DIR") or Path.home() / ".remoteclaw").expanduser()
+
+
+def _config_file() -> Path:
+    override = os.environ.get("REMOTECLAW_CONFIG_PATH")
+    return Path(override).expanduser() if override else _state_dir() / "remoteclaw.json"
+
+
+def _configured_port() -> int:
+    path = _config_file()
+    if path.exists():
+        try:
+            import json5
+
+            data = json5.loads(path.read_text())
+            port = data.get("gateway", {}).get("port")
+            if isinstance(port, int) and port > 0:
+                return port
+        except (ValueError, OSError, AttributeError):
+            pass
+    return 18789
+
+
+def resolve_url(given: str | None) -> str:
+    if given:
+        return given
+    env = os.environ.get("REMOTECLAW_GATEWAY_URL")
+    return env or f"ws://127.0.0.1:{_configured_port()}/"
+
+
+def resolve_token(given: str | None) -> str | None:
+    if given:
+        return given
+    env = os.environ.get("REMOTECLAW_GATEWAY_TOKEN")
+    if env:
+        return env
+    path = _state_dir() / "gateway.token"
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _call(url: str | None, token: str | None, method: str, params: Any, *, timeout: float = 30.0,
+          scopes: list[str] | None = None) -> Any:
+    """One request on a fresh connection; raises CliError with a message a person can act on."""
+    import asyncio
+
+    from gateway.protocol import RpcError
+    from mcp_shim.client import GatewayClient
+
+    target = resolve_url(url)
+
+    async def go() -> Any:
+        client = GatewayClient(target, resolve_token(token), client_id="cli", mode="cli",
+                               scopes=scopes or ALL_SCOPES, timeout=timeout)
+        try:
+            await client.connect(open_timeout=min(timeout, 10.0))
+            return await client.request(method, params, timeout=timeout, reconnect=False)
+        finally:
+            await client.close()
+
+    try:
+        return asyncio.run(go())
+    except RpcError as err:
+        code = (err.details or {}).get("code")
+        hint = ""
+        if code in ("AUTH_TOKEN_MISMATCH", "AUTH_REQUIRED"):
+            hint = " (pass --token, or set REMOTECLAW_GATEWAY_TOKEN)"
+        raise CliError(f"{err.code}: {err.message}{hint}") from None
+    except (OSError, TimeoutError) as err:
+        raise CliError(f"cannot reach the gateway at {target}: {err or type(err).__name__}"
+                       " (is it running? start it with: remoteclaw gateway run)") from None
+    except Exception as err:  # websockets handshake errors and the like
+        raise CliError(f"cannot talk to the gateway at {target}: {err}") from None
+
+
+def _parse_json(text: str, what: str) -> Any:
+    import json5
+
+    try:
+        return json5.loads(text)
+    except ValueError as exc:
+        raise CliError(f"{what} is not valid JSON: {' '.join(str(exc).split())}") from None
+
+
+def _print(value: Any, compact: bool) -> None:
+    import orjson
+
+    opts = 0 if compact else orjson.OPT_INDENT_2
+    sys.stdout.write(orjson.dumps(value, option=opts).decode() + "\n")
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def cmd_gateway_run(args: argparse.Namespace) -> int:
+    from gateway.server import run
+
+    return run(host=args.bind, port=args.port)
+
+
+def cmd_gateway_call(args: argparse.Namespace) -> int:
+    raw = args.params if args.params is not None else args.json_params
+    params = _parse_json(raw, "params") if raw else None
+    result = _call(args.url, args.token, args.method, params, timeout=args.timeout)
+    _print(result, args.json)
+    return 0
+
+
+def cmd_config_get(args: argparse.Namespace) -> int:
+    params = {"key": args.key} if args.key else None
+    result = _call(args.url, args.token, "config.get", params)
+    _print(result.get("value") if args.key else result, args.json)
+    return 0
+
+
+def cmd_config_schema(args: argparse.Namespace) -> int:
+    _print(_call(args.url, args.token, "config.schema", None)["schema"], args.json)
+    return 0
+
+
+def _current_hash(args: argparse.Namespace) -> str:
+    return str(_call(args.url, args.token, "config.get", None)["hash"])
+
+
+def cmd_config_patch(args: argparse.Namespace) -> int:
+    patch = _parse_json(args.patch, "the patch")
+    if not isinstance(patch, dict):
+        raise CliError("the patch must be a JSON object")
+    base = args.base_hash or _current_hash(args)
+    _print(_call(args.url, args.token, "config.patch", {"patch": patch, "baseHash": base}), args.json)
+    return 0
+
+
+def cmd_config_set(args: argparse.Namespace) -> int:
+    value = _parse_json(args.value, "the value")
+    base = args.base_hash or _current_hash(args)
+    _print(_call(args.url, args.token, "config.set", {"key": args.key, "value": value, "baseHash": base}),
+           args.json)
+    return 0
+
+
+def cmd_config_apply(args: argparse.Namespace) -> int:
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+    config = _parse_json(text, args.file)
+    if not isinstance(config, dict):
+        raise CliError("the config must be a JSON object")
+    base = args.base_hash or _current_hash(args)
+    _print(_call(args.url, args.token, "config.apply", {"config": config, "baseHash": base}), args.json)
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------------------
+
+
+def _conn_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or ws://127.0.0.1:18789/)")
+    p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
+    p.add_argument("--json", action="store_true", help="print compact JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="remoteclaw", description="Drive coding agents from chat apps.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    gw = sub.add_parser("gateway", help="run the gateway or call its methods")
+    gws = gw.add_subparsers(dest="gateway_command", metavar="SUBCOMMAND")
+    gws.required = True
+    run = gws.add_parser("run", help="run the gateway in the foreground")
+    run.add_argument("--port", type=int, default=None, help="port to listen on (default: config, 18789)")
+    run.add_argument("--bind", default=None, help="address to bind (default: config, 127.0.0.1)")
+    run.set_defaults(func=cmd_gateway_run)
+    call = gws.add_parser("call", help="call one gateway method and print the result")
+    call.add_argument("method", help="method name, e.g. health or sessions.list")
+    call.add_argument("json_params", nargs="?", metavar="JSON", help="params as a JSON object")
+    call.add_argument("--params", help="params as a JSON object (same as the positional JSON)")
+    call.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (default 30)")
+    _conn_opts(call)
+    call.set_defaults(func=cmd_gateway_call)
+
+    cfg = sub.add_parser("config", help="read and change the gateway's config")
+    cfgs = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
+    cfgs.required = True
+    get = cfgs.add_parser("get", help="print the config (secrets redacted) or one dotted key")
+    get.add_argument("key", nargs="?", help="dotted key, e.g. gateway.port")
+    _conn_opts(get)
+    get.set_defaults(func=cmd_config_get)
+    schema = cfgs.add_parser("schema", help="print the config's JSON Schema")
+    _conn_opts(schema)
+    schema.set_defaults(func=cmd_config_schema)
+    patch = cfgs.add_parser("patch", help="apply a JSON merge patch (RFC 7396)")
+    patch.add_argument("patch", help='JSON object, e.g. \'{"logging": {"level": "debug"}}\'')
+    patch.add_argument("--base-hash", help="refuse if the config changed since this hash (default: current)")
+    _conn_opts(patch)
+    patch.set_defaults(func=cmd_config_patch)
+    cset = cfgs.add_parser("set", help="set one dotted key to a JSON value")
+    cset.add_argument("key")
+    cset.add_argument("value", help="JSON value (strings need quotes: '\"debug\"')")
+    cset.add_argument("--base-hash")
+    _conn_opts(cset)
+    cset.set_defaults(func=cmd_config_set)
+    apply = cfgs.add_parser("apply", help="replace the whole config with a JSON/JSON5 file ('-' for stdin)")
+    apply.add_argument("file")
+    apply.add_argument("--base-hash")
+    _conn_opts(apply)
+    apply.set_defaults(func=cmd_config_apply)
+
+    _add_plugin_commands(sub)
+    return parser
+
+
+def _add_plugin_commands(sub: Any) -> None:
+    """Commands owned by other packages (the MCP shim, channels, nodes) register here lazily."""
+    import importlib
+
+    for module_name in ("mcp_shim.cli", "channels.cli", "nodes.cli"):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.register(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as err:
+        print(f"remoteclaw: {' '.join(str(err).split())}", file=sys.stderr)  # always one line
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,368 @@
+"""The gateway's configuration: a pydantic model, its file, and safe changes to it.
+
+The file is ``<state dir>/remoteclaw.json`` (JSON5 accepted, ``REMOTECLAW_CONFIG_PATH``
+overrides). Environment variables ``REMOTECLAW_<SECTION>__<FIELD>`` override the
+file (pydantic-settings). Every change is validated before anything is written,
+guarded by the hash of what the caller last read, written atomically, and the
+previous file is kept as ``remoteclaw.json.bak``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import copy
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import json5
+import orjson
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+
+from gateway.config_channels import ChannelAccessConfig, ChannelsConfig
+from gateway.config_sections import OpenSection, Section
+from gateway.protocol import InvalidRequest, describe_validation_error
+from gateway.redaction import REDACTED, redact, restore_redacted, secret_values
+
+__all__ = [
+    "REDACTED",
+    "ChannelAccessConfig",
+    "Config",
+    "ConfigError",
+    "ConfigStore",
+    "env_overrides",
+    "hash_data",
+    "merge_patch",
+    "redact",
+    "secret_values",
+    "validate",
+]
+
+
+
+class RateLimitConfig(Section):
+    maxFailures: int = Field(5, ge=1, description="Failed auth attempts per address before slowing down.")
+    windowMs: int = Field(60_000, ge=1000)
+    lockoutMs: int = Field(30_000, ge=0, description="How long a locked-out address waits.")
+
+
+class AuthConfig(Section):
+    token: str | None = Field(None, description="Gateway token; generated into the state dir when unset.")
+    rateLimit: RateLimitConfig = RateLimitConfig()
+    autoApproveLoopbackDevices: bool = Field(
+        True, description="Approve new devices connecting from 127.0.0.1/::1 without asking the owner."
+    )
+
+
+class GatewayConfig(Section):
+    port: int = Field(18789, ge=0, le=65535)
+    bind: str = "127.0.0.1"
+    auth: AuthConfig = AuthConfig()
+    handshakeTimeoutMs: int = Field(10_000, ge=100)
+    tickIntervalMs: int = Field(30_000, ge=100)
+    maxPayload: int = Field(25 * 1024 * 1024, ge=64 * 1024)
+    maxBufferedBytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)
+    publicUrl: str | None = Field(None, description="URL printed for clients, when behind a proxy.")
+    redisUrl: str | None = Field(None, description="Redis for events between replicas (REMOTECLAW_REDIS_URL wins).")
+
+
+class AgentConfig(Section):
+    id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    runtime: Literal["claude", "codex", "gemini", "opencode"] = "claude"
+    name: str | None = None
+    model: str | None = None
+    command: list[str] | None = Field(None, description="Override the CLI executable and leading args.")
+    toolProfile: Literal["minimal", "messaging", "coding", "full"] = "full"
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class AgentsConfig(Section):
+    default: str = "main"
+    list: builtins.list[AgentConfig] = Field(default_factory=lambda: [AgentConfig(id="main")])
+    maxConcurrentRuns: int = Field(4, ge=1)
+    timeoutSeconds: int = Field(600, ge=1)
+    noOutputTimeoutSeconds: int = Field(180, ge=1)
+
+    @model_validator(mode="after")
+    def _ids_make_sense(self) -> AgentsConfig:
+        ids = [a.id for a in self.list]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"agents.list has duplicate ids: {', '.join(dupes)}")
+        if ids and self.default not in ids:
+            raise ValueError(f"agents.default '{self.default}' is not an id in agents.list ({', '.join(ids)})")
+        return self
+
+
+class SessionConfig(OpenSection):
+    dmScope: Literal["main", "per-peer", "per-channel-peer", "per-account-channel-peer"] = "main"
+
+
+class TtsConfig(OpenSection):
+    enabled: bool = False
+    provider: str = "edge"
+
+
+class MessagesConfig(OpenSection):
+    tts: TtsConfig = TtsConfig()
+
+
+class ToolsConfig(OpenSection):
+    profile: Literal["minimal", "messaging", "coding", "full"] = "full"
+
+
+class LoggingConfig(Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    consoleLevel: Literal["debug", "info", "warning", "error"] = "info"
+    maxFileBytes: int = Field(10 * 1024 * 1024, ge=64 * 1024)
+    keepFiles: int = Field(5, ge=1)
+
+
+class Config(BaseSettings):
+    """The whole configuration. Unknown keys are refused so typos surface at once."""
+
+    model_config = SettingsConfigDict(
+        extra="forbid",
+        env_prefix="REMOTECLAW_",
+        env_nested_delimiter="__",
+        populate_by_name=True,
+    )
+
+    gateway: GatewayConfig = GatewayConfig()
+    agents: AgentsConfig = AgentsConfig()
+    channels: ChannelsConfig = ChannelsConfig()
+    session: SessionConfig = SessionConfig()
+    messages: MessagesConfig = MessagesConfig()
+    cron: OpenSection = OpenSection()
+    nodes: OpenSection = OpenSection()
+    plugins: OpenSection = OpenSection()
+    tools: ToolsConfig = ToolsConfig()
+    logging: LoggingConfig = LoggingConfig()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment wins over the file: an operator's override must not be undone by a patch.
+        return (_SectionEnvSource(settings_cls), init_settings)
+
+
+_SECTIONS = tuple(Config.model_fields)
+
+
+class _SectionEnvSource(EnvSettingsSource):
+    """Environment overrides in the nested form only (``REMOTECLAW_<SECTION>__<FIELD>``).
+
+    A bare ``REMOTECLAW_<SECTION>`` is ignored: names like ``REMOTECLAW_SESSION`` or ``REMOTECLAW_TOOLS``
+    are easily set for other reasons (agent runs get ``REMOTECLAW_*`` context), and must not break loading.
+    """
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        bare = {f"remoteclaw_{name}" for name in _SECTIONS}
+        return {k: v for k, v in super()._load_env_vars().items() if k.lower() not in bare}
+
+
+def env_overrides() -> list[str]:
+    """Dotted config keys set by ``REMOTECLAW_<SECTION>__<FIELD>`` variables, for ``config.get``."""
+    out = []
+    for name in os.environ:
+        upper = name.upper()
+        if not upper.startswith("REMOTECLAW_") or "__" not in upper:
+            continue
+        section, _, rest = upper[len("REMOTECLAW_"):].partition("__")
+        if section.lower() in _SECTIONS and rest:
+            fields = {f.lower(): f for f in _field_names(section.lower())}
+            parts = rest.split("__")
+            parts[0] = fields.get(parts[0].lower(), parts[0].lower())
+            out.append(".".join([section.lower(), *parts]))
+    return sorted(out)
+
+
+def _field_names(section: str) -> list[str]:
+    annotation = Config.model_fields[section].annotation
+    return list(getattr(annotation, "model_fields", {}))
+
+
+class ConfigError(InvalidRequest):
+    """A config change or file that does not validate; ``details.errors`` lists every problem."""
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396 JSON merge patch: objects merge, ``null`` deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def hash_data(data: dict[str, Any]) -> str:
+    """A stable hash of config data (key order does not matter); clients echo it back as ``baseHash``."""
+    return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _env_name(loc: tuple[Any, ...]) -> str | None:
+    """The environment variable that set the value at ``loc``, if one did."""
+    keys = [str(p) for p in loc if not isinstance(p, int)]
+    for n in range(len(keys), 1, -1):
+        name = "REMOTECLAW_" + "__".join(keys[:n]).upper()
+        if any(k.upper() == name for k in os.environ):
+            return name
+    return None
+
+
+def validate(data: dict[str, Any]) -> Config:
+    """Validate raw config data (with env overrides applied); raises ``ConfigError`` naming each field."""
+    if not isinstance(data, dict):
+        raise ConfigError("invalid config: at root: must be object")
+    try:
+        return Config(**data)
+    except ValidationError as exc:
+        errors = []
+        for e in exc.errors(include_url=False):
+            loc = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            entry = {"path": "/" + "/".join(str(p) for p in loc), "message": e["msg"]}
+            env = _env_name(loc)
+            if env:
+                entry["env"] = env
+            errors.append(entry)
+        summary = describe_validation_error(exc)
+        envs = sorted({e["env"] for e in errors if "env" in e})
+        if envs:
+            summary += f" (set by {', '.join(envs)})"
+        raise ConfigError(f"invalid config: {summary}", details={"errors": errors}) from None
+    except SettingsError as exc:
+        # A REMOTECLAW_<SECTION>__<FIELD> variable whose value is not the JSON the field needs.
+        m = re.search(r'field "(\w+)"', str(exc))
+        section = m.group(1) if m else None
+        where = f"a REMOTECLAW_{section.upper()}__* variable" if section else "a REMOTECLAW_* variable"
+        raise ConfigError(f"invalid config from the environment: {where} is not valid JSON for its field",
+                          details={"errors": [{"path": f"/{section or ''}", "message": str(exc)}]}) from None
+
+
+class ConfigStore:
+    """The config file on disk and the validated config in memory, changed only together.
+
+    ``data`` is what the file holds (no env overrides), ``config`` the validated effective config,
+    ``hash`` the hash of ``data``. Only validated data is ever adopted, so the store always holds
+    the last good config, whatever happens to the file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {}
+        self.config: Config = Config.model_construct()  # a placeholder until load(); reads no env
+        self.hash = hash_data({})
+        # Why the file on disk is not what runs (set when a hand edit was refused), else None.
+        self.file_issue: dict[str, Any] | None = None
+        # Serializes check-hash/validate/write so two writers cannot both pass the same baseHash.
+        self.lock = asyncio.Lock()
+
+    @property
+    def backup_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".bak")
+
+    def parse(self, text: str) -> dict[str, Any]:
+        """Parse file text (JSON5); raises ``ConfigError`` saying where it is broken."""
+        try:
+            data = json5.loads(text) if text.strip() else {}
+        except ValueError as exc:
+            msg = " ".join(str(exc).split())
+            raise ConfigError(f"invalid config file {self.path}: not valid JSON5: {msg}",
+                              details={"errors": [{"path": "/", "message": msg}]}) from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"invalid config file {self.path}: the top level must be an object",
+                              details={"errors": [{"path": "/", "message": "must be object"}]})
+        return data
+
+    def read_file(self) -> dict[str, Any]:
+        """Parse the file (JSON5); a missing file is an empty config."""
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {self.path}: {exc}") from None
+        return self.parse(text)
+
+    def load(self) -> Config:
+        """Read and validate the file, then make it current. Raises ``ConfigError``; on error nothing changes."""
+        data = self.read_file()
+        config = validate(data)
+        self.adopt(data, config)
+        return config
+
+    def adopt(self, data: dict[str, Any], config: Config) -> None:
+        """Make already validated ``data`` current in memory (the file is not touched)."""
+        self.data, self.config, self.hash = data, config, hash_data(data)
+        self.file_issue = None
+
+    def check_base_hash(self, base_hash: str | None) -> None:
+        if base_hash is not None and base_hash != self.hash:
+            raise InvalidRequest(
+                "config changed since it was read (baseHash mismatch): call config.get and retry",
+                details={"code": "CONFIG_HASH_MISMATCH", "currentHash": self.hash},
+            )
+
+    def prepare_patch(self, patch: dict[str, Any]) -> tuple[dict[str, Any], Config]:
+        merged = merge_patch(self.data, restore_redacted(patch, self.data))
+        return merged, validate(merged)
+
+    def prepare_replace(self, data: dict[str, Any]) -> tuple[dict[str, Any], Config]:
+        data = restore_redacted(data, self.data)
+        return data, validate(data)
+
+    def commit(self, data: dict[str, Any], config: Config) -> None:
+        """Write ``data`` atomically and make it current; the previous file is kept as ``.bak``.
+
+        The new file is written to a temp file, fsynced and renamed over the old one, so readers
+        (the file watcher, an editor) see either the old or the new file, never a missing or
+        partial one. The backup is written the same way before the switch. Blocking: call it
+        from a thread.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        body = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+        try:
+            previous = self.path.read_bytes()
+        except FileNotFoundError:
+            previous = None
+        if previous is not None:
+            _write_atomic(self.backup_path, previous)
+        _write_atomic(self.path, body)
+        self.adopt(data, config)
+
+    def redacted(self) -> dict[str, Any]:
+        """The effective config (file plus env overrides) with secrets hidden."""
+        return redact(self.config.model_dump(mode="json"))
+
+
+def _write_atomic(path: Path, body: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # 0600: the file may hold tokens and API keys.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, body)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

@@ -1,0 +1,235 @@
+"""The running gateway: the services method handlers use, and its lifecycle.
+
+A ``Gateway`` lives for one start of the server. A restart in place (``gateway.restart``
+or a config change that cannot be hot-applied) builds a fresh one on the same listening
+socket, so clients see a ``shutdown`` event, a close 1012, and can reconnect at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from gateway import __version__
+from gateway.auth import AuthThrottle
+from gateway.config import ConfigStore
+from gateway.connection import CLOSE_RESTART, Connection
+from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
+from gateway.store import Database, database_url
+
+__all__ = ["EVENTS", "Gateway"]
+
+log = structlog.get_logger("gateway.core")
+
+EVENTS = [
+    "connect.challenge",
+    "tick",
+    "health",
+    "presence",
+    "shutdown",
+    "config.changed",
+    "agent",
+    "chat",
+    "cron",
+    "node.invoke.request",
+    "node.pair.requested",
+    "node.pair.resolved",
+    "device.pair.requested",
+    "device.pair.resolved",
+    "hooks.tool",
+]
+"""Events this gateway may send (advertised in ``hello-ok features.events``)."""
+
+StopHook = Callable[[], Awaitable[None]]
+
+PRESENCE_COALESCE_S = 0.05
+
+
+class Gateway:
+    """Holds config, storage, live connections and the dispatcher for one server start."""
+
+    def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:
+        self.state_dir = state_dir
+        self.config_store = config_store
+        self.token = token
+        self.version = __version__
+        self.instance_id = uuid.uuid4().hex[:12]
+        self.started_at_ms = int(time.time() * 1000)
+        self._started_mono = time.monotonic()
+        self.state_version = 1
+        gw = config_store.config.gateway
+        rl = gw.auth.rateLimit
+        self.throttle = AuthThrottle(
+            max_failures=rl.maxFailures, window_s=rl.windowMs / 1000, lockout_s=rl.lockoutMs / 1000
+        )
+        self.db = Database(database_url(state_dir))
+        self.dispatcher = Dispatcher(registry, IdempotencyCache())
+        self.connections: dict[str, Connection] = {}
+        self.restart_reason: str | None = None
+        self.stopping = False
+        self._tick_task: asyncio.Task[None] | None = None
+        self._presence_pending = False
+        self._stop_hooks: list[StopHook] = []
+        self._exit: Callable[[], None] = lambda: None
+        # Subsystems attach themselves here by name (sessions, runs, channels, cron, nodes...).
+        self.services: dict[str, Any] = {}
+
+    @property
+    def config(self) -> Any:
+        return self.config_store.config
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    def uptime_ms(self) -> int:
+        return int((time.monotonic() - self._started_mono) * 1000)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self, exit_server: Callable[[], None]) -> None:
+        """Migrate the database and start background work. ``exit_server`` stops the HTTP server."""
+        self._exit = exit_server
+        await self.db.migrate()
+        from gateway.methods import load_all
+
+        load_all()
+        from gateway import subsystems
+
+        await subsystems.start_all(self)
+        self._tick_task = asyncio.create_task(self._tick_loop(), name="gateway-tick")
+        log.info("gateway started", version=self.version, pid=os.getpid(), db=self.db.url.split("://")[0])
+
+    def on_stop(self, hook: StopHook) -> None:
+        """Register cleanup to run when this gateway stops (last registered runs first)."""
+        self._stop_hooks.append(hook)
+
+    async def stop(self) -> None:
+        if self._tick_task:
+            self._tick_task.cancel()
+        for hook in reversed(self._stop_hooks):
+            try:
+                await hook()
+            except Exception:
+                log.exception("stop hook failed")
+        await self.db.close()
+
+    def request_restart(self, reason: str, *, delay_ms: int = 0) -> None:
+        """Drain and come back up in place (same process, same socket)."""
+        if self.stopping:
+            return
+        self.restart_reason = reason
+        asyncio.get_running_loop().call_later(
+            delay_ms / 1000, lambda: asyncio.ensure_future(self.shutdown(reason, restart=True))
+        )
+
+    async def shutdown(self, reason: str, *, restart: bool) -> None:
+        """Tell every client why, close them with 1012, then stop the server."""
+        if self.stopping:
+            return
+        self.stopping = True
+        log.info("gateway shutting down", reason=reason, restart=restart)
+        payload: dict[str, Any] = {"reason": reason}
+        if restart:
+            payload["restartExpectedMs"] = 1500
+        for conn in list(self.connections.values()):
+            conn.send_event("shutdown", payload)
+            conn.close(CLOSE_RESTART, "service restart" if restart else "gateway stopping")
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                asyncio.gather(*(c.wait_closed() for c in list(self.connections.values()))), 3
+            )
+        self._exit()
+
+    # -- connections and events ----------------------------------------------------------------
+
+    def add_connection(self, conn: Connection) -> None:
+        self.connections[conn.conn_id] = conn
+        self.state_version += 1
+        self._presence_changed()
+
+    def remove_connection(self, conn: Connection) -> None:
+        if self.connections.pop(conn.conn_id, None) is not None:
+            self.state_version += 1
+            self._presence_changed()
+
+    def _presence_changed(self) -> None:
+        """Announce who is connected, once per ``PRESENCE_COALESCE_S`` however many came and went.
+
+        Sending the whole list to every client on every connect costs O(clients²) when many connect at
+        once (a restart, a burst of agent runs); one coalesced event carries the same final state.
+        """
+        if self._presence_pending:
+            return
+        self._presence_pending = True
+
+        def send() -> None:
+            self._presence_pending = False
+            self.broadcast("presence", {"presence": self.presence()}, drop_if_slow=True)
+
+        asyncio.get_running_loop().call_later(PRESENCE_COALESCE_S, send)
+
+    def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
+        """Send an event to every operator holding ``scope``, on every replica (``gateway.bus``).
+
+        Returns how many of this replica's sockets got it.
+        """
+        bus = self.services.get("bus")
+        if bus is not None:
+            return bus.publish(event, payload, scope=scope, drop_if_slow=drop_if_slow)
+        return self.deliver_local(event, payload, scope, drop_if_slow)
+
+    def deliver_local(self, event: str, payload: Any = None, scope: str = READ, drop_if_slow: bool = False) -> int:
+        """Send an event to this replica's authenticated operators holding ``scope``; returns how many got it."""
+        sent = 0
+        for conn in list(self.connections.values()):
+            caller = conn.caller
+            if caller is None or caller.role != "operator" or not grants(caller.scopes, scope):
+                continue
+            if conn.send_event(event, payload, drop_if_slow=drop_if_slow):
+                sent += 1
+        return sent
+
+    def presence(self) -> list[dict[str, Any]]:
+        out = []
+        for conn in self.connections.values():
+            c = conn.caller
+            if c is None:
+                continue
+            out.append({
+                "connId": c.conn_id,
+                "role": c.role,
+                "clientId": c.client_id,
+                "mode": c.client_mode,
+                "displayName": c.display_name,
+                "deviceId": c.device_id,
+                "remote": c.remote,
+                "connectedAtMs": conn.connected_at_ms,
+            })
+        return out
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "version": self.version,
+            "uptimeMs": self.uptime_ms(),
+            "connections": len(self.connections),
+            "database": "sqlite" if self.db.is_sqlite else "postgresql",
+        }
+
+    async def _tick_loop(self) -> None:
+        interval = self.config.gateway.tickIntervalMs / 1000
+        while True:
+            await asyncio.sleep(interval)
+            ts = int(time.time() * 1000)
+            for conn in list(self.connections.values()):
+                if conn.caller is not None:
+                    conn.send_event("tick", {"ts": ts}, drop_if_slow=True)

@@ -1,0 +1,54 @@
+"""Liveness and status: ``health``, ``status``, ``system-presence``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from pydantic import Field
+
+from gateway.rpc import READ, CallContext, NoParams, Params, method
+
+
+@method("health", scope=READ)
+async def health(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
+    """Is the gateway up, and how long has it been."""
+    return ctx.gateway.health()
+
+
+class StatusParams(Params):
+    sessionKey: str | None = Field(None, min_length=1, max_length=512)
+
+
+@method("status", params=StatusParams, scope=READ)
+async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
+    """Gateway status; with ``sessionKey``, that session's status (sessions subsystem)."""
+    gw = ctx.gateway
+    if p.sessionKey:
+        sessions = gw.services.get("sessions")
+        if sessions is None:
+            from gateway.protocol import Unavailable
+
+            raise Unavailable("sessions are not available on this gateway")
+        return await sessions.status(p.sessionKey)
+    host, port = gw.services.get("listen", ("", 0))
+    return {
+        "version": gw.version,
+        "pid": os.getpid(),
+        "python": sys.version.split()[0],
+        "startedAtMs": gw.started_at_ms,
+        "uptimeMs": gw.uptime_ms(),
+        "listen": {"host": host, "port": port},
+        "stateDir": str(gw.state_dir),
+        "database": "sqlite" if gw.db.is_sqlite else "postgresql",
+        "connections": len(gw.connections),
+        "methods": len(gw.dispatcher.registry.names()),
+        "defaultAgentId": gw.config.agents.default,
+    }
+
+
+@method("system-presence", scope=READ)
+async def system_presence(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]]:
+    """Who is connected right now."""
+    return ctx.gateway.presence()

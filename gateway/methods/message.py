@@ -1,0 +1,253 @@
+"""Message methods behind the ten ``message_*`` MCP tools: send, reply, threadReply, broadcast, react,
+delete, sendAttachment, sendWithEffect, pin, read.
+
+Each is routed to one running channel account (``channel`` + optional ``accountId``) through the
+channels manager (``gateway.services["channels"]``), which splits long text at the channel's limit
+and stores every message so ``message.read`` works on every channel. The MCP shim fills ``channel``,
+``accountId``, ``to`` and ``threadId`` from the run's context unless the tool names a target.
+Sending methods answer at least ``{ok, channel, to, messageId}`` so the shim can record side effects.
+The reference's colon names (``message:send`` ...) are accepted as aliases.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from gateway.protocol import InvalidRequest, RpcError, Unavailable
+from gateway.rpc import READ, WRITE, CallContext, Params, method
+
+__all__ = [
+    "BroadcastParams",
+    "DeleteParams",
+    "PinParams",
+    "ReactParams",
+    "ReadParams",
+    "ReplyParams",
+    "SendAttachmentParams",
+    "SendParams",
+    "SendWithEffectParams",
+    "ThreadReplyParams",
+]
+
+
+def _id_to_str(value: Any) -> Any:
+    # Agents often pass numeric ids (Telegram chat ids, message ids) as JSON numbers.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+Ident = Annotated[str, BeforeValidator(_id_to_str), Field(min_length=1, max_length=256)]
+Text = Annotated[str, Field(min_length=1, max_length=100_000)]
+
+
+class _Target(Params):
+    channel: str = Field(min_length=1, max_length=64, description="Channel name, e.g. telegram, discord, webchat.")
+    accountId: Ident | None = Field(None, description="Account of that channel; the default account when unset.")
+    sessionKey: str | None = Field(None, max_length=512, description="The calling run's session (for the record).")
+    idempotencyKey: str | None = Field(None, max_length=256)
+
+
+class SendParams(_Target):
+    to: Ident = Field(description="Chat or user id to send to.")
+    message: Text
+    media: str | None = Field(None, min_length=1, max_length=4096, description="URL or file path to attach.")
+    threadId: Ident | None = None
+
+
+class ReplyParams(_Target):
+    to: Ident
+    message: Text
+    replyToId: Ident | None = None
+    threadId: Ident | None = None
+
+
+class ThreadReplyParams(_Target):
+    to: Ident
+    message: Text
+    threadId: Ident
+    replyToId: Ident | None = None
+
+
+class BroadcastParams(_Target):
+    targets: list[Ident] = Field(min_length=1, max_length=100)
+    message: Text
+
+
+class ReactParams(_Target):
+    to: Ident
+    messageId: Ident
+    emoji: str = Field(max_length=32, description="Emoji to set; an empty string removes the bot's reaction.")
+
+
+class DeleteParams(_Target):
+    to: Ident
+    messageId: Ident
+
+
+class SendAttachmentParams(_Target):
+    to: Ident
+    file: str = Field(min_length=1, max_length=4096, description="http(s) URL or a local file path.")
+    caption: str | None = Field(None, max_length=4096)
+    threadId: Ident | None = None
+
+
+class SendWithEffectParams(_Target):
+    to: Ident
+    message: Text
+    effectId: Ident
+    threadId: Ident | None = None
+
+
+class PinParams(_Target):
+    to: Ident
+    messageId: Ident
+
+
+class ReadParams(_Target):
+    to: Ident | None = Field(None, description="Chat to read; ``channelId`` is accepted as its other name.")
+    channelId: Ident | None = None
+    threadId: Ident | None = None
+    limit: int = Field(20, ge=1, le=200)
+
+    @model_validator(mode="after")
+    def _need_chat(self) -> ReadParams:
+        if self.to is None:
+            self.to = self.channelId
+        if self.to is None:
+            raise ValueError("to (or channelId) is required: which chat to read")
+        return self
+
+
+def _manager(ctx: CallContext) -> Any:
+    mgr = ctx.gateway.services.get("channels")
+    if mgr is None:
+        raise Unavailable("channels are not available on this gateway")
+    return mgr
+
+
+def _sent(p: _Target, to: str, sent: list[Any]) -> dict[str, Any]:
+    first = sent[0]
+    out: dict[str, Any] = {
+        "ok": True,
+        "channel": p.channel,
+        "accountId": p.accountId,
+        "to": to,
+        "messageId": first.message_id,
+    }
+    if len(sent) > 1:
+        out["messageIds"] = [s.message_id for s in sent]
+    if first.thread_id:
+        out["threadId"] = first.thread_id
+    return out
+
+
+@method("message.send", params=SendParams, scope=WRITE, idempotent=True, aliases=("message:send",))
+async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
+    """Send text (and optionally one attachment) to a chat."""
+    mgr = _manager(ctx)
+    sent = await mgr.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
+                               session_key=p.sessionKey)
+    if p.media:
+        sent.append(await mgr.send_attachment(p.channel, p.accountId, p.to, p.media, thread_id=p.threadId,
+                                              session_key=p.sessionKey))
+    return _sent(p, p.to, sent)
+
+
+@method("message.reply", params=ReplyParams, scope=WRITE, idempotent=True, aliases=("message:reply",))
+async def reply(p: ReplyParams, ctx: CallContext) -> dict[str, Any]:
+    """Reply in a chat, quoting ``replyToId`` when given."""
+    sent = await _manager(ctx).send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
+                                         reply_to_id=p.replyToId, session_key=p.sessionKey, op="reply")
+    return _sent(p, p.to, sent)
+
+
+@method("message.threadReply", params=ThreadReplyParams, scope=WRITE, idempotent=True,
+        aliases=("message:threadReply", "message:thread_reply"))
+async def thread_reply(p: ThreadReplyParams, ctx: CallContext) -> dict[str, Any]:
+    """Reply inside a thread (a Telegram forum topic, a Discord thread)."""
+    sent = await _manager(ctx).send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
+                                         reply_to_id=p.replyToId, session_key=p.sessionKey, op="threadReply")
+    return _sent(p, p.to, sent)
+
+
+@method("message.broadcast", params=BroadcastParams, scope=WRITE, idempotent=True,
+        aliases=("message:broadcast",))
+async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
+    """Send the same text to several chats; one failing target does not stop the others."""
+    mgr = _manager(ctx)
+    results: list[dict[str, Any]] = []
+    first_error: RpcError | None = None
+    for target in dict.fromkeys(p.targets):
+        try:
+            sent = await mgr.send_text(p.channel, p.accountId, target, p.message, session_key=p.sessionKey)
+        except RpcError as err:
+            first_error = first_error or err
+            results.append({"to": target, "ok": False, "error": err.shape()})
+            continue
+        results.append({"to": target, "ok": True, "messageId": sent[0].message_id})
+    delivered = [r for r in results if r["ok"]]
+    if not delivered and first_error is not None:
+        raise first_error
+    return {
+        "ok": len(delivered) == len(results),
+        "channel": p.channel,
+        "to": [r["to"] for r in delivered],
+        "messageId": delivered[0]["messageId"],
+        "results": results,
+        "delivered": len(delivered),
+        "failed": len(results) - len(delivered),
+    }
+
+
+@method("message.react", params=ReactParams, scope=WRITE, idempotent=True, aliases=("message:react",))
+async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
+    """Set (or with an empty emoji, remove) the bot's reaction on a message."""
+    await _manager(ctx).react(p.channel, p.accountId, p.to, p.messageId, p.emoji)
+    return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "emoji": p.emoji,
+            "removed": p.emoji == ""}
+
+
+@method("message.delete", params=DeleteParams, scope=WRITE, idempotent=True, aliases=("message:delete",))
+async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
+    """Delete a message (the bot's own, or any where it has the right)."""
+    await _manager(ctx).delete(p.channel, p.accountId, p.to, p.messageId)
+    return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "deleted": True}
+
+
+@method("message.sendAttachment", params=SendAttachmentParams, scope=WRITE, idempotent=True,
+        aliases=("message:sendAttachment", "message:send_attachment"))
+async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str, Any]:
+    """Send a file from a URL or a local path, with an optional caption."""
+    sent = await _manager(ctx).send_attachment(p.channel, p.accountId, p.to, p.file, caption=p.caption,
+                                               thread_id=p.threadId, session_key=p.sessionKey)
+    return _sent(p, p.to, [sent])
+
+
+@method("message.sendWithEffect", params=SendWithEffectParams, scope=WRITE, idempotent=True,
+        aliases=("message:sendWithEffect", "message:send_with_effect"))
+async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[str, Any]:
+    """Send text with a visual message effect (where the platform has them)."""
+    sent = await _manager(ctx).send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
+                                         effect_id=p.effectId, session_key=p.sessionKey, op="sendWithEffect")
+    out = _sent(p, p.to, sent)
+    out["effectId"] = p.effectId
+    return out
+
+
+@method("message.pin", params=PinParams, scope=WRITE, idempotent=True, aliases=("message:pin",))
+async def pin(p: PinParams, ctx: CallContext) -> dict[str, Any]:
+    """Pin a message in its chat."""
+    await _manager(ctx).pin(p.channel, p.accountId, p.to, p.messageId)
+    return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "pinned": True}
+
+
+@method("message.read", params=ReadParams, scope=READ, aliases=("message:read",))
+async def read(p: ReadParams, ctx: CallContext) -> dict[str, Any]:
+    """Recent messages of a chat, oldest first, from the gateway's store (inbound and outbound)."""
+    if p.to is None:  # pragma: no cover - the validator guarantees it
+        raise InvalidRequest("invalid message.read params: at /to: required")
+    messages = await _manager(ctx).read(p.channel, p.accountId, p.to, limit=p.limit, thread_id=p.threadId)
+    return {"channel": p.channel, "to": p.to, "messages": messages, "count": len(messages)}

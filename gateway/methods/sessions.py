@@ -1,0 +1,242 @@
+"""Session methods: list, resolve, patch, reset, delete, ``agents.list``, sub-agents (spawn and manage)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from gateway.protocol import InvalidRequest, Unavailable
+from gateway.rpc import READ, WRITE, CallContext, NoParams, Params, method
+from gateway.runs import RunQueue, RunRequest
+from gateway.sessions import SessionsService, parse_key
+from gateway.store.models import utcnow
+from gateway.store.sessions import SessionRepo
+
+Key = Field(None, min_length=1, max_length=512)
+
+
+def sessions_of(ctx: CallContext) -> SessionsService:
+    svc = ctx.gateway.services.get("sessions")
+    if svc is None:
+        raise Unavailable("sessions are not available on this gateway")
+    return svc
+
+
+def runs_of(ctx: CallContext) -> RunQueue:
+    runs = ctx.gateway.services.get("runs")
+    if runs is None:
+        raise Unavailable("agent runs are not available on this gateway")
+    return runs
+
+
+def is_owner(ctx: CallContext) -> bool:
+    """Runs an operator starts are the owner's only when the operator holds admin."""
+    return "operator.admin" in ctx.caller.scopes
+
+
+class ListParams(Params):
+    search: str | None = Field(None, max_length=256)
+    limit: int | None = Field(None, ge=1, le=1000)
+    includeGlobal: bool = False
+    includeUnknown: bool = False
+    agentId: str | None = None
+
+
+@method("sessions.list", params=ListParams, scope=READ)
+async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
+    """Sessions, most recently active first, filtered by a search over keys and labels."""
+    runs = ctx.gateway.services.get("runs")
+    async with ctx.gateway.db.session() as s:
+        rows = await SessionRepo.search(s, search=p.search, limit=p.limit)
+    out = []
+    for row in rows:
+        if p.agentId and row.agent_id != p.agentId:
+            continue
+        d = row.to_dict()
+        if runs is not None:
+            d["run"] = runs.lane_state(row.key)
+        out.append(d)
+    return {"sessions": out, "count": len(out), "defaultAgentId": sessions_of(ctx).default_agent_id}
+
+
+class KeyParams(Params):
+    key: str | None = Key
+    sessionKey: str | None = Key
+    label: str | None = Field(None, min_length=1, max_length=256)
+
+    @property
+    def target(self) -> str | None:
+        return self.key or self.sessionKey
+
+
+@method("sessions.resolve", params=KeyParams, scope=READ)
+async def sessions_resolve(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
+    """Find a session by key or label."""
+    key = await sessions_of(ctx).resolve(key=p.target, label=p.label)
+    return {"ok": True, "key": key, "sessionKey": key}
+
+
+class PatchParams(Params):
+    key: str | None = Key
+    sessionKey: str | None = Key
+    label: str | None = Field(None, max_length=256, description="New label; empty string or null clears it.")
+    model: str | None = Field(None, max_length=128)
+
+    @model_validator(mode="after")
+    def _needs_key(self) -> PatchParams:
+        if not (self.key or self.sessionKey):
+            raise ValueError("give key or sessionKey")
+        return self
+
+
+@method("sessions.patch", params=PatchParams, scope=WRITE, aliases=("sessions:patch",))
+async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
+    """Change a session's label or model; creates the session if its key is new but well-formed."""
+    svc = sessions_of(ctx)
+    key = svc.normalize_key(p.key or p.sessionKey or "")
+    await svc.ensure(key)
+    async with ctx.gateway.db.session() as s:
+        if "label" in p.model_fields_set:
+            label = p.label or None
+            if label:
+                other = await SessionRepo.by_label(s, label)
+                if other is not None and other.key != key:
+                    raise InvalidRequest(f"invalid sessions.patch params: at /label: '{label}' is already used by "
+                                         f"{other.key}", details={"field": "label"})
+            row = await SessionRepo.get(s, key)
+            assert row is not None
+            row.label = label
+        row = await SessionRepo.get(s, key)
+        assert row is not None
+        if "model" in p.model_fields_set:
+            row.model = p.model or None
+        row.updated_at = utcnow()
+        return {"ok": True, "key": key, "session": row.to_dict()}
+
+
+@method("sessions.reset", params=KeyParams, scope=WRITE)
+async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
+    """Start the session over: stop its run, clear its transcript and forget the CLI's resume ids."""
+    key = await sessions_of(ctx).resolve(key=p.target, label=p.label)
+    runs_of(ctx).abort_everywhere(key)
+    async with ctx.gateway.db.session() as s:
+        removed = await SessionRepo.clear_history(s, key)
+        row = await SessionRepo.get(s, key)
+        if row is not None:
+            row.cli_sessions = "{}"
+            row.updated_at = utcnow()
+    return {"ok": True, "key": key, "removedMessages": removed}
+
+
+@method("sessions.delete", params=KeyParams, scope=WRITE)
+async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
+    """Stop the session's run and delete the session with its transcript."""
+    key = await sessions_of(ctx).resolve(key=p.target, label=p.label)
+    runs_of(ctx).abort_everywhere(key)
+    async with ctx.gateway.db.session() as s:
+        deleted = await SessionRepo.delete(s, key)
+    return {"ok": True, "key": key, "deleted": deleted}
+
+
+@method("agents.list", scope=READ)
+async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
+    """The configured agents and which one is the default."""
+    svc = sessions_of(ctx)
+    return {"agents": svc.agents(), "defaultAgentId": svc.default_agent_id}
+
+
+# -- sub-agents ------------------------------------------------------------------------------
+
+
+class SpawnParams(Params):
+    task: str = Field(min_length=1, max_length=200_000)
+    agentId: str | None = None
+    label: str | None = Field(None, min_length=1, max_length=256)
+    parent: str | None = Field(None, min_length=1, max_length=512)
+    idempotencyKey: str | None = Field(None, max_length=256)
+
+
+async def spawn_child(ctx: CallContext, *, task: str, agent_id: str | None, label: str | None,
+                      parent: str | None) -> dict[str, Any]:
+    svc = sessions_of(ctx)
+    agent = svc.agent(agent_id or (parse_key(parent)[0] if parent else None))
+    if parent:
+        parent = await svc.resolve(key=parent)
+    if label:
+        async with ctx.gateway.db.session() as s:
+            if await SessionRepo.by_label(s, label) is not None:
+                raise InvalidRequest(f"invalid sessions.spawn params: at /label: '{label}' is already used",
+                                     details={"field": "label"})
+    key = f"agent:{agent.id}:subagent:{uuid.uuid4()}"
+    await svc.ensure(key, kind="subagent", parent_key=parent, label=label)
+    run, status = await runs_of(ctx).submit(RunRequest(
+        session_key=key, agent_id=agent.id, message=task, source="spawn", is_owner=False))
+    return {"sessionKey": key, "runId": run.id, "status": status, "parent": parent, "label": label}
+
+
+@method("sessions.spawn", params=SpawnParams, scope=WRITE, idempotent=True, aliases=("sessions:spawn",))
+async def sessions_spawn(p: SpawnParams, ctx: CallContext) -> dict[str, Any]:
+    """Start a child session that works on ``task``; the parent manages it with ``sessions.subagents``."""
+    return await spawn_child(ctx, task=p.task, agent_id=p.agentId, label=p.label, parent=p.parent)
+
+
+class SubagentsParams(Params):
+    action: Literal["list", "status", "cancel", "kill", "send", "spawn"]
+    sessionKey: str = Field(min_length=1, max_length=512, description="The parent session.")
+    target: str | None = Field(None, description="Child session key, label or run id.")
+    childSessionKey: str | None = None
+    label: str | None = None
+    runId: str | None = None
+    message: str | None = Field(None, max_length=200_000)
+    task: str | None = Field(None, max_length=200_000)
+    agentId: str | None = None
+    idempotencyKey: str | None = Field(None, max_length=256)
+
+
+async def _child(ctx: CallContext, p: SubagentsParams, parent: str) -> dict[str, Any]:
+    wanted = p.target or p.childSessionKey or p.label or p.runId
+    if not wanted:
+        raise InvalidRequest(f"invalid sessions.subagents params: {p.action} needs target", details={"field": "target"})
+    runs = runs_of(ctx)
+    async with ctx.gateway.db.session() as s:
+        children = await SessionRepo.children(s, parent)
+    for row in children:
+        run = runs.runs.get(wanted)
+        if wanted in (row.key, row.label) or (run is not None and run.session_key == row.key):
+            d = row.to_dict()
+            d["run"] = runs.lane_state(row.key)
+            return d
+    raise InvalidRequest(f"unknown target: '{wanted}' is not a sub-agent of {parent}", details={"field": "target"})
+
+
+@method("sessions.subagents", params=SubagentsParams, scope=WRITE, aliases=("subagents",))
+async def sessions_subagents(p: SubagentsParams, ctx: CallContext) -> dict[str, Any]:
+    """List a parent's sub-agents, or check on, cancel, message or add one."""
+    svc, runs = sessions_of(ctx), runs_of(ctx)
+    parent = await svc.resolve(key=p.sessionKey)
+    if p.action == "list":
+        async with ctx.gateway.db.session() as s:
+            rows = await SessionRepo.children(s, parent)
+        items = []
+        for row in rows:
+            d = row.to_dict()
+            d["run"] = runs.lane_state(row.key)
+            items.append(d)
+        return {"sessionKey": parent, "subagents": items, "count": len(items)}
+    if p.action == "spawn":
+        if not p.task:
+            raise InvalidRequest("invalid sessions.subagents params: spawn needs task", details={"field": "task"})
+        return await spawn_child(ctx, task=p.task, agent_id=p.agentId, label=p.label, parent=parent)
+    child = await _child(ctx, p, parent)
+    if p.action == "status":
+        return {"sessionKey": parent, "subagent": child}
+    if p.action in ("cancel", "kill"):
+        return {"sessionKey": parent, "child": child["key"], "aborted": runs.abort_everywhere(child["key"])[0]}
+    text = p.message or p.task
+    if not text:
+        raise InvalidRequest("invalid sessions.subagents params: send needs message", details={"field": "message"})
+    run, status = await runs.submit(RunRequest(session_key=child["key"], agent_id=child["agentId"], message=text,
+                                               source="spawn", is_owner=False))
+    return {"sessionKey": parent, "child": child["key"], "runId": run.id, "status": status}

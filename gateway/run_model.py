@@ -1,0 +1,105 @@
+"""What a run is: the request that starts it, where it came from, its state and its result.
+
+Plain data shared by the run queue (``gateway.runs``), the bridge and the methods; no I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.leases import Lease
+
+__all__ = ["FINISHED", "Origin", "Run", "RunOutcome", "RunRequest"]
+
+FINISHED = frozenset({"ok", "error", "aborted", "timeout"})
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a conversation lives on a channel: where replies go and what the agent is told."""
+
+    channel: str
+    account_id: str | None
+    to: str
+    chat_type: str = "dm"
+    thread_id: str | None = None
+    reply_to_id: str | None = None
+    sender_id: str | None = None
+    sender_name: str | None = None
+
+
+@dataclass(slots=True)
+class RunRequest:
+    """One message for an agent, and the facts about who sent it."""
+
+    session_key: str
+    agent_id: str
+    message: str
+    source: str = "agent"  # agent | chat | channel | spawn | cron
+    is_owner: bool = False
+    tool_profile: str | None = None
+    origin: Origin | None = None
+    deliver: bool = False
+
+
+@dataclass(slots=True)
+class RunOutcome:
+    status: str  # ok | error
+    reply: str = ""
+    error: str | None = None
+
+
+@dataclass(eq=False)
+class Run:
+    id: str
+    session_key: str
+    agent_id: str
+    requests: list[RunRequest]
+    status: str = "queued"
+    reply: str = ""
+    error: str | None = None
+    created_at: float = field(default_factory=time.time)
+    started_at: float | None = None
+    ended_at: float | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    spawned_mono: float | None = None  # when the CLI process started (for the bridge benchmark)
+    side_effects: list[dict[str, Any]] = field(default_factory=list)  # what the run's tools already did
+    lease: Lease | None = None  # the session lease held while this turn runs (gateway.leases)
+
+    @property
+    def first(self) -> RunRequest:
+        return self.requests[0]
+
+    @property
+    def last(self) -> RunRequest:
+        return self.requests[-1]
+
+    @property
+    def messages(self) -> list[str]:
+        return [r.message for r in self.requests]
+
+    @property
+    def is_owner(self) -> bool:
+        # A collected turn is owner only if every message in it came from the owner.
+        return all(r.is_owner for r in self.requests)
+
+    def result(self) -> dict[str, Any]:
+        """What ``agent.wait`` answers and the final ``agent`` event carries."""
+        status = "ok" if self.status == "ok" else ("error" if self.status in FINISHED else self.status)
+        out: dict[str, Any] = {"runId": self.id, "sessionKey": self.session_key, "status": status}
+        if self.status in ("aborted", "timeout"):
+            out["error"] = self.error or ("run aborted" if self.status == "aborted" else "run timed out")
+        elif self.error:
+            out["error"] = self.error
+        if self.status == "ok":
+            out["reply"] = self.reply
+        if self.started_at:
+            out["startedAt"] = int(self.started_at * 1000)
+        if self.ended_at:
+            out["endedAt"] = int(self.ended_at * 1000)
+        return out

@@ -1,0 +1,374 @@
+"""The run queue: one agent run at a time per session, a global cap, abort, and waiting for results.
+
+Why a queue per session: a CLI agent owns its session (its resume id, its workspace) while it
+runs, so two turns of one conversation must never overlap. Messages that arrive while a session
+is busy are not dropped and do not each start a run: they are collected into the session's next
+turn, which starts as soon as the current one ends. Across sessions at most
+``agents.maxConcurrentRuns`` run at once (read live, so a config change applies to the next run).
+Across replicas sharing a database, a turn first takes the session's lease (``gateway.leases``) and
+waits, still collecting messages, while another replica holds it. With Redis (``gateway.bus``) the
+queue also answers ``agent.wait`` for runs held by another replica (it awaits their final ``agent``
+event) and carries out ``chat.abort`` requests forwarded from other replicas.
+
+The queue does not know how to run an agent: ``executor`` (the bridge) does. The queue owns the
+lifecycle around it: status, the ``agent`` lifecycle and final ``chat`` events, the run timeout
+(``agents.timeoutSeconds``), abort, the row in ``agent_runs``, and ``agent.wait``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from gateway.leases import LeaseService, LeaseUnavailable
+from gateway.protocol import InvalidRequest
+from gateway.run_model import FINISHED, Origin, Run, RunOutcome, RunRequest
+from gateway.store.leases import LeaseRepo
+from gateway.store.sessions import AgentRun, SessionRepo
+
+if TYPE_CHECKING:
+    from gateway.bus import EventBus
+    from gateway.core import Gateway
+
+__all__ = ["Origin", "Run", "RunOutcome", "RunQueue", "RunRequest", "start"]
+
+log = structlog.get_logger("gateway.runs")
+
+ORPHAN_RECHECK_S = 1.2
+"""How long a stored run that no live lease covers is watched before it is declared dead: a queued turn
+may sit between its predecessor's lease release and its own acquire, which polls at most every second."""
+
+
+Executor = Callable[[Run], Awaitable[RunOutcome]]
+AfterRun = Callable[[Run], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Lane:
+    current: Run | None = None
+    pending: Run | None = None
+
+
+class RunQueue:
+    """Accepts run requests, serializes them per session, and runs them through ``executor``."""
+
+    def __init__(self, gateway: Gateway, executor: Executor | None = None) -> None:
+        self.gw = gateway
+        self.executor = executor
+        self.after_run: AfterRun | None = None  # delivery of the reply or the failure (the bridge)
+        self.runs: dict[str, Run] = {}
+        self.leases = LeaseService(gateway)
+        self._lanes: dict[str, _Lane] = {}
+        self._active = 0
+        self._slots = asyncio.Condition()
+        self._keep = 2000  # finished runs remembered in memory for agent.wait (the DB keeps them all)
+        self._bus: EventBus | None = None  # set only when Redis links this replica to others
+        self._waiters: dict[str, list[asyncio.Future[dict[str, Any]]]] = {}  # runs held by other replicas
+
+    # -- submitting --------------------------------------------------------------------------
+
+    async def submit(self, req: RunRequest) -> tuple[Run, str]:
+        """Queue ``req``; returns the run that will carry it and ``accepted`` (starts now) or ``queued``."""
+        lane = self._lanes.setdefault(req.session_key, _Lane())
+        status = "accepted"
+        if lane.current is not None and lane.current.status == "queued" and lane.current.started_at is None:
+            run = lane.current  # waiting for a global slot: still time to join its turn
+            run.requests.append(req)
+            status = "queued"
+        elif lane.current is not None:
+            if lane.pending is None:
+                lane.pending = self._new_run(req)
+            else:
+                lane.pending.requests.append(req)
+            run, status = lane.pending, "queued"
+        else:
+            run = lane.current = self._new_run(req)
+        async with self.gw.db.session() as s:
+            await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
+            await SessionRepo.save_run(s, run.id, run.session_key, "queued", source=req.source,
+                                       is_owner=req.is_owner)
+        if lane.current is run and run.task is None:
+            run.task = asyncio.create_task(self._drive(run), name=f"run-{run.id}")
+        return run, status
+
+    def _new_run(self, req: RunRequest) -> Run:
+        run = Run(id=str(uuid.uuid4()), session_key=req.session_key, agent_id=req.agent_id, requests=[req])
+        self.runs[run.id] = run
+        return run
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def _acquire(self) -> None:
+        async with self._slots:
+            await self._slots.wait_for(lambda: self._active < self.gw.config.agents.maxConcurrentRuns)
+            self._active += 1
+
+    async def _release(self) -> None:
+        async with self._slots:
+            self._active -= 1
+            self._slots.notify_all()
+
+    async def _drive(self, run: Run) -> None:
+        acquired = False
+        try:
+            # Lease before slot: waiting on another replica must not hold one of our global slots.
+            run.lease = await self.leases.acquire(run.session_key, run.id, lambda: self._lease_lost(run))
+            await self._acquire()
+            acquired = True
+            run.status, run.started_at = "running", time.time()
+            await self._save(run)
+            self.emit_agent(run, "lifecycle", {"phase": "start", "startedAt": int(run.started_at * 1000)})
+            timeout = self.gw.config.agents.timeoutSeconds
+            try:
+                if self.executor is None:
+                    raise RuntimeError("no agent runtime bridge is running on this gateway")
+                async with asyncio.timeout(timeout):
+                    outcome = await self.executor(run)
+                run.status, run.reply, run.error = outcome.status, outcome.reply, outcome.error
+            except TimeoutError:
+                run.status, run.error = "timeout", f"the run took longer than {timeout}s and was stopped"
+            except asyncio.CancelledError:
+                run.status, run.error = "aborted", run.error or "run aborted"
+            except Exception as exc:
+                log.exception("run failed", run_id=run.id, session_key=run.session_key)
+                run.status, run.error = "error", f"internal error: {exc}"
+        except asyncio.CancelledError:
+            run.status, run.error = "aborted", run.error or "run aborted"
+        except LeaseUnavailable as exc:
+            run.status, run.error = "error", str(exc)
+        except Exception as exc:  # the lease or the run row could not be written: say so, never leak the task
+            log.exception("run could not start", run_id=run.id, session_key=run.session_key)
+            run.status, run.error = "error", f"the run could not start: {exc}"
+        finally:
+            if acquired:
+                await self._release()
+            await self._finish(run)
+
+    async def _finish(self, run: Run) -> None:
+        run.ended_at = time.time()
+        if run.status not in FINISHED:
+            run.status = "error"
+        if self.after_run is not None:
+            try:
+                await self.after_run(run)
+            except Exception:
+                log.exception("reply delivery failed", run_id=run.id, session_key=run.session_key)
+        with contextlib.suppress(Exception):
+            await self._save(run)
+        if run.lease is not None:  # after the save, so the next holder sees this turn complete
+            await run.lease.release()
+            run.lease = None
+        result = run.result()
+        if run.status == "ok":
+            self.emit_chat(run, "final", run.reply)
+        else:
+            self.emit_chat(run, "aborted" if run.status == "aborted" else "error", run.reply,
+                           error=result.get("error"))
+        phase = "end" if run.status == "ok" else "error"
+        data: dict[str, Any] = {"phase": phase, "endedAt": result["endedAt"], "status": run.status}
+        if result.get("error"):
+            data["error"] = result["error"]
+        self.gw.broadcast("agent", {"runId": run.id, "sessionKey": run.session_key, "stream": "lifecycle",
+                                    "data": data, "result": result})
+        run.done.set()
+        self._advance(run)
+
+    def _lease_lost(self, run: Run) -> None:
+        if run.task is not None and run.ended_at is None:  # still running, not yet delivering
+            run.error = "another replica took over this session's lease; the turn was stopped"
+            run.task.cancel()
+
+    def _advance(self, run: Run) -> None:
+        lane = self._lanes.get(run.session_key)
+        if lane is None or lane.current is not run:
+            return
+        lane.current, lane.pending = lane.pending, None
+        if lane.current is None:
+            self._lanes.pop(run.session_key, None)
+        elif lane.current.task is None:
+            nxt = lane.current
+            nxt.task = asyncio.create_task(self._drive(nxt), name=f"run-{nxt.id}")
+        self._trim()
+
+    def _trim(self) -> None:
+        if len(self.runs) <= self._keep:
+            return
+        for rid in [r for r, v in self.runs.items() if v.done.is_set()][: len(self.runs) - self._keep]:
+            self.runs.pop(rid, None)
+
+    async def _save(self, run: Run) -> None:
+        async with self.gw.db.session() as s:
+            await SessionRepo.save_run(s, run.id, run.session_key, run.status, source=run.first.source,
+                                       is_owner=run.is_owner, error=run.error,
+                                       reply=run.reply if run.status == "ok" else None)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def emit_agent(self, run: Run, stream: str, data: dict[str, Any]) -> None:
+        self.gw.broadcast("agent", {"runId": run.id, "sessionKey": run.session_key, "stream": stream, "data": data})
+
+    def emit_chat(self, run: Run, state: str, text: str, *, error: str | None = None) -> None:
+        payload: dict[str, Any] = {"runId": run.id, "sessionKey": run.session_key, "state": state, "text": text}
+        if error:
+            payload["errorMessage"] = error
+        self.gw.broadcast("chat", payload)
+
+    # -- control -----------------------------------------------------------------------------
+
+    def abort(self, session_key: str, run_id: str | None = None) -> list[str]:
+        """Stop the session's running turn and drop its collected next turn; returns the aborted run ids."""
+        lane = self._lanes.get(session_key)
+        if lane is None:
+            return []
+        aborted: list[str] = []
+        for run in (lane.pending, lane.current):
+            if run is None or (run_id and run.id != run_id) or run.done.is_set():
+                continue
+            run.error = "aborted by request"
+            if run is lane.pending:
+                lane.pending = None
+                run.status = "aborted"
+                # Keep a reference: the loop holds tasks weakly, and this one must run to the end.
+                run.task = asyncio.get_running_loop().create_task(self._finish(run), name=f"run-abort-{run.id}")
+            elif run.task is not None:
+                run.task.cancel()
+            aborted.append(run.id)
+        return aborted
+
+    def lane_state(self, session_key: str) -> dict[str, Any]:
+        lane = self._lanes.get(session_key)
+        if lane is None:
+            return {"active": None, "queued": 0}
+        active = lane.current.id if lane.current is not None else None
+        return {"active": active, "status": lane.current.status if lane.current else None,
+                "queued": len(lane.pending.requests) if lane.pending else 0}
+
+    @property
+    def active_count(self) -> int:
+        return self._active
+
+    async def wait(self, run_id: str, timeout_ms: int) -> dict[str, Any]:
+        """The run's result, or ``status: "timeout"`` if it has not finished within ``timeout_ms``."""
+        run = self.runs.get(run_id)
+        if run is None:
+            return await self._wait_stored(run_id, timeout_ms)
+        try:
+            await asyncio.wait_for(asyncio.shield(run.done.wait()), timeout_ms / 1000)
+        except TimeoutError:
+            return {"runId": run.id, "sessionKey": run.session_key, "status": "timeout"}
+        return run.result()
+
+    async def _wait_stored(self, run_id: str, timeout_ms: int) -> dict[str, Any]:
+        """A run not in this process: finished, held by another replica, or lost with a gateway that died."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        fut: asyncio.Future[dict[str, Any]] | None = None
+        if self._bus is not None:  # listen before reading the row, so an end in between is not missed
+            fut = loop.create_future()
+            self._waiters.setdefault(run_id, []).append(fut)
+        poll = min(max(self.leases.ttl_ms / 3000, 0.5), 10.0)  # the row is the fallback if an event is lost
+        suspect = False
+        try:
+            while True:
+                row, live = await self._stored_run(run_id, check_lease=fut is not None)
+                if row.status not in ("queued", "running"):
+                    return _stored_result(row)
+                if fut is None or (suspect and not live):  # no replica holds its session: its gateway died
+                    return _stored_result(row, orphaned=True)
+                suspect = not live
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return {"runId": run_id, "sessionKey": row.session_key, "status": "timeout"}
+                with contextlib.suppress(TimeoutError):
+                    return await asyncio.wait_for(asyncio.shield(fut),
+                                                  min(ORPHAN_RECHECK_S if suspect else poll, remaining))
+        finally:
+            if fut is not None and fut in (waiting := self._waiters.get(run_id, [])):
+                waiting.remove(fut)
+                if not waiting:
+                    self._waiters.pop(run_id, None)
+
+    async def _stored_run(self, run_id: str, *, check_lease: bool) -> tuple[AgentRun, bool]:
+        """The run's row, and whether a live lease holds its session (only asked when it may matter)."""
+        async with self.gw.db.session() as s:
+            row = await SessionRepo.get_run(s, run_id)
+            if row is None:
+                raise InvalidRequest(f"unknown runId: no run '{run_id}'", details={"field": "runId"})
+            live = False
+            if check_lease and row.status in ("queued", "running"):
+                lease = await LeaseRepo.get(s, row.session_key)
+                # A running turn must hold the lease itself ("<replica>/<run id prefix>"); a queued one waits
+                # behind whichever turn holds it.
+                live = (lease is not None and lease.expires_at > int(time.time() * 1000)
+                        and (row.status == "queued" or lease.holder.endswith(f"/{run_id[:8]}")))
+        return row, live
+
+    # -- across replicas (only with Redis; see gateway.bus) ------------------------------------
+
+    def attach_bus(self, bus: EventBus | None) -> None:
+        """Hear other replicas' run ends and abort requests; without Redis nothing is hooked up."""
+        if bus is None or not bus.url:
+            return
+        self._bus = bus
+        bus.add_listener(self._on_bus_event)
+        bus.on_control("abort", self._on_remote_abort)
+
+    def _on_bus_event(self, event: str, payload: Any) -> None:
+        if event != "agent" or not isinstance(payload, dict) or not isinstance(payload.get("result"), dict):
+            return
+        for fut in self._waiters.pop(str(payload.get("runId")), []):
+            if not fut.done():
+                fut.set_result(payload["result"])
+
+    def _on_remote_abort(self, payload: Any) -> None:
+        if not isinstance(payload, dict) or not isinstance(payload.get("sessionKey"), str):
+            return
+        run_id = payload.get("runId") if isinstance(payload.get("runId"), str) else None
+        aborted = self.abort(payload["sessionKey"], run_id)
+        if aborted:
+            log.info("aborted a turn at another replica's request", session_key=payload["sessionKey"],
+                     run_ids=aborted)
+
+    def abort_everywhere(self, session_key: str, run_id: str | None = None) -> tuple[list[str], bool]:
+        """``abort`` here and, with Redis, on every other replica; returns (ids aborted here, forwarded).
+
+        A named run found here is not forwarded: it cannot be running anywhere else.
+        """
+        aborted = self.abort(session_key, run_id)
+        if self._bus is None or (run_id and aborted):
+            return aborted, False
+        return aborted, self._bus.publish_control("abort", {"sessionKey": session_key, "runId": run_id})
+
+    async def stop(self) -> None:
+        for run in list(self.runs.values()):
+            if run.task is not None and not run.task.done():
+                run.task.cancel()
+        tasks = [r.task for r in self.runs.values() if r.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=10)
+
+
+def _stored_result(row: AgentRun, *, orphaned: bool = False) -> dict[str, Any]:
+    """``agent.wait``'s answer from the ``agent_runs`` row."""
+    out = row.to_dict()
+    if row.status in ("aborted", "timeout"):
+        out["status"] = "error"
+    elif orphaned:
+        out.update(status="error", error="the gateway restarted before this run finished")
+    if row.reply and row.status == "ok":
+        out["reply"] = row.reply
+    return out
+
+
+async def start(gateway: Gateway) -> None:
+    queue = RunQueue(gateway)
+    gateway.services["runs"] = queue
+    queue.attach_bus(gateway.services.get("bus"))
+    gateway.on_stop(queue.stop)

@@ -1,0 +1,110 @@
+"""The database handle: engine, sessions, and migrations applied on start.
+
+SQLite (WAL mode) in the state dir by default; PostgreSQL through asyncpg when
+``REMOTECLAW_DATABASE_URL`` says so (see ``gateway.store.urls``). Alembic owns the schema
+(see ``gateway.store.migrate``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from gateway.store import migrate as _migrate
+from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, StoreError, one_line
+from gateway.store.urls import describe_url
+
+__all__ = ["CONNECT_TIMEOUT_S", "SQLITE_PRAGMAS", "Database"]
+
+CONNECT_TIMEOUT_S = 10.0
+"""How long start-up waits for the database server before saying it is unreachable."""
+
+SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",  # readers run beside the writer; persistent in the file, cheap to repeat
+    "PRAGMA synchronous=NORMAL",  # safe with WAL: a crash may lose the last commits, never corrupts
+    "PRAGMA busy_timeout=5000",  # wait for a lock instead of failing at once with "database is locked"
+    "PRAGMA foreign_keys=ON",  # off by default in SQLite; our schema relies on it
+)
+"""Run on every new SQLite connection: all but journal_mode are per-connection settings."""
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    for pragma in SQLITE_PRAGMAS:
+        cur.execute(pragma)
+    cur.close()
+
+
+class Database:
+    """One engine per gateway process, shared by every repository.
+
+    Args:
+        url: an async SQLAlchemy URL, as returned by ``gateway.store.database_url``.
+        migrations_dir: the Alembic scripts to apply (tests point this at their own).
+
+    Raises:
+        BadDatabaseUrl: the URL's driver is not installed (e.g. asyncpg without the postgres extra).
+    """
+
+    def __init__(self, url: str, *, migrations_dir: Path = _migrate.MIGRATIONS_DIR) -> None:
+        self.url = url
+        self.safe_url = describe_url(url)
+        self.is_sqlite = url.startswith("sqlite")
+        self.kind = "sqlite" if self.is_sqlite else "postgresql"
+        self.migrations_dir = migrations_dir
+        kwargs: dict[str, Any] = {}
+        if not self.is_sqlite:
+            kwargs = {"pool_pre_ping": True, "connect_args": {"timeout": CONNECT_TIMEOUT_S}}
+        try:
+            self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        except ModuleNotFoundError as exc:
+            raise BadDatabaseUrl(
+                f"{self.safe_url} needs the {exc.name} driver: pip install 'remoteclaw[postgres]'"
+            ) from None
+        if self.is_sqlite:
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A unit of work: committed when the block ends, rolled back on error."""
+        async with self.sessions() as s, s.begin():
+            yield s
+
+    async def migrate(self) -> None:
+        """Check the database answers, then bring the schema to the newest revisions.
+
+        On failure the engine is disposed (no stray connections) and a ``StoreError`` with a
+        one-line message is raised; the schema is left as it was.
+        """
+        try:
+            await self.ping()
+            await _migrate.upgrade(self.engine, is_sqlite=self.is_sqlite, migrations_dir=self.migrations_dir)
+        except StoreError:
+            await self.close()
+            raise
+
+    async def ping(self, timeout: float = CONNECT_TIMEOUT_S + 2) -> None:
+        """Open a connection and run ``SELECT 1``.
+
+        Raises:
+            DatabaseUnavailable: with the driver's reason (refused, unknown database, bad password...).
+        """
+        try:
+            async with asyncio.timeout(timeout), self.engine.connect() as conn:
+                await conn.exec_driver_sql("SELECT 1")
+        except Exception as exc:
+            raise DatabaseUnavailable(f"cannot open the database {self.safe_url}: {one_line(exc)}") from exc
+
+    async def revisions(self) -> list[str]:
+        """The Alembic revisions the schema is at."""
+        return await _migrate.current_revisions(self.engine)
+
+    async def close(self) -> None:
+        await self.engine.dispose()

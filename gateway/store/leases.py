@@ -1,0 +1,74 @@
+"""Session leases: which gateway replica may run a session's turn right now.
+
+A lease is one row per session key naming its holder and an expiry (epoch milliseconds, from the
+holder's clock). Taking it is a single ``INSERT … ON CONFLICT DO UPDATE … WHERE`` statement, which
+both SQLite (3.24+) and PostgreSQL execute atomically: it succeeds when there is no row, when the
+row has expired, or when the caller already holds it, and changes nothing otherwise. Expiry is an
+integer rather than a timestamp so the comparison is the same on both engines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, String, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from gateway.store.models import Base
+
+__all__ = ["LeaseRepo", "SessionLease"]
+
+
+class SessionLease(Base):
+    __tablename__ = "session_leases"
+
+    session_key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(128))  # "<replica id>/<run id prefix>"
+    expires_at: Mapped[int] = mapped_column(BigInteger, index=True)  # epoch ms
+    acquired_at: Mapped[int] = mapped_column(BigInteger)  # epoch ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sessionKey": self.session_key, "holder": self.holder, "expiresAt": self.expires_at,
+                "acquiredAt": self.acquired_at}
+
+
+class LeaseRepo:
+    """The statements behind ``gateway.leases``; each call belongs to the caller's transaction."""
+
+    @staticmethod
+    async def acquire(s: AsyncSession, key: str, holder: str, *, now_ms: int, ttl_ms: int) -> bool:
+        """Take the lease on ``key`` if it is free, expired or already ours; True when we hold it now."""
+        dialect = postgresql if s.bind.dialect.name == "postgresql" else sqlite
+        table = SessionLease.__table__
+        stmt = dialect.insert(table).values(session_key=key, holder=holder, expires_at=now_ms + ttl_ms,
+                                            acquired_at=now_ms)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[table.c.session_key],
+            set_={"holder": holder, "expires_at": now_ms + ttl_ms, "acquired_at": now_ms},
+            where=(table.c.expires_at <= now_ms) | (table.c.holder == holder),
+        )
+        result = await s.execute(stmt)
+        return bool(result.rowcount)
+
+    @staticmethod
+    async def renew(s: AsyncSession, key: str, holder: str, *, now_ms: int, ttl_ms: int) -> bool:
+        """Push the expiry forward; False when the lease is no longer ours (it expired and was taken)."""
+        result = await s.execute(
+            update(SessionLease)
+            .where(SessionLease.session_key == key, SessionLease.holder == holder)
+            .values(expires_at=now_ms + ttl_ms)
+        )
+        return bool(result.rowcount)
+
+    @staticmethod
+    async def release(s: AsyncSession, key: str, holder: str) -> bool:
+        result = await s.execute(
+            delete(SessionLease).where(SessionLease.session_key == key, SessionLease.holder == holder)
+        )
+        return bool(result.rowcount)
+
+    @staticmethod
+    async def get(s: AsyncSession, key: str) -> SessionLease | None:
+        return (await s.execute(select(SessionLease).where(SessionLease.session_key == key))).scalar_one_or_none()

@@ -1,0 +1,36 @@
+"""Table definitions. Alembic migrations in ``migrations/`` must match these."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import DateTime, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = ["Base", "Device", "utcnow"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Device(Base):
+    """A client device identity (Ed25519 key) and whether the owner has approved it."""
+
+    __tablename__ = "devices"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)  # sha256 hex of the public key
+    public_key: Mapped[str] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(16), index=True)  # pending | approved | rejected
+    role: Mapped[str] = mapped_column(String(16))
+    client_id: Mapped[str] = mapped_column(String(128))
+    platform: Mapped[str] = mapped_column(String(128), default="")
+    display_name: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    remote: Mapped[str] = mapped_column(String(128), default="")
+    scopes: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

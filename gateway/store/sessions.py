@@ -1,0 +1,251 @@
+"""Sessions, their transcripts and agent runs: tables and the repository that reads and writes them.
+
+A session is one conversation with one agent, named by its key (``agent:<agentId>:...``). It
+remembers where it came from (channel, account, peer, thread), the CLI session id each runtime
+gave back (so the next turn resumes instead of starting over), token usage, and a transcript of
+user, assistant and tool events. Runs are kept so ``agent.wait`` can answer after the fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    delete,
+    func,
+    or_,
+    select,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from gateway.store.models import Base, utcnow
+
+__all__ = ["AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
+
+
+class SessionRecord(Base):
+    __tablename__ = "sessions"
+
+    key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(128), index=True)
+    kind: Mapped[str] = mapped_column(String(16), default="direct")  # main|direct|group|thread|webchat|cron|subagent
+    label: Mapped[str | None] = mapped_column(String(256), nullable=True, unique=True)
+    channel: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    account_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    peer_id: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    chat_type: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    thread_id: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    parent_key: Mapped[str | None] = mapped_column(String(512), nullable=True, index=True)
+    model: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    cli_sessions: Mapped[str] = mapped_column(Text, default="{}")  # JSON {runtime: cli session id}
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cache_read_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cache_write_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+    def cli_session(self, runtime: str) -> str | None:
+        return orjson.loads(self.cli_sessions or "{}").get(runtime)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "sessionKey": self.key,
+            "agentId": self.agent_id,
+            "kind": self.kind,
+            "label": self.label,
+            "displayName": self.label or self.key,
+            "channel": self.channel,
+            "accountId": self.account_id,
+            "peerId": self.peer_id,
+            "chatType": self.chat_type,
+            "threadId": self.thread_id,
+            "parentSessionKey": self.parent_key,
+            "model": self.model,
+            "cliSessionIds": orjson.loads(self.cli_sessions or "{}"),
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "totalTokens": self.input_tokens + self.output_tokens,
+            "createdAt": _ms(self.created_at),
+            "updatedAt": _ms(self.updated_at),
+        }
+
+
+class TranscriptEntry(Base):
+    __tablename__ = "session_messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_key: Mapped[str] = mapped_column(
+        String(512), ForeignKey("sessions.key", ondelete="CASCADE"), index=True
+    )
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    role: Mapped[str] = mapped_column(String(16))  # user | assistant | tool
+    text: Mapped[str] = mapped_column(Text, default="")
+    tool: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON {name, input, output, isError}
+    ts: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "role": self.role, "text": self.text, "ts": _ms(self.ts)}
+        if self.run_id:
+            out["runId"] = self.run_id
+        if self.tool:
+            out["tool"] = orjson.loads(self.tool)
+        return out
+
+
+class AgentRun(Base):
+    __tablename__ = "agent_runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_key: Mapped[str] = mapped_column(String(512), index=True)
+    status: Mapped[str] = mapped_column(String(16))  # queued|running|ok|error|aborted|timeout
+    source: Mapped[str] = mapped_column(String(32), default="agent")
+    is_owner: Mapped[bool] = mapped_column(Boolean, default=False)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reply: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"runId": self.id, "sessionKey": self.session_key, "status": self.status}
+        if self.error:
+            out["error"] = self.error
+        if self.ended_at:
+            out["endedAt"] = _ms(self.ended_at)
+        return out
+
+
+def _ms(dt: datetime | None) -> int | None:
+    return int(dt.timestamp() * 1000) if dt else None
+
+
+class SessionRepo:
+    """Every query on the session tables, each in the caller's unit of work (``AsyncSession``)."""
+
+    @staticmethod
+    async def get(s: AsyncSession, key: str) -> SessionRecord | None:
+        return await s.get(SessionRecord, key)
+
+    @staticmethod
+    async def by_label(s: AsyncSession, label: str) -> SessionRecord | None:
+        return (await s.execute(select(SessionRecord).where(SessionRecord.label == label))).scalar_one_or_none()
+
+    @staticmethod
+    async def ensure(s: AsyncSession, key: str, **fields: Any) -> SessionRecord:
+        """The session ``key``, created with ``fields`` when new (existing rows keep their origin)."""
+        row = await s.get(SessionRecord, key)
+        if row is None:
+            # Two first messages to a new session can race: insert-or-ignore, then read whichever won.
+            values = {"key": key, **{k: v for k, v in fields.items() if v is not None}}
+            if s.get_bind().dialect.name == "postgresql":
+                from sqlalchemy.dialects.postgresql import insert
+            else:
+                from sqlalchemy.dialects.sqlite import insert
+            await s.execute(insert(SessionRecord).values(**values).on_conflict_do_nothing(index_elements=["key"]))
+            row = await s.get(SessionRecord, key)
+            assert row is not None
+        return row
+
+    @staticmethod
+    async def search(s: AsyncSession, *, search: str | None, limit: int | None,
+                     kinds: Sequence[str] | None = None) -> list[SessionRecord]:
+        q = select(SessionRecord).order_by(SessionRecord.updated_at.desc())
+        if search:
+            like = f"%{search.lower()}%"
+            q = q.where(or_(func.lower(SessionRecord.key).like(like), func.lower(SessionRecord.label).like(like)))
+        if kinds is not None:
+            q = q.where(SessionRecord.kind.in_(list(kinds)))
+        if limit:
+            q = q.limit(limit)
+        return list((await s.execute(q)).scalars())
+
+    @staticmethod
+    async def children(s: AsyncSession, parent_key: str) -> list[SessionRecord]:
+        q = select(SessionRecord).where(SessionRecord.parent_key == parent_key).order_by(SessionRecord.created_at)
+        return list((await s.execute(q)).scalars())
+
+    @staticmethod
+    async def add_entry(s: AsyncSession, key: str, role: str, text: str, *, run_id: str | None = None,
+                        tool: dict[str, Any] | None = None) -> TranscriptEntry:
+        entry = TranscriptEntry(session_key=key, role=role, text=text, run_id=run_id,
+                                tool=orjson.dumps(tool).decode() if tool is not None else None)
+        s.add(entry)
+        row = await s.get(SessionRecord, key)
+        if row is not None:
+            row.updated_at = utcnow()
+        return entry
+
+    @staticmethod
+    async def history(s: AsyncSession, key: str, limit: int | None) -> list[TranscriptEntry]:
+        q = select(TranscriptEntry).where(TranscriptEntry.session_key == key).order_by(TranscriptEntry.id.desc())
+        if limit:
+            q = q.limit(limit)
+        return list(reversed(list((await s.execute(q)).scalars())))
+
+    @staticmethod
+    async def clear_history(s: AsyncSession, key: str) -> int:
+        res = await s.execute(delete(TranscriptEntry).where(TranscriptEntry.session_key == key))
+        return res.rowcount or 0
+
+    @staticmethod
+    async def record_usage(s: AsyncSession, key: str, *, runtime: str, cli_session_id: str | None,
+                           usage: dict[str, int], model: str | None = None) -> None:
+        row = await s.get(SessionRecord, key)
+        if row is None:
+            return
+        if cli_session_id is not None:
+            ids = orjson.loads(row.cli_sessions or "{}")
+            ids[runtime] = cli_session_id
+            row.cli_sessions = orjson.dumps(ids).decode()
+        row.input_tokens += int(usage.get("input", 0))
+        row.output_tokens += int(usage.get("output", 0))
+        row.cache_read_tokens += int(usage.get("cacheRead", 0))
+        row.cache_write_tokens += int(usage.get("cacheWrite", 0))
+        if model:
+            row.model = model
+        row.updated_at = utcnow()
+
+    @staticmethod
+    async def forget_cli_session(s: AsyncSession, key: str, runtime: str) -> None:
+        row = await s.get(SessionRecord, key)
+        if row is not None:
+            ids = orjson.loads(row.cli_sessions or "{}")
+            if ids.pop(runtime, None) is not None:
+                row.cli_sessions = orjson.dumps(ids).decode()
+
+    @staticmethod
+    async def delete(s: AsyncSession, key: str) -> bool:
+        await s.execute(delete(TranscriptEntry).where(TranscriptEntry.session_key == key))
+        res = await s.execute(delete(SessionRecord).where(SessionRecord.key == key))
+        return bool(res.rowcount)
+
+    @staticmethod
+    async def save_run(s: AsyncSession, run_id: str, session_key: str, status: str, *, source: str = "agent",
+                       is_owner: bool = False, error: str | None = None, reply: str | None = None) -> None:
+        row = await s.get(AgentRun, run_id)
+        if row is None:
+            row = AgentRun(id=run_id, session_key=session_key, status=status, source=source, is_owner=is_owner)
+            s.add(row)
+        row.status = status
+        row.error = error
+        if reply is not None:
+            row.reply = reply
+        if status not in ("queued", "running"):
+            row.ended_at = utcnow()
+
+    @staticmethod
+    async def get_run(s: AsyncSession, run_id: str) -> AgentRun | None:
+        return await s.get(AgentRun, run_id)

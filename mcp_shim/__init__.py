@@ -1,0 +1,1 @@
+"""The per-run stdio MCP server that CLI agents launch (``remoteclaw-mcp``)."""

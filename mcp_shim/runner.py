@@ -1,0 +1,148 @@
+"""Running tool calls: validation, the hook wrapper, the gateway connection, result shaping.
+
+Both front doors use this one path: the stdio MCP server (``mcp_shim.server``) and
+``remoteclaw call``. One ``GatewayClient`` (one WebSocket) serves every call of the process; it
+connects on first use and reconnects after a gateway restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import traceback
+from typing import Any
+
+import orjson
+
+from gateway import __version__
+from gateway.protocol import RpcError
+from mcp_shim.catalog import Catalog
+from mcp_shim.schema import validate
+from mcp_shim.side_effects import SideEffects
+from mcp_shim.tools import Call, Content, Tool, ToolError
+
+__all__ = ["CALL_TIMEOUT_S", "Runner", "UnknownTool", "error_result", "text_result"]
+
+CALL_TIMEOUT_S = 30.0
+HOOK_TIMEOUT_S = 5.0
+
+
+class UnknownTool(LookupError):
+    """No tool by that name exists at all (a protocol error, not a tool failure)."""
+
+
+def text_result(payload: Any) -> dict[str, Any]:
+    text = orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode()
+    return {"content": [{"type": "text", "text": text}]}
+
+
+def error_result(tool: str, message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": f"Tool error ({tool}): {message}"}], "isError": True}
+
+
+class Runner:
+    """Executes tools for one run (one shim process)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.ctx = catalog.ctx
+        self.side_effects = SideEffects(self.ctx.side_effects_file)
+        self._client: Any = None
+        self._hooks: set[asyncio.Task[None]] = set()
+
+    # -- gateway ---------------------------------------------------------------------------------
+
+    async def gateway(self, method: str, params: dict[str, Any] | None = None, *,
+                      timeout: float | None = None) -> Any:
+        """Call a gateway method on the shared connection (opened on first use)."""
+        if self._client is None:
+            from mcp_shim.client import GatewayClient
+
+            self._client = GatewayClient(
+                self.ctx.gateway_url, self.ctx.gateway_token, client_id="remoteclaw-mcp", mode="backend",
+                version=__version__, scopes=self.catalog.scopes(), timeout=CALL_TIMEOUT_S,
+            )
+        return await self._client.request(method, params, timeout=timeout)
+
+    async def refresh_plugins(self) -> bool:
+        """Standalone runs: ask the gateway for plugin tools; returns whether the tool list changed."""
+        try:
+            listed = await self.gateway("plugin.tools.list", {}, timeout=10)
+        except Exception as exc:
+            print(f"remoteclaw-mcp: plugin tools unavailable: {exc}", file=sys.stderr)
+            return False
+        return self.catalog.set_plugins(listed)
+
+    # -- hooks -----------------------------------------------------------------------------------
+
+    def _fire(self, method: str, params: dict[str, Any]) -> None:
+        """Send a hook without waiting; a hook that fails is only worth a line on stderr."""
+
+        async def send() -> None:
+            try:
+                await self.gateway(method, params, timeout=HOOK_TIMEOUT_S)
+            except Exception as exc:
+                print(f"remoteclaw-mcp: {method} failed: {exc}", file=sys.stderr)
+
+        task = asyncio.ensure_future(send())
+        self._hooks.add(task)
+        task.add_done_callback(self._hooks.discard)
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        """Run one tool; returns an MCP ``CallToolResult``. Raises only ``UnknownTool``."""
+        tool = self.catalog.tools.get(name)
+        if tool is None:
+            raise UnknownTool(name)
+        refusal = self.catalog.refusal(tool)
+        if refusal:
+            return error_result(name, refusal)
+        args = {} if arguments is None else arguments
+        hook_params = {"toolName": name, "params": args if isinstance(args, dict) else {},
+                       "sessionKey": self.ctx.session_key}
+        self._fire("hooks.tool.before", hook_params)
+        await asyncio.sleep(0)  # let the before-hook go out ahead of the call itself
+        started = time.perf_counter()
+        error: str | None = None
+        try:
+            result = await self._run(tool, args)
+            if result.get("isError"):
+                error = result["content"][0]["text"]
+        except asyncio.CancelledError:
+            error = "cancelled"
+            raise
+        finally:
+            after = {**hook_params, "durationMs": round((time.perf_counter() - started) * 1000, 3)}
+            if error is not None:
+                after["error"] = error
+            self._fire("hooks.tool.after", after)
+        return result
+
+    async def _run(self, tool: Tool, args: Any) -> dict[str, Any]:
+        problem = validate(tool.input_schema, args) if isinstance(args, dict) else "at root: must be object"
+        if problem:
+            return error_result(tool.name, f"invalid arguments: {problem}")
+        call = Call(tool.name, self.ctx, self.gateway, self.side_effects)
+        try:
+            payload = await tool.handler(call, args)
+        except ToolError as exc:
+            return error_result(tool.name, str(exc))
+        except RpcError as exc:
+            return error_result(tool.name, f"{exc.code}: {exc.message}")
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            return error_result(tool.name, f"internal error: {type(exc).__name__}: {exc}")
+        if isinstance(payload, Content):
+            return {"content": list(payload)}
+        return text_result(payload)
+
+    async def close(self, grace: float = 0.5) -> None:
+        """Let pending hooks go out (up to ``grace`` seconds), then close the connection."""
+        if self._hooks:
+            await asyncio.wait(set(self._hooks), timeout=grace)
+        for task in list(self._hooks):
+            task.cancel()
+        if self._client is not None:
+            await self._client.close()

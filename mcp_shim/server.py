@@ -1,0 +1,255 @@
+"""The stdio MCP server: newline-delimited JSON-RPC 2.0 on stdin/stdout, with a small core of our own.
+
+Why not the ``mcp`` SDK: importing its server takes over a second here, and agent CLIs may send
+their first model request before that. This core answers ``initialize`` and ``tools/list`` from
+local tables on the main thread, before asyncio or websockets are even imported. Tool calls run on
+an asyncio loop in a second thread (the "engine"), started after the first ``tools/list`` (or by the
+first call), so concurrent calls and cancellation work and the process still starts in milliseconds.
+
+It uses the stdlib ``json`` on this path on purpose: importing orjson loads ``dataclasses``, ``uuid``
+and ``json`` anyway (~20 ms). The call path (``mcp_shim.runner``) uses orjson.
+
+Handled: ``initialize`` (version negotiation), ``notifications/initialized``, ``ping``,
+``tools/list``, ``tools/call``, ``notifications/cancelled``; ``server/discover`` and anything else
+get -32601 so clients that probe first fall back to ``initialize``. Notifications are never answered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+
+from gateway import __version__
+from mcp_shim.catalog import Catalog
+
+TYPE_CHECKING = False  # typing costs ~7 ms at start; annotations only need it for type checkers
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from typing import IO, Any
+
+__all__ = ["PROTOCOL_VERSIONS", "StdioServer", "Writer"]
+
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+"""MCP revisions we speak over the ``initialize`` handshake, newest first."""
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+
+
+class Writer:
+    """Writes JSON-RPC messages to the protocol fd, one whole line at a time, from any thread."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            if self.broken:
+                return
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.fd, view):]
+            except OSError:  # the client went away; there is nobody left to tell
+                self.broken = True
+
+
+class Engine:
+    """The asyncio side: a loop in a daemon thread that runs tool calls."""
+
+    def __init__(self, catalog: Catalog, writer: Writer) -> None:
+        self.catalog = catalog
+        self.writer = writer
+        self.loop: Any = None
+        self.runner: Any = None
+        self._ready = threading.Event()
+        self._calls: dict[Any, Future[Any]] = {}
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._main, name="mcp-engine", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        import asyncio
+
+        from mcp_shim.runner import Runner
+
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        self.runner = Runner(self.catalog)
+        self._ready.set()
+        self.loop.run_forever()
+
+    def _submit(self, coro: Any) -> Future[Any]:
+        import asyncio
+
+        self._ready.wait()
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, req_id: Any, name: str, arguments: Any) -> None:
+        """Start a tool call; its response is written when it finishes (not at all if cancelled)."""
+
+        async def run() -> None:
+            from mcp_shim.runner import UnknownTool
+
+            try:
+                result = await self.runner.call(name, arguments)
+            except UnknownTool:
+                self.writer.send(_error(req_id, INVALID_PARAMS, f"Unknown tool: {name}"))
+                return
+            self.writer.send({"jsonrpc": "2.0", "id": req_id, "result": result})
+
+        future = self._submit(run())
+        with self._lock:
+            self._calls[req_id] = future
+        future.add_done_callback(lambda _f: self._forget(req_id, future))
+
+    def _forget(self, req_id: Any, future: Future[Any]) -> None:
+        with self._lock:
+            if self._calls.get(req_id) is future:
+                del self._calls[req_id]
+
+    def cancel(self, req_id: Any) -> None:
+        with self._lock:
+            future = self._calls.get(req_id)
+        if future is not None:
+            future.cancel()  # cancels the task on the loop; no response is sent for it
+
+    def refresh_plugins(self) -> None:
+        async def run() -> None:
+            if await self.runner.refresh_plugins():
+                self.writer.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+
+        self._submit(run())
+
+    def stop(self, grace: float) -> None:
+        """Give running calls and pending hooks up to ``grace`` seconds, then stop the loop."""
+        import asyncio
+
+        if not self._ready.wait(timeout=grace):
+            return
+
+        async def drain() -> None:
+            running = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            if running:
+                await asyncio.wait(running, timeout=grace / 2)
+            await self.runner.close(grace / 2)
+
+        with contextlib.suppress(Exception):  # timed out or failed: we are leaving anyway
+            asyncio.run_coroutine_threadsafe(drain(), self.loop).result(timeout=grace + 0.5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=0.5)
+
+
+def _error(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": req_id, "error": error}
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class StdioServer:
+    """Reads requests from ``stdin`` on the calling thread until EOF."""
+
+    def __init__(self, catalog: Catalog, writer: Writer) -> None:
+        self.catalog = catalog
+        self.writer = writer
+        self.engine: Engine | None = None
+
+    def _engine(self) -> Engine:
+        if self.engine is None:
+            self.engine = Engine(self.catalog, self.writer)
+            if self.catalog.plugins_from_gateway:
+                self.engine.refresh_plugins()
+        return self.engine
+
+    def serve(self, stdin: IO[bytes]) -> None:
+        """Serve until EOF. ``KeyboardInterrupt``/``SystemExit`` from signal handlers pass through."""
+        for line in iter(stdin.readline, b""):
+            if line.strip():
+                self.handle_line(line)
+
+    def handle_line(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self.writer.send(_error(None, PARSE_ERROR, "Parse error: not JSON"))
+            return
+        if not isinstance(message, dict):
+            self.writer.send(_error(None, INVALID_REQUEST, "Invalid request: expected one JSON object"))
+            return
+        method = message.get("method")
+        if not isinstance(method, str):
+            return  # a response to a request we never sent, or junk without an id to answer
+        if "id" not in message:
+            self._notification(method, message.get("params"))
+            return
+        req_id = message["id"]
+        if not _valid_id(req_id):
+            self.writer.send(_error(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer"))
+            return
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            self.writer.send(_error(req_id, INVALID_PARAMS, "Invalid params: must be an object"))
+            return
+        self._request(req_id, method, params or {})
+
+    def _notification(self, method: str, params: Any) -> None:
+        if method == "notifications/cancelled" and isinstance(params, dict) and self.engine is not None:
+            self.engine.cancel(params.get("requestId"))
+        # notifications/initialized and anything else: nothing to do, and never an answer.
+
+    def _request(self, req_id: Any, method: str, params: dict[str, Any]) -> None:
+        if method == "tools/call":
+            name = params.get("name")
+            if not isinstance(name, str):
+                self.writer.send(_error(req_id, INVALID_PARAMS, "Invalid params: 'name' must be a string"))
+                return
+            self._engine().call(req_id, name, params.get("arguments"))
+            return
+        if method == "tools/list":
+            result: dict[str, Any] = {"tools": self.catalog.listing()}
+        elif method == "initialize":
+            result = self._initialize(params)
+        elif method == "ping":
+            result = {}
+        else:
+            self.writer.send(_error(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"))
+            return
+        self.writer.send({"jsonrpc": "2.0", "id": req_id, "result": result})
+        if method == "tools/list":
+            self._engine()  # warm up the call path now that the client has what it needs
+
+    @staticmethod
+    def _initialize(params: dict[str, Any]) -> dict[str, Any]:
+        asked = params.get("protocolVersion")
+        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+        return {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "remoteclaw", "title": "RemoteClaw", "version": __version__},
+            "instructions": "RemoteClaw tools act on the gateway this agent runs under: sessions, chat "
+                            "messages, and (for the owner) cron, config, nodes, canvas, browser and speech.",
+        }
+
+    def close(self, grace: float) -> None:
+        if self.engine is not None:
+            self.engine.stop(grace)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM (and SIGINT, Python's default) end ``serve`` with an exception on the main thread."""
+    import signal
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

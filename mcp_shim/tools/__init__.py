@@ -1,0 +1,19 @@
+"""The built-in tools, one module per group. Importing this costs only dicts and functions."""
+
+from __future__ import annotations
+
+from mcp_shim.tools import browser, canvas, cron, gateway, heartbeat, message, nodes, session, tts
+from mcp_shim.tools._base import Call, Content, Tool, ToolError
+
+__all__ = ["BASELINE_GROUPS", "BUILTIN", "OWNER_GROUPS", "Call", "Content", "Tool", "ToolError"]
+
+BASELINE_GROUPS = ("session", "message", "heartbeat")
+"""Every agent gets these (18 tools)."""
+
+OWNER_GROUPS = ("cron", "gateway", "nodes", "canvas", "browser", "tts")
+"""Only runs for the owner get these (33 tools)."""
+
+BUILTIN: tuple[Tool, ...] = (
+    *session.TOOLS, *message.TOOLS, *heartbeat.TOOLS,
+    *cron.TOOLS, *gateway.TOOLS, *nodes.TOOLS, *canvas.TOOLS, *browser.TOOLS, *tts.TOOLS,
+)

@@ -1,0 +1,88 @@
+"""Canvas tools (7, owner only): drive the canvas panel of a node through ``node.invoke``."""
+
+from __future__ import annotations
+
+import math
+
+from mcp_shim.schema import integer, number, obj, string
+from mcp_shim.tools._base import Call, Content, Tool, ToolError, compact, group
+from mcp_shim.tools.nodes import NODE_ID, invoke
+
+TYPE_CHECKING = False  # typing costs ~7 ms at start; annotations only need it for type checkers
+if TYPE_CHECKING:
+    from typing import Any
+
+TOOLS: list[Tool] = []
+tool = group("canvas", TOOLS)
+
+_MIME = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg"}
+
+
+@tool("canvas_present", "Show the canvas", "Show the canvas on a node, optionally loading a URL at a placement.",
+      obj({"nodeId": NODE_ID, "url": string("URL to load"), "x": number("Left edge"), "y": number("Top edge"),
+           "width": number("Width", minimum=0), "height": number("Height", minimum=0)},
+          ("nodeId",)),
+      idempotent=True, open_world=True)
+async def canvas_present(call: Call, a: dict[str, Any]) -> Any:
+    # Placement only when the model gave at least one real number (as the reference does).
+    placement = {k: a[k] for k in ("x", "y", "width", "height")
+                 if isinstance(a.get(k), int | float) and math.isfinite(a[k])}
+    params = compact(url=a.get("url"), placement=placement or None)
+    return await invoke(call, a["nodeId"], "canvas.present", params)
+
+
+@tool("canvas_hide", "Hide the canvas", "Hide the canvas on a node.", obj({"nodeId": NODE_ID}, ("nodeId",)),
+      idempotent=True)
+async def canvas_hide(call: Call, a: dict[str, Any]) -> Any:
+    return await invoke(call, a["nodeId"], "canvas.hide")
+
+
+@tool("canvas_navigate", "Navigate the canvas", "Load a URL in a node's canvas.",
+      obj({"nodeId": NODE_ID, "url": string("URL to load")}, ("nodeId", "url")),
+      idempotent=True, open_world=True)
+async def canvas_navigate(call: Call, a: dict[str, Any]) -> Any:
+    return await invoke(call, a["nodeId"], "canvas.navigate", {"url": a["url"]})
+
+
+@tool("canvas_eval", "Run JavaScript in the canvas",
+      "Evaluate JavaScript in a node's canvas page and return the value.",
+      obj({"nodeId": NODE_ID, "javaScript": string("The code to evaluate")}, ("nodeId", "javaScript")),
+      destructive=True, open_world=True)
+async def canvas_eval(call: Call, a: dict[str, Any]) -> Any:
+    return await invoke(call, a["nodeId"], "canvas.eval", {"javaScript": a["javaScript"]})
+
+
+def _image(result: Any) -> tuple[str, str] | None:
+    """Find ``{format, base64}`` in a node's answer (bare or under payload/result)."""
+    for candidate in (result, *(result.get(k) for k in ("payload", "result") if isinstance(result, dict))):
+        if isinstance(candidate, dict) and isinstance(candidate.get("base64"), str):
+            return str(candidate.get("format") or "png").lower(), candidate["base64"]
+    return None
+
+
+@tool("canvas_snapshot", "Snapshot the canvas", "Take a picture of a node's canvas and return it as an image.",
+      obj({"nodeId": NODE_ID, "format": string("Image format", enum=("png", "jpg", "jpeg")),
+           "maxWidth": integer("Largest width in pixels", minimum=1, maximum=10_000),
+           "quality": number("JPEG quality, 0 to 1 (or 1 to 100)", minimum=0, maximum=100)},
+          ("nodeId",)),
+      read_only=True)
+async def canvas_snapshot(call: Call, a: dict[str, Any]) -> Any:
+    result = await invoke(call, a["nodeId"], "canvas.snapshot",
+                          compact(format=a.get("format"), maxWidth=a.get("maxWidth"), quality=a.get("quality")))
+    found = _image(result)
+    if found is None:
+        raise ToolError("the node answered without an image (no base64 field)")
+    fmt, data = found
+    return Content([{"type": "image", "data": data, "mimeType": _MIME.get(fmt, "image/png")}])
+
+
+@tool("canvas_a2ui_push", "Push A2UI content", "Push A2UI JSONL to a node's canvas renderer.",
+      obj({"nodeId": NODE_ID, "jsonl": string("A2UI messages, one JSON object per line")}, ("nodeId", "jsonl")))
+async def canvas_a2ui_push(call: Call, a: dict[str, Any]) -> Any:
+    return await invoke(call, a["nodeId"], "canvas.a2ui.pushJSONL", {"jsonl": a["jsonl"]})
+
+
+@tool("canvas_a2ui_reset", "Reset A2UI", "Clear the A2UI renderer state on a node.",
+      obj({"nodeId": NODE_ID}, ("nodeId",)), destructive=True, idempotent=True)
+async def canvas_a2ui_reset(call: Call, a: dict[str, Any]) -> Any:
+    return await invoke(call, a["nodeId"], "canvas.a2ui.reset")

@@ -1,0 +1,70 @@
+"""Plugin tools (dynamic): tools the gateway's plugins offer, called through ``plugin.tools.invoke``.
+
+Their list comes from a manifest file the bridge writes (``REMOTECLAW_PLUGIN_TOOLS_FILE``, read at
+start, no network) or, when the shim runs standalone, from ``plugin.tools.list`` on the gateway.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mcp_shim.tools._base import Call, Content, Tool
+
+TYPE_CHECKING = False  # typing costs ~7 ms at start; annotations only need it for type checkers
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["from_manifest"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _content(result: Any) -> Any:
+    items = result.get("content") if isinstance(result, dict) else None
+    if not isinstance(items, list):
+        return result
+    out = Content()
+    for item in items:
+        if isinstance(item, dict) and item.get("type") == "image" and isinstance(item.get("data"), str):
+            out.append({"type": "image", "data": item["data"], "mimeType": item.get("mimeType") or "image/png"})
+        elif isinstance(item, dict) and isinstance(item.get("text"), str):
+            out.append({"type": "text", "text": item["text"]})
+        else:
+            from gateway.protocol import encode
+
+            out.append({"type": "text", "text": encode(item)})
+    return out
+
+
+def _plugin_tool(name: str, description: str, schema: dict[str, Any]) -> Tool:
+    async def handler(call: Call, args: dict[str, Any]) -> Any:
+        result = await call.gateway("plugin.tools.invoke",
+                                    {"toolName": name, "params": args, "sessionKey": call.ctx.session_key})
+        return _content(result)
+
+    # A plugin's tools are whatever the plugin does: assume the worst in the hints.
+    return Tool(name, "plugin", name, description, schema, handler, destructive=True, open_world=True)
+
+
+def from_manifest(data: Any, taken: set[str]) -> tuple[list[Tool], list[str]]:
+    """Tools from ``{tools: [{name, description, inputSchema}]}``, and a warning per entry skipped."""
+    tools: list[Tool] = []
+    warnings: list[str] = []
+    entries = data.get("tools") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return tools, ["plugin tools manifest has no 'tools' list"]
+    for entry in entries:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not _NAME.match(name):
+            warnings.append(f"skipped a plugin tool with an invalid name: {name!r}")
+            continue
+        if name in taken:
+            warnings.append(f"skipped plugin tool {name!r}: the name is already taken")
+            continue
+        schema = entry.get("inputSchema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            # Clients drop tools whose schema is not an object; an open object keeps the tool usable.
+            schema = {"type": "object", "additionalProperties": True}
+        taken.add(name)
+        tools.append(_plugin_tool(name, str(entry.get("description") or name), schema))
+    return tools, warnings

@@ -1,0 +1,134 @@
+"""The flows every real agent CLI goes through, written once and run per CLI.
+
+A CLI's test module supplies only what differs: its runtime name, the agent entry (command, model,
+env pointing the CLI at its loopback fake), and how to read the fake's request log. The checks
+here are the union of what the per-CLI tests used to assert, so no CLI is checked less strictly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agents.conftest import cli
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import RawClient, operator
+
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
+SPAWN_TOOL = "mcp__remoteclaw__sessions_spawn"
+
+
+def fake_api(cls: type) -> Any:
+    """A module-scoped fixture serving the fake model API ``cls`` for the whole module."""
+
+    @pytest.fixture(scope="module")
+    def api() -> Iterator[Any]:
+        with cls() as fake:
+            yield fake
+
+    return api
+
+
+def cli_workdir(tmp_path_factory: pytest.TempPathFactory, name: str) -> tuple[str, Path]:
+    """The installed CLI ``name`` (skipped if missing) and a scratch folder for its run, with an empty ``home``."""
+    binary = cli(name)
+    d = tmp_path_factory.mktemp(name)
+    (d / "home").mkdir()
+    return binary, d
+
+
+@contextmanager
+def agent_gateway(d: Path, agent: dict[str, Any], *, loop_channel: bool = True) -> Iterator[GatewayProcess]:
+    """The real gateway with one agent ``main`` (``agent`` is its entry) and, if asked, the loop test channel.
+
+    With the loop channel, DMs get a session per peer and what the channel sends lands in
+    ``proc.outbox`` (NDJSON).
+    """
+    cfg: dict[str, Any] = {"agents": {"list": [{"id": "main", **agent}]}}
+    env = {}
+    if loop_channel:
+        cfg["session"] = {"dmScope": "per-channel-peer"}
+        cfg["channels"] = {"loop": {"dmPolicy": "open", "outbox": str(d / "outbox.ndjson")}}
+        env["PYTHONPATH"] = str(SUPPORT / "loop_site")
+    with GatewayProcess(d / "gw", config=cfg, env=env) as proc:
+        proc.outbox = d / "outbox.ndjson"  # type: ignore[attr-defined]
+        yield proc
+
+
+async def ask(c: RawClient, message: str, key: str) -> dict:
+    """One agent turn on session ``key``, waited for to the end."""
+    acc = await c.call("agent", {"message": message, "sessionKey": key, "idempotencyKey": str(uuid.uuid4())})
+    return await c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 90_000}, timeout=100)
+
+
+async def spawn_child_then_resume(gw: GatewayProcess, *, runtime: str, key: str, label: str,
+                                  requests: Callable[[], list[dict]], transcript: Callable[[dict], str],
+                                  spawn_tool: str | None = SPAWN_TOOL, prefix: str = "") -> int:
+    """The model calls ``sessions_spawn`` through the shim; then a second turn resumes the same CLI session.
+
+    Returns how many ``requests()`` there were before the second turn (for a CLI's own checks on it).
+
+    Args:
+        runtime: the runtime name, also the key of the CLI's id in ``status.cliSessionIds``.
+        requests: the fake's conversation requests so far (the ones that offer tools, or all).
+        transcript: the conversation a request carries, as text (to see earlier turns replayed).
+        spawn_tool: the exact tool name the history must show; ``None`` checks only its suffix.
+        prefix: text before the ``CALL`` line of the first prompt.
+    """
+    c = await operator(gw.url, gw.token or "")
+    res = await ask(c, f'{prefix}CALL sessions_spawn {{"task": "REPLY child says hi", "label": "{label}"}}', key)
+    assert res["status"] == "ok", res
+    assert res["reply"].startswith("done:") and "agent:main:subagent:" in res["reply"], res
+    kid = (await c.call("sessions.resolve", {"label": label}))["key"]
+    assert (await c.call("status", {"sessionKey": kid}))["parentSessionKey"] == key
+    sub = await c.call("sessions.subagents", {"action": "list", "sessionKey": key})
+    assert [s["key"] for s in sub["subagents"]] == [kid]
+    for _ in range(300):  # the child is a real run of the same CLI
+        hist = (await c.call("chat.history", {"sessionKey": kid}))["messages"]
+        if hist and hist[-1]["role"] == "assistant":
+            break
+        await asyncio.sleep(0.2)
+    assert hist[-1]["text"] == "child says hi"
+    tools = [m["tool"]["name"] for m in (await c.call("chat.history", {"sessionKey": key}))["messages"]
+             if m["role"] == "tool"]
+    assert len(tools) == 1 and tools[0].endswith("sessions_spawn"), tools
+    if spawn_tool is not None:
+        assert tools == [spawn_tool]
+    # A second turn resumes the same CLI session: the model sees the first turn again.
+    first_id = (await c.call("status", {"sessionKey": key}))["cliSessionIds"][runtime]
+    before = len(requests())
+    res = await ask(c, "REPLY second turn", key)
+    assert res["status"] == "ok" and res["reply"] == "second turn", res
+    later = [r for r in requests()[before:] if "second turn" in transcript(r)]
+    assert later and "sessions_spawn" in transcript(later[0])
+    assert (await c.call("status", {"sessionKey": key}))["cliSessionIds"][runtime] == first_id
+    await c.close()
+    return before
+
+
+async def channel_reply_is_sent_once(gw: GatewayProcess, *, sender: str, msg_id: str, text: str) -> None:
+    """A loop-channel DM makes the model send ``text`` with ``message_reply`` and then answer the same text.
+
+    The bridge sees the final reply repeats what the tool already sent to this chat and does not send it again.
+    """
+    c = await operator(gw.url, gw.token or "", scopes=["operator.read"])
+    body = {"sender": sender, "id": msg_id, "text": f'CALL message_reply {{"message": "{text}"}}\nTHEN {text}'}
+    req = urllib.request.Request(f"{gw.http}/channels/loop/default/webhook", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    await asyncio.to_thread(urllib.request.urlopen, req, timeout=10)
+    while True:
+        p = (await c.next_event("agent", timeout=90))["payload"]
+        if p["sessionKey"] == f"agent:main:loop:direct:{sender}" and p["data"].get("phase") in ("end", "error"):
+            break
+    assert p["data"]["phase"] == "end", p
+    sends = [json.loads(x) for x in gw.outbox.read_text().splitlines()]  # type: ignore[attr-defined]
+    assert [s["text"] for s in sends if s["op"] == "send" and s["to"] == sender] == [text]
+    await c.close()

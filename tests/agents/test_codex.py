@@ -1,0 +1,40 @@
+"""The real Codex CLI, offline against the loopback fake Responses API.
+
+Codex gets a per-run CODEX_HOME whose config.toml is built from the test's "user" config (which
+names the fake provider) plus our MCP server; the user's file is never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.agents.flows import agent_gateway, cli_workdir, fake_api, spawn_child_then_resume
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateway_proc import GatewayProcess
+
+pytestmark = pytest.mark.slow
+api = fake_api(FakeOpenAI)
+
+
+@pytest.fixture(scope="module")
+def gw(api: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    codex, d = cli_workdir(tmp_path_factory, "codex")
+    user = d / "user-codex"
+    user.mkdir()
+    (user / "config.toml").write_text(
+        'model = "gpt-fake"\nmodel_provider = "fake"\n'
+        f'[model_providers.fake]\nname = "fake"\nbase_url = "{api.url}/v1"\nwire_api = "responses"\n'
+        'env_key = "FAKE_OPENAI_KEY"\n')
+    env = {"HOME": str(d / "home"), "CODEX_HOME": str(user), "FAKE_OPENAI_KEY": "test-key"}
+    with agent_gateway(d, {"runtime": "codex", "command": [codex], "env": env}, loop_channel=False) as proc:
+        proc.user_config = user / "config.toml"  # type: ignore[attr-defined]
+        yield proc
+
+
+async def test_codex_calls_a_tool_and_resumes(gw: GatewayProcess, api: FakeOpenAI) -> None:
+    before_cfg = gw.user_config.read_text()  # type: ignore[attr-defined]
+    await spawn_child_then_resume(gw, runtime="codex", key="agent:main:api:direct:codex", label="codex-kid",
+                                  requests=lambda: api.requests, transcript=lambda r: str(r.get("input")))
+    assert gw.user_config.read_text() == before_cfg  # type: ignore[attr-defined]

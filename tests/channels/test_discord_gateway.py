@@ -1,0 +1,131 @@
+"""Discord through the whole gateway: config -> channel manager -> discord.py -> the loopback fake.
+
+Outbound, every ``message.*`` operation must arrive at the fake's REST API; inbound, a
+``MESSAGE_CREATE`` on the fake's gateway socket must reach the bridge, run the (stand-in) agent
+and come back to the same Discord chat as a reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.fake_discord import FakeDiscord, snowflake
+from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.ws import RawClient, operator
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+async def fake() -> AsyncIterator[FakeDiscord]:
+    server = await FakeDiscord().start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture(scope="module")
+async def gw(fake: FakeDiscord, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GatewayProcess]:
+    config = {
+        "agents": {"list": [{"id": "main", "command": [sys.executable, str(ROOT / "tests/support/fake_cli.py")]}]},
+        "channels": {"discord": fake.config() | {"dmPolicy": "open", "groupPolicy": "open"}},
+    }
+    proc = GatewayProcess(tmp_path_factory.mktemp("discord-gw"), config=config)
+    await asyncio.to_thread(proc.start)
+    try:
+        await asyncio.wait_for(fake.identified.wait(), 20)
+        yield proc
+    finally:
+        await asyncio.to_thread(proc.stop)
+
+
+@pytest.fixture
+async def client(gw: GatewayProcess) -> AsyncIterator[RawClient]:
+    c = await operator(gw.url, gw.token or "")
+    yield c
+    await c.close()
+
+
+async def call(client: RawClient, method: str, params: dict[str, Any]) -> Any:
+    """Call, waiting out the short moment after start when the account is still connecting."""
+    for _ in range(50):
+        frame = await client.req(method, {"channel": "discord", **params})
+        if frame["ok"] or "still starting" not in frame["error"]["message"]:
+            assert frame["ok"], frame
+            return frame["payload"]
+        await asyncio.sleep(0.1)
+    raise AssertionError("discord account never became ready")
+
+
+async def test_send_reply_thread_reply_react_pin_delete(client: RawClient, fake: FakeDiscord) -> None:
+    chan = fake.text_channel_id
+    sent = await call(client, "message.send", {"to": chan, "message": "hello guild"})
+    assert sent["ok"] and fake.messages[sent["messageId"]]["content"] == "hello guild"
+
+    reply = await call(client, "message.reply", {"to": chan, "message": "replying", "replyToId": sent["messageId"]})
+    assert str(fake.messages[reply["messageId"]]["message_reference"]["message_id"]) == sent["messageId"]
+
+    threaded = await call(client, "message.threadReply", {"to": chan, "message": "in thread",
+                                                          "threadId": fake.thread_id})
+    assert fake.messages[threaded["messageId"]]["channel_id"] == fake.thread_id
+
+    await call(client, "message.react", {"to": chan, "messageId": sent["messageId"], "emoji": "🎉"})
+    assert fake.reactions[sent["messageId"]] == {"🎉"}
+    await call(client, "message.pin", {"to": chan, "messageId": sent["messageId"]})
+    assert sent["messageId"] in fake.pins
+    await call(client, "message.delete", {"to": chan, "messageId": reply["messageId"]})
+    assert reply["messageId"] not in fake.messages
+
+    long = await call(client, "message.send", {"to": chan, "message": "x " * 1500})
+    assert len(long["messageIds"]) == 2
+    assert all(len(fake.messages[m]["content"]) <= 2000 for m in long["messageIds"])
+
+    read = await call(client, "message.read", {"to": chan, "limit": 50})
+    texts = [m["text"] for m in read["messages"]]
+    assert "hello guild" in texts and "replying" not in texts  # deleted messages drop out
+
+
+async def test_attachment_reaches_the_fake(client: RawClient, fake: FakeDiscord, tmp_path: Path) -> None:
+    path = tmp_path / "chart.png"
+    path.write_bytes(b"\x89PNG fake image")
+    res = await call(client, "message.sendAttachment", {"to": fake.text_channel_id, "file": str(path),
+                                                        "caption": "the chart"})
+    msg = fake.messages[res["messageId"]]
+    assert msg["content"] == "the chart" and msg["attachments"][0]["filename"] == "chart.png"
+    rec = next(r for r in fake.requests if r.files and r.files[0][0] == "chart.png")
+    assert rec.files[0][1] == b"\x89PNG fake image"
+
+
+async def test_errors_are_clear_and_the_gateway_survives(client: RawClient, fake: FakeDiscord) -> None:
+    frame = await client.req("message.send", {"channel": "discord", "to": "424242", "message": "hi"})
+    assert not frame["ok"] and "not found" in frame["error"]["message"]
+    frame = await client.req("message.sendWithEffect", {"channel": "discord", "to": fake.text_channel_id,
+                                                        "message": "boom", "effectId": "confetti"})
+    assert not frame["ok"] and "does not support sendWithEffect" in frame["error"]["message"]
+    assert (await client.call("health"))["ok"]
+
+
+async def test_inbound_dm_runs_the_agent_and_replies_in_discord(client: RawClient, fake: FakeDiscord) -> None:
+    await call(client, "message.read", {"to": "0"})  # wait until the account runs
+    dm = snowflake()
+    before = len(fake.requests)
+    payload = fake.message_payload(content="hello from discord", author_id="5550001", channel_id=dm)
+    await fake.dispatch("MESSAGE_CREATE", payload)
+
+    async def reply_posted() -> Any:
+        while True:
+            for r in fake.requests[before:]:
+                if r.method == "POST" and r.path == f"/channels/{dm}/messages" and r.json:
+                    return r
+            await asyncio.sleep(0.05)
+
+    rec = await asyncio.wait_for(reply_posted(), 20)
+    assert "hello from discord" in rec.json["content"]
+    read = await call(client, "message.read", {"to": dm})
+    directions = [(m["direction"], m["text"]) for m in read["messages"]]
+    assert directions[0] == ("in", "hello from discord") and directions[-1][0] == "out"

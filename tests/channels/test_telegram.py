@@ -1,0 +1,113 @@
+"""Telegram end to end: the real python-telegram-bot in the real gateway, against a loopback fake Bot API.
+
+An inbound message goes through access control and a real agent run (the stand-in CLI) and its
+reply arrives at the fake as ``sendMessage``; owner-ness reaches the run's environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_telegram import BOT_ID, FakeTelegram, cli_runs, telegram_gateway
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import operator
+
+OWNER, GROUP, FORUM = 111, -100200, -100300
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeTelegram]:
+    f = FakeTelegram().start()
+    yield f
+    f.stop()
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram) -> Iterator[GatewayProcess]:
+    d = tmp_path_factory.mktemp("tg")
+    proc = telegram_gateway(d / "gw", fake, ownerAllowFrom=[OWNER],
+                            groups={str(GROUP): {}, str(FORUM): {"requireMention": False}})
+    with proc:
+        yield proc
+
+
+def runs(gw: GatewayProcess) -> list[dict]:
+    return cli_runs(gw.state_dir)
+
+
+async def test_owner_dm_gets_a_reply_from_a_real_run(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text="hello agent")
+    call = await fake.wait_call("sendMessage", lambda c: c.params["text"] == "echo: hello agent")
+    assert call.params["chat_id"] == str(OWNER)
+    run = next(r for r in runs(gw) if "hello agent" in r["prompt"])
+    assert run["env"]["REMOTECLAW_SENDER_IS_OWNER"] == "true"
+    assert run["env"]["REMOTECLAW_CHANNEL"] == "telegram" and run["env"]["REMOTECLAW_TO"] == str(OWNER)
+    # Both sides are stored: message.read shows the inbound text and the delivered reply.
+    c = await operator(gw.url, gw.token or "")
+    got = await c.call("message.read", {"channel": "telegram", "to": str(OWNER)})
+    texts = [(m["direction"], m["text"]) for m in got["messages"]]
+    assert ("in", "hello agent") in texts and ("out", "echo: hello agent") in texts
+    await c.close()
+
+
+async def test_group_needs_a_mention_and_forum_topics_keep_their_thread(gw: GatewayProcess,
+                                                                        fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    fake.user_message(chat_id=GROUP, user_id=555, chat_type="supergroup", text="ignored chatter")
+    text, entities = fake.mention("group question")
+    fake.user_message(chat_id=GROUP, user_id=555, chat_type="supergroup", text=text, entities=entities)
+    call = await fake.wait_call("sendMessage", lambda c: "group question" in c.params["text"])
+    assert call.params["chat_id"] == str(GROUP)
+    assert "@" not in call.params["text"]  # the mention is taken out of what the agent sees
+    assert not any("ignored chatter" in r["prompt"] for r in runs(gw))
+    group_run = next(r for r in runs(gw) if "group question" in r["prompt"])
+    assert group_run["env"]["REMOTECLAW_SENDER_IS_OWNER"] == "false"
+    # Forum topic, mention not required there: the reply goes back into the same topic.
+    fake.user_message(chat_id=FORUM, user_id=556, chat_type="supergroup", text="topic question", thread_id=42)
+    call = await fake.wait_call("sendMessage", lambda c: "topic question" in c.params["text"])
+    assert call.params["chat_id"] == str(FORUM) and call.params["message_thread_id"] == "42"
+    # A group that is not on the allowlist is ignored even with a mention.
+    fake.user_message(chat_id=-100999, user_id=557, chat_type="supergroup", text=text.replace("group", "stranger"),
+                      entities=entities)
+    await fake.wait_call("getUpdates", lambda c: int(c.params.get("offset") or 0) > fake.updates[-1]["update_id"])
+    assert not any("stranger question" in r["prompt"] for r in runs(gw))
+
+
+async def test_replying_to_the_bot_counts_as_a_mention(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    bot_msg = {"message_id": 9, "date": 0, "chat": {"id": GROUP, "type": "supergroup"},
+               "from": {"id": BOT_ID, "is_bot": True, "first_name": "Test Bot"}, "text": "earlier answer"}
+    fake.user_message(chat_id=GROUP, user_id=555, chat_type="supergroup", text="follow-up please",
+                      reply_to=bot_msg)
+    await fake.wait_call("sendMessage", lambda c: "follow-up please" in c.params["text"])
+
+
+async def test_voice_note_is_downloaded_and_handed_to_the_agent(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    fake.files["VOICE1"] = b"OggS fake opus bytes"
+    fake.user_message(chat_id=OWNER, user_id=OWNER, caption="listen",
+                      voice={"file_id": "VOICE1", "file_unique_id": "vu1", "duration": 2, "mime_type": "audio/ogg",
+                             "file_size": 20})
+    call = await fake.wait_call("sendMessage", lambda c: "listen" in c.params["text"] and "voice" in c.params["text"])
+    path = call.params["text"].split("[attachment: voice ", 1)[1].split("]", 1)[0]
+    assert await asyncio.to_thread(Path(path).read_bytes) == b"OggS fake opus bytes"
+    assert Path(path).is_relative_to(gw.state_dir)
+
+
+async def test_bot_api_outage_at_start_is_retried(tmp_path: Path) -> None:
+    fake = FakeTelegram()
+    fake.fail("getMe", 502, "Bad Gateway")
+    fake.start()
+    try:
+        with telegram_gateway(tmp_path / "gw", fake) as proc:
+            await fake.wait_polling(timeout=20)
+            c = await operator(proc.url, proc.token or "")
+            status = await c.call("channels.status")
+            assert {"channel": "telegram", "accountId": "default", "state": "running"} in status["accounts"]
+            await c.close()
+            assert len(fake.calls_of("getMe")) >= 2
+    finally:
+        fake.stop()

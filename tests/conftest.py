@@ -1,0 +1,31 @@
+"""Shared fixtures: a real gateway process per test module, and clients connected to it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import RawClient, operator
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """One gateway process shared by the tests of a module (fast); use ``fresh_gateway`` to own one."""
+    with GatewayProcess(tmp_path_factory.mktemp("gw")) as gw:
+        yield gw
+
+
+@pytest.fixture
+def fresh_gateway(tmp_path: Path) -> Iterator[GatewayProcess]:
+    with GatewayProcess(tmp_path / "gw") as gw:
+        yield gw
+
+
+@pytest.fixture
+async def admin(gateway: GatewayProcess) -> AsyncIterator[RawClient]:
+    client = await operator(gateway.url, gateway.token or "")
+    yield client
+    await client.close()

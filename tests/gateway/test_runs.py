@@ -1,0 +1,157 @@
+"""The run queue over the real gateway: one run per session, collection, abort, watchdog, global cap.
+
+The agent CLI is ``tests/support/fake_cli.py`` (Claude-style stream-json), scripted by the prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import RawClient, operator
+
+FAKE_CLI = str(Path(__file__).resolve().parents[1] / "support" / "fake_cli.py")
+
+
+def start_gw(d: Path, **agents: object) -> GatewayProcess:
+    cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}], **agents}}
+    proc = GatewayProcess(d / "gw", config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")})
+    proc.cli_log = d / "cli.log"  # type: ignore[attr-defined]
+    return proc.start()
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    proc = start_gw(tmp_path_factory.mktemp("runs"), noOutputTimeoutSeconds=1, maxConcurrentRuns=4)
+    yield proc
+    proc.stop()
+
+
+def calls(gw: GatewayProcess) -> list[dict]:
+    return [json.loads(line) for line in gw.cli_log.read_text().splitlines()]  # type: ignore[attr-defined]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def send(c: RawClient, key: str, text: str) -> dict:
+    return await c.call("chat.send", {"sessionKey": key, "message": text, "idempotencyKey": str(uuid.uuid4())})
+
+
+async def wait(c: RawClient, run_id: str, ms: int = 15000) -> dict:
+    return await c.call("agent.wait", {"runId": run_id, "timeoutMs": ms})
+
+
+async def test_messages_during_a_run_join_the_next_turn(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    key = "agent:main:q:one"
+    first = await send(c, key, "sleep:0.8 first")
+    second = await send(c, key, "second")
+    third = await send(c, key, "third")
+    assert first["status"] == "accepted" and second["status"] == third["status"] == "queued"
+    assert second["runId"] == third["runId"] != first["runId"]
+    r1, r2 = await wait(c, first["runId"]), await wait(c, second["runId"])
+    assert r1["status"] == r2["status"] == "ok"
+    assert r2["startedAt"] >= r1["endedAt"]  # never overlapping
+    prompt = [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key][-1]["prompt"]
+    assert "2 messages" in prompt and "second" in prompt and "third" in prompt
+    await c.close()
+
+
+async def test_events_stream_to_subscribers(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "", scopes=["operator.read", "operator.write"])
+    key = "agent:main:q:events"
+    res = await send(c, key, "sent:hello world")
+    agent: list[dict] = []
+    chat: list[dict] = []
+    while True:
+        ev = await asyncio.wait_for(c.events.get(), 10)
+        if ev["event"] not in ("agent", "chat") or ev["payload"]["runId"] != res["runId"]:
+            continue
+        (agent if ev["event"] == "agent" else chat).append(ev["payload"])
+        if ev["event"] == "agent" and ev["payload"]["stream"] == "lifecycle" and \
+                ev["payload"]["data"]["phase"] in ("end", "error"):
+            break
+    streams = [(e["stream"], e["data"].get("phase")) for e in agent]
+    assert streams[0] == ("lifecycle", "start") and streams[-1] == ("lifecycle", "end")
+    assert ("tool", "start") in streams and ("tool", "result") in streams
+    assert agent[-1]["result"]["status"] == "ok"
+    assert [e["state"] for e in chat] == ["delta", "final"] and chat[-1]["text"] == "hello world"
+    hist = await c.call("chat.history", {"sessionKey": key})
+    tool = next(m for m in hist["messages"] if m["role"] == "tool")["tool"]
+    assert tool["name"] == "mcp__remoteclaw__message_reply" and tool["input"] == {"message": "hello world"}
+    await c.close()
+
+
+async def test_abort_kills_the_cli_and_drops_the_queued_turn(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    key = "agent:main:q:abort"
+    first = await send(c, key, "sleep:30 long job")
+    queued = await send(c, key, "after")
+    for _ in range(100):
+        mine = [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key]
+        if mine:
+            break
+        await asyncio.sleep(0.05)
+    pid = mine[-1]["pid"]
+    out = await c.call("chat.abort", {"sessionKey": key})
+    assert set(out["runIds"]) == {first["runId"], queued["runId"]}
+    r = await wait(c, first["runId"])
+    assert r["status"] == "error" and "abort" in r["error"]
+    assert (await wait(c, queued["runId"]))["status"] == "error"
+    await asyncio.sleep(0.3)
+    assert not alive(pid)
+    assert (await send(c, key, "fresh"))["status"] == "accepted"  # the session is usable again
+    await c.close()
+
+
+async def test_watchdog_stops_a_silent_cli(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    key = "agent:main:q:hang"
+    res = await send(c, key, "hang")
+    r = await wait(c, res["runId"])
+    assert r["status"] == "error" and "no output" in r["error"]
+    pid = [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key][-1]["pid"]
+    await asyncio.sleep(0.2)
+    assert not alive(pid)
+    await c.close()
+
+
+async def test_failures_are_reported_not_fatal(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    r = await wait(c, (await send(c, "agent:main:q:fail", "fail"))["runId"])
+    assert r["status"] == "error" and "model overloaded" in r["error"]
+    r = await wait(c, (await send(c, "agent:main:q:crash", "crash"))["runId"])
+    assert r["status"] == "error" and "exit code 3" in r["error"] and "crashed on purpose" in r["error"]
+    timeout = await c.call("agent.wait", {"runId": (await send(c, "agent:main:q:slow", "sleep:0.5"))["runId"],
+                                          "timeoutMs": 10})
+    assert timeout["status"] == "timeout"
+    assert (await c.call("health"))["ok"] is True
+    await c.close()
+
+
+async def test_global_cap_limits_concurrent_runs(tmp_path: Path) -> None:
+    proc = start_gw(tmp_path, maxConcurrentRuns=1)
+    try:
+        c = await operator(proc.url, proc.token or "")
+        a = await send(c, "agent:main:cap:a", "sleep:0.6 a")
+        b = await send(c, "agent:main:cap:b", "sleep:0.1 b")
+        ra, rb = await wait(c, a["runId"]), await wait(c, b["runId"])
+        assert ra["status"] == rb["status"] == "ok"
+        assert rb["startedAt"] >= ra["endedAt"]
+        await c.close()
+    finally:
+        proc.stop()

@@ -1,0 +1,81 @@
+"""Conformance with MCP clients we did not write: the official Python SDK client and the MCP Inspector CLI.
+
+Both drive the real shim process; tool calls go to a real gateway process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.mcp_shim.shim import shim_env
+from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.requires import require
+
+pytestmark = pytest.mark.timeout(120)
+
+INSPECTOR = ROOT / ".tools" / "mcp" / "node_modules" / ".bin"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_official_python_sdk_client(agent_gateway: GatewayProcess, tmp_path: Path, mode: str) -> None:
+    """``legacy`` sends initialize; ``auto`` probes server/discover first and must fall back."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = shim_env(agent_gateway, tmp_path, plugin_manifest={"tools": []})
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_shim"], env=env, cwd=str(ROOT))
+    async with Client(params, mode=mode) as client:
+        listed = await client.list_tools()
+        assert len(listed.tools) == 51
+        by_name = {t.name: t for t in listed.tools}
+        assert by_name["cron_remove"].annotations.destructive_hint is True
+        assert by_name["sessions_list"].annotations.read_only_hint is True
+        ok = await client.call_tool("agents_list", {})
+        assert not ok.is_error
+        assert json.loads(ok.content[0].text)["defaultAgentId"] == "main"
+        failed = await client.call_tool("tts_status", {})
+        assert failed.is_error and failed.content[0].text.startswith("Tool error (tts_status): UNAVAILABLE")
+
+
+def _inspector(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    node_env = {**env, "PATH": f"{INSPECTOR}:{env.get('PATH', '')}"}
+    # Like the agent CLIs, the Inspector passes the server only the variables it is told to.
+    passed = [arg for k, v in env.items() if k.startswith(("REMOTECLAW_", "PYTHON")) for arg in ("-e", f"{k}={v}")]
+    cmd = [str(INSPECTOR / "mcp-inspector"), "--cli", *passed, *args, "--", sys.executable, "-m", "mcp_shim"]
+    return subprocess.run(cmd, cwd=ROOT, env=node_env, capture_output=True, text=True, timeout=90)
+
+
+@pytest.fixture
+def needs_inspector_installed() -> None:
+    require((INSPECTOR / "mcp-inspector").exists(), "MCP Inspector not installed: run scripts/install-mcp-inspector")
+
+
+needs_inspector = pytest.mark.usefixtures("needs_inspector_installed")
+
+
+@needs_inspector
+def test_inspector_lists_tools_strictly(agent_gateway: GatewayProcess, tmp_path: Path) -> None:
+    env = shim_env(agent_gateway, tmp_path, plugin_manifest={"tools": []})
+    proc = _inspector(env, "--method", "tools/list", "--strict")
+    assert proc.returncode == 0, proc.stderr
+    tools = json.loads(proc.stdout)["tools"]
+    assert len(tools) == 51  # the Inspector drops tools whose schema it cannot use
+
+
+@needs_inspector
+def test_inspector_calls_tools(agent_gateway: GatewayProcess, tmp_path: Path) -> None:
+    env = shim_env(agent_gateway, tmp_path, plugin_manifest={"tools": []})
+    proc = _inspector(env, "--method", "tools/call", "--tool-name", "heartbeat_report",
+                      "--tool-args-json", '{"anything_done": false, "summary": "nothing new"}')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["anythingDone"] is False
+    record = json.loads((tmp_path / "side-effects.ndjson").read_text())
+    assert record["type"] == "heartbeat_report" and record["summary"] == "nothing new"
+    failed = _inspector(env, "--method", "tools/call", "--tool-name", "cron_status", "--tool-args-json", "{}")
+    assert failed.returncode == 5  # the Inspector's exit code for an isError result
+    assert "cron is not available" in failed.stdout + failed.stderr

@@ -1,0 +1,1 @@
+"""Test support: real gateway processes on free loopback ports, and raw protocol clients."""

@@ -1,0 +1,84 @@
+"""A stand-in agent CLI that speaks Claude Code's stream-json: the far side for queue and bridge tests.
+
+It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives in it:
+``sleep:<s>`` answer after s seconds, ``hang`` print one event then go silent (watchdog),
+``fail`` end with an error result, ``crash`` exit 3 with a message on stderr, ``expired`` fail like
+a stale ``--resume`` id when resumed, ``sent:<text>`` record a ``message_sent`` side effect to the
+run's own chat (as a message tool would) then answer <text>, ``long:<n>`` answer n characters with a
+code block, ``silent`` answer NO_REPLY, ``tag`` answer with a reply tag. Otherwise it echoes.
+Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import uuid
+
+
+def out(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    prompt = sys.stdin.read()
+    resume = argv[argv.index("--resume") + 1] if "--resume" in argv else None
+    log = os.environ.get("FAKE_CLI_LOG")
+    if log:
+        files = sorted(str(p) for p in os.listdir(".")) + sorted(os.listdir(".remoteclaw") if os.path.isdir(
+            ".remoteclaw") else [])
+        with open(log, "a") as fh:
+            fh.write(json.dumps({"argv": argv, "prompt": prompt, "cwd": os.getcwd(), "files": files, "pid": os.getpid(),
+                                 "env": {k: v for k, v in os.environ.items() if k.startswith("REMOTECLAW_")}}) + "\n")
+    sid = resume or str(uuid.uuid4())
+    if "expired" in prompt and resume:
+        sys.stderr.write(f"Error: No conversation found with session ID: {resume}\n")
+        return 1
+    out({"type": "system", "subtype": "init", "session_id": sid, "model": "fake-model", "tools": [],
+         "mcp_servers": [{"name": "remoteclaw", "status": "connected"}]})
+    if m := re.search(r"sleep:([\d.]+)", prompt):
+        time.sleep(float(m.group(1)))
+    if "hang" in prompt:
+        time.sleep(3600)
+    if "crash" in prompt:
+        sys.stderr.write("fatal: the fake CLI crashed on purpose\n")
+        return 3
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 2, "cache_creation_input_tokens": 1}
+    if "fail" in prompt:
+        out({"type": "result", "subtype": "error_during_execution", "is_error": True, "session_id": sid,
+             "result": "model overloaded", "usage": usage})
+        return 1
+    reply = f"echo: {prompt.strip()}"
+    if m := re.search(r"sent:(.+)", prompt):
+        reply = m.group(1).strip()
+        tid = "toolu_1"
+        out({"type": "assistant", "session_id": sid, "message": {"content": [
+            {"type": "tool_use", "id": tid, "name": "mcp__remoteclaw__message_reply", "input": {"message": reply}}]}})
+        with open(os.environ["REMOTECLAW_SIDE_EFFECTS_FILE"], "a") as fh:
+            fh.write(json.dumps({"type": "message_sent", "tool": "message_reply",
+                                 "provider": os.environ.get("REMOTECLAW_CHANNEL"),
+                                 "accountId": os.environ.get("REMOTECLAW_ACCOUNT_ID"),
+                                 "to": os.environ.get("REMOTECLAW_TO"), "text": reply}) + "\n")
+        out({"type": "user", "session_id": sid, "message": {"content": [
+            {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": '{"ok": true}'}]}]}})
+    if m := re.search(r"long:(\d+)", prompt):
+        n = int(m.group(1))
+        code = "```python\n" + "\n".join(f"x{i} = {i}" for i in range(n // 12)) + "\n```"
+        reply = "Here is the code:\n\n" + code + "\n\nDone."
+    if "silent" in prompt:
+        reply = "NO_REPLY"
+    if "tag" in prompt:
+        reply = "[[reply_to_current]] tagged answer"
+    out({"type": "assistant", "session_id": sid, "message": {"content": [{"type": "text", "text": reply}]}})
+    out({"type": "result", "subtype": "success", "is_error": False, "session_id": sid, "result": reply,
+         "usage": usage})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

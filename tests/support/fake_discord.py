@@ -1,0 +1,294 @@
+"""A loopback Discord: enough REST and gateway WebSocket for discord.py 2.x to log in and work.
+
+Point discord.py at it with ``discord.http.Route.BASE = fake.api_base`` and
+``DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(fake.gateway_url)`` (our channel does that from its
+``apiBase``/``gatewayUrl`` config). The fake records every REST request (``requests``), keeps the
+messages it was asked to create, answers unknown channels and messages with Discord's 404 errors,
+and lets a test push gateway events (``dispatch``) such as ``MESSAGE_CREATE``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+__all__ = ["FakeDiscord", "Recorded"]
+
+DISCORD_EPOCH_MS = 1420070400000
+_counter = itertools.count(1)
+
+
+def snowflake() -> str:
+    """A fresh id that decodes to 'now' (discord.py reads message age from ids)."""
+    return str(((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | (next(_counter) & 0xFFF))
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def user(uid: str, name: str, *, bot: bool = False) -> dict[str, Any]:
+    return {"id": uid, "username": name, "discriminator": "0", "global_name": name, "avatar": None, "bot": bot,
+            "public_flags": 0}
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    # discord.py decodes a body only when Content-Type is exactly application/json (no charset).
+    return web.Response(body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"})
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    json: Any = None
+    form: dict[str, Any] = field(default_factory=dict)
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+class FakeDiscord:
+    """The far side. ``guild``/``text_channel``/``thread`` ids are fixed per instance for tests to use."""
+
+    def __init__(self, *, token: str = "fake-bot-token") -> None:
+        self.token = token
+        self.bot = user(snowflake(), "remoteclaw-bot", bot=True)
+        self.app_id = snowflake()
+        self.guild_id = snowflake()
+        self.text_channel_id = snowflake()
+        self.thread_id = snowflake()
+        self.dm_channels: dict[str, str] = {}  # user id -> DM channel id
+        self.channels: set[str] = {self.text_channel_id, self.thread_id}
+        self.messages: dict[str, dict[str, Any]] = {}
+        self.reactions: dict[str, set[str]] = {}
+        self.pins: set[str] = set()
+        self.requests: list[Recorded] = []
+        self.identified = asyncio.Event()
+        self._sockets: list[web.WebSocketResponse] = []
+        self._seq = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> FakeDiscord:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        if self._runner:
+            await self._runner.cleanup()
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v10"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    def config(self) -> dict[str, Any]:
+        """The ``channels.discord`` config block that points our channel here."""
+        return {"token": self.token, "apiBase": self.api_base, "gatewayUrl": self.gateway_url}
+
+    # -- what tests use -----------------------------------------------------------------------------
+
+    async def wait_for(self, method: str, path_part: str, timeout: float = 10.0) -> Recorded:
+        """The first recorded request matching ``method`` whose path contains ``path_part``."""
+        async def find() -> Recorded:
+            async with self._changed:
+                while True:
+                    for r in self.requests:
+                        if r.method == method and path_part in r.path:
+                            return r
+                    await self._changed.wait()
+        return await asyncio.wait_for(find(), timeout)
+
+    async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        for ws in list(self._sockets):
+            await ws.send_str(json.dumps({"op": 0, "t": event, "s": next(self._seq), "d": data}))
+
+    def message_payload(self, *, content: str, author_id: str, author_name: str = "alice",
+                        channel_id: str | None = None, guild: bool = False, mention_bot: bool = False,
+                        reply_to: str | None = None, attachments: list[dict[str, Any]] | None = None,
+                        bot_author: bool = False) -> dict[str, Any]:
+        """A MESSAGE_CREATE payload as Discord sends it."""
+        mid = snowflake()
+        data: dict[str, Any] = {
+            "id": mid, "channel_id": channel_id or self.text_channel_id, "type": 0 if not reply_to else 19,
+            "author": user(author_id, author_name, bot=bot_author), "content": content, "timestamp": _now_iso(),
+            "edited_timestamp": None, "tts": False, "mention_everyone": False,
+            "mentions": [self.bot] if mention_bot else [], "mention_roles": [], "attachments": attachments or [],
+            "embeds": [], "pinned": False, "flags": 0,
+        }
+        if guild:
+            data["guild_id"] = self.guild_id
+            data["member"] = {"roles": [], "joined_at": _now_iso(), "deaf": False, "mute": False, "flags": 0}
+        if reply_to:
+            data["message_reference"] = {"message_id": reply_to, "channel_id": data["channel_id"]}
+            if reply_to in self.messages:
+                data["referenced_message"] = self.messages[reply_to]
+        self.messages[mid] = data
+        self.channels.add(data["channel_id"])
+        return data
+
+    # -- gateway ------------------------------------------------------------------------------------
+
+    def _guild_create(self) -> dict[str, Any]:
+        gid = self.guild_id
+        return {
+            "id": gid, "name": "Test Guild", "icon": None, "owner_id": self.bot["id"], "features": [],
+            "member_count": 2, "large": False, "unavailable": False, "joined_at": _now_iso(),
+            "roles": [{"id": gid, "name": "@everyone", "permissions": "1071698660929", "position": 0, "color": 0,
+                       "hoist": False, "managed": False, "mentionable": False, "flags": 0}],
+            "emojis": [], "stickers": [], "members": [], "voice_states": [], "presences": [],
+            "channels": [{"id": self.text_channel_id, "type": 0, "guild_id": gid, "name": "general",
+                          "position": 0, "permission_overwrites": [], "nsfw": False, "parent_id": None,
+                          "topic": None, "last_message_id": None, "rate_limit_per_user": 0}],
+            "threads": [{"id": self.thread_id, "type": 11, "guild_id": gid, "parent_id": self.text_channel_id,
+                         "owner_id": self.bot["id"], "name": "a thread", "message_count": 0, "member_count": 1,
+                         "rate_limit_per_user": 0, "flags": 0, "last_message_id": None,
+                         "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
+                                             "archive_timestamp": _now_iso(), "locked": False}}],
+        }
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self._sockets.append(ws)
+        await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None}))
+        try:
+            async for msg in ws:
+                if msg.type != WSMsgType.TEXT:
+                    continue
+                frame = json.loads(msg.data)
+                op = frame.get("op")
+                if op == 1:
+                    await ws.send_str(json.dumps({"op": 11, "d": None, "s": None, "t": None}))
+                elif op in (2, 6):
+                    await self._ready(ws)
+        finally:
+            self._sockets.remove(ws)
+        return ws
+
+    async def _ready(self, ws: web.WebSocketResponse) -> None:
+        ready = {
+            "v": 10, "user": self.bot, "guilds": [{"id": self.guild_id, "unavailable": True}],
+            "session_id": "fake-session", "resume_gateway_url": self.gateway_url, "private_channels": [],
+            "relationships": [], "application": {"id": self.app_id, "flags": 0},
+        }
+        await ws.send_str(json.dumps({"op": 0, "t": "READY", "s": next(self._seq), "d": ready}))
+        await ws.send_str(json.dumps({"op": 0, "t": "GUILD_CREATE", "s": next(self._seq),
+                                      "d": self._guild_create()}))
+        self.identified.set()
+
+    # -- REST ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _error(status: int, message: str, code: int) -> web.Response:
+        return _json({"message": message, "code": code}, status=status)
+
+    async def _rest(self, request: web.Request) -> web.StreamResponse:
+        path = "/" + request.match_info["tail"]
+        rec = Recorded(request.method, path)
+        if request.content_type == "application/json" and request.can_read_body:
+            rec.json = await request.json()
+        elif request.content_type.startswith("multipart/"):
+            reader = await request.multipart()
+            async for part in reader:
+                if part.filename:  # type: ignore[union-attr]
+                    rec.files.append((part.filename, bytes(await part.read())))  # type: ignore[union-attr]
+                else:
+                    rec.form[part.name or ""] = (await part.text())  # type: ignore[union-attr]
+            if "payload_json" in rec.form:
+                rec.json = json.loads(rec.form["payload_json"])
+        async with self._changed:
+            self.requests.append(rec)
+            self._changed.notify_all()
+        if request.headers.get("Authorization") != f"Bot {self.token}":
+            return self._error(401, "401: Unauthorized", 0)
+        return self._route(rec)
+
+    def _route(self, rec: Recorded) -> web.StreamResponse:
+        parts = rec.path.strip("/").split("/")
+        m = rec.method
+        if parts == ["users", "@me"] and m == "GET":
+            return _json(self.bot)
+        if parts == ["oauth2", "applications", "@me"]:
+            return _json({"id": self.app_id, "name": "remoteclaw", "icon": None, "description": "",
+                                      "bot_public": True, "bot_require_code_grant": False, "verify_key": "00",
+                                      "owner": user(snowflake(), "owner"), "flags": 0})
+        if parts == ["users", "@me", "channels"] and m == "POST":
+            uid = str(rec.json["recipient_id"])
+            cid = self.dm_channels.setdefault(uid, snowflake())
+            self.channels.add(cid)
+            return _json({"id": cid, "type": 1, "last_message_id": None,
+                                      "recipients": [user(uid, "someone")]})
+        if len(parts) < 2 or parts[0] != "channels":
+            return self._error(404, "404: Not Found", 0)
+        cid = parts[1]
+        if cid not in self.channels:
+            return self._error(404, "Unknown Channel", 10003)
+        rest = parts[2:]
+        if rest == ["typing"]:
+            return web.Response(status=204)
+        if rest == ["messages"] and m == "POST":
+            return _json(self._create_message(cid, rec))
+        if len(rest) >= 2 and rest[0] == "messages" and rest[1] != "pins":
+            mid = rest[1]
+            if mid not in self.messages:
+                return self._error(404, "Unknown Message", 10008)
+            if len(rest) == 2 and m == "GET":
+                return _json(self._with_reactions(mid))
+            if len(rest) == 2 and m == "DELETE":
+                del self.messages[mid]
+                return web.Response(status=204)
+            if len(rest) == 5 and rest[2] == "reactions" and rest[4] == "@me":
+                mine = self.reactions.setdefault(mid, set())
+                (mine.add if m == "PUT" else mine.discard)(rest[3])
+                return web.Response(status=204)
+        if len(rest) == 3 and rest[:2] == ["messages", "pins"] and m == "PUT":
+            if rest[2] not in self.messages:
+                return self._error(404, "Unknown Message", 10008)
+            self.pins.add(rest[2])
+            return web.Response(status=204)
+        return self._error(404, "404: Not Found", 0)
+
+    def _create_message(self, cid: str, rec: Recorded) -> dict[str, Any]:
+        body = rec.json or {}
+        mid = snowflake()
+        data = {
+            "id": mid, "channel_id": cid, "type": 19 if body.get("message_reference") else 0,
+            "author": self.bot, "content": body.get("content") or "", "timestamp": _now_iso(),
+            "edited_timestamp": None, "tts": False, "mention_everyone": False, "mentions": [],
+            "mention_roles": [], "embeds": [], "pinned": False, "flags": 0,
+            "attachments": [{"id": snowflake(), "filename": name, "size": len(blob), "url": f"http://127.0.0.1/{name}",
+                             "proxy_url": f"http://127.0.0.1/{name}"} for name, blob in rec.files],
+        }
+        if body.get("message_reference"):
+            data["message_reference"] = body["message_reference"]
+        self.messages[mid] = data
+        return data
+
+    def _with_reactions(self, mid: str) -> dict[str, Any]:
+        data = dict(self.messages[mid])
+        data["reactions"] = [{"emoji": {"id": None, "name": e}, "count": 1, "me": True,
+                              "count_details": {"burst": 0, "normal": 1}, "burst_colors": [], "me_burst": False,
+                              "burst_me": False} for e in sorted(self.reactions.get(mid, ()))]
+        return data

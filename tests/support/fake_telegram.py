@@ -1,0 +1,312 @@
+"""A loopback fake of the Telegram Bot API: the far side for the real python-telegram-bot library.
+
+Serves ``/bot<token>/<method>`` (form-encoded or multipart, as PTB sends) and
+``/file/bot<token>/<path>`` in its own thread and event loop, so a test can block (e.g. while the
+gateway starts) without stalling the bot's long polls. Tests push updates (``user_message``),
+script failures (``fail``), and assert on what the bot did (``calls``, ``wait_call``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tests.support.gateway_proc import GatewayProcess, free_port
+
+BOT_ID = 7000001
+BOT_USERNAME = "remoteclaw_test_bot"
+TOKEN = f"{BOT_ID}:AAFakeTokenForLoopbackTestsOnly"
+FAKE_CLI = str(Path(__file__).resolve().parent / "fake_cli.py")
+
+
+def telegram_gateway(state_dir: Path, fake: FakeTelegram, *, channels: dict[str, Any] | None = None,
+                     **telegram: Any) -> GatewayProcess:
+    """A (not yet started) gateway whose Telegram bot talks to ``fake`` and whose agent is the stand-in CLI.
+
+    The CLI appends each run's argv, prompt and ``REMOTECLAW_*`` env to ``<state_dir>/cli.log``.
+    """
+    cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+           "channels": {**(channels or {}), "telegram": fake.channel_config(**telegram)}}
+    proc = GatewayProcess(state_dir, config=cfg, env={"FAKE_CLI_LOG": str(state_dir / "cli.log")})
+    return proc
+
+
+def cli_runs(state_dir: Path) -> list[dict[str, Any]]:
+    """Every run of the stand-in CLI so far: ``{argv, prompt, env}``."""
+    path = state_dir / "cli.log"
+    return [orjson.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class FakeTelegram:
+    """The fake server plus the knobs tests turn."""
+
+    def __init__(self, token: str = TOKEN) -> None:
+        self.token = token
+        self.port = free_port()
+        self.calls: list[Call] = []
+        self.updates: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}
+        self.missing_chats: set[str] = set()
+        self._failures: dict[str, list[dict[str, Any]]] = {}
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(500)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._new_update: asyncio.Event | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- addresses for the bot's config ---------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def file_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    def channel_config(self, **extra: Any) -> dict[str, Any]:
+        return {"botToken": self.token, "apiBaseUrl": self.base_url, "fileBaseUrl": self.file_base_url,
+                "pollTimeoutSeconds": 1, **extra}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> FakeTelegram:
+        app = Starlette(routes=[
+            Route("/bot{token}/{method}", self._api, methods=["GET", "POST"]),
+            Route("/file/bot{token}/{path:path}", self._file, methods=["GET"]),
+        ])
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        ready = threading.Event()
+
+        def run() -> None:
+            async def main() -> None:
+                self._loop = asyncio.get_running_loop()
+                self._new_update = asyncio.Event()
+                ready.set()
+                assert self._server is not None
+                await self._server.serve()
+
+            asyncio.run(main())
+
+        self._thread = threading.Thread(target=run, name="fake-telegram", daemon=True)
+        self._thread.start()
+        ready.wait(5)
+        deadline = time.monotonic() + 10
+        while not self._server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(10)
+
+    # -- test knobs -----------------------------------------------------------------------------
+
+    def fail(self, method: str, code: int, description: str, *, retry_after: int | None = None) -> None:
+        """Make the next call of ``method`` fail the way the Bot API does."""
+        err: dict[str, Any] = {"ok": False, "error_code": code, "description": description}
+        if retry_after is not None:
+            err["parameters"] = {"retry_after": retry_after}
+        self._failures.setdefault(method, []).append(err)
+
+    def push(self, update: dict[str, Any]) -> dict[str, Any]:
+        update = {"update_id": next(self._update_ids), **update}
+        self.updates.append(update)
+        if self._loop is not None and self._new_update is not None:
+            self._loop.call_soon_threadsafe(self._new_update.set)
+        return update
+
+    def user_message(self, *, chat_id: int, user_id: int, text: str = "", chat_type: str = "private",
+                     first_name: str = "Ada", thread_id: int | None = None,
+                     entities: list[dict[str, Any]] | None = None,
+                     reply_to: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+        """Push an update with a message from a user; returns the message object."""
+        chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
+        if chat_type == "private":
+            chat["first_name"] = first_name
+        else:
+            chat["title"] = "Test group"
+            if thread_id is not None:
+                chat["is_forum"] = True
+        msg: dict[str, Any] = {
+            "message_id": next(self._message_ids), "date": int(time.time()), "chat": chat,
+            "from": {"id": user_id, "is_bot": False, "first_name": first_name},
+        }
+        if text:
+            msg["text"] = text
+        if entities:
+            msg["entities"] = entities
+        if thread_id is not None:
+            msg["message_thread_id"] = thread_id
+            msg["is_topic_message"] = True
+        if reply_to is not None:
+            msg["reply_to_message"] = reply_to
+        msg.update(extra)
+        self.push({"message": msg})
+        return msg
+
+    def mention(self, text: str) -> tuple[str, list[dict[str, Any]]]:
+        """Text that @mentions the bot, with the entity Telegram would attach."""
+        handle = f"@{BOT_USERNAME}"
+        full = f"{handle} {text}"
+        return full, [{"type": "mention", "offset": 0, "length": len(handle)}]
+
+    def calls_of(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    async def wait_call(self, method: str, pred: Any = None, timeout: float = 15.0) -> Call:
+        """Wait until the bot made a matching call (``pred(call) -> bool``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for c in list(self.calls):
+                if c.method == method and (pred is None or pred(c)):
+                    return c
+            await asyncio.sleep(0.05)
+        seen = [(c.method, c.params) for c in self.calls if c.method != "getUpdates"][-10:]
+        raise AssertionError(f"no {method} call matched within {timeout}s; last calls: {seen}")
+
+    async def wait_polling(self, timeout: float = 20.0) -> None:
+        await self.wait_call("getUpdates", timeout=timeout)
+
+    # -- the API --------------------------------------------------------------------------------
+
+    async def _params(self, request: Request) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        params: dict[str, Any] = {}
+        files: dict[str, dict[str, Any]] = {}
+        ctype = request.headers.get("content-type", "")
+        if "json" in ctype:
+            body = await request.body()
+            return (orjson.loads(body) if body else {}), files
+        form = await request.form()
+        for key, value in form.multi_items():
+            if isinstance(value, UploadFile):
+                data = await value.read()
+                files[key] = {"filename": value.filename, "size": len(data), "data": data}
+                continue
+            text = str(value)
+            if text[:1] in "[{":
+                try:
+                    params[key] = orjson.loads(text)
+                    continue
+                except orjson.JSONDecodeError:
+                    pass
+            params[key] = text
+        for key, value in list(params.items()):
+            if isinstance(value, str) and value.startswith("attach://"):
+                params[key] = files.get(value[len("attach://"):], value)
+        return params, files
+
+    def _message(self, params: dict[str, Any], **content: Any) -> dict[str, Any]:
+        chat_id = int(params["chat_id"]) if str(params["chat_id"]).lstrip("-").isdigit() else params["chat_id"]
+        msg: dict[str, Any] = {
+            "message_id": next(self._message_ids), "date": int(time.time()),
+            "chat": {"id": chat_id, "type": "private" if isinstance(chat_id, int) and chat_id > 0 else "supergroup"},
+            "from": {"id": BOT_ID, "is_bot": True, "first_name": "Test Bot", "username": BOT_USERNAME},
+            **content,
+        }
+        if params.get("message_thread_id"):
+            msg["message_thread_id"] = int(params["message_thread_id"])
+            msg["is_topic_message"] = True
+        if params.get("message_effect_id"):
+            msg["effect_id"] = params["message_effect_id"]
+        return msg
+
+    async def _api(self, request: Request) -> Response:
+        if request.path_params["token"] != self.token:
+            return JSONResponse({"ok": False, "error_code": 401, "description": "Unauthorized"}, status_code=401)
+        method = request.path_params["method"]
+        params, files = await self._params(request)
+        self.calls.append(Call(method, params, files))
+        if self._failures.get(method):
+            err = self._failures[method].pop(0)
+            return JSONResponse(err, status_code=err["error_code"])
+        if "chat_id" in params and str(params["chat_id"]) in self.missing_chats:
+            return JSONResponse({"ok": False, "error_code": 400, "description": "Bad Request: chat not found"},
+                                status_code=400)
+        result = await self._result(method, params, files)
+        return JSONResponse({"ok": True, "result": result})
+
+    async def _result(self, method: str, params: dict[str, Any], files: dict[str, dict[str, Any]]) -> Any:
+        if method == "getMe":
+            return {"id": BOT_ID, "is_bot": True, "first_name": "Test Bot", "username": BOT_USERNAME,
+                    "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False}
+        if method == "getUpdates":
+            return await self._get_updates(params)
+        if method == "sendMessage":
+            return self._message(params, text=params["text"])
+        if method in ("sendVoice", "sendDocument", "sendPhoto", "sendAudio", "sendVideo"):
+            field_name = method[4:].lower()
+            upload = files.get(field_name) or params.get(field_name)
+            size = upload["size"] if isinstance(upload, dict) else 0
+            media: dict[str, Any] = {"file_id": f"F{next(self._message_ids)}", "file_unique_id": "u1",
+                                     "file_size": size}
+            if field_name == "voice":
+                media["duration"] = 1
+            if field_name == "photo":
+                media = [{**media, "width": 1, "height": 1}]
+            if field_name in ("audio", "video"):
+                media["duration"] = 1
+                if field_name == "video":
+                    media.update(width=1, height=1)
+            content: dict[str, Any] = {field_name: media}
+            if params.get("caption"):
+                content["caption"] = params["caption"]
+            return self._message(params, **content)
+        if method == "getFile":
+            fid = params["file_id"]
+            return {"file_id": fid, "file_unique_id": f"u-{fid}", "file_size": len(self.files.get(fid, b"")),
+                    "file_path": f"files/{fid}.oga"}
+        if method in ("setMessageReaction", "deleteMessage", "pinChatMessage", "sendChatAction", "setWebhook",
+                      "deleteWebhook", "unpinChatMessage"):
+            return True
+        if method in ("close", "logOut"):
+            return True
+        return True
+
+    async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset = int(params.get("offset") or 0)
+        timeout = float(params.get("timeout") or 0)
+        deadline = time.monotonic() + timeout
+        while True:
+            ready = [u for u in self.updates if u["update_id"] >= offset]
+            remaining = deadline - time.monotonic()
+            if ready or remaining <= 0:
+                return ready
+            assert self._new_update is not None
+            self._new_update.clear()
+            try:
+                await asyncio.wait_for(self._new_update.wait(), remaining)
+            except TimeoutError:
+                return []
+
+    async def _file(self, request: Request) -> Response:
+        path = request.path_params["path"]
+        fid = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        if request.path_params["token"] != self.token or fid not in self.files:
+            return Response(status_code=404)
+        return Response(self.files[fid], media_type="application/octet-stream")

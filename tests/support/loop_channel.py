@@ -1,0 +1,62 @@
+"""A loopback test channel: the far side of the bridge's delivery, recorded to a file.
+
+Inbound messages arrive as JSON on its webhook (``POST /channels/loop/<account>/webhook``);
+every send is appended to ``outbox`` (JSON lines). Registered in the gateway subprocess by
+``tests/support/loop_site/sitecustomize.py`` (put that folder on ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from channels.base import Capability, Channel, Inbound, InboundHandler, Sent
+
+
+class LoopChannel(Channel):
+    name = "loop"
+    capabilities = frozenset({Capability.SEND, Capability.REPLY, Capability.THREAD_REPLY, Capability.TYPING})
+
+    def __init__(self, account_id: str, on_inbound: InboundHandler, outbox: Path, text_limit: int) -> None:
+        super().__init__(account_id, on_inbound)
+        self.outbox = outbox
+        self.text_limit = text_limit
+        self.count = 0
+
+    @classmethod
+    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> LoopChannel:
+        return cls(account_id, on_inbound, Path(cfg["outbox"]), int(cfg.get("textLimit", 4000)))
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    def _record(self, rec: dict[str, Any]) -> None:
+        with self.outbox.open("a") as fh:
+            fh.write(json.dumps({**rec, "ts": time.time()}) + "\n")
+
+    async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
+                   effect_id: str | None = None) -> Sent:
+        self.count += 1
+        self._record({"op": "send", "account": self.account_id, "to": to, "text": text, "threadId": thread_id,
+                      "replyToId": reply_to_id})
+        return Sent(message_id=f"out-{self.count}", chat_id=to, thread_id=thread_id)
+
+    async def typing(self, to: str, *, thread_id: str | None = None) -> None:
+        self._record({"op": "typing", "to": to})
+
+    async def handle_webhook(self, request: Request) -> Response:
+        body = await request.json()
+        msg = Inbound(channel="loop", account_id=self.account_id, sender_id=body["sender"],
+                      chat_id=body.get("chat", body["sender"]), chat_type=body.get("chatType", "dm"),
+                      message_id=body.get("id", "in-1"), text=body["text"], sender_name=body.get("name"),
+                      thread_id=body.get("thread"), mentioned=True, ts=time.time())
+        await self.on_inbound(msg)
+        return JSONResponse({"ok": True})

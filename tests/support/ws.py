@@ -1,0 +1,126 @@
+"""A raw protocol client for tests: every frame visible, nothing hidden."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import orjson
+from websockets.asyncio.client import ClientConnection, connect
+
+from gateway.protocol import PROTOCOL_VERSION
+
+ALL_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
+
+
+def connect_params(token: str | None, *, scopes: list[str] | None = None, role: str = "operator",
+                   client_id: str = "test", mode: str = "test", **extra: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "minProtocol": 3, "maxProtocol": PROTOCOL_VERSION,
+        "client": {"id": client_id, "version": "1.0", "platform": "linux", "mode": mode},
+        "role": role, "scopes": ALL_SCOPES if scopes is None else scopes,
+    }
+    if token is not None:
+        params["auth"] = {"token": token}
+    params.update(extra)
+    return params
+
+
+class RawClient:
+    """Open socket plus helpers: ``req`` sends and waits for the matching response; events are queued."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.challenge: dict[str, Any] | None = None
+        self.hello: dict[str, Any] | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self.close_code: int | None = None
+        self.close_reason: str | None = None
+
+    @classmethod
+    async def open(cls, url: str) -> RawClient:
+        ws = await connect(url, max_size=None, compression=None, ping_interval=None)
+        client = cls(ws)
+        client.challenge = orjson.loads(await asyncio.wait_for(ws.recv(), 5))
+        return client
+
+    async def send_raw(self, frame: Any) -> None:
+        await self.ws.send(frame if isinstance(frame, str | bytes) else orjson.dumps(frame).decode())
+
+    async def recv(self, timeout: float = 5) -> dict[str, Any]:
+        return orjson.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+
+    async def handshake(self, token: str | None, **kw: Any) -> dict[str, Any]:
+        """Send connect; return the whole response frame (ok or not). Starts the reader on success."""
+        await self.send_raw({"type": "req", "id": "c1", "method": "connect", "params": connect_params(token, **kw)})
+        while True:
+            frame = await self.recv()
+            if frame.get("type") == "res":
+                break
+        if frame.get("ok"):
+            self.hello = frame["payload"]
+            self._reader = asyncio.create_task(self._read())
+        return frame
+
+    async def _read(self) -> None:
+        try:
+            async for text in self.ws:
+                frame = orjson.loads(text)
+                if frame.get("type") == "res" and frame.get("id") in self._pending:
+                    self._pending.pop(frame["id"]).set_result(frame)
+                elif frame.get("type") == "event":
+                    await self.events.put(frame)
+        except Exception:
+            pass
+        finally:
+            self.close_code = self.ws.close_code
+            self.close_reason = self.ws.close_reason
+            for fut in self._pending.values():
+                if not fut.done():
+                    fut.set_exception(ConnectionError("closed"))
+
+    async def req(self, method: str, params: Any = None, *, timeout: float = 10) -> dict[str, Any]:
+        req_id = f"t{next(self._ids)}"
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[req_id] = fut
+        frame: dict[str, Any] = {"type": "req", "id": req_id, "method": method}
+        if params is not None:
+            frame["params"] = params
+        await self.send_raw(frame)
+        return await asyncio.wait_for(fut, timeout)
+
+    async def call(self, method: str, params: Any = None, **kw: Any) -> Any:
+        """Like ``req`` but returns the payload, failing the test on an error response."""
+        frame = await self.req(method, params, **kw)
+        assert frame["ok"], frame
+        return frame.get("payload")
+
+    async def next_event(self, name: str, timeout: float = 10) -> dict[str, Any]:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            remaining = deadline - asyncio.get_running_loop().time()
+            frame = await asyncio.wait_for(self.events.get(), max(remaining, 0.01))
+            if frame["event"] == name:
+                return frame
+
+    async def wait_closed(self, timeout: float = 5) -> int | None:
+        await asyncio.wait_for(self.ws.wait_closed(), timeout)
+        self.close_code = self.ws.close_code
+        self.close_reason = self.ws.close_reason
+        return self.close_code
+
+    async def close(self) -> None:
+        await self.ws.close()
+        if self._reader:
+            self._reader.cancel()
+
+
+async def operator(url: str, token: str, **kw: Any) -> RawClient:
+    client = await RawClient.open(url)
+    frame = await client.handshake(token, **kw)
+    assert frame["ok"], frame
+    return client
