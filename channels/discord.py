@@ -30,6 +30,7 @@ from channels.base import (
     Capability,
     Channel,
     ChannelError,
+    ChannelForbidden,
     ChannelNotLinked,
     ChannelUnavailable,
     Inbound,
@@ -56,6 +57,7 @@ log = structlog.get_logger("channels.discord")
 
 TEXT_LIMIT = 2000
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
+RATE_LIMIT_WAIT_S = 30.0  # the shortest limit discord.py accepts; longer 429 waits fail the call instead
 _TARGET = re.compile(r"^(?:(channel|user):)?(\d{1,20})$")
 
 
@@ -145,7 +147,10 @@ class DiscordChannel(Channel):
             discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self._gateway_url)
         intents = discord.Intents.default()
         intents.message_content = True
-        client = _Client(self, intents=intents, guild_ready_timeout=0.5 if self._gateway_url else 2.0)
+        # discord.py waits out 429s itself; past RATE_LIMIT_WAIT_S it raises instead, so a tool call
+        # answers "retry after" rather than hanging on a long bucket.
+        client = _Client(self, intents=intents, guild_ready_timeout=0.5 if self._gateway_url else 2.0,
+                         max_ratelimit_timeout=RATE_LIMIT_WAIT_S)
         self._client = client
         try:
             await client.login(self._token)
@@ -250,8 +255,12 @@ class DiscordChannel(Channel):
             raise TargetNotFound(f"discord {what}: {target} not found ({exc.text or exc.status})",
                                  details={"channel": self.name, "to": target}) from exc
         except discord.Forbidden as exc:
-            raise ChannelError(f"discord {what}: the bot may not do that in {target} ({exc.text or exc.status})",
-                               details={"channel": self.name, "to": target}) from exc
+            raise ChannelForbidden(f"discord {what}: the bot may not do that in {target} ({exc.text or exc.status})",
+                                   details={"code": "CHANNEL_FORBIDDEN", "channel": self.name, "to": target}) from exc
+        except discord.RateLimited as exc:  # longer than we are willing to hold a call open
+            raise ChannelUnavailable(f"discord rate limit on {what}: retry after {exc.retry_after:g}s",
+                                     retryable=True, retry_after_ms=int(exc.retry_after * 1000),
+                                     details={"channel": self.name, "operation": what}) from exc
         except discord.HTTPException as exc:
             if exc.status == 429 or exc.status >= 500:
                 raise ChannelUnavailable(f"discord {what} failed: HTTP {exc.status} {exc.text}",
@@ -375,6 +384,9 @@ if discord is not None:
         async def on_ready(self) -> None:
             log.info("discord connected", account=self._owner.account_id, user=str(self.user))
             self._owner._ready.set()
+
+        async def on_resumed(self) -> None:
+            log.info("discord session resumed", account=self._owner.account_id)
 
         async def on_message(self, message: discord.Message) -> None:
             await self._owner._on_message(message)

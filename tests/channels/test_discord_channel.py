@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from channels.base import ChannelError, Inbound, TargetNotFound
+from channels.base import ChannelError, ChannelForbidden, ChannelUnavailable, Inbound, TargetNotFound
 from channels.discord import DiscordChannel
 from tests.support.fake_discord import FakeDiscord, snowflake
 
@@ -177,3 +177,54 @@ async def test_errors_name_the_problem(bot, fake: FakeDiscord) -> None:
     assert err.value.details["field"] == "to"
     with pytest.raises(ChannelError, match="messageId"):
         await channel.pin(fake.text_channel_id, "abc")
+
+
+async def test_a_rate_limited_send_waits_and_arrives_once(bot, fake: FakeDiscord) -> None:
+    channel, _ = bot
+    before = len(fake.requests)
+    fake.rate_limit(2, retry_after=0.2)
+    sent = await channel.send(fake.text_channel_id, "after the 429s")
+    posts = [r for r in fake.requests[before:] if r.method == "POST" and r.path.endswith("/messages")]
+    assert len(posts) == 3  # two refused, the third created the message
+    created = [m for m in fake.messages.values() if m["content"] == "after the 429s"]
+    assert [m["id"] for m in created] == [sent.message_id]
+
+
+async def test_endless_429s_and_403_are_clear_errors(bot, fake: FakeDiscord) -> None:
+    channel, _ = bot
+    fake.rate_limit(10, retry_after=0.01)
+    with pytest.raises(ChannelUnavailable, match="429") as err:
+        await channel.send(fake.text_channel_id, "never")
+    assert err.value.retryable
+    fake.rate_limit(0)
+    assert not [m for m in fake.messages.values() if m["content"] == "never"]
+    # A retry_after longer than we hold a call open is refused at once, with the wait in the answer.
+    fake.rate_limit(1, retry_after=120.0)
+    with pytest.raises(ChannelUnavailable, match="retry after 120s") as err:
+        await asyncio.wait_for(channel.send(fake.text_channel_id, "much later"), 5)
+    assert err.value.retry_after_ms == 120_000
+    fake.rate_limit(0)
+    fake.forbidden.add(fake.text_channel_id)
+    try:
+        with pytest.raises(ChannelForbidden, match=r"may not do that.*Missing Permissions") as forbidden:
+            await channel.send(fake.text_channel_id, "nope")
+        assert forbidden.value.details["code"] == "CHANNEL_FORBIDDEN"
+    finally:
+        fake.forbidden.clear()
+
+
+async def test_a_dropped_gateway_resumes_and_loses_no_message(bot, fake: FakeDiscord) -> None:
+    _, inbox = bot
+    identifies, resumes = fake.identifies, fake.resumes
+    await fake.drop_gateway()
+    # Sent while the bot is away: Discord replays it after the RESUME.
+    await fake.dispatch("MESSAGE_CREATE", fake.message_payload(content="while you were out", author_id="222",
+                                                               channel_id=snowflake()))
+    await fake.wait_connected(resumes=resumes + 1)
+    msg = await asyncio.wait_for(inbox.get(), 10)
+    assert msg.text == "while you were out" and msg.sender_id == "222"
+    await fake.dispatch("MESSAGE_CREATE", fake.message_payload(content="and after", author_id="222",
+                                                               channel_id=snowflake()))
+    assert (await asyncio.wait_for(inbox.get(), 5)).text == "and after"
+    assert fake.identifies == identifies  # resumed the session, not a fresh login
+    assert inbox.empty()  # nothing delivered twice

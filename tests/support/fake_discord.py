@@ -5,6 +5,11 @@ Point discord.py at it with ``discord.http.Route.BASE = fake.api_base`` and
 ``apiBase``/``gatewayUrl`` config). The fake records every REST request (``requests``), keeps the
 messages it was asked to create, answers unknown channels and messages with Discord's 404 errors,
 and lets a test push gateway events (``dispatch``) such as ``MESSAGE_CREATE``.
+
+Failure modes a test can switch on: ``rate_limit(n)`` answers the next ``n`` REST calls with a 429 and a
+``retry_after``, as Discord does; ``forbidden`` channels answer 403 Missing Permissions; ``drop_gateway()``
+closes the gateway socket the way Discord does on a server restart, and events dispatched while the bot is
+away are replayed when it RESUMEs with its last sequence number.
 """
 
 from __future__ import annotations
@@ -70,8 +75,14 @@ class FakeDiscord:
         self.pins: set[str] = set()
         self.requests: list[Recorded] = []
         self.identified = asyncio.Event()
+        self.identifies = 0
+        self.resumes = 0
+        self.forbidden: set[str] = set()
+        self._rate_limited = 0
+        self._retry_after = 0.0
         self._sockets: list[web.WebSocketResponse] = []
         self._seq = itertools.count(1)
+        self._events: list[dict[str, Any]] = []  # every dispatch, for replay on RESUME
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -121,8 +132,31 @@ class FakeDiscord:
         return await asyncio.wait_for(find(), timeout)
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
+        """Send an event to the connected bot; with none connected it waits for the RESUME replay."""
+        frame = {"op": 0, "t": event, "s": next(self._seq), "d": data}
+        self._events.append(frame)
         for ws in list(self._sockets):
-            await ws.send_str(json.dumps({"op": 0, "t": event, "s": next(self._seq), "d": data}))
+            await ws.send_str(json.dumps(frame))
+
+    def rate_limit(self, count: int, retry_after: float = 0.2) -> None:
+        """The next ``count`` REST requests get 429 Too Many Requests with this ``retry_after``."""
+        self._rate_limited, self._retry_after = count, retry_after
+
+    async def drop_gateway(self, code: int = 4000) -> None:
+        """Close the bot's gateway socket with a resumable close code and wait until it is gone."""
+        for ws in list(self._sockets):
+            await ws.close(code=code, message=b"fake restart")
+        for _ in range(100):
+            if not self._sockets:
+                return
+            await asyncio.sleep(0.02)
+
+    async def wait_connected(self, *, resumes: int, timeout: float = 15.0) -> None:
+        """Until the bot has RESUMEd ``resumes`` times in all and is connected."""
+        async def resumed() -> None:
+            async with self._changed:
+                await self._changed.wait_for(lambda: self.resumes >= resumes and bool(self._sockets))
+        await asyncio.wait_for(resumed(), timeout)
 
     def message_payload(self, *, content: str, author_id: str, author_name: str = "alice",
                         channel_id: str | None = None, guild: bool = False, mention_bot: bool = False,
@@ -181,8 +215,11 @@ class FakeDiscord:
                 op = frame.get("op")
                 if op == 1:
                     await ws.send_str(json.dumps({"op": 11, "d": None, "s": None, "t": None}))
-                elif op in (2, 6):
+                elif op == 2:
+                    self.identifies += 1
                     await self._ready(ws)
+                elif op == 6:
+                    await self._resume(ws, frame["d"])
         finally:
             self._sockets.remove(ws)
         return ws
@@ -197,6 +234,18 @@ class FakeDiscord:
         await ws.send_str(json.dumps({"op": 0, "t": "GUILD_CREATE", "s": next(self._seq),
                                       "d": self._guild_create()}))
         self.identified.set()
+
+    async def _resume(self, ws: web.WebSocketResponse, d: dict[str, Any]) -> None:
+        if d.get("token") != self.token or d.get("session_id") != "fake-session":
+            await ws.send_str(json.dumps({"op": 9, "d": False, "s": None, "t": None}))  # invalid session
+            return
+        for frame in self._events:
+            if frame["s"] > (d.get("seq") or 0):
+                await ws.send_str(json.dumps(frame))
+        await ws.send_str(json.dumps({"op": 0, "t": "RESUMED", "s": next(self._seq), "d": {}}))
+        async with self._changed:
+            self.resumes += 1
+            self._changed.notify_all()
 
     # -- REST ---------------------------------------------------------------------------------------
 
@@ -223,6 +272,16 @@ class FakeDiscord:
             self._changed.notify_all()
         if request.headers.get("Authorization") != f"Bot {self.token}":
             return self._error(401, "401: Unauthorized", 0)
+        if self._rate_limited > 0:
+            self._rate_limited -= 1
+            wait = self._retry_after
+            return web.Response(
+                status=429, headers={"Content-Type": "application/json", "Retry-After": str(wait), "Via": "1.1 google",
+                                     "X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "0",
+                                     "X-RateLimit-Reset-After": str(wait), "X-RateLimit-Bucket": "fake-bucket",
+                                     "X-RateLimit-Scope": "user"},
+                body=json.dumps({"message": "You are being rate limited.", "retry_after": wait,
+                                 "global": False}).encode())
         return self._route(rec)
 
     def _route(self, rec: Recorded) -> web.StreamResponse:
@@ -245,6 +304,8 @@ class FakeDiscord:
         cid = parts[1]
         if cid not in self.channels:
             return self._error(404, "Unknown Channel", 10003)
+        if cid in self.forbidden:
+            return self._error(403, "Missing Permissions", 50013)
         rest = parts[2:]
         if rest == ["typing"]:
             return web.Response(status=204)
