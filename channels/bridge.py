@@ -3,7 +3,8 @@
 Stored as ``gateway.services["bridge"]`` and installed as the run queue's executor, so every run
 (from a channel, ``agent``, ``chat.send``, a sub-agent or cron) goes through the same steps:
 
-1. a fresh workspace and side-effects file, the ``REMOTECLAW_*`` context for the MCP shim;
+1. a fresh workspace (with the message's downloaded attachments in ``attachments/``) and side-effects
+   file, the ``REMOTECLAW_*`` context for the MCP shim;
 2. the agent's CLI through its runtime adapter, resuming the session's CLI session when there is one;
 3. each event broadcast as ``agent``/``chat`` events and written to the transcript;
 4. usage and the new CLI session id saved; workspace and side-effects file removed;
@@ -14,6 +15,7 @@ Stored as ``gateway.services["bridge"]`` and installed as the run queue's execut
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["Bridge", "clean_reply", "is_duplicate", "start"]
 
 log = structlog.get_logger("channels.bridge")
+
+ATTACHMENTS_DIR = "attachments"  # inside the run's workspace
 
 _REPLY_TAG = re.compile(r"\[\[\s*reply_to(?:_current|\s*:\s*([^\]\s]+))\s*\]\]", re.IGNORECASE)
 _WS = re.compile(r"\s+")
@@ -94,6 +98,10 @@ class Bridge:
         self.runs = runs
         self.sessions = sessions
         self.root = Path(tempfile.gettempdir()) / "remoteclaw-runs"
+        # One folder per gateway (per state dir): two gateways on one machine may hold the same session key,
+        # and each removes its workspace after every turn.
+        state_id = hashlib.sha256(str(gateway.state_dir.resolve()).encode()).hexdigest()[:12]
+        self.runs_dir = self.root / state_id
         self.tokens: RunTokens = gateway.services.setdefault("run_tokens", RunTokens())
 
     # -- inbound ------------------------------------------------------------------------------
@@ -115,13 +123,19 @@ class Bridge:
                         thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id,
                         sender_name=msg.sender_name)
         text = msg.text
-        if msg.media:
-            text += "\n" + "\n".join(f"[attachment: {m.kind} {m.path or m.url or ''}]".rstrip() for m in msg.media)
+        files: list[str] = []
+        for m in msg.media:
+            if m.path:  # downloaded: the agent reads its copy in the workspace
+                files.append(m.path)
+                where = f"{ATTACHMENTS_DIR}/{Path(m.path).name}"
+            else:
+                where = m.url or "(not downloaded)"
+            text += f"\n[attachment: {m.kind} {where}]"
         if msg.chat_type != "dm" and msg.sender_name:
             text = f"[{msg.sender_name}] {text}"
         await self.runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="channel",
                                           is_owner=is_owner, tool_profile=tool_profile, origin=origin,
-                                          deliver=True))
+                                          deliver=True, files=tuple(files)))
         await self._typing(origin)
 
     async def _typing(self, origin: Origin) -> None:
@@ -182,11 +196,13 @@ class Bridge:
         row = await self.sessions.get(run.session_key)
         resume_id = row.cli_session(runtime.name) if row is not None else None
         # A stable path per session (removed after each run): CLIs file their resumable sessions by cwd.
-        workspace = self.root / hashlib.sha256(run.session_key.encode()).hexdigest()[:20]
-        fx_path = self.root / f"{run.id}.side-effects.ndjson"
+        workspace = self.runs_dir / hashlib.sha256(run.session_key.encode()).hexdigest()[:20]
+        fx_path = self.runs_dir / f"{run.id}.side-effects.ndjson"
         _private_dir(self.root)
+        _private_dir(self.runs_dir)
         shutil.rmtree(workspace, ignore_errors=True)
         workspace.mkdir(mode=0o700)
+        await asyncio.to_thread(_copy_attachments, run, workspace / ATTACHMENTS_DIR)
         token = self._run_token(run)
         stream: _Stream | None = None
         try:  # from the moment the token exists it must be revoked, whatever happens next
@@ -312,6 +328,16 @@ def _private_dir(path: Path) -> None:
         raise RuntimeError(f"{path} is not a directory owned by this user: refusing to run agents in it")
     if st.st_mode & 0o077:
         os.chmod(path, 0o700)
+
+
+def _copy_attachments(run: Run, dest: Path) -> None:
+    """Copy every request's files into the workspace (CLIs may read only below their working directory)."""
+    for source in (f for req in run.requests for f in req.files):
+        try:
+            dest.mkdir(mode=0o700, exist_ok=True)
+            shutil.copyfile(source, dest / Path(source).name)
+        except OSError as exc:
+            log.warning("attachment not copied into the workspace", run_id=run.id, file=source, error=str(exc))
 
 
 def _read_effects(path: Path) -> list[dict[str, Any]]:

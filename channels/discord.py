@@ -57,6 +57,7 @@ log = structlog.get_logger("channels.discord")
 
 TEXT_LIMIT = 2000
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
+MAX_DOWNLOAD_BYTES = 25 * 1024 * 1024  # inbound attachments larger than this are passed by URL only
 RATE_LIMIT_WAIT_S = 30.0  # the shortest limit discord.py accepts; longer 429 waits fail the call instead
 _TARGET = re.compile(r"^(?:(channel|user):)?(\d{1,20})$")
 
@@ -81,6 +82,11 @@ async def _download(url: str) -> tuple[str, bytes]:
         raise ChannelError(f"discord sendAttachment: {exc}", details={"field": "file"}) from exc
 
 
+def _safe_name(name: str) -> str:
+    """A file name that is safe on any disk: Discord passes on whatever the sender's file was called."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")[:100] or "file"
+
+
 def _media_kind(content_type: str | None, is_voice: bool) -> str:
     if is_voice:
         return "voice"
@@ -100,7 +106,7 @@ class DiscordChannel(Channel):
 
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str,
                  api_base: str | None = None, gateway_url: str | None = None, allow_bots: bool = False,
-                 ready_timeout: float = 30.0) -> None:
+                 ready_timeout: float = 30.0, media_dir: Path | None = None) -> None:
         super().__init__(account_id, on_inbound)
         if discord is None:
             raise ChannelUnavailable("discord support is not installed: pip install 'remoteclaw[discord]'")
@@ -111,6 +117,7 @@ class DiscordChannel(Channel):
         self._gateway_url = gateway_url
         self._allow_bots = allow_bots
         self._ready_timeout = ready_timeout
+        self._media_dir = media_dir
         self._client: discord.Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -124,9 +131,11 @@ class DiscordChannel(Channel):
     @classmethod
     def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> DiscordChannel:
         """Build from a ``channels.discord`` (or one of its ``accounts``) config mapping."""
+        state = cfg.get("_stateDir")
         return cls(account_id, on_inbound, token=str(cfg.get("token") or ""), api_base=cfg.get("apiBase"),
                    gateway_url=cfg.get("gatewayUrl"), allow_bots=bool(cfg.get("allowBots", False)),
-                   ready_timeout=float(cfg.get("readyTimeoutSeconds", 30.0)))
+                   ready_timeout=float(cfg.get("readyTimeoutSeconds", 30.0)),
+                   media_dir=Path(state) / "media" / "discord" / account_id if state else None)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -200,11 +209,26 @@ class DiscordChannel(Channel):
         if message.author.bot and not self._allow_bots:
             return
         try:
-            await self.on_inbound(self._to_inbound(message, client.user))
+            paths = {a.id: await self._download_attachment(a) for a in message.attachments}
+            await self.on_inbound(self._to_inbound(message, client.user, paths))
         except Exception:
             log.exception("inbound discord message failed", account=self.account_id, message_id=message.id)
 
-    def _to_inbound(self, message: discord.Message, me: discord.ClientUser) -> Inbound:
+    async def _download_attachment(self, attachment: discord.Attachment) -> str | None:
+        """Save an inbound attachment in the state dir so the agent can read it; None when it cannot be had."""
+        if self._media_dir is None or attachment.size > MAX_DOWNLOAD_BYTES:
+            return None
+        path = self._media_dir / f"{attachment.id}-{_safe_name(attachment.filename)}"
+        try:
+            await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
+            await attachment.save(path)
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            log.warning("discord attachment download failed", account=self.account_id, error=str(exc))
+            return None
+        return str(path)
+
+    def _to_inbound(self, message: discord.Message, me: discord.ClientUser,
+                    paths: dict[int, str | None] | None = None) -> Inbound:
         ch = message.channel
         thread_id: str | None = None
         chat_id = str(ch.id)
@@ -222,7 +246,7 @@ class DiscordChannel(Channel):
         is_voice = message.flags.voice if hasattr(message.flags, "voice") else False
         media = tuple(
             Media(kind=_media_kind(a.content_type, is_voice), url=a.url, mime=a.content_type,  # type: ignore[arg-type]
-                  name=a.filename, size=a.size)
+                  name=a.filename, size=a.size, path=(paths or {}).get(a.id))
             for a in message.attachments
         )
         ref = message.reference

@@ -44,6 +44,9 @@ class RunRequest:
     tool_profile: str | None = None
     origin: Origin | None = None
     deliver: bool = False
+    # Files that came with the message (downloaded channel media): copied into the run's workspace
+    # under ``attachments/``, where the agent may read them; the message names them by that path.
+    files: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -129,3 +129,25 @@ async def test_inbound_dm_runs_the_agent_and_replies_in_discord(client: RawClien
     read = await call(client, "message.read", {"to": dm})
     directions = [(m["direction"], m["text"]) for m in read["messages"]]
     assert directions[0] == ("in", "hello from discord") and directions[-1][0] == "out"
+
+
+async def test_inbound_attachment_reaches_the_agent_workspace(client: RawClient, fake: FakeDiscord,
+                                                              gw: GatewayProcess) -> None:
+    await call(client, "message.read", {"to": "0"})  # wait until the account runs
+    dm = snowflake()
+    photo = fake.attachment("my photo?.png", b"\x89PNG from a user", "image/png")
+    await fake.dispatch("MESSAGE_CREATE", fake.message_payload(content="show attachments", author_id="5550002",
+                                                               channel_id=dm, attachments=[photo]))
+    name = f"{photo['id']}-my_photo_.png"  # a safe name on disk, whatever the sender called it
+
+    async def reply_posted() -> Any:
+        while True:
+            for r in fake.requests:
+                if r.method == "POST" and r.path == f"/channels/{dm}/messages" and r.json:
+                    return r
+            await asyncio.sleep(0.05)
+
+    rec = await asyncio.wait_for(reply_posted(), 20)
+    assert rec.json["content"] == f"attachments: {name}=b'\\x89PNG from a user'"
+    kept = gw.state_dir / "media" / "discord" / "default" / name
+    assert await asyncio.to_thread(kept.read_bytes) == b"\x89PNG from a user"

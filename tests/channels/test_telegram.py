@@ -88,13 +88,16 @@ async def test_replying_to_the_bot_counts_as_a_mention(gw: GatewayProcess, fake:
 
 async def test_voice_note_is_downloaded_and_handed_to_the_agent(gw: GatewayProcess, fake: FakeTelegram) -> None:
     fake.files["VOICE1"] = b"OggS fake opus bytes"
-    fake.user_message(chat_id=OWNER, user_id=OWNER, caption="listen",
+    fake.user_message(chat_id=OWNER, user_id=OWNER, caption="listen, show attachments",
                       voice={"file_id": "VOICE1", "file_unique_id": "vu1", "duration": 2, "mime_type": "audio/ogg",
                              "file_size": 20})
-    call = await fake.wait_call("sendMessage", lambda c: "listen" in c.params["text"] and "voice" in c.params["text"])
-    path = call.params["text"].split("[attachment: voice ", 1)[1].split("]", 1)[0]
-    assert await asyncio.to_thread(Path(path).read_bytes) == b"OggS fake opus bytes"
-    assert Path(path).is_relative_to(gw.state_dir)
+    # The agent finds the file in its own workspace (CLIs may read only below their working directory).
+    call = await fake.wait_call("sendMessage", lambda c: c.params["text"].startswith("attachments:"))
+    assert call.params["text"] == "attachments: vu1.oga=b'OggS fake opus bytes'"
+    run = [c for c in runs(gw) if "show attachments" in c["prompt"]][-1]
+    assert "[attachment: voice attachments/vu1.oga]" in run["prompt"]
+    kept = gw.state_dir / "media" / "telegram" / "default" / "vu1.oga"  # and a copy stays for the history
+    assert await asyncio.to_thread(kept.read_bytes) == b"OggS fake opus bytes"
 
 
 async def test_bot_api_outage_at_start_is_retried(tmp_path: Path) -> None:

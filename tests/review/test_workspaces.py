@@ -6,6 +6,8 @@ write in ``<tmp>/remoteclaw-runs`` could swap a workspace for a directory of the
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import stat
 import sys
@@ -18,14 +20,23 @@ from tests.support.ws import operator
 FAKE_CLI = str(Path(__file__).resolve().parents[1] / "support" / "fake_cli.py")
 
 
-async def run(tmp: Path, key: str) -> dict:
+def gateway(tmp: Path, name: str = "gw") -> GatewayProcess:
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
-    with GatewayProcess(tmp / "gw", config=cfg, env={"TMPDIR": str(tmp / "t")}) as gw:
-        c = await operator(gw.url, gw.token or "")
-        res = await c.call("chat.send", {"sessionKey": key, "message": "hi", "idempotencyKey": str(uuid.uuid4())})
-        done = await c.call("agent.wait", {"runId": res["runId"], "timeoutMs": 20000})
-        await c.close()
-        return done
+    return GatewayProcess(tmp / name, config=cfg, env={"TMPDIR": str(tmp / "t"),
+                                                        "FAKE_CLI_LOG": str(tmp / f"{name}.cli.log")})
+
+
+async def turn(gw: GatewayProcess, key: str, message: str = "hi") -> dict:
+    c = await operator(gw.url, gw.token or "")
+    res = await c.call("chat.send", {"sessionKey": key, "message": message, "idempotencyKey": str(uuid.uuid4())})
+    done = await c.call("agent.wait", {"runId": res["runId"], "timeoutMs": 20000})
+    await c.close()
+    return done
+
+
+async def run(tmp: Path, key: str) -> dict:
+    with gateway(tmp) as gw:
+        return await turn(gw, key)
 
 
 async def test_a_loose_runs_dir_is_made_private(tmp_path: Path) -> None:
@@ -45,3 +56,15 @@ async def test_a_symlinked_runs_dir_is_refused(tmp_path: Path) -> None:
     done = await run(tmp_path, "agent:main:ws:link")
     assert done["status"] == "error" and "not a directory owned by this user" in done["error"]
     assert list(elsewhere.iterdir()) == []  # no workspace, no MCP config with a token
+
+
+async def test_two_gateways_on_one_machine_never_share_a_workspace(tmp_path: Path) -> None:
+    key = "agent:main:main"  # the same session key on both
+    (tmp_path / "t").mkdir()
+    with gateway(tmp_path, "a") as a, gateway(tmp_path, "b") as b:
+        done = await asyncio.gather(turn(a, key, "sleep:0.5 from a"), turn(b, key, "sleep:0.5 from b"))
+    assert [d["status"] for d in done] == ["ok", "ok"], done
+    seen = [json.loads((tmp_path / f"{n}.cli.log").read_text().splitlines()[-1]) for n in ("a", "b")]
+    cwd_a, cwd_b = (Path(s["cwd"]) for s in seen)
+    assert cwd_a != cwd_b and cwd_a.parent != cwd_b.parent
+    assert all(p.is_relative_to(tmp_path / "t" / "remoteclaw-runs") for p in (cwd_a, cwd_b)), (cwd_a, cwd_b)

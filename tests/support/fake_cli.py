@@ -5,7 +5,8 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
 ``fail`` end with an error result, ``crash`` exit 3 with a message on stderr, ``expired`` fail like
 a stale ``--resume`` id when resumed, ``sent:<text>`` record a ``message_sent`` side effect to the
 run's own chat (as a message tool would) then answer <text>, ``long:<n>`` answer n characters with a
-code block, ``silent`` answer NO_REPLY, ``tag`` answer with a reply tag. Otherwise it echoes.
+code block, ``silent`` answer NO_REPLY, ``tag`` answer with a reply tag, ``show attachments`` answer
+with the name and first bytes of each file in ``attachments/``. Otherwise it echoes.
 Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
 """
 
@@ -17,6 +18,7 @@ import re
 import sys
 import time
 import uuid
+from pathlib import Path
 
 
 def out(obj: dict) -> None:
@@ -74,6 +76,10 @@ def main() -> int:
         reply = "NO_REPLY"
     if "tag" in prompt:
         reply = "[[reply_to_current]] tagged answer"
+    if "show attachments" in prompt:
+        seen = sorted(os.listdir("attachments")) if os.path.isdir("attachments") else []
+        reply = "attachments: " + ", ".join(
+            f"{name}={Path('attachments', name).read_bytes()[:64]!r}" for name in seen)
     out({"type": "assistant", "session_id": sid, "message": {"content": [{"type": "text", "text": reply}]}})
     out({"type": "result", "subtype": "success", "is_error": False, "session_id": sid, "result": reply,
          "usage": usage})

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import WSMsgType, web
 
@@ -73,6 +74,7 @@ class FakeDiscord:
         self.messages: dict[str, dict[str, Any]] = {}
         self.reactions: dict[str, set[str]] = {}
         self.pins: set[str] = set()
+        self.cdn: dict[str, bytes] = {}  # attachment id -> bytes of inbound attachments, served like Discord's CDN
         self.requests: list[Recorded] = []
         self.identified = asyncio.Event()
         self.identifies = 0
@@ -92,6 +94,7 @@ class FakeDiscord:
     async def start(self) -> FakeDiscord:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/attachments/{channel}/{id}/{name}", self._attachment)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -157,6 +160,14 @@ class FakeDiscord:
             async with self._changed:
                 await self._changed.wait_for(lambda: self.resumes >= resumes and bool(self._sockets))
         await asyncio.wait_for(resumed(), timeout)
+
+    def attachment(self, filename: str, data: bytes, content_type: str) -> dict[str, Any]:
+        """An attachment object for ``message_payload``, its bytes downloadable from the fake CDN."""
+        aid = snowflake()
+        self.cdn[aid] = data
+        url = f"http://127.0.0.1:{self.port}/attachments/{self.text_channel_id}/{aid}/{quote(filename)}"
+        return {"id": aid, "filename": filename, "size": len(data), "url": url, "proxy_url": url,
+                "content_type": content_type}
 
     def message_payload(self, *, content: str, author_id: str, author_name: str = "alice",
                         channel_id: str | None = None, guild: bool = False, mention_bot: bool = False,
@@ -246,6 +257,10 @@ class FakeDiscord:
         async with self._changed:
             self.resumes += 1
             self._changed.notify_all()
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        data = self.cdn.get(request.match_info["id"])
+        return web.Response(body=data) if data is not None else web.Response(status=404)
 
     # -- REST ---------------------------------------------------------------------------------------
 
