@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import structlog
 
+from channels import commands
 from channels.base import Capability, Inbound
 from channels.runtimes import Event, McpServer, RunSpec, get_runtime
 from channels.runtimes.driver import run_turn
@@ -123,6 +124,14 @@ class Bridge:
                         thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id,
                         sender_name=msg.sender_name)
         text = msg.text
+        command = commands.parse(text) if self.gw.config.messages.commands else None
+        if command is not None:
+            cmd, rest = command
+            log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
+            await self.send(origin, await self._answer_command(cmd, key), key)
+            if cmd.name != "new" or not (rest or msg.media):
+                return
+            text = rest  # "/new <text>": the first message of the new conversation
         files: list[str] = []
         for m in msg.media:
             if m.path:  # downloaded: the agent reads its copy in the workspace
@@ -137,6 +146,31 @@ class Bridge:
                                           is_owner=is_owner, tool_profile=tool_profile, origin=origin,
                                           deliver=True, files=tuple(files)))
         await self._typing(origin)
+
+    async def _answer_command(self, cmd: commands.Command, key: str) -> str:
+        if cmd.name == "stop":
+            stopped, forwarded = self.runs.abort_everywhere(key)
+            if stopped:
+                return "⏹ Stopped."
+            return "⏹ Asked the gateway running it to stop." if forwarded else "Nothing is running."
+        if cmd.name == "new":
+            await self.sessions.reset(key)
+            return "🆕 New conversation: the agent starts fresh."
+        if cmd.name == "status":
+            return await self._status_text(key)
+        return commands.help_text()
+
+    async def _status_text(self, key: str) -> str:
+        st = await self.sessions.status(key)
+        run = st["run"]
+        doing = "idle"
+        if run["active"]:
+            doing = "working" + (f", {run['queued']} message(s) waiting" if run["queued"] else "")
+        lines = [f"Agent: {st['agentId']} ({st['runtime']}{', ' + st['model'] if st['model'] else ''})",
+                 f"Now: {doing}",
+                 f"Tokens: {st['inputTokens']:,} in, {st['outputTokens']:,} out",
+                 f"Session: {key}"]
+        return "\n".join(lines)
 
     async def _typing(self, origin: Origin) -> None:
         mgr = self.gw.services.get("channels")
@@ -252,7 +286,7 @@ class Bridge:
             return
         if run.status != "ok":
             why = run.error or "unknown error"
-            await self.send(origin, _one_line(f"⚠️ Sorry, that didn't work: {why}"), run)
+            await self.send(origin, _one_line(f"⚠️ Sorry, that didn't work: {why}"), run.session_key)
             return
         body, silent, reply_to = clean_reply(run.reply)
         if silent:
@@ -262,12 +296,12 @@ class Bridge:
             log.info("reply already sent by a message tool", run_id=run.id)
             return
         reply_to_id = origin.reply_to_id if reply_to == "current" else reply_to
-        await self.send(origin, body, run, reply_to_id=reply_to_id)
+        await self.send(origin, body, run.session_key, reply_to_id=reply_to_id)
 
-    async def send(self, origin: Origin, text: str, run: Run, *, reply_to_id: str | None = None) -> int:
+    async def send(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int:
         mgr = self.gw.services.get("channels")
         if mgr is None:
-            log.warning("no channels on this gateway: reply not delivered", run_id=run.id)
+            log.warning("no channels on this gateway: reply not delivered", session_key=session_key)
             return 0
         ch = mgr.get(origin.channel, origin.account_id)
         # Through the manager, so the reply is split for the channel and stored for message.read. A reply
@@ -276,7 +310,7 @@ class Bridge:
             origin.channel, ch.account_id, origin.to, text,
             thread_id=origin.thread_id if Capability.THREAD_REPLY in ch.capabilities else None,
             reply_to_id=reply_to_id if Capability.REPLY in ch.capabilities else None,
-            session_key=run.session_key,
+            session_key=session_key,
         )
         return len(sent)
 

@@ -178,7 +178,7 @@ class ChannelManager:
             try:
                 # Underscored keys are facts about this gateway, not config: where to keep files, public URL.
                 env = {"_stateDir": str(self.gw.state_dir), "_publicUrl": self.gw.config.gateway.publicUrl,
-                       "_gateway": self.gw}
+                       "_gateway": self.gw, "_commands": self.gw.config.messages.commands}
                 ch = cls.from_config(acct_id, self._on_inbound, {**cfg, **env})  # type: ignore[attr-defined]
                 await ch.start()
             except asyncio.CancelledError:

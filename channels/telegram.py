@@ -39,6 +39,7 @@ from channels.base import (
     Sent,
     TargetNotFound,
 )
+from channels.commands import COMMANDS
 
 try:
     import telegram
@@ -100,7 +101,8 @@ class TelegramChannel(Channel):
 
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str, mode: str = "polling",
                  webhook_url: str | None = None, webhook_secret: str | None = None, api_base: str | None = None,
-                 file_base: str | None = None, poll_timeout: int = 30, media_dir: Path | None = None) -> None:
+                 file_base: str | None = None, poll_timeout: int = 30, media_dir: Path | None = None,
+                 menu_commands: bool = False) -> None:
         super().__init__(account_id, on_inbound)
         if telegram is None:
             raise ChannelUnavailable("telegram support is not installed: pip install 'remoteclaw[telegram]'")
@@ -115,6 +117,7 @@ class TelegramChannel(Channel):
         self._file_base = file_base
         self._poll_timeout = poll_timeout
         self._media_dir = media_dir
+        self._menu_commands = menu_commands
         self._app: Application | None = None  # type: ignore[type-arg]
         self.username: str | None = None
         self.bot_id: int | None = None
@@ -134,7 +137,8 @@ class TelegramChannel(Channel):
                    webhook_url=webhook_url, webhook_secret=cfg.get("webhookSecret"),
                    api_base=cfg.get("apiBaseUrl"), file_base=cfg.get("fileBaseUrl"),
                    poll_timeout=int(cfg.get("pollTimeoutSeconds", 30)),
-                   media_dir=Path(state) / "media" / "telegram" / account_id if state else None)
+                   media_dir=Path(state) / "media" / "telegram" / account_id if state else None,
+                   menu_commands=bool(cfg.get("_commands", False)))
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -174,6 +178,11 @@ class TelegramChannel(Channel):
         except Exception:
             await self.stop()
             raise
+        if self._menu_commands:  # the "/" menu in Telegram's apps lists the chat commands the bridge answers
+            try:
+                await app.bot.set_my_commands([(c.name, c.description) for c in COMMANDS])
+            except tg_error.TelegramError as exc:
+                log.warning("telegram command menu not set", account=self.account_id, error=str(exc))
         log.info("telegram bot started", account=self.account_id, username=self.username, mode=self.mode)
 
     async def stop(self) -> None:

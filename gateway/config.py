@@ -116,6 +116,8 @@ class TtsConfig(OpenSection):
 
 class MessagesConfig(OpenSection):
     tts: TtsConfig = TtsConfig()
+    commands: bool = Field(True, description="Answer /stop, /new, /status and /help typed in Telegram or Discord "
+                                             "in the gateway instead of passing them to the agent.")
 
 
 class ToolsConfig(OpenSection):

@@ -20,6 +20,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from gateway.protocol import InvalidRequest
+from gateway.store.models import utcnow
 from gateway.store.sessions import SessionRecord, SessionRepo
 
 if TYPE_CHECKING:
@@ -151,6 +152,22 @@ class SessionsService:
     async def get(self, key: str) -> SessionRecord | None:
         async with self.gw.db.session() as s:
             return await SessionRepo.get(s, key)
+
+    async def reset(self, key: str) -> int:
+        """Start the session over: stop its run, clear its transcript, forget the CLIs' resume ids.
+
+        Returns how many transcript entries were removed. The session itself (label, origin) stays.
+        """
+        runs = self.gw.services.get("runs")
+        if runs is not None:
+            runs.abort_everywhere(key)
+        async with self.gw.db.session() as s:
+            removed = await SessionRepo.clear_history(s, key)
+            row = await SessionRepo.get(s, key)
+            if row is not None:
+                row.cli_sessions = "{}"
+                row.updated_at = utcnow()
+        return removed
 
     async def status(self, key: str) -> dict[str, Any]:
         """What ``status {sessionKey}`` answers: the session, its usage and whether a run is going."""

@@ -119,15 +119,9 @@ async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
 @method("sessions.reset", params=KeyParams, scope=WRITE)
 async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Start the session over: stop its run, clear its transcript and forget the CLI's resume ids."""
-    key = await sessions_of(ctx).resolve(key=p.target, label=p.label)
-    runs_of(ctx).abort_everywhere(key)
-    async with ctx.gateway.db.session() as s:
-        removed = await SessionRepo.clear_history(s, key)
-        row = await SessionRepo.get(s, key)
-        if row is not None:
-            row.cli_sessions = "{}"
-            row.updated_at = utcnow()
-    return {"ok": True, "key": key, "removedMessages": removed}
+    sessions = sessions_of(ctx)
+    key = await sessions.resolve(key=p.target, label=p.label)
+    return {"ok": True, "key": key, "removedMessages": await sessions.reset(key)}
 
 
 @method("sessions.delete", params=KeyParams, scope=WRITE)

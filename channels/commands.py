@@ -1,0 +1,45 @@
+"""Chat commands: what a Telegram or Discord user types to steer the agent rather than talk to it.
+
+A chat has no Stop button and no "new conversation" menu, so these few words do that job. The
+bridge answers them itself, at once, even while a turn is running; they never reach the agent.
+``/new`` followed by text starts the new conversation with that text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["COMMANDS", "Command", "help_text", "parse"]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    description: str
+    aliases: tuple[str, ...] = ()
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("stop", "Stop the current answer and drop the messages waiting for it", ("abort",)),
+    Command("new", "Start a new conversation (the agent forgets this one)", ("reset",)),
+    Command("status", "What the agent is doing and what this conversation has used"),
+    Command("help", "List these commands", ("start",)),  # /start is the first thing Telegram sends
+)
+_BY_WORD = {word: cmd for cmd in COMMANDS for word in (cmd.name, *cmd.aliases)}
+# "/stop", "/stop@MyBot" (Telegram groups), then optional text after whitespace.
+_COMMAND = re.compile(r"^/([A-Za-z]+)(?:@\w+)?(?:\s+(.*))?$", re.DOTALL)
+
+
+def parse(text: str) -> tuple[Command, str] | None:
+    """The command at the start of ``text`` and the text after it; None for an ordinary message."""
+    m = _COMMAND.match(text.strip())
+    if m is None:
+        return None
+    cmd = _BY_WORD.get(m.group(1).lower())
+    return (cmd, (m.group(2) or "").strip()) if cmd else None
+
+
+def help_text() -> str:
+    lines = [f"/{c.name} — {c.description}" for c in COMMANDS]
+    return "Anything else you write goes to the agent. Commands:\n" + "\n".join(lines)

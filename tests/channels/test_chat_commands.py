@@ -1,0 +1,140 @@
+"""Chat commands through the whole gateway, typed into the loopback Telegram: /stop, /new, /status, /help.
+
+The stand-in CLI records every run (prompt, argv, pid), so the tests can see that a command never
+reached the agent, that /stop killed the running CLI and that /new dropped the resume id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from channels.commands import parse
+from tests.support.fake_telegram import FakeTelegram, cli_runs, telegram_gateway
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import operator
+
+OWNER = 111
+KEY = "agent:main:main"
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeTelegram]:
+    f = FakeTelegram().start()
+    yield f
+    f.stop()
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram) -> Iterator[GatewayProcess]:
+    with telegram_gateway(tmp_path_factory.mktemp("cmd") / "gw", fake, ownerAllowFrom=[OWNER]) as proc:
+        yield proc
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def say(fake: FakeTelegram, text: str, answer: Any, timeout: float = 15.0) -> str:
+    """Send ``text`` as the owner and wait for the bot's message that satisfies ``answer(text)``."""
+    before = len(fake.calls)
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text=text)
+    call = await fake.wait_call("sendMessage", lambda c: c in fake.calls[before:] and answer(c.params["text"]),
+                                timeout=timeout)
+    return call.params["text"]
+
+
+def test_parse() -> None:
+    assert parse("/stop")[0].name == "stop"  # type: ignore[index]
+    assert parse("/STOP@my_bot")[0].name == "stop"  # type: ignore[index]
+    assert parse("/reset") is not None and parse("/reset")[0].name == "new"  # type: ignore[index]
+    assert parse("/new  write a poem\nabout cats") == (parse("/new")[0], "write a poem\nabout cats")  # type: ignore[index]
+    assert parse("stop") is None and parse("/stopp") is None and parse("/ stop") is None
+    assert parse("/etc/passwd is a file") is None  # a path, not a command
+
+
+async def test_the_command_menu_is_registered(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    call = await fake.wait_call("setMyCommands")
+    commands = call.params["commands"]
+    commands = json.loads(commands) if isinstance(commands, str) else commands
+    assert [c["command"] for c in commands] == ["stop", "new", "status", "help"]
+
+
+async def test_help_and_status_are_answered_by_the_gateway(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    runs_before = len(cli_runs(gw.state_dir))
+    text = await say(fake, "/help", lambda t: "/stop" in t)
+    assert "/new" in text and "/status" in text
+    await say(fake, "/start", lambda t: "/stop" in t)  # Telegram's first message gets the same list
+    status = await say(fake, "/status", lambda t: t.startswith("Agent:"))
+    assert "Now: idle" in status and KEY in status
+    assert len(cli_runs(gw.state_dir)) == runs_before  # no command reached the agent
+
+
+async def test_stop_kills_the_running_turn_and_nothing_is_delivered(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text="sleep:30 a long job")
+    await fake.wait_call("sendChatAction")
+    for _ in range(200):
+        mine = [r for r in cli_runs(gw.state_dir) if "a long job" in r["prompt"]]
+        if mine:
+            break
+        await asyncio.sleep(0.05)
+    pid = mine[-1]["pid"]
+    busy = await say(fake, "/status", lambda t: t.startswith("Agent:"))
+    assert "Now: working" in busy
+    assert await say(fake, "/stop", lambda t: "Stopped" in t) == "⏹ Stopped."
+    c = await operator(gw.url, gw.token or "")
+    try:
+        for _ in range(100):
+            if not alive(pid):
+                break
+            await asyncio.sleep(0.05)
+        assert not alive(pid)
+        assert await say(fake, "/stop", lambda t: "running" in t) == "Nothing is running."
+        sent = [x.params["text"] for x in fake.calls if x.method == "sendMessage"]
+        assert not any("a long job" in t or "didn't work" in t for t in sent)  # aborted: no reply, no error line
+        assert (await c.call("status", {"sessionKey": KEY}))["busy"] is False
+    finally:
+        await c.close()
+
+
+async def test_new_starts_over_and_can_carry_the_first_message(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    await say(fake, "remember me", lambda t: t == "echo: remember me")
+    c = await operator(gw.url, gw.token or "")
+    try:
+        assert (await c.call("status", {"sessionKey": KEY}))["cliSessionIds"]
+        await say(fake, "/new", lambda t: "New conversation" in t)
+        st = await c.call("status", {"sessionKey": KEY})
+        assert st["cliSessionIds"] == {}
+        assert (await c.call("chat.history", {"sessionKey": KEY}))["messages"] == []
+        # "/new <text>": reset, then the text is the first message of the new conversation (no --resume).
+        await say(fake, "/reset fresh start", lambda t: t == "echo: fresh start")
+        first = [r for r in cli_runs(gw.state_dir) if r["prompt"].strip() == "fresh start"][-1]
+        assert "--resume" not in first["argv"]
+    finally:
+        await c.close()
+
+
+async def test_commands_can_be_turned_off(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    c = await operator(gw.url, gw.token or "")
+    try:
+        h = (await c.call("config.get"))["hash"]
+        await c.call("config.patch", {"patch": {"messages": {"commands": False}}, "baseHash": h})
+        assert await say(fake, "/status", lambda t: t.startswith("echo:")) == "echo: /status"
+        h = (await c.call("config.get"))["hash"]
+        await c.call("config.patch", {"patch": {"messages": {"commands": True}}, "baseHash": h})
+    finally:
+        await c.close()
