@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from channels.commands import parse
 from tests.support.fake_telegram import FakeTelegram, cli_runs, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.procs import alive
 from tests.support.ws import operator
 
 OWNER = 111
@@ -34,14 +34,6 @@ def fake() -> Iterator[FakeTelegram]:
 def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram) -> Iterator[GatewayProcess]:
     with telegram_gateway(tmp_path_factory.mktemp("cmd") / "gw", fake, ownerAllowFrom=[OWNER]) as proc:
         yield proc
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def say(fake: FakeTelegram, text: str, answer: Any, timeout: float = 15.0) -> str:

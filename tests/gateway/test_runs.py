@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.procs import alive
 from tests.support.ws import RawClient, operator
 
 FAKE_CLI = str(Path(__file__).resolve().parents[1] / "support" / "fake_cli.py")
@@ -37,14 +37,6 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
 
 def calls(gw: GatewayProcess) -> list[dict]:
     return [json.loads(line) for line in gw.cli_log.read_text().splitlines()]  # type: ignore[attr-defined]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def send(c: RawClient, key: str, text: str) -> dict:

@@ -15,18 +15,10 @@ import uuid
 from pathlib import Path
 
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.procs import alive
 from tests.support.ws import RawClient, operator
 
 HANG_CLI = str(Path(__file__).resolve().parent / "hang_cli.py")
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
 
 
 def start(tmp: Path, **env: str) -> GatewayProcess:
