@@ -116,6 +116,8 @@ class Channel(ABC):
     name: str = ""
     text_limit: int = 4000
     capabilities: frozenset[Capability] = frozenset()
+    # How long the platform shows one typing indicator; the bridge renews it while an agent works.
+    typing_lasts_s: float | None = None
 
     def __init__(self, account_id: str, on_inbound: InboundHandler) -> None:
         self.account_id = account_id

@@ -172,14 +172,26 @@ class Bridge:
                  f"Session: {key}"]
         return "\n".join(lines)
 
-    async def _typing(self, origin: Origin) -> None:
+    async def _typing(self, origin: Origin) -> float | None:
+        """Show the typing indicator once; returns how long the platform keeps showing it."""
         mgr = self.gw.services.get("channels")
         if mgr is None:
-            return
+            return None
         try:
-            await mgr.get(origin.channel, origin.account_id).typing(origin.to, thread_id=origin.thread_id)
+            ch = mgr.get(origin.channel, origin.account_id)
+            await ch.typing(origin.to, thread_id=origin.thread_id)
         except Exception:
             log.debug("typing indicator failed", channel=origin.channel)
+            return None
+        return ch.typing_lasts_s
+
+    async def _keep_typing(self, origin: Origin) -> None:
+        """Renew the indicator just before it fades, for as long as the turn runs (cancelled at its end)."""
+        while True:
+            lasts = await self._typing(origin)
+            if lasts is None:  # no indicator on this channel, or it failed: stop trying for this turn
+                return
+            await asyncio.sleep(lasts * 0.8)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -239,6 +251,7 @@ class Bridge:
         await asyncio.to_thread(_copy_attachments, run, workspace / ATTACHMENTS_DIR)
         token = self._run_token(run)
         stream: _Stream | None = None
+        typing: asyncio.Task[None] | None = None
         try:  # from the moment the token exists it must be revoked, whatever happens next
             ctx_env = self._context_env(run, fx_path, token)
             spec = RunSpec(
@@ -252,6 +265,9 @@ class Bridge:
                 state_dir=self.gw.state_dir / "runtimes" / workspace.name,
             )
             stream = _Stream(self.runs, run)
+            origin = run.last.origin
+            if origin is not None and run.last.deliver:
+                typing = asyncio.create_task(self._keep_typing(origin), name=f"typing-{run.id}")
 
             def on_spawn(at: float) -> None:
                 run.spawned_mono = at
@@ -259,6 +275,8 @@ class Bridge:
             res = await run_turn(runtime, spec, stream.on_event,
                                  no_output_timeout=self.gw.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn)
         finally:
+            if typing is not None:
+                typing.cancel()
             self.tokens.revoke(token)
             run.side_effects = _read_effects(fx_path)
             shutil.rmtree(workspace, ignore_errors=True)

@@ -390,6 +390,8 @@ class DiscordChannel(Channel):
         async with self._errors("pin", to):
             await self._message(channel_id, message_id).pin()
 
+    typing_lasts_s = 10.0
+
     async def typing(self, to: str, *, thread_id: str | None = None) -> None:
         with contextlib.suppress(Exception):
             channel_id = await self._channel_id(to, thread_id)

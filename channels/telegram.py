@@ -396,6 +396,8 @@ class TelegramChannel(Channel):
         async with self._errors("pinChatMessage", to):
             await bot.pin_chat_message(chat, _int_id(message_id, "messageId"), disable_notification=True)
 
+    typing_lasts_s = 5.0  # sendChatAction: "5 seconds or less"
+
     async def typing(self, to: str, *, thread_id: str | None = None) -> None:
         with contextlib.suppress(Exception):  # an indicator is never worth failing a run
             thread = int(thread_id) if thread_id and thread_id.isdigit() else None

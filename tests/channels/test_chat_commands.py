@@ -130,3 +130,14 @@ async def test_commands_can_be_turned_off(gw: GatewayProcess, fake: FakeTelegram
         await c.call("config.patch", {"patch": {"messages": {"commands": True}}, "baseHash": h})
     finally:
         await c.close()
+
+
+async def test_typing_is_renewed_while_the_agent_works(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    start = len(fake.calls)
+    await say(fake, "sleep:4.5 think hard", lambda t: t.startswith("echo:"), timeout=20)
+    typing = [c for c in fake.calls[start:] if c.method == "sendChatAction"]
+    # Telegram shows "typing…" for 5 s: once on arrival, then again at least every 4 s of the turn.
+    assert len(typing) >= 3 and all(c.params["action"] == "typing" for c in typing)
+    sent_at = next(i for i, c in enumerate(fake.calls) if i >= start and c.method == "sendMessage")
+    assert not [c for c in fake.calls[sent_at:] if c.method == "sendChatAction"]  # stopped with the turn
