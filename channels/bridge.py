@@ -149,10 +149,8 @@ class Bridge:
 
     async def _answer_command(self, cmd: commands.Command, key: str) -> str:
         if cmd.name == "stop":
-            stopped, forwarded = self.runs.abort_everywhere(key)
-            if stopped:
-                return "⏹ Stopped."
-            return "⏹ Asked the gateway running it to stop." if forwarded else "Nothing is running."
+            stopped, _forwarded = await self.runs.abort_everywhere(key)
+            return "⏹ Stopped." if stopped else "Nothing is running."
         if cmd.name == "new":
             await self.sessions.reset(key)
             return "🆕 New conversation: the agent starts fresh."

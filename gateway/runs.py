@@ -336,15 +336,27 @@ class RunQueue:
             log.info("aborted a turn at another replica's request", session_key=payload["sessionKey"],
                      run_ids=aborted)
 
-    def abort_everywhere(self, session_key: str, run_id: str | None = None) -> tuple[list[str], bool]:
-        """``abort`` here and, with Redis, on every other replica; returns (ids aborted here, forwarded).
+    async def abort_everywhere(self, session_key: str, run_id: str | None = None) -> tuple[list[str], bool]:
+        """``abort`` here and, with Redis, on every other replica; returns (run ids stopped, forwarded).
 
-        A named run found here is not forwarded: it cannot be running anywhere else.
+        A named run found here is not forwarded: it cannot be running anywhere else. The ids stopped
+        elsewhere are read from the database (the session's unfinished runs while another replica holds
+        its lease), so the caller learns them without waiting for the other replicas to answer.
         """
         aborted = self.abort(session_key, run_id)
         if self._bus is None or (run_id and aborted):
             return aborted, False
-        return aborted, self._bus.publish_control("abort", {"sessionKey": session_key, "runId": run_id})
+        elsewhere = await self._unfinished_elsewhere(session_key, run_id)
+        forwarded = self._bus.publish_control("abort", {"sessionKey": session_key, "runId": run_id})
+        return (aborted + elsewhere if forwarded else aborted), forwarded
+
+    async def _unfinished_elsewhere(self, session_key: str, run_id: str | None) -> list[str]:
+        async with self.gw.db.session() as s:
+            lease = await LeaseRepo.get(s, session_key)
+            if lease is None or lease.expires_at <= int(time.time() * 1000):
+                return []  # no replica is running this session's turn
+            ids = await SessionRepo.unfinished_run_ids(s, session_key)
+        return [i for i in ids if i not in self.runs and (run_id is None or i == run_id)]
 
     async def stop(self) -> None:
         for run in list(self.runs.values()):

@@ -160,7 +160,7 @@ class SessionsService:
         """
         runs = self.gw.services.get("runs")
         if runs is not None:
-            runs.abort_everywhere(key)
+            await runs.abort_everywhere(key)
         async with self.gw.db.session() as s:
             removed = await SessionRepo.clear_history(s, key)
             row = await SessionRepo.get(s, key)

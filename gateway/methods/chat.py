@@ -61,9 +61,10 @@ class AbortParams(Params):
 async def chat_abort(p: AbortParams, ctx: CallContext) -> dict[str, Any]:
     """Stop the session's running turn (or the given run) and drop messages waiting for the next turn.
 
-    ``runIds`` are the runs this replica stopped. With several replicas the request is also passed to
-    the others (``forwarded: true``); a turn stopped there ends with its usual ``agent``/``chat`` events.
+    ``runIds`` are the runs stopped: here, and with several replicas also the session's runs that another
+    replica holds, to which the request is passed (``forwarded: true``); a turn stopped there ends with
+    its usual ``agent``/``chat`` events.
     """
     key = sessions_of(ctx).normalize_key(p.sessionKey)
-    aborted, forwarded = runs_of(ctx).abort_everywhere(key, p.runId)
+    aborted, forwarded = await runs_of(ctx).abort_everywhere(key, p.runId)
     return {"ok": True, "aborted": bool(aborted), "runIds": aborted, "sessionKey": key, "forwarded": forwarded}

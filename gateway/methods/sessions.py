@@ -128,7 +128,7 @@ async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
 async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Stop the session's run and delete the session with its transcript."""
     key = await sessions_of(ctx).resolve(key=p.target, label=p.label)
-    runs_of(ctx).abort_everywhere(key)
+    await runs_of(ctx).abort_everywhere(key)
     async with ctx.gateway.db.session() as s:
         deleted = await SessionRepo.delete(s, key)
     return {"ok": True, "key": key, "deleted": deleted}
@@ -227,7 +227,8 @@ async def sessions_subagents(p: SubagentsParams, ctx: CallContext) -> dict[str, 
     if p.action == "status":
         return {"sessionKey": parent, "subagent": child}
     if p.action in ("cancel", "kill"):
-        return {"sessionKey": parent, "child": child["key"], "aborted": runs.abort_everywhere(child["key"])[0]}
+        stopped, _forwarded = await runs.abort_everywhere(child["key"])
+        return {"sessionKey": parent, "child": child["key"], "aborted": stopped}
     text = p.message or p.task
     if not text:
         raise InvalidRequest("invalid sessions.subagents params: send needs message", details={"field": "message"})

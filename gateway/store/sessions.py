@@ -247,5 +247,13 @@ class SessionRepo:
             row.ended_at = utcnow()
 
     @staticmethod
+    async def unfinished_run_ids(s: AsyncSession, key: str) -> list[str]:
+        """Ids of the session's runs still queued or running (on any replica), oldest first."""
+        res = await s.execute(select(AgentRun.id).where(AgentRun.session_key == key,
+                                                        AgentRun.status.in_(("queued", "running")))
+                              .order_by(AgentRun.created_at))
+        return list(res.scalars())
+
+    @staticmethod
     async def get_run(s: AsyncSession, run_id: str) -> AgentRun | None:
         return await s.get(AgentRun, run_id)

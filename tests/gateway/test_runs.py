@@ -50,7 +50,7 @@ async def wait(c: RawClient, run_id: str, ms: int = 15000) -> dict:
 async def test_messages_during_a_run_join_the_next_turn(gw: GatewayProcess) -> None:
     c = await operator(gw.url, gw.token or "")
     key = "agent:main:q:one"
-    first = await send(c, key, "sleep:0.8 first")
+    first = await send(c, key, "sleep:2.5 first")  # long enough that both followers arrive during it, even under load
     second = await send(c, key, "second")
     third = await send(c, key, "third")
     assert first["status"] == "accepted" and second["status"] == third["status"] == "queued"

@@ -1,13 +1,17 @@
 """A stand-in agent CLI that speaks Claude Code's stream-json: the far side for queue and bridge tests.
 
 It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives in it:
-``sleep:<s>`` answer after s seconds, ``hang`` print one event then go silent (watchdog),
-``fail`` end with an error result, ``crash`` exit 3 with a message on stderr, ``expired`` fail like
-a stale ``--resume`` id when resumed, ``sent:<text>`` record a ``message_sent`` side effect to the
-run's own chat (as a message tool would) then answer <text>, ``long:<n>`` answer n characters with a
-code block, ``silent`` answer NO_REPLY, ``tag`` answer with a reply tag, ``show attachments`` answer
-with the name and first bytes of each file in ``attachments/``. Otherwise it echoes.
-Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
+
+- ``sleep:<s>`` answer after s seconds, printing a status line every 0.25 s meanwhile;
+- ``hang`` print one event, then go silent (for the no-output watchdog);
+- ``fail`` end with an error result; ``crash`` exit 3 with a message on stderr;
+- ``expired`` fail like a stale ``--resume`` id when resumed;
+- ``sent:<text>`` record a ``message_sent`` side effect to the run's own chat (as a message tool
+  would), then answer <text>;
+- ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
+  a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``.
+
+Otherwise it echoes. Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
 """
 
 from __future__ import annotations
@@ -44,7 +48,12 @@ def main() -> int:
     out({"type": "system", "subtype": "init", "session_id": sid, "model": "fake-model", "tools": [],
          "mcp_servers": [{"name": "remoteclaw", "status": "connected"}]})
     if m := re.search(r"sleep:([\d.]+)", prompt):
-        time.sleep(float(m.group(1)))
+        # Working, not silent: a status line every 0.25 s, as a real CLI streams while it thinks,
+        # so only ``hang`` ever meets the no-output watchdog.
+        until = time.monotonic() + float(m.group(1))
+        while (left := until - time.monotonic()) > 0:
+            time.sleep(min(0.25, left))
+            out({"type": "system", "subtype": "status", "session_id": sid})
     if "hang" in prompt:
         time.sleep(3600)
     if "crash" in prompt:
