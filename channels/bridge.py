@@ -246,7 +246,8 @@ class Bridge:
         _private_dir(self.runs_dir)
         shutil.rmtree(workspace, ignore_errors=True)
         workspace.mkdir(mode=0o700)
-        await asyncio.to_thread(_copy_attachments, run, workspace / ATTACHMENTS_DIR)
+        if any(req.files for req in run.requests):
+            await asyncio.to_thread(_copy_attachments, run, workspace / ATTACHMENTS_DIR)
         token = self._run_token(run)
         stream: _Stream | None = None
         typing: asyncio.Task[None] | None = None
