@@ -37,6 +37,7 @@ class Capability(StrEnum):
     THREAD_REPLY = "threadReply"
     REACT = "react"
     DELETE = "delete"
+    EDIT = "edit"
     ATTACHMENT = "sendAttachment"
     EFFECT = "sendWithEffect"
     PIN = "pin"
@@ -151,8 +152,14 @@ class Channel(ABC):
         self.require(Capability.REACT)
         raise NotImplementedError
 
-    async def delete(self, to: str, message_id: str) -> None:
+    async def delete(self, to: str, message_id: str, *, thread_id: str | None = None) -> None:
+        """Delete a message; ``thread_id`` where the platform needs it to find one inside a thread."""
         self.require(Capability.DELETE)
+        raise NotImplementedError
+
+    async def edit(self, to: str, message_id: str, text: str, *, thread_id: str | None = None) -> None:
+        """Replace the text of one of the bot's own messages (within ``text_limit``)."""
+        self.require(Capability.EDIT)
         raise NotImplementedError
 
     async def pin(self, to: str, message_id: str) -> None:

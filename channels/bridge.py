@@ -32,6 +32,7 @@ import structlog
 
 from channels import commands
 from channels.base import Capability, Inbound
+from channels.progress import ProgressNote
 from channels.runtimes import Event, McpServer, RunSpec, get_runtime
 from channels.runtimes.driver import run_turn
 from channels.runtimes.prompt import SILENT_REPLY, build_system_prompt
@@ -183,6 +184,21 @@ class Bridge:
             return None
         return ch.typing_lasts_s
 
+    def _progress_note(self, run: Run) -> ProgressNote | None:
+        """A progress note for a channel turn whose channel can edit and delete messages, if enabled."""
+        origin = run.last.origin
+        mgr = self.gw.services.get("channels")
+        if origin is None or not run.last.deliver or mgr is None or not self.gw.config.messages.progress:
+            return None
+        try:
+            ch = mgr.get(origin.channel, origin.account_id)
+        except Exception:
+            return None
+        if not {Capability.EDIT, Capability.DELETE} <= ch.capabilities:
+            return None
+        thread = origin.thread_id if Capability.THREAD_REPLY in ch.capabilities else None
+        return ProgressNote(ch, origin.to, thread_id=thread)
+
     async def _keep_typing(self, origin: Origin) -> None:
         """Renew the indicator just before it fades, for as long as the turn runs (cancelled at its end)."""
         while True:
@@ -251,6 +267,7 @@ class Bridge:
         token = self._run_token(run)
         stream: _Stream | None = None
         typing: asyncio.Task[None] | None = None
+        progress: ProgressNote | None = None
         try:  # from the moment the token exists it must be revoked, whatever happens next
             ctx_env = self._context_env(run, fx_path, token)
             spec = RunSpec(
@@ -263,7 +280,8 @@ class Bridge:
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
                 state_dir=self.gw.state_dir / "runtimes" / workspace.name,
             )
-            stream = _Stream(self.runs, run)
+            progress = self._progress_note(run)
+            stream = _Stream(self.runs, run, progress)
             origin = run.last.origin
             if origin is not None and run.last.deliver:
                 typing = asyncio.create_task(self._keep_typing(origin), name=f"typing-{run.id}")
@@ -276,6 +294,8 @@ class Bridge:
         finally:
             if typing is not None:
                 typing.cancel()
+            if progress is not None:
+                await progress.close()
             self.tokens.revoke(token)
             run.side_effects = _read_effects(fx_path)
             shutil.rmtree(workspace, ignore_errors=True)
@@ -335,8 +355,8 @@ class Bridge:
 class _Stream:
     """Turns runtime events into ``agent``/``chat`` events and transcript rows for one run."""
 
-    def __init__(self, runs: RunQueue, run: Run) -> None:
-        self.runs, self.run = runs, run
+    def __init__(self, runs: RunQueue, run: Run, progress: ProgressNote | None = None) -> None:
+        self.runs, self.run, self.progress = runs, run, progress
         self.text = ""
         self.tools: dict[str, dict[str, Any]] = {}
         self.entries: list[dict[str, Any]] = []
@@ -352,6 +372,8 @@ class _Stream:
         elif ev.kind == "tool_use":
             tid = ev.tool_id or f"tool-{len(self.tools)}"
             self.tools[tid] = {"name": ev.tool_name, "input": ev.tool_input, "started": time.monotonic()}
+            if self.progress is not None:
+                self.progress.step(ev.tool_name)
             self.runs.emit_agent(run, "tool", {"phase": "start", "id": tid, "name": ev.tool_name,
                                                "input": ev.tool_input})
         elif ev.kind == "tool_result":

@@ -101,7 +101,7 @@ class DiscordChannel(Channel):
     text_limit = TEXT_LIMIT
     capabilities = frozenset({
         Capability.SEND, Capability.REPLY, Capability.THREAD_REPLY, Capability.REACT, Capability.DELETE,
-        Capability.ATTACHMENT, Capability.PIN, Capability.READ, Capability.TYPING,
+        Capability.ATTACHMENT, Capability.PIN, Capability.READ, Capability.TYPING, Capability.EDIT,
     })
 
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str,
@@ -380,10 +380,19 @@ class DiscordChannel(Channel):
                 if reaction.me:
                     await msg.remove_reaction(reaction.emoji, self._live().user)  # type: ignore[arg-type]
 
-    async def delete(self, to: str, message_id: str) -> None:
-        channel_id = await self._channel_id(to)
+    async def delete(self, to: str, message_id: str, *, thread_id: str | None = None) -> None:
+        channel_id = await self._channel_id(to, thread_id)  # a thread is a channel of its own
         async with self._errors("delete", to):
             await self._message(channel_id, message_id).delete()
+
+    async def edit(self, to: str, message_id: str, text: str, *, thread_id: str | None = None) -> None:
+        if not text.strip() or len(text) > TEXT_LIMIT:
+            raise ChannelError(f"discord edit: the text must be 1-{TEXT_LIMIT} characters",
+                               details={"field": "message"})
+        channel_id = await self._channel_id(to, thread_id)
+        async with self._errors("edit", to):
+            await self._message(channel_id, message_id).edit(
+                content=text, allowed_mentions=discord.AllowedMentions(everyone=False, roles=False))
 
     async def pin(self, to: str, message_id: str) -> None:
         channel_id = await self._channel_id(to)

@@ -96,7 +96,7 @@ class TelegramChannel(Channel):
     text_limit = TEXT_LIMIT
     capabilities = frozenset({
         Capability.SEND, Capability.REPLY, Capability.THREAD_REPLY, Capability.REACT, Capability.DELETE,
-        Capability.ATTACHMENT, Capability.EFFECT, Capability.PIN, Capability.READ, Capability.TYPING,
+        Capability.ATTACHMENT, Capability.EFFECT, Capability.PIN, Capability.READ, Capability.TYPING, Capability.EDIT,
     })
 
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str, mode: str = "polling",
@@ -386,10 +386,21 @@ class TelegramChannel(Channel):
         async with self._errors("setMessageReaction", to):
             await bot.set_message_reaction(chat, _int_id(message_id, "messageId"), reaction=[emoji] if emoji else [])
 
-    async def delete(self, to: str, message_id: str) -> None:
-        bot, chat = self._bot(), _chat(to)
+    async def delete(self, to: str, message_id: str, *, thread_id: str | None = None) -> None:
+        bot, chat = self._bot(), _chat(to)  # message ids are per chat, topics included
         async with self._errors("deleteMessage", to):
             await bot.delete_message(chat, _int_id(message_id, "messageId"))
+
+    async def edit(self, to: str, message_id: str, text: str, *, thread_id: str | None = None) -> None:
+        if len(text) > TEXT_LIMIT:
+            raise ChannelError(f"telegram messages are at most {TEXT_LIMIT} characters", details={"field": "message"})
+        bot, chat = self._bot(), _chat(to)
+        try:
+            async with self._errors("editMessageText", to):
+                await bot.edit_message_text(text, chat_id=chat, message_id=_int_id(message_id, "messageId"))
+        except ChannelError as exc:
+            if "not modified" not in exc.message.lower():  # the same text again is not a failure
+                raise
 
     async def pin(self, to: str, message_id: str) -> None:
         bot, chat = self._bot(), _chat(to)

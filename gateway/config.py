@@ -116,6 +116,8 @@ class TtsConfig(OpenSection):
 
 class MessagesConfig(OpenSection):
     tts: TtsConfig = TtsConfig()
+    progress: bool = Field(True, description="While an agent works on a Telegram or Discord message, keep one "
+                                             "message updated with its current step; deleted when the reply comes.")
     commands: bool = Field(True, description="Answer /stop, /new, /status and /help typed in Telegram or Discord "
                                              "in the gateway instead of passing them to the agent.")
 

@@ -15,7 +15,7 @@ import pytest
 
 from channels.access import access_config, decide, is_owner
 from channels.base import Inbound
-from tests.support.fake_telegram import FakeTelegram, cli_runs, telegram_gateway
+from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.ws import operator
 
@@ -72,11 +72,7 @@ def test_owner_decision() -> None:
 OWNER, STRANGER, OTHER = 111, 222, 333
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeTelegram]:
-    f = FakeTelegram().start()
-    yield f
-    f.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")

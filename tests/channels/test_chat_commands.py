@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from channels.commands import parse
-from tests.support.fake_telegram import FakeTelegram, cli_runs, telegram_gateway
+from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.procs import alive
 from tests.support.ws import operator
@@ -23,11 +23,7 @@ OWNER = 111
 KEY = "agent:main:main"
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeTelegram]:
-    f = FakeTelegram().start()
-    yield f
-    f.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")
@@ -131,13 +127,3 @@ async def test_commands_can_be_turned_off(gw: GatewayProcess, fake: FakeTelegram
     finally:
         await c.close()
 
-
-async def test_typing_is_renewed_while_the_agent_works(gw: GatewayProcess, fake: FakeTelegram) -> None:
-    await fake.wait_polling()
-    start = len(fake.calls)
-    await say(fake, "sleep:4.5 think hard", lambda t: t.startswith("echo:"), timeout=20)
-    typing = [c for c in fake.calls[start:] if c.method == "sendChatAction"]
-    # Telegram shows "typing…" for 5 s: once on arrival, then again at least every 4 s of the turn.
-    assert len(typing) >= 3 and all(c.params["action"] == "typing" for c in typing)
-    sent_at = next(i for i, c in enumerate(fake.calls) if i >= start and c.method == "sendMessage")
-    assert not [c for c in fake.calls[sent_at:] if c.method == "sendChatAction"]  # stopped with the turn

@@ -151,3 +151,28 @@ async def test_inbound_attachment_reaches_the_agent_workspace(client: RawClient,
     assert rec.json["content"] == f"attachments: {name}=b'\\x89PNG from a user'"
     kept = gw.state_dir / "media" / "discord" / "default" / name
     assert await asyncio.to_thread(kept.read_bytes) == b"\x89PNG from a user"
+
+
+async def test_a_progress_note_lives_in_the_thread(client: RawClient, fake: FakeDiscord) -> None:
+    """While the agent works, one message in the thread shows its step; edited there, deleted there."""
+    await call(client, "message.read", {"to": "0"})  # wait until the account runs (edits need it registered)
+    before = len(fake.requests)
+    await fake.dispatch("MESSAGE_CREATE", fake.message_payload(
+        content=f"<@{fake.bot['id']}> tools:3 in a thread", author_id="777", guild=True, mention_bot=True,
+        channel_id=fake.thread_id))
+    thread = f"/channels/{fake.thread_id}/messages"
+
+    async def answered() -> int:
+        while True:
+            for i, r in enumerate(fake.requests[before:], before):
+                if r.method == "POST" and r.path == thread and (r.json or {}).get("content", "").startswith("echo:"):
+                    return i
+            await asyncio.sleep(0.05)
+
+    end = await asyncio.wait_for(answered(), 20)
+    ops = [r for r in fake.requests[before:end] if r.path.startswith(thread)]
+    note = next(r for r in ops if r.method == "POST")
+    assert note.json["content"] == "⏳ Working… step 1: Bash"
+    note_path = next(r.path for r in ops if r.method in ("PATCH", "DELETE"))
+    assert [r.method for r in ops if r.path == note_path][-1] == "DELETE"
+    assert any(r.method == "PATCH" for r in ops if r.path == note_path)

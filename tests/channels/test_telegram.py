@@ -12,18 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_telegram import BOT_ID, FakeTelegram, cli_runs, telegram_gateway
+from tests.support.fake_telegram import BOT_ID, FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
 
 OWNER, GROUP, FORUM = 111, -100200, -100300
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeTelegram]:
-    f = FakeTelegram().start()
-    yield f
-    f.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")

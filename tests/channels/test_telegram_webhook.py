@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.support.fake_telegram import FakeTelegram, telegram_gateway
+from tests.support.fake_telegram import FakeTelegram, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
 
@@ -20,11 +20,7 @@ SECRET = "s3cret-token_value"
 PUBLIC = "https://bot.example.org/channels/telegram/default/webhook"
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeTelegram]:
-    f = FakeTelegram().start()
-    yield f
-    f.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")

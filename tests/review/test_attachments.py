@@ -12,18 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_telegram import FakeTelegram
+from tests.support.fake_telegram import FakeTelegram, module_fake
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
 
 T = {"channel": "telegram", "to": "111"}
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeTelegram]:
-    f = FakeTelegram().start()
-    yield f
-    f.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")

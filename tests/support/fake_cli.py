@@ -8,6 +8,8 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
 - ``expired`` fail like a stale ``--resume`` id when resumed;
 - ``sent:<text>`` record a ``message_sent`` side effect to the run's own chat (as a message tool
   would), then answer <text>;
+- ``tools:<n>`` call n (pretend) tools, ``Bash`` then ``mcp__remoteclaw__sessions_list`` in turn, 0.8 s
+  apart, before answering;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
   a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``.
 
@@ -59,6 +61,15 @@ def main() -> int:
     if "crash" in prompt:
         sys.stderr.write("fatal: the fake CLI crashed on purpose\n")
         return 3
+    if m := re.search(r"tools:(\d+)", prompt):
+        for i in range(int(m.group(1))):
+            name = "Bash" if i % 2 == 0 else "mcp__remoteclaw__sessions_list"
+            tid = f"toolu_step{i}"
+            out({"type": "assistant", "session_id": sid, "message": {"content": [
+                {"type": "tool_use", "id": tid, "name": name, "input": {"step": i}}]}})
+            time.sleep(0.8)
+            out({"type": "user", "session_id": sid, "message": {"content": [
+                {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": "done"}]}]}})
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 2, "cache_creation_input_tokens": 1}
     if "fail" in prompt:
         out({"type": "result", "subtype": "error_during_execution", "is_error": True, "session_id": sid,

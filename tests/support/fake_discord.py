@@ -332,6 +332,10 @@ class FakeDiscord:
                 return self._error(404, "Unknown Message", 10008)
             if len(rest) == 2 and m == "GET":
                 return _json(self._with_reactions(mid))
+            if len(rest) == 2 and m == "PATCH":
+                self.messages[mid] = {**self.messages[mid], "content": (rec.json or {}).get("content", ""),
+                                      "edited_timestamp": _now_iso()}
+                return _json(self.messages[mid])
             if len(rest) == 2 and m == "DELETE":
                 del self.messages[mid]
                 return web.Response(status=204)

@@ -13,11 +13,13 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
@@ -31,6 +33,19 @@ BOT_ID = 7000001
 BOT_USERNAME = "remoteclaw_test_bot"
 TOKEN = f"{BOT_ID}:AAFakeTokenForLoopbackTestsOnly"
 FAKE_CLI = str(Path(__file__).resolve().parent / "fake_cli.py")
+
+
+def module_fake() -> Any:
+    """A module-scoped ``fake`` fixture: one loopback Bot API for a test module.
+
+    In the module: ``fake = module_fake()``; tests then take ``fake: FakeTelegram``.
+    """
+    @pytest.fixture(scope="module")
+    def fake() -> Iterator[FakeTelegram]:
+        server = FakeTelegram().start()
+        yield server
+        server.stop()
+    return fake
 
 
 def telegram_gateway(state_dir: Path, fake: FakeTelegram, *, channels: dict[str, Any] | None = None,
@@ -56,6 +71,7 @@ class Call:
     method: str
     params: dict[str, Any]
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    result: Any = None  # what the fake answered (e.g. the sent message, with its message_id)
 
 
 class FakeTelegram:
@@ -241,15 +257,16 @@ class FakeTelegram:
             return JSONResponse({"ok": False, "error_code": 401, "description": "Unauthorized"}, status_code=401)
         method = request.path_params["method"]
         params, files = await self._params(request)
-        self.calls.append(Call(method, params, files))
+        call = Call(method, params, files)
+        self.calls.append(call)
         if self._failures.get(method):
             err = self._failures[method].pop(0)
             return JSONResponse(err, status_code=err["error_code"])
         if "chat_id" in params and str(params["chat_id"]) in self.missing_chats:
             return JSONResponse({"ok": False, "error_code": 400, "description": "Bad Request: chat not found"},
                                 status_code=400)
-        result = await self._result(method, params, files)
-        return JSONResponse({"ok": True, "result": result})
+        call.result = await self._result(method, params, files)
+        return JSONResponse({"ok": True, "result": call.result})
 
     async def _result(self, method: str, params: dict[str, Any], files: dict[str, dict[str, Any]]) -> Any:
         if method == "getMe":
