@@ -44,7 +44,10 @@ from channels.commands import COMMANDS
 try:
     import telegram
     from telegram import error as tg_error
+    from telegram.constants import ParseMode
     from telegram.ext import Application, TypeHandler
+
+    from channels.telegram_format import to_html  # markdown-it-py comes with the same extra
 except ImportError:  # pragma: no cover - exercised only without the extra
     telegram = None  # type: ignore[assignment]
 
@@ -353,9 +356,16 @@ class TelegramChannel(Channel):
             raise ChannelError(f"telegram messages are at most {TEXT_LIMIT} characters", details={"field": "message"})
         bot, chat = self._bot(), _chat(to)
         thread = _int_id(thread_id, "threadId") if thread_id else None
+        kw: dict[str, Any] = {"message_thread_id": thread, "reply_parameters": self._reply(reply_to_id),
+                              "message_effect_id": effect_id}
         async with self._errors("sendMessage", to):
-            msg = await bot.send_message(chat, text, message_thread_id=thread,
-                                         reply_parameters=self._reply(reply_to_id), message_effect_id=effect_id)
+            try:  # agents write Markdown: show it formatted
+                msg = await bot.send_message(chat, to_html(text), parse_mode=ParseMode.HTML, **kw)
+            except tg_error.BadRequest as exc:
+                if "can't parse entities" not in exc.message.lower():
+                    raise
+                log.warning("telegram refused the formatted text; sending it as written", error=exc.message)
+                msg = await bot.send_message(chat, text, **kw)
         return self._sent(msg, thread_id)
 
     async def send_attachment(self, to: str, file: str, *, caption: str | None = None,

@@ -110,3 +110,16 @@ async def test_bot_api_outage_at_start_is_retried(tmp_path: Path) -> None:
             assert len(fake.calls_of("getMe")) >= 2
     finally:
         fake.stop()
+
+
+async def test_markdown_replies_arrive_formatted_or_as_written(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text="**bold** & `code`")
+    call = await fake.wait_call("sendMessage", lambda c: "bold" in c.params["text"])
+    assert call.params["parse_mode"] == "HTML"
+    assert call.params["text"] == "echo: <b>bold</b> &amp; <code>code</code>"
+    # Telegram refusing the markup is not the user's problem: the text goes again as written.
+    fake.fail("sendMessage", 400, "Bad Request: can't parse entities: unsupported start tag")
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text="*again*")
+    call = await fake.wait_call("sendMessage", lambda c: c.params["text"] == "echo: *again*")
+    assert "parse_mode" not in call.params
