@@ -24,6 +24,7 @@ import stat
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -216,6 +217,19 @@ class Bridge:
             return self.tokens.issue(frozenset(OPERATOR_SCOPES))
         return self.tokens.issue(frozenset({READ, WRITE}), methods=BASELINE_RUN_METHODS)
 
+    async def _idle_expired(self, key: str) -> bool:
+        """Whether ``session.idleMinutes`` have passed since the session's last turn ended."""
+        idle = self.gw.config.session.idleMinutes
+        if not idle:
+            return False
+        async with self.gw.db.session() as s:
+            last = await SessionRepo.last_run_end(s, key)
+        if last is None:
+            return False
+        if last.tzinfo is None:  # SQLite hands back naive UTC
+            last = last.replace(tzinfo=UTC)
+        return (datetime.now(UTC) - last).total_seconds() > idle * 60
+
     def _context_env(self, run: Run, fx_path: Path, token: str) -> dict[str, str]:
         host, port = self.gw.services.get("listen", ("127.0.0.1", 0))
         host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
@@ -255,6 +269,9 @@ class Bridge:
         runtime = get_runtime(agent.runtime)
         row = await self.sessions.get(run.session_key)
         resume_id = row.cli_session(runtime.name) if row is not None else None
+        if resume_id and await self._idle_expired(run.session_key):
+            log.info("session idle: starting a fresh conversation", session_key=run.session_key)
+            resume_id = None
         # A stable path per session (removed after each run): CLIs file their resumable sessions by cwd.
         workspace = self.runs_dir / hashlib.sha256(run.session_key.encode()).hexdigest()[:20]
         fx_path = self.runs_dir / f"{run.id}.side-effects.ndjson"

@@ -107,6 +107,8 @@ class AgentsConfig(Section):
 
 class SessionConfig(OpenSection):
     dmScope: Literal["main", "per-peer", "per-channel-peer", "per-account-channel-peer"] = "main"
+    idleMinutes: float = Field(0, ge=0, description="After this long without a turn, the next message starts a "
+                                                    "fresh agent conversation (0: conversations never expire).")
 
 
 class TtsConfig(OpenSection):

@@ -247,6 +247,12 @@ class SessionRepo:
             row.ended_at = utcnow()
 
     @staticmethod
+    async def last_run_end(s: AsyncSession, key: str) -> datetime | None:
+        """When the session's latest finished turn ended (None before its first)."""
+        res = await s.execute(select(func.max(AgentRun.ended_at)).where(AgentRun.session_key == key))
+        return res.scalar()
+
+    @staticmethod
     async def unfinished_run_ids(s: AsyncSession, key: str) -> list[str]:
         """Ids of the session's runs still queued or running (on any replica), oldest first."""
         res = await s.execute(select(AgentRun.id).where(AgentRun.session_key == key,

@@ -5,6 +5,7 @@ The agent CLI is ``tests/support/fake_cli.py``, a stand-in that speaks Claude Co
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import uuid
@@ -66,6 +67,32 @@ async def test_second_turn_resumes_the_cli_session(gw: GatewayProcess) -> None:
     assert last["argv"][last["argv"].index("--resume") + 1] == first_id
     assert last["env"]["REMOTECLAW_SESSION_KEY"] == key
     await c.close()
+
+
+async def test_an_idle_session_starts_a_fresh_conversation(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    key = "agent:main:test:direct:idler"
+
+    async def idle_minutes(value: float) -> None:
+        h = (await c.call("config.get"))["hash"]
+        await c.call("config.patch", {"patch": {"session": {"idleMinutes": value}}, "baseHash": h})
+
+    try:
+        await idle_minutes(0.03)  # 1.8 s
+        await run(c, "one", sessionKey=key)
+        first_id = (await c.call("status", {"sessionKey": key}))["cliSessionIds"]["claude"]
+        await run(c, "soon after", sessionKey=key)
+        assert calls(gw)[-1]["argv"][calls(gw)[-1]["argv"].index("--resume") + 1] == first_id
+        await asyncio.sleep(2.2)
+        res = await run(c, "much later", sessionKey=key)
+        assert res["status"] == "ok" and "--resume" not in calls(gw)[-1]["argv"]
+        fresh = (await c.call("status", {"sessionKey": key}))["cliSessionIds"]["claude"]
+        assert fresh != first_id
+        history = [m["text"] for m in (await c.call("chat.history", {"sessionKey": key}))["messages"]]
+        assert "one" in history and "much later" in history  # the transcript is kept; only the CLI starts over
+    finally:
+        await idle_minutes(0)
+        await c.close()
 
 
 async def test_expired_resume_retries_once_as_new_session(gw: GatewayProcess) -> None:
