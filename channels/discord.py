@@ -41,6 +41,7 @@ from channels.base import (
 )
 from channels.chunking import split_text
 from channels.fetch import FetchRefused, fetch_public
+from channels.media import account_media_dir
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # discord.py warns about audioop (voice) on import; we never use voice
@@ -135,7 +136,7 @@ class DiscordChannel(Channel):
         return cls(account_id, on_inbound, token=str(cfg.get("token") or ""), api_base=cfg.get("apiBase"),
                    gateway_url=cfg.get("gatewayUrl"), allow_bots=bool(cfg.get("allowBots", False)),
                    ready_timeout=float(cfg.get("readyTimeoutSeconds", 30.0)),
-                   media_dir=Path(state) / "media" / "discord" / account_id if state else None)
+                   media_dir=account_media_dir(state, "discord", account_id) if state else None)
 
     # -- lifecycle --------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from channels.base import Capability, Channel, ChannelError, ChannelNotLinked, I
 from channels.chunking import split_text
 from channels.files import check_outbound_file
 from channels.history import MessageLog
+from channels.media import keep_pruned
 from gateway.config_channels import ChannelAccessConfig
 
 if TYPE_CHECKING:
@@ -397,5 +398,13 @@ async def start(gateway: Gateway) -> None:
             await mgr.apply(new)
 
     add_listener(gateway, on_change)
-    gateway.on_stop(mgr.stop)
+    pruning = asyncio.create_task(keep_pruned(gateway), name="media-pruning")
+
+    async def stop() -> None:
+        pruning.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pruning
+        await mgr.stop()
+
+    gateway.on_stop(stop)
     await mgr.apply(gateway.config)

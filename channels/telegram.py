@@ -40,6 +40,7 @@ from channels.base import (
     TargetNotFound,
 )
 from channels.commands import COMMANDS
+from channels.media import account_media_dir
 
 try:
     import telegram
@@ -140,7 +141,7 @@ class TelegramChannel(Channel):
                    webhook_url=webhook_url, webhook_secret=cfg.get("webhookSecret"),
                    api_base=cfg.get("apiBaseUrl"), file_base=cfg.get("fileBaseUrl"),
                    poll_timeout=int(cfg.get("pollTimeoutSeconds", 30)),
-                   media_dir=Path(state) / "media" / "telegram" / account_id if state else None,
+                   media_dir=account_media_dir(state, "telegram", account_id) if state else None,
                    menu_commands=bool(cfg.get("_commands", False)))
 
     # -- lifecycle --------------------------------------------------------------------------------

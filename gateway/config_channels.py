@@ -93,5 +93,7 @@ class ChannelsConfig(OpenSection):
     """Per-channel sections. Channel types without a typed model yet are kept as given."""
 
     ownerAllowFrom: list[str] = Field(default_factory=list, description="Owners as 'channel:senderId'.")
+    mediaMaxAgeDays: float = Field(30, ge=0, description="Downloaded attachments older than this are deleted "
+                                                         "from the state dir (0: keep them forever).")
     telegram: TelegramConfig = TelegramConfig()
     discord: DiscordConfig = DiscordConfig()
