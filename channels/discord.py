@@ -100,6 +100,7 @@ class DiscordChannel(Channel):
 
     name = "discord"
     text_limit = TEXT_LIMIT
+    typing_lasts_s = 10.0
     capabilities = frozenset({
         Capability.SEND, Capability.REPLY, Capability.THREAD_REPLY, Capability.REACT, Capability.DELETE,
         Capability.ATTACHMENT, Capability.PIN, Capability.READ, Capability.TYPING, Capability.EDIT,
@@ -399,8 +400,6 @@ class DiscordChannel(Channel):
         channel_id = await self._channel_id(to)
         async with self._errors("pin", to):
             await self._message(channel_id, message_id).pin()
-
-    typing_lasts_s = 10.0
 
     async def typing(self, to: str, *, thread_id: str | None = None) -> None:
         with contextlib.suppress(Exception):

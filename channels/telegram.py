@@ -98,6 +98,7 @@ class TelegramChannel(Channel):
 
     name = "telegram"
     text_limit = TEXT_LIMIT
+    typing_lasts_s = 5.0  # sendChatAction: "5 seconds or less"
     capabilities = frozenset({
         Capability.SEND, Capability.REPLY, Capability.THREAD_REPLY, Capability.REACT, Capability.DELETE,
         Capability.ATTACHMENT, Capability.EFFECT, Capability.PIN, Capability.READ, Capability.TYPING, Capability.EDIT,
@@ -417,8 +418,6 @@ class TelegramChannel(Channel):
         bot, chat = self._bot(), _chat(to)
         async with self._errors("pinChatMessage", to):
             await bot.pin_chat_message(chat, _int_id(message_id, "messageId"), disable_notification=True)
-
-    typing_lasts_s = 5.0  # sendChatAction: "5 seconds or less"
 
     async def typing(self, to: str, *, thread_id: str | None = None) -> None:
         with contextlib.suppress(Exception):  # an indicator is never worth failing a run
