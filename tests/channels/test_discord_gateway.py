@@ -158,7 +158,7 @@ async def test_a_progress_note_lives_in_the_thread(client: RawClient, fake: Fake
     await call(client, "message.read", {"to": "0"})  # wait until the account runs (edits need it registered)
     before = len(fake.requests)
     await fake.dispatch("MESSAGE_CREATE", fake.message_payload(
-        content=f"<@{fake.bot['id']}> tools:3 in a thread", author_id="777", guild=True, mention_bot=True,
+        content=f"<@{fake.bot['id']}> tools:5 in a thread", author_id="777", guild=True, mention_bot=True,
         channel_id=fake.thread_id))
     thread = f"/channels/{fake.thread_id}/messages"
 

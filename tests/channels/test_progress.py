@@ -56,15 +56,17 @@ async def test_typing_is_renewed_while_the_agent_works(gw: GatewayProcess, fake:
 async def test_a_progress_note_follows_the_steps_and_goes_away(gw: GatewayProcess, fake: FakeTelegram) -> None:
     await fake.wait_polling()
     start = len(fake.calls)
-    replied = await say(fake, "tools:4 busy work", lambda t: t == "echo: tools:4 busy work")
+    replied = await say(fake, "tools:5 busy work", lambda t: t == "echo: tools:5 busy work")
     during = [c for c in fake.calls[start:replied] if c.method not in ("sendChatAction", "getUpdates")]
     note = during[0]
     assert note.method == "sendMessage" and note.params["text"] == "⏳ Working… step 1: Bash"
     note_id = str(note.result["message_id"])
     edits = [c for c in during if c.method == "editMessageText"]
     assert edits and all(str(c.params["message_id"]) == note_id for c in edits)
-    assert edits[-1].params["text"].startswith("⏳ Working… step ")
-    assert any("sessions_list" in c.params["text"] for c in edits)  # MCP tools by their own name
+    for c in edits:  # odd steps are Bash, even ones the MCP tool, shown by its own name
+        step = int(c.params["text"].split("step ", 1)[1].split(":", 1)[0])
+        tool = "Bash" if step % 2 else "sessions_list"
+        assert 1 < step <= 5 and c.params["text"] == f"⏳ Working… step {step}: {tool}"
     deleted = [c for c in during if c.method == "deleteMessage"]
     assert [str(c.params["message_id"]) for c in deleted] == [note_id]  # removed before the answer
     assert during.index(deleted[0]) == len(during) - 1
@@ -73,7 +75,7 @@ async def test_a_progress_note_follows_the_steps_and_goes_away(gw: GatewayProces
     try:
         texts = [m["text"] for m in (await c.call("message.read", {"channel": "telegram", "to": str(OWNER)}))
                  ["messages"]]
-        assert "echo: tools:4 busy work" in texts and not any(t.startswith("⏳") for t in texts)
+        assert "echo: tools:5 busy work" in texts and not any(t.startswith("⏳") for t in texts)
         h = (await c.call("config.get"))["hash"]
         await c.call("config.patch", {"patch": {"messages": {"progress": False}}, "baseHash": h})
         start = len(fake.calls)
