@@ -36,8 +36,10 @@ async def say(fake: FakeTelegram, text: str, answer: Any, timeout: float = 15.0)
     """Send ``text`` as the owner and wait for the bot's message that satisfies ``answer(text)``."""
     before = len(fake.calls)
     fake.user_message(chat_id=OWNER, user_id=OWNER, text=text)
-    call = await fake.wait_call("sendMessage", lambda c: c in fake.calls[before:] and answer(c.params["text"]),
-                                timeout=timeout)
+    def fresh_answer(c: Any) -> bool:  # a reply to this message: made after it was sent (by identity)
+        return any(c is x for x in fake.calls[before:]) and answer(c.params["text"])
+
+    call = await fake.wait_call("sendMessage", fresh_answer, timeout=timeout)
     return call.params["text"]
 
 
