@@ -308,15 +308,15 @@ class Bridge:
 
             res = await run_turn(runtime, spec, stream.on_event,
                                  no_output_timeout=self.gw.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn)
-        finally:
+        finally:  # what must happen comes first, without an await that a cancellation could cut short
             if typing is not None:
                 typing.cancel()
-            if progress is not None:
-                await progress.close()
             self.tokens.revoke(token)
             run.side_effects = _read_effects(fx_path)
             shutil.rmtree(workspace, ignore_errors=True)
             fx_path.unlink(missing_ok=True)
+            if progress is not None:
+                await progress.close()
             if stream is not None:
                 await stream.save()
         async with self.gw.db.session() as s:

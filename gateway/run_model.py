@@ -73,6 +73,15 @@ class Run:
     spawned_mono: float | None = None  # when the CLI process started (for the bridge benchmark)
     side_effects: list[dict[str, Any]] = field(default_factory=list)  # what the run's tools already did
     lease: Lease | None = None  # the session lease held while this turn runs (gateway.leases)
+    stopping: bool = False  # its task was cancelled once: a second cancel could cut its clean-up short
+
+    def stop(self, why: str) -> bool:
+        """Cancel the running turn once, and only before it starts finishing; whether this call did it."""
+        if self.stopping or self.task is None or self.task.done() or self.ended_at is not None:
+            return False
+        self.stopping, self.error = True, why
+        self.task.cancel()
+        return True
 
     @property
     def first(self) -> RunRequest:

@@ -181,9 +181,7 @@ class RunQueue:
         self._advance(run)
 
     def _lease_lost(self, run: Run) -> None:
-        if run.task is not None and run.ended_at is None:  # still running, not yet delivering
-            run.error = "another replica took over this session's lease; the turn was stopped"
-            run.task.cancel()
+        run.stop("another replica took over this session's lease; the turn was stopped")
 
     def _advance(self, run: Run) -> None:
         lane = self._lanes.get(run.session_key)
@@ -231,14 +229,13 @@ class RunQueue:
         for run in (lane.pending, lane.current):
             if run is None or (run_id and run.id != run_id) or run.done.is_set():
                 continue
-            run.error = "aborted by request"
             if run is lane.pending:
                 lane.pending = None
-                run.status = "aborted"
+                run.status, run.error = "aborted", "aborted by request"
                 # Keep a reference: the loop holds tasks weakly, and this one must run to the end.
                 run.task = asyncio.get_running_loop().create_task(self._finish(run), name=f"run-abort-{run.id}")
-            elif run.task is not None:
-                run.task.cancel()
+            elif not run.stop("aborted by request"):
+                continue  # already stopping or delivering: nothing more to stop
             aborted.append(run.id)
         return aborted
 

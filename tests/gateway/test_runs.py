@@ -110,6 +110,28 @@ async def test_abort_kills_the_cli_and_drops_the_queued_turn(gw: GatewayProcess)
     await c.close()
 
 
+async def test_repeated_aborts_stop_a_turn_once_and_never_wedge_the_session(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    key = "agent:main:q:hammer"
+    first = await send(c, key, "sleep:30 long job")
+    for _ in range(100):
+        if gw.cli_log.exists() and [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key]:  # type: ignore[attr-defined]
+            break
+        await asyncio.sleep(0.05)
+    # A user pressing Stop again and again: while the turn is stopping, cleaning up and finishing.
+    answers = [await c.call("chat.abort", {"sessionKey": key})]
+    for _ in range(40):
+        answers.append(await c.call("chat.abort", {"sessionKey": key}))
+        await asyncio.sleep(0.02)
+    assert answers[0]["runIds"] == [first["runId"]]
+    assert all(a["runIds"] == [] for a in answers[1:])  # stopped once, by the first
+    r = await wait(c, first["runId"])
+    assert r["status"] == "error" and "abort" in r["error"]
+    after = await wait(c, (await send(c, key, "still here?"))["runId"])
+    assert after["status"] == "ok" and after["reply"] == "echo: still here?"
+    await c.close()
+
+
 async def test_watchdog_stops_a_silent_cli(gw: GatewayProcess) -> None:
     c = await operator(gw.url, gw.token or "")
     key = "agent:main:q:hang"
