@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionsService", "inbound_key", "main_key", "parse_key", "start"]
 
+RESET_WAIT_MS = 15_000  # a CLI gets SIGTERM, then SIGKILL after a grace period: well inside this
 _UNSAFE = re.compile(r"[^a-z0-9._@+=\-]+")
 _KEY = re.compile(r"^agent:([a-z0-9][a-z0-9_-]*):(.+)$")
 
@@ -157,10 +158,14 @@ class SessionsService:
         """Start the session over: stop its run, clear its transcript, forget the CLIs' resume ids.
 
         Returns how many transcript entries were removed. The session itself (label, origin) stays.
+        A stopped turn is waited for (up to ``RESET_WAIT_MS``): it writes its last transcript rows and
+        its CLI session id as it ends, and those must land before the clearing, not after it.
         """
         runs = self.gw.services.get("runs")
         if runs is not None:
-            await runs.abort_everywhere(key)
+            stopped, _forwarded = await runs.abort_everywhere(key)
+            for run_id in stopped:
+                await runs.wait(run_id, RESET_WAIT_MS)
         async with self.gw.db.session() as s:
             removed = await SessionRepo.clear_history(s, key)
             row = await SessionRepo.get(s, key)

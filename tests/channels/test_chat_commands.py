@@ -129,3 +129,22 @@ async def test_commands_can_be_turned_off(gw: GatewayProcess, fake: FakeTelegram
     finally:
         await c.close()
 
+
+
+async def test_new_during_a_turn_leaves_nothing_of_it_behind(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    before = len(fake.calls)
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text="tools:10 a long tool-heavy job")
+    c = await operator(gw.url, gw.token or "")
+    try:
+        for _ in range(200):  # the turn is under way, one tool call has returned (the note shows step 2)
+            if any(x.method == "editMessageText" for x in fake.calls[before:]):
+                break
+            await asyncio.sleep(0.05)
+        assert (await c.call("status", {"sessionKey": KEY}))["busy"]
+        await say(fake, "/new", lambda t: "New conversation" in t)
+        # The stopped turn's tool rows and CLI session id are written before the clearing, not after it.
+        assert (await c.call("chat.history", {"sessionKey": KEY}))["messages"] == []
+        assert (await c.call("status", {"sessionKey": KEY}))["cliSessionIds"] == {}
+    finally:
+        await c.close()
