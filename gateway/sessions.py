@@ -154,18 +154,25 @@ class SessionsService:
         async with self.gw.db.session() as s:
             return await SessionRepo.get(s, key)
 
+    async def stop_runs(self, key: str) -> list[str]:
+        """Stop the session's turns and wait for them to end (up to ``RESET_WAIT_MS``); their ids.
+
+        A stopped turn writes its last transcript rows as it ends: before a reset or a delete, not after.
+        """
+        runs = self.gw.services.get("runs")
+        if runs is None:
+            return []
+        stopped, _forwarded = await runs.abort_everywhere(key)
+        for run_id in stopped:
+            await runs.wait(run_id, RESET_WAIT_MS)
+        return stopped
+
     async def reset(self, key: str) -> int:
         """Start the session over: stop its run, clear its transcript, forget the CLIs' resume ids.
 
         Returns how many transcript entries were removed. The session itself (label, origin) stays.
-        A stopped turn is waited for (up to ``RESET_WAIT_MS``): it writes its last transcript rows and
-        its CLI session id as it ends, and those must land before the clearing, not after it.
         """
-        runs = self.gw.services.get("runs")
-        if runs is not None:
-            stopped, _forwarded = await runs.abort_everywhere(key)
-            for run_id in stopped:
-                await runs.wait(run_id, RESET_WAIT_MS)
+        await self.stop_runs(key)
         async with self.gw.db.session() as s:
             removed = await SessionRepo.clear_history(s, key)
             row = await SessionRepo.get(s, key)

@@ -127,8 +127,9 @@ async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
 @method("sessions.delete", params=KeyParams, scope=WRITE)
 async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Stop the session's run and delete the session with its transcript."""
-    key = await sessions_of(ctx).resolve(key=p.target, label=p.label)
-    await runs_of(ctx).abort_everywhere(key)
+    sessions = sessions_of(ctx)
+    key = await sessions.resolve(key=p.target, label=p.label)
+    await sessions.stop_runs(key)
     async with ctx.gateway.db.session() as s:
         deleted = await SessionRepo.delete(s, key)
     return {"ok": True, "key": key, "deleted": deleted}
