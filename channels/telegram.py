@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,7 @@ try:
     import telegram
     from telegram import error as tg_error
     from telegram.constants import ParseMode
-    from telegram.ext import Application, TypeHandler
+    from telegram.ext import Application, BaseUpdateProcessor, TypeHandler
 
     from channels.telegram_format import to_html  # markdown-it-py comes with the same extra
 except ImportError:  # pragma: no cover - exercised only without the extra
@@ -64,6 +64,7 @@ TEXT_LIMIT = 4096
 CAPTION_LIMIT = 1024
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 """The Bot API will not hand out files bigger than this to bots."""
+MAX_CONCURRENT_UPDATES = 64  # chats handled at once (each chat in order); see _PerChatUpdates
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _NOT_FOUND = re.compile(r"not found|chat_id is empty|message_id_invalid|message can't be|invalid .*id|"
                         r"peer_id_invalid|user not found|thread not found", re.IGNORECASE)
@@ -160,7 +161,7 @@ class TelegramChannel(Channel):
             builder = builder.base_file_url(self._file_base)
         if self.mode == "webhook":
             builder = builder.updater(None)
-        app = builder.build()
+        app = builder.concurrent_updates(_PerChatUpdates(MAX_CONCURRENT_UPDATES)).build()
         app.add_handler(TypeHandler(telegram.Update, self._on_update))
         app.add_error_handler(self._on_error)
         try:
@@ -423,3 +424,41 @@ class TelegramChannel(Channel):
         with contextlib.suppress(Exception):  # an indicator is never worth failing a run
             thread = int(thread_id) if thread_id and thread_id.isdigit() else None
             await self._bot().send_chat_action(_chat(to), "typing", message_thread_id=thread)
+
+
+if telegram is not None:
+
+    class _PerChatUpdates(BaseUpdateProcessor):
+        """Different chats at once, each chat's updates one after another, in order.
+
+        python-telegram-bot handles one update at a time by default, so one chat's slow step (a large
+        voice note downloading, ``/new`` waiting for a turn to stop) would hold up every other chat.
+        """
+
+        def __init__(self, max_concurrent_updates: int) -> None:
+            super().__init__(max_concurrent_updates)
+            self._chats: dict[int, tuple[asyncio.Lock, int]] = {}  # chat id -> (lock, updates holding it)
+
+        async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
+            chat = update.effective_chat if isinstance(update, telegram.Update) else None
+            if chat is None:
+                await coroutine
+                return
+            lock, users = self._chats.get(chat.id, (asyncio.Lock(), 0))
+            self._chats[chat.id] = (lock, users + 1)
+            try:
+                async with lock:  # FIFO: updates were started in the order Telegram sent them
+                    await coroutine
+            finally:
+                lock, users = self._chats[chat.id]
+                if users <= 1:
+                    del self._chats[chat.id]
+                else:
+                    self._chats[chat.id] = (lock, users - 1)
+
+        async def initialize(self) -> None:
+            return None
+
+        async def shutdown(self) -> None:
+            return None
+

@@ -7,6 +7,7 @@ reply arrives at the fake as ``sendMessage``; owner-ness reaches the run's envir
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,3 +124,23 @@ async def test_markdown_replies_arrive_formatted_or_as_written(gw: GatewayProces
     fake.user_message(chat_id=OWNER, user_id=OWNER, text="*again*")
     call = await fake.wait_call("sendMessage", lambda c: c.params["text"] == "echo: *again*")
     assert "parse_mode" not in call.params
+
+
+async def test_a_slow_chat_does_not_hold_up_the_others(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    fake.files["BIGVOICE"] = b"OggS a long voice note"
+    fake.file_delays["BIGVOICE"] = 4.0  # a big file on a slow link
+    fake.user_message(chat_id=OWNER, user_id=OWNER, caption="slow one",
+                      voice={"file_id": "BIGVOICE", "file_unique_id": "big1", "duration": 90,
+                             "mime_type": "audio/ogg", "file_size": 22})
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text="right behind it")  # same chat: waits its turn
+    fake.user_message(chat_id=FORUM, user_id=556, chat_type="supergroup", text="meanwhile here", thread_id=42)
+    started = time.monotonic()
+    await fake.wait_call("sendMessage", lambda c: "meanwhile here" in c.params["text"])
+    assert time.monotonic() - started < 3.5  # answered while the owner's download was still going
+    await fake.wait_call("sendMessage", lambda c: "slow one" in c.params["text"], timeout=20)
+    await fake.wait_call("sendMessage", lambda c: "right behind it" in c.params["text"])
+    prompts = [r["prompt"] for r in runs(gw)]
+    slow = next(i for i, p in enumerate(prompts) if "slow one" in p)
+    behind = next(i for i, p in enumerate(prompts) if "right behind it" in p)
+    assert slow <= behind  # the owner's messages reached the agent in the order they were sent

@@ -83,6 +83,7 @@ class FakeTelegram:
         self.calls: list[Call] = []
         self.updates: list[dict[str, Any]] = []
         self.files: dict[str, bytes] = {}
+        self.file_delays: dict[str, float] = {}  # file id -> seconds the download takes
         self.missing_chats: set[str] = set()
         self._failures: dict[str, list[dict[str, Any]]] = {}
         self._update_ids = itertools.count(1)
@@ -326,4 +327,5 @@ class FakeTelegram:
         fid = path.rsplit("/", 1)[-1].split(".", 1)[0]
         if request.path_params["token"] != self.token or fid not in self.files:
             return Response(status_code=404)
+        await asyncio.sleep(self.file_delays.get(fid, 0.0))
         return Response(self.files[fid], media_type="application/octet-stream")
