@@ -42,6 +42,7 @@ from channels.base import (
 from channels.chunking import split_text
 from channels.fetch import FetchRefused, fetch_public
 from channels.media import account_media_dir
+from channels.ordering import KeyedLocks
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # discord.py warns about audioop (voice) on import; we never use voice
@@ -120,6 +121,7 @@ class DiscordChannel(Channel):
         self._allow_bots = allow_bots
         self._ready_timeout = ready_timeout
         self._media_dir = media_dir
+        self._chats = KeyedLocks()  # discord.py runs each event in its own task: keep each channel in order
         self._client: discord.Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -211,8 +213,9 @@ class DiscordChannel(Channel):
         if message.author.bot and not self._allow_bots:
             return
         try:
-            paths = {a.id: await self._download_attachment(a) for a in message.attachments}
-            await self.on_inbound(self._to_inbound(message, client.user, paths))
+            async with self._chats.hold(message.channel.id):
+                paths = {a.id: await self._download_attachment(a) for a in message.attachments}
+                await self.on_inbound(self._to_inbound(message, client.user, paths))
         except Exception:
             log.exception("inbound discord message failed", account=self.account_id, message_id=message.id)
 

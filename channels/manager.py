@@ -181,10 +181,15 @@ class ChannelManager:
                 env = {"_stateDir": str(self.gw.state_dir), "_publicUrl": self.gw.config.gateway.publicUrl,
                        "_gateway": self.gw, "_commands": self.gw.config.messages.commands}
                 ch = cls.from_config(acct_id, self._on_inbound, {**cfg, **env})  # type: ignore[attr-defined]
+                # Registered before start(): messages can arrive while it connects (Telegram hands over
+                # what was sent while the bot was offline at once), and their replies must find it.
+                self.channels[key] = ch
                 await ch.start()
             except asyncio.CancelledError:
+                self.channels.pop(key, None)
                 raise
             except Exception as exc:
+                self.channels.pop(key, None)
                 message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
                 permanent = isinstance(exc, ChannelError | ValueError | TypeError)
                 self.status[key] = {"state": "error", "error": message, "retrying": not permanent}
@@ -195,7 +200,6 @@ class ChannelManager:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 60.0)
                 continue
-            self.channels[key] = ch
             self.status[key] = {"state": "running"}
             log.info("channel account running", channel=name, account=acct_id)
             return

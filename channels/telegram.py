@@ -41,6 +41,7 @@ from channels.base import (
 )
 from channels.commands import COMMANDS
 from channels.media import account_media_dir
+from channels.ordering import KeyedLocks
 
 try:
     import telegram
@@ -437,24 +438,15 @@ if telegram is not None:
 
         def __init__(self, max_concurrent_updates: int) -> None:
             super().__init__(max_concurrent_updates)
-            self._chats: dict[int, tuple[asyncio.Lock, int]] = {}  # chat id -> (lock, updates holding it)
+            self._chats = KeyedLocks()
 
         async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
             chat = update.effective_chat if isinstance(update, telegram.Update) else None
             if chat is None:
                 await coroutine
                 return
-            lock, users = self._chats.get(chat.id, (asyncio.Lock(), 0))
-            self._chats[chat.id] = (lock, users + 1)
-            try:
-                async with lock:  # FIFO: updates were started in the order Telegram sent them
-                    await coroutine
-            finally:
-                lock, users = self._chats[chat.id]
-                if users <= 1:
-                    del self._chats[chat.id]
-                else:
-                    self._chats[chat.id] = (lock, users - 1)
+            async with self._chats.hold(chat.id):  # FIFO: updates start in the order Telegram sent them
+                await coroutine
 
         async def initialize(self) -> None:
             return None

@@ -8,6 +8,7 @@ and come back to the same Discord chat as a reply.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -35,7 +36,8 @@ async def gw(fake: FakeDiscord, tmp_path_factory: pytest.TempPathFactory) -> Asy
         "agents": {"list": [{"id": "main", "command": [sys.executable, str(ROOT / "tests/support/fake_cli.py")]}]},
         "channels": {"discord": fake.config() | {"dmPolicy": "open", "groupPolicy": "open"}},
     }
-    proc = GatewayProcess(tmp_path_factory.mktemp("discord-gw"), config=config)
+    state = tmp_path_factory.mktemp("discord-gw")
+    proc = GatewayProcess(state, config=config, env={"FAKE_CLI_LOG": str(state / "cli.log")})
     await asyncio.to_thread(proc.start)
     try:
         await asyncio.wait_for(fake.identified.wait(), 20)
@@ -60,6 +62,14 @@ async def call(client: RawClient, method: str, params: dict[str, Any]) -> Any:
             return frame["payload"]
         await asyncio.sleep(0.1)
     raise AssertionError("discord account never became ready")
+
+
+async def test_a_message_while_the_bot_is_still_connecting_is_answered(gw: GatewayProcess, fake: FakeDiscord) -> None:
+    """First in the module: the fixture hands over at READY, before the account is reported running."""
+    dm = snowflake()
+    await fake.dispatch("MESSAGE_CREATE", fake.message_payload(content="are you up yet?", author_id="5550005",
+                                                               channel_id=dm))
+    await fake.wait_posted(dm, "echo: are you up yet?", timeout=15)
 
 
 async def test_send_reply_thread_reply_react_pin_delete(client: RawClient, fake: FakeDiscord) -> None:
@@ -176,3 +186,25 @@ async def test_a_progress_note_lives_in_the_thread(client: RawClient, fake: Fake
     note_path = next(r.path for r in ops if r.method in ("PATCH", "DELETE"))
     assert [r.method for r in ops if r.path == note_path][-1] == "DELETE"
     assert any(r.method == "PATCH" for r in ops if r.path == note_path)
+
+
+async def test_each_channel_in_order_and_channels_side_by_side(client: RawClient, fake: FakeDiscord,
+                                                               gw: GatewayProcess) -> None:
+    await call(client, "message.read", {"to": "0"})  # wait until the account runs
+    dm, other = snowflake(), snowflake()
+    photo = fake.attachment("big.png", b"\x89PNG big", "image/png")
+    fake.cdn_delays[photo["id"]] = 3.0  # a big attachment on a slow link
+    await fake.dispatch("MESSAGE_CREATE", fake.message_payload(content="first, with a file", author_id="5550003",
+                                                               channel_id=dm, attachments=[photo]))
+    await fake.dispatch("MESSAGE_CREATE", fake.message_payload(content="second, right after", author_id="5550003",
+                                                               channel_id=dm))
+    await fake.dispatch("MESSAGE_CREATE", fake.message_payload(content="meanwhile elsewhere", author_id="5550004",
+                                                               channel_id=other))
+    started = asyncio.get_running_loop().time()
+    await fake.wait_posted(other, "meanwhile elsewhere")
+    assert asyncio.get_running_loop().time() - started < 2.5  # not stuck behind the download
+    await fake.wait_posted(dm, "second, right after", timeout=20)
+    log = [json.loads(line)["prompt"] for line in (gw.state_dir / "cli.log").read_text().splitlines()]
+    first = next(i for i, p in enumerate(log) if "first, with a file" in p)
+    second = next(i for i, p in enumerate(log) if "second, right after" in p)
+    assert first <= second  # the file's message reached the agent first, as it was sent

@@ -113,6 +113,16 @@ async def test_bot_api_outage_at_start_is_retried(tmp_path: Path) -> None:
         fake.stop()
 
 
+async def test_messages_sent_while_the_gateway_was_down_are_answered(tmp_path: Path) -> None:
+    fake = FakeTelegram().start()
+    try:
+        fake.user_message(chat_id=OWNER, user_id=OWNER, text="are you there?")  # waiting at Telegram
+        with telegram_gateway(tmp_path / "gw", fake, ownerAllowFrom=[OWNER]):
+            await fake.wait_call("sendMessage", lambda c: c.params["text"] == "echo: are you there?", timeout=20)
+    finally:
+        fake.stop()
+
+
 async def test_markdown_replies_arrive_formatted_or_as_written(gw: GatewayProcess, fake: FakeTelegram) -> None:
     await fake.wait_polling()
     fake.user_message(chat_id=OWNER, user_id=OWNER, text="**bold** & `code`")

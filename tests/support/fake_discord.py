@@ -75,6 +75,7 @@ class FakeDiscord:
         self.reactions: dict[str, set[str]] = {}
         self.pins: set[str] = set()
         self.cdn: dict[str, bytes] = {}  # attachment id -> bytes of inbound attachments, served like Discord's CDN
+        self.cdn_delays: dict[str, float] = {}  # attachment id -> seconds its download takes
         self.requests: list[Recorded] = []
         self.identified = asyncio.Event()
         self.identifies = 0
@@ -133,6 +134,22 @@ class FakeDiscord:
                             return r
                     await self._changed.wait()
         return await asyncio.wait_for(find(), timeout)
+
+    async def wait_posted(self, channel_id: str, needle: str, timeout: float = 10.0) -> Recorded:
+        """The first message the bot posted in ``channel_id`` whose text contains ``needle``."""
+        path = f"/channels/{channel_id}/messages"
+
+        def found() -> Recorded | None:
+            return next((r for r in self.requests if r.method == "POST" and r.path == path
+                         and needle in ((r.json or {}).get("content") or "")), None)
+
+        async def wait() -> Recorded:
+            async with self._changed:
+                await self._changed.wait_for(lambda: found() is not None)
+            rec = found()
+            assert rec is not None
+            return rec
+        return await asyncio.wait_for(wait(), timeout)
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Send an event to the connected bot; with none connected it waits for the RESUME replay."""
@@ -260,6 +277,7 @@ class FakeDiscord:
 
     async def _attachment(self, request: web.Request) -> web.Response:
         data = self.cdn.get(request.match_info["id"])
+        await asyncio.sleep(self.cdn_delays.get(request.match_info["id"], 0.0))
         return web.Response(body=data) if data is not None else web.Response(status=404)
 
     # -- REST ---------------------------------------------------------------------------------------

@@ -1,0 +1,38 @@
+"""One chat's messages in order, different chats at once.
+
+Chat libraries either handle one update at a time (python-telegram-bot by default: one chat's slow
+download holds up every chat) or each event in its own task (discord.py: a message with a slow
+attachment can be overtaken by the next one from the same person). ``KeyedLocks`` gives each chat
+its own FIFO lock, kept only while some message of that chat is being handled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Hashable
+
+__all__ = ["KeyedLocks"]
+
+
+class KeyedLocks:
+    def __init__(self) -> None:
+        self._held: dict[Hashable, tuple[asyncio.Lock, int]] = {}  # key -> (lock, holders and waiters)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: Hashable) -> AsyncIterator[None]:
+        """Wait for earlier holders of ``key`` (first come, first served), then run the block."""
+        lock, users = self._held.get(key, (asyncio.Lock(), 0))
+        self._held[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._held[key]
+            if users <= 1:
+                del self._held[key]
+            else:
+                self._held[key] = (lock, users - 1)
