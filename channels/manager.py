@@ -185,8 +185,11 @@ class ChannelManager:
                 # what was sent while the bot was offline at once), and their replies must find it.
                 self.channels[key] = ch
                 await ch.start()
-            except asyncio.CancelledError:
-                self.channels.pop(key, None)
+            except asyncio.CancelledError:  # stopped (config change, shutdown) while connecting
+                half_started = self.channels.pop(key, None)
+                if half_started is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(half_started.stop(), 15)
                 raise
             except Exception as exc:
                 self.channels.pop(key, None)
