@@ -98,7 +98,10 @@ async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], Non
         assert proc.stdout is not None
         while True:
             try:
-                raw = await asyncio.wait_for(proc.stdout.readline(), no_output_timeout)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the line and drops a
+                # cancellation (an abort) that lands just as the line arrives, and CLIs stream constantly.
+                async with asyncio.timeout(no_output_timeout):
+                    raw = await proc.stdout.readline()
             except TimeoutError:
                 result.watchdog_fired = True
                 break
@@ -122,7 +125,8 @@ async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], Non
             await stop_process(proc, grace)
         else:
             try:
-                await asyncio.wait_for(proc.wait(), 30)
+                async with asyncio.timeout(30):
+                    await proc.wait()
             except TimeoutError:
                 await stop_process(proc, grace)
     except BaseException:
