@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from channels.commands import parse
-from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, telegram_gateway
+from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.procs import alive
 from tests.support.ws import operator
@@ -26,10 +23,7 @@ KEY = "agent:main:main"
 fake = module_fake()
 
 
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram) -> Iterator[GatewayProcess]:
-    with telegram_gateway(tmp_path_factory.mktemp("cmd") / "gw", fake, ownerAllowFrom=[OWNER]) as proc:
-        yield proc
+gw = module_gateway(ownerAllowFrom=[OWNER])
 
 
 async def say(fake: FakeTelegram, text: str, answer: Any, timeout: float = 15.0) -> str:

@@ -7,13 +7,10 @@ pretends to call n tools 0.8 s apart. The Discord side (a note inside a thread) 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from channels.progress import step_label
-from tests.support.fake_telegram import FakeTelegram, module_fake, telegram_gateway
+from tests.support.fake_telegram import FakeTelegram, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
 
@@ -23,10 +20,7 @@ OWNER = 111
 fake = module_fake()
 
 
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram) -> Iterator[GatewayProcess]:
-    with telegram_gateway(tmp_path_factory.mktemp("progress") / "gw", fake, ownerAllowFrom=[OWNER]) as proc:
-        yield proc
+gw = module_gateway(ownerAllowFrom=[OWNER])
 
 
 async def say(fake: FakeTelegram, text: str, answer: Any, timeout: float = 20.0) -> int:

@@ -48,6 +48,18 @@ def module_fake() -> Any:
     return fake
 
 
+def module_gateway(**channel: Any) -> Any:
+    """A module-scoped ``gw`` fixture: a gateway whose Telegram bot talks to the module's ``fake``.
+
+    In the module: ``gw = module_gateway(ownerAllowFrom=[111])``; the keywords go to ``telegram_gateway``.
+    """
+    @pytest.fixture(scope="module")
+    def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram) -> Iterator[GatewayProcess]:
+        with telegram_gateway(tmp_path_factory.mktemp("tg") / "gw", fake, **channel) as proc:
+            yield proc
+    return gw
+
+
 def telegram_gateway(state_dir: Path, fake: FakeTelegram, *, channels: dict[str, Any] | None = None,
                      **telegram: Any) -> GatewayProcess:
     """A (not yet started) gateway whose Telegram bot talks to ``fake`` and whose agent is the stand-in CLI.
