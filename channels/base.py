@@ -9,18 +9,22 @@ Adapters map their library's errors into ``ChannelError`` subclasses with ``rais
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from gateway.platforms import Inbound, InboundHandler, Media, Sent
 from gateway.protocol import Forbidden, InvalidRequest, NotLinked, Unavailable
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 __all__ = [
     "Capability",
     "Channel",
     "ChannelError",
     "ChannelForbidden",
+    "ChannelNotLinked",
     "ChannelUnavailable",
     "Inbound",
     "InboundHandler",
@@ -69,48 +73,6 @@ class ChannelNotLinked(NotLinked):
     """No such channel/account is configured or running."""
 
 
-@dataclass(frozen=True, slots=True)
-class Media:
-    kind: Literal["photo", "voice", "audio", "video", "file", "sticker"]
-    url: str | None = None
-    path: str | None = None
-    mime: str | None = None
-    name: str | None = None
-    size: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Inbound:
-    """One message that arrived on a channel."""
-
-    channel: str
-    account_id: str
-    sender_id: str
-    chat_id: str
-    chat_type: Literal["dm", "group", "channel"]
-    message_id: str
-    text: str
-    sender_name: str | None = None
-    thread_id: str | None = None
-    reply_to_id: str | None = None
-    media: tuple[Media, ...] = ()
-    mentioned: bool = False
-    ts: float = 0.0
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Sent:
-    """What an outbound operation produced."""
-
-    message_id: str
-    chat_id: str
-    thread_id: str | None = None
-
-
-InboundHandler = Callable[[Inbound], Awaitable[None]]
-
-
 class Channel(ABC):
     """One running account on one platform."""
 
@@ -123,6 +85,26 @@ class Channel(ABC):
     def __init__(self, account_id: str, on_inbound: InboundHandler) -> None:
         self.account_id = account_id
         self.on_inbound = on_inbound
+
+    # -- what the manager calls to build and run an account --------------------------------------
+
+    @classmethod
+    def configured(cls, cfg: dict[str, Any]) -> bool:
+        """Whether this account's config has what it needs to start (e.g. a token); unconfigured ones are
+        skipped silently."""
+        return True
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> Channel:
+        """Build an account from its effective config. Keys starting with ``_`` are facts the manager adds
+        (``_stateDir``, ``_publicUrl``, ``_commands``, ``_host``: the gateway's ``PlatformHost``)."""
+
+    async def handle_webhook(self, request: Request) -> Response:
+        """Answer ``POST /channels/<name>/<account>/webhook`` (channels that take pushed updates)."""
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"ok": False, "error": f"{self.name} takes no webhooks"}, status_code=404)
 
     def require(self, capability: Capability) -> None:
         if capability not in self.capabilities:

@@ -21,7 +21,7 @@ def _conn(p: argparse.ArgumentParser) -> None:
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
-    from gateway.cli import _call as call
+    from gateway.cli import call_gateway as call
 
     return call(args.url, args.token, method, params, scopes=_SCOPES)
 

@@ -1,28 +1,27 @@
 """The channels subsystem: runs the configured channel accounts and is the one door to them.
 
-Stored as ``gateway.services["channels"]``. It
-- starts every configured account of every known channel type (a registry by name, so Telegram,
-  Discord and the web chat plug in the same way) in the background, retrying while the platform
+Started through the ``remoteclaw.subsystems`` extension point with a ``PlatformHost``, it implements
+the gateway's ``ChatPlatforms`` interface and attaches itself as the gateway's way to chats. It
+- starts every configured account of every known channel type (the ``remoteclaw.channels``
+  extension point, so Telegram, Discord, the web chat and a plugin's channel plug in the same way) in
+  the background, retrying while the platform
   is unreachable, and restarts only the accounts whose config changed on a live config change;
 - routes inbound messages through access control (``channels.access``) to
-  ``gateway.services["bridge"].handle_inbound``, or answers unknown DM senders with a pairing code;
+  the gateway (``host.handle_inbound``), or answers unknown DM senders with a pairing code;
 - performs outbound operations for the ``message.*`` methods (text split at the channel's limit);
-- stores every message in and out (``channels.history``), so ``message.read`` works on every
+- stores every message in and out (the host's message log), so ``message.read`` works on every
   channel: every outbound message, the bridge's replies included, goes through ``send_text`` or
   ``send_attachment`` here.
 
-Channel type contract: a ``Channel`` subclass with ``from_config(account_id, on_inbound, cfg: dict)``;
-optional ``configured(cfg) -> bool`` (skip accounts without credentials), a place in
-``AUTOSTART_TYPES`` (run even when its config section is absent), and ``handle_webhook(request) ->
-Response`` (served at
-``POST /channels/<channel>/<accountId>/webhook``).
+Channel type contract: a ``Channel`` subclass (``channels.base``: ``from_config``, ``configured``,
+``handle_webhook`` served at ``POST /channels/<channel>/<accountId>/webhook``), and a place in
+``AUTOSTART_TYPES`` to run even when its config section is absent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -31,27 +30,20 @@ from channels import access
 from channels.base import Capability, Channel, ChannelError, ChannelNotLinked, Inbound, Sent
 from channels.chunking import split_text
 from channels.files import check_outbound_file
-from channels.history import MessageLog
 from channels.media import keep_pruned
-from gateway.config_channels import ChannelAccessConfig
+from channels.progress import ProgressNote
+from gateway.extensions import CHANNELS
+from gateway.platforms import ChannelAccessConfig, Origin, PlatformHost
 
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
     from gateway.config import Config
-    from gateway.core import Gateway
 
-__all__ = ["CHANNEL_TYPES", "ChannelManager", "register_channel_type", "start"]
+__all__ = ["ChannelManager", "register_channel_type", "start"]
 
 log = structlog.get_logger("channels.manager")
-
-CHANNEL_TYPES: dict[str, str | type[Channel]] = {
-    "telegram": "channels.telegram:TelegramChannel",
-    "discord": "channels.discord:DiscordChannel",
-    "webchat": "channels.webchat:WebchatChannel",
-}
-"""Channel name -> class, or ``"module:Class"`` imported only when that channel is configured."""
 
 PAIRING_TEXT = (
     "Hi! This assistant only talks with people its owner has approved.\n"
@@ -68,22 +60,18 @@ AUTOSTART_TYPES = frozenset({"webchat"})
 unused channel's library (python-telegram-bot, discord.py) never costs start time or memory."""
 
 def register_channel_type(name: str, cls: str | type[Channel]) -> None:
-    """Add (or replace) a channel type, e.g. from a plugin or a test."""
-    CHANNEL_TYPES[name] = cls
+    """Add (or replace) a channel type in this process, e.g. from a test: the class, or
+    ``"module:Class"`` to import when that channel is configured."""
+    CHANNELS.register(name, cls)
 
 
 def _load_type(name: str) -> type[Channel] | None:
-    entry = CHANNEL_TYPES.get(name)
-    if entry is None or not isinstance(entry, str):
-        return entry
-    module_name, _, cls_name = entry.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        cls: type[Channel] = CHANNELS.load(name)
     except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return None  # that channel is not part of this install yet
-        raise
-    return getattr(module, cls_name, None)
+        log.warning("channel type not installed", channel=name, error=str(exc))
+        return None  # that channel's library is not part of this install
+    return cls
 
 
 def _plain(value: Any, *, unset: bool = False) -> dict[str, Any]:
@@ -99,7 +87,7 @@ def channel_sections(config: Config) -> dict[str, tuple[bool, dict[str, Any]]]:
     ch = config.channels
     given = set(ch.model_fields_set) | set(ch.model_extra or {})
     out: dict[str, tuple[bool, dict[str, Any]]] = {}
-    for name in CHANNEL_TYPES:
+    for name in CHANNELS.names():
         value = getattr(ch, name, None) if name in type(ch).model_fields else (ch.model_extra or {}).get(name)
         section = _plain(value)
         accounts = getattr(value, "accounts", None)
@@ -127,14 +115,14 @@ def _runtime(cfg: dict[str, Any]) -> dict[str, Any]:
 class ChannelManager:
     """Running channel accounts by ``(channel, accountId)``, and the operations on them."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
+    def __init__(self, host: PlatformHost) -> None:
+        self.host = host
         self.channels: dict[tuple[str, str], Channel] = {}
         self.status: dict[tuple[str, str], dict[str, Any]] = {}
         self._configs: dict[tuple[str, str], dict[str, Any]] = {}
         self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
-        self.history = MessageLog(gateway.db)
+        self.history = host.history
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -151,8 +139,7 @@ class ChannelManager:
             if cls is None:
                 continue
             for acct_id, cfg in account_configs(section).items():
-                configured = getattr(cls, "configured", None)
-                if configured is not None and not configured(cfg):
+                if not cls.configured(cfg):
                     continue
                 out[(name, acct_id)] = (cls, cfg)
         return out
@@ -178,9 +165,9 @@ class ChannelManager:
         while True:
             try:
                 # Underscored keys are facts about this gateway, not config: where to keep files, public URL.
-                env = {"_stateDir": str(self.gw.state_dir), "_publicUrl": self.gw.config.gateway.publicUrl,
-                       "_gateway": self.gw, "_commands": self.gw.config.messages.commands}
-                ch = cls.from_config(acct_id, self._on_inbound, {**cfg, **env})  # type: ignore[attr-defined]
+                env = {"_stateDir": str(self.host.state_dir), "_publicUrl": self.host.config.gateway.publicUrl,
+                       "_host": self.host, "_commands": self.host.config.messages.commands}
+                ch = cls.from_config(acct_id, self._on_inbound, {**cfg, **env})
                 # Registered before start(): messages can arrive while it connects (Telegram hands over
                 # what was sent while the bot was offline at once), and their replies must find it.
                 self.channels[key] = ch
@@ -257,10 +244,39 @@ class ChannelManager:
             return f"{channel} account {key[1]} is still starting"
         if st and st["state"] == "error":
             return f"{channel} account {key[1]} is not running: {st.get('error')}"
-        if channel not in CHANNEL_TYPES:
-            return f"unknown channel: {channel} (known: {', '.join(sorted(CHANNEL_TYPES))})"
+        if channel not in CHANNELS:
+            return CHANNELS.unknown(channel)
         what = f"{channel} account {account_id}" if account_id else channel
         return f"{what} is not configured on this gateway (see channels.{channel} in the config)"
+
+    # -- for agent runs (the gateway's ChatPlatforms interface) ------------------------------------
+
+    async def deliver(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int:
+        ch = self.get(origin.channel, origin.account_id)
+        # Through send_text, so the reply is split for the channel and stored for message.read. A reply
+        # target or thread the channel cannot address is dropped rather than failing the whole reply.
+        sent = await self.send_text(
+            origin.channel, ch.account_id, origin.to, text,
+            thread_id=origin.thread_id if Capability.THREAD_REPLY in ch.capabilities else None,
+            reply_to_id=reply_to_id if Capability.REPLY in ch.capabilities else None,
+            session_key=session_key,
+        )
+        return len(sent)
+
+    async def typing(self, origin: Origin) -> float | None:
+        ch = self.get(origin.channel, origin.account_id)
+        await ch.typing(origin.to, thread_id=origin.thread_id)
+        return ch.typing_lasts_s
+
+    def progress_note(self, origin: Origin) -> ProgressNote | None:
+        try:
+            ch = self.get(origin.channel, origin.account_id)
+        except ChannelNotLinked:
+            return None
+        if not {Capability.EDIT, Capability.DELETE} <= ch.capabilities:
+            return None
+        thread = origin.thread_id if Capability.THREAD_REPLY in ch.capabilities else None
+        return ProgressNote(ch, origin.to, thread_id=thread)
 
     # -- outbound ----------------------------------------------------------------------------------
 
@@ -292,7 +308,7 @@ class ChannelManager:
                               session_key: str | None = None) -> Sent:
         ch = self.get(channel, account_id)
         ch.require(Capability.ATTACHMENT)
-        file = check_outbound_file(file, state_dir=self.gw.state_dir, config_path=self.gw.config_store.path)
+        file = check_outbound_file(file, state_dir=self.host.state_dir, config_path=self.host.config_path)
         sent = await ch.send_attachment(to, file, caption=caption, thread_id=thread_id)
         await self.history.record_out(ch.name, ch.account_id, sent, caption or "",
                                       media=[{"kind": "file", "name": file}], session_key=session_key)
@@ -334,27 +350,23 @@ class ChannelManager:
             log.exception("inbound message failed", channel=msg.channel, chat=msg.chat_id)
 
     async def route(self, msg: Inbound) -> access.Decision:
-        config = self.gw.config
+        config = self.host.config
         _given, section = channel_sections(config).get(msg.channel, (False, {}))
         cfg = access.access_config(section)
         owner = access.is_owner(cfg, config.channels.ownerAllowFrom, msg)
         approved = (msg.chat_type == "dm" and not owner
-                    and await access.is_approved(self.gw.db, msg.channel, msg.sender_id))
+                    and await self.host.is_approved(msg.channel, msg.sender_id))
         decision = access.decide(cfg, msg, owner=owner, approved=approved)
         log.info("inbound", channel=msg.channel, account=msg.account_id, chat=msg.chat_id, sender=msg.sender_id,
                  action=decision.action, reason=decision.reason, owner=decision.is_owner)
         if decision.action == "pair":
             await self._offer_pairing(msg)
         elif decision.action == "allow":
-            bridge = self.gw.services.get("bridge")
-            if bridge is None:
-                log.warning("no bridge on this gateway: inbound message not answered", channel=msg.channel)
-            else:
-                await bridge.handle_inbound(msg, is_owner=decision.is_owner)
+            await self.host.handle_inbound(msg, is_owner=decision.is_owner)
         return decision
 
     async def _offer_pairing(self, msg: Inbound) -> None:
-        got = await access.request_code(self.gw.db, msg)
+        got = await self.host.request_pairing_code(msg)
         if got is None:
             log.warning("too many pending pairing requests; ignoring sender", channel=msg.channel)
             return
@@ -382,30 +394,25 @@ class ChannelManager:
 
         name, acct = request.path_params["channel"], request.path_params["account_id"]
         ch = self.channels.get((name, acct))
-        handler = getattr(ch, "handle_webhook", None)
-        if handler is None:
+        if ch is None:
             return JSONResponse({"ok": False, "error": f"no webhook for {name}/{acct}"}, status_code=404)
-        result: Response = await handler(request)
-        return result
+        return await ch.handle_webhook(request)
 
 
-async def start(gateway: Gateway) -> None:
+async def start(host: PlatformHost) -> None:
     """Subsystem entry: build the manager, serve webhooks, follow config changes, start accounts."""
     from starlette.routing import Route
 
-    from gateway.config_reload import add_listener
-
-    mgr = ChannelManager(gateway)
-    gateway.services["channels"] = mgr
-    gateway.services.setdefault("http_routes", []).append(
-        Route("/channels/{channel}/{account_id}/webhook", mgr.webhook, methods=["POST"]))
+    mgr = ChannelManager(host)
+    host.attach(mgr)
+    host.add_route(Route("/channels/{channel}/{account_id}/webhook", mgr.webhook, methods=["POST"]))
 
     async def on_change(_old: Config, new: Config, changed: frozenset[str]) -> None:
         if "channels" in changed:
             await mgr.apply(new)
 
-    add_listener(gateway, on_change)
-    pruning = asyncio.create_task(keep_pruned(gateway), name="media-pruning")
+    host.on_config_change(on_change)
+    pruning = asyncio.create_task(keep_pruned(host), name="media-pruning")
 
     async def stop() -> None:
         pruning.cancel()
@@ -413,5 +420,5 @@ async def start(gateway: Gateway) -> None:
             await pruning
         await mgr.stop()
 
-    gateway.on_stop(stop)
-    await mgr.apply(gateway.config)
+    host.on_stop(stop)
+    await mgr.apply(host.config)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.platforms import PlatformHost
 
 __all__ = ["PRUNE_EVERY_S", "account_media_dir", "keep_pruned", "prune"]
 
@@ -47,7 +47,7 @@ def prune(root: Path, max_age_s: float, *, now: float | None = None) -> int:
     return removed
 
 
-async def keep_pruned(gateway: Gateway) -> None:
+async def keep_pruned(gateway: PlatformHost) -> None:
     """Prune now and every ``PRUNE_EVERY_S``; the age limit is read live from the config."""
     root = Path(gateway.state_dir) / "media"
     while True:

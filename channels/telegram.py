@@ -39,9 +39,9 @@ from channels.base import (
     Sent,
     TargetNotFound,
 )
-from channels.commands import COMMANDS
 from channels.media import account_media_dir
 from channels.ordering import KeyedLocks
+from gateway.platforms import COMMANDS
 
 try:
     import telegram

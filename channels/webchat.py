@@ -9,16 +9,14 @@ exactly how the page shows a finished reply.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from channels.base import Capability, Channel, ChannelError, ChannelUnavailable, InboundHandler, Sent
-from gateway.rpc import READ
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.platforms import PlatformHost
 
 __all__ = ["WebchatChannel"]
 
@@ -32,61 +30,30 @@ class WebchatChannel(Channel):
     text_limit = 100_000
     capabilities = frozenset({Capability.SEND, Capability.READ})
 
-    def __init__(self, account_id: str, on_inbound: InboundHandler, *, gateway: Gateway | None) -> None:
+    def __init__(self, account_id: str, on_inbound: InboundHandler, *, host: PlatformHost | None) -> None:
         super().__init__(account_id, on_inbound)
-        self._gw = gateway
-
-    @classmethod
-    def configured(cls, cfg: dict[str, Any]) -> bool:
-        return True
+        self._host = host
 
     @classmethod
     def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> WebchatChannel:
-        # The manager hands the running gateway over as ``_gateway``: web chat "sends" are events on it.
-        return cls(account_id, on_inbound, gateway=cfg.get("_gateway"))
+        # The manager hands the gateway's PlatformHost over as ``_host``: web chat "sends" are posts to it.
+        return cls(account_id, on_inbound, host=cfg.get("_host"))
 
     async def start(self) -> None:
-        if self._gw is None:
+        if self._host is None:
             raise ChannelUnavailable("webchat channel has no gateway to publish to")
 
     async def stop(self) -> None:
         return None
 
-    def _session_key(self, to: str) -> str:
-        sessions = self._gw.services.get("sessions") if self._gw else None
-        key = to.strip()
-        if not key:
-            raise ChannelError("webchat target must be a session key, e.g. agent:main:main", details={"field": "to"})
-        if sessions is not None:
-            return str(sessions.normalize_key(key))
-        if key == "main" and self._gw is not None:
-            return f"agent:{self._gw.config.agents.default}:main"
-        return key
-
     async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
                    effect_id: str | None = None) -> Sent:
-        gw = self._gw
-        if gw is None:
+        if self._host is None:
             raise ChannelUnavailable("webchat channel is not running")
         if thread_id:
             self.require(Capability.THREAD_REPLY)
-        key = self._session_key(to)
-        message_id = uuid.uuid4().hex
-        entry_id = await self._record(gw, key, text, message_id)
-        viewers = gw.broadcast("chat", {"runId": f"msg-{message_id}", "sessionKey": key, "state": "final",
-                                        "text": text, "messageId": message_id}, scope=READ)
-        log.info("webchat message sent", session_key=key, viewers=viewers, entry=entry_id)
+        if not to.strip():
+            raise ChannelError("webchat target must be a session key, e.g. agent:main:main", details={"field": "to"})
+        key, message_id = await self._host.post_to_session(to, text)
+        log.info("webchat message sent", session_key=key, message_id=message_id)
         return Sent(message_id=message_id, chat_id=key)
-
-    async def _record(self, gw: Gateway, key: str, text: str, message_id: str) -> int | None:
-        """Keep the message in the session transcript, so the page shows it again after a reload."""
-        sessions = gw.services.get("sessions")
-        if sessions is None:
-            return None
-        from gateway.store.sessions import SessionRepo
-
-        await sessions.ensure(key)
-        async with gw.db.session() as s:
-            entry = await SessionRepo.add_entry(s, key, "assistant", text, run_id=f"msg-{message_id}")
-            await s.flush()
-            return entry.id

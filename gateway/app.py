@@ -20,7 +20,8 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from gateway.auth import RunTokens, check_token, verify_device
+from gateway.agents.tokens import RunTokens
+from gateway.auth import check_token, verify_device
 from gateway.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_PROTOCOL, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
 from gateway.core import EVENTS, Gateway
 from gateway.handshake import ConnectParams
@@ -138,8 +139,7 @@ class _Handshake:
             ))
             return None
         given = (params.auth.token or params.auth.password) if params.auth else None
-        run_tokens = gw.services.get("run_tokens")
-        run_grant = run_tokens.grant(given) if run_tokens is not None else None  # an agent run's own token
+        run_grant = gw.run_tokens.grant(given)  # an agent run's own token
         try:
             if run_grant is None:
                 check_token(gw.token, given)
@@ -323,6 +323,6 @@ def build_app(gateway: Gateway) -> ASGIApp:
         Route("/healthz", healthz),
         Route("/", index),
     ]
-    routes += gateway.services.get("http_routes", [])
+    routes += gateway.http_routes
     return _RpcFront(Starlette(routes=routes), ws_endpoint)
 

@@ -9,7 +9,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import secrets
 import time
 from dataclasses import dataclass, field
 
@@ -23,8 +22,6 @@ __all__ = [
     "BASELINE_RUN_METHODS",
     "MAX_CLOCK_SKEW_MS",
     "AuthThrottle",
-    "RunGrant",
-    "RunTokens",
     "check_token",
     "device_id_for",
     "device_payload",
@@ -93,52 +90,6 @@ BASELINE_RUN_METHODS = frozenset({
 """Methods a non-owner agent run may call. Scopes alone are not enough: node, browser and tts methods need
 only ``operator.write`` (as OpenClaw classifies them), yet they sit behind owner-only tools. The shim hides
 those tools from non-owners; this list makes the gateway refuse them too, whatever the agent connects with."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunGrant:
-    """What one run token allows: at most these scopes, and only these methods when ``methods`` is set."""
-
-    scopes: frozenset[str]
-    methods: frozenset[str] | None = None
-
-
-class RunTokens:
-    """Tokens the gateway hands to agent runs instead of its own token, each capped to a grant.
-
-    Why: the agent (and whatever a chat user talks it into running) can read the token its MCP shim
-    gets. With the gateway token it could connect with every scope; with a run token it gets at most
-    what its tier allows, and only while the run lasts. Stored by SHA-256, looked up by hash.
-    """
-
-    def __init__(self) -> None:
-        self._grants: dict[str, RunGrant] = {}
-
-    @staticmethod
-    def _key(token: str) -> str:
-        return hashlib.sha256(token.encode()).hexdigest()
-
-    PREFIX = "run-"
-
-    @classmethod
-    def looks_like(cls, token: str | None) -> bool:
-        """Shaped like a run token. Run tokens are 256-bit random, so failing with one is no guessing attempt."""
-        return token is not None and token.startswith(cls.PREFIX)
-
-    def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None) -> str:
-        token = self.PREFIX + secrets.token_urlsafe(32)
-        self._grants[self._key(token)] = RunGrant(scopes, methods)
-        return token
-
-    def revoke(self, token: str) -> None:
-        self._grants.pop(self._key(token), None)
-
-    def grant(self, given: str | None) -> RunGrant | None:
-        """What ``given`` allows, or None when it is not a live run token."""
-        return self._grants.get(self._key(given)) if given and self.looks_like(given) else None
-
-    def __len__(self) -> int:
-        return len(self._grants)
 
 
 def _b64url_decode(text: str, code: str) -> bytes:

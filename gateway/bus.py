@@ -287,6 +287,6 @@ async def start(gateway: Gateway) -> None:
     bus = EventBus(gateway.instance_id, gateway.deliver_local, url=url, prefix=prefix)
     if url:
         bus.url = await _check_url(url)
-    gateway.services["bus"] = bus
+    gateway.bus = bus
     bus.start()
     gateway.on_stop(bus.stop)

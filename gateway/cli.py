@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["CliError", "call_gateway", "main"]
 
 ALL_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
 
@@ -68,7 +68,7 @@ def resolve_token(given: str | None) -> str | None:
         return None
 
 
-def _call(url: str | None, token: str | None, method: str, params: Any, *, timeout: float = 30.0,
+def call_gateway(url: str | None, token: str | None, method: str, params: Any, *, timeout: float = 30.0,
           scopes: list[str] | None = None) -> Any:
     """One request on a fresh connection; raises CliError with a message a person can act on."""
     import asyncio
@@ -130,25 +130,25 @@ def cmd_gateway_run(args: argparse.Namespace) -> int:
 def cmd_gateway_call(args: argparse.Namespace) -> int:
     raw = args.params if args.params is not None else args.json_params
     params = _parse_json(raw, "params") if raw else None
-    result = _call(args.url, args.token, args.method, params, timeout=args.timeout)
+    result = call_gateway(args.url, args.token, args.method, params, timeout=args.timeout)
     _print(result, args.json)
     return 0
 
 
 def cmd_config_get(args: argparse.Namespace) -> int:
     params = {"key": args.key} if args.key else None
-    result = _call(args.url, args.token, "config.get", params)
+    result = call_gateway(args.url, args.token, "config.get", params)
     _print(result.get("value") if args.key else result, args.json)
     return 0
 
 
 def cmd_config_schema(args: argparse.Namespace) -> int:
-    _print(_call(args.url, args.token, "config.schema", None)["schema"], args.json)
+    _print(call_gateway(args.url, args.token, "config.schema", None)["schema"], args.json)
     return 0
 
 
 def _current_hash(args: argparse.Namespace) -> str:
-    return str(_call(args.url, args.token, "config.get", None)["hash"])
+    return str(call_gateway(args.url, args.token, "config.get", None)["hash"])
 
 
 def cmd_config_patch(args: argparse.Namespace) -> int:
@@ -156,14 +156,14 @@ def cmd_config_patch(args: argparse.Namespace) -> int:
     if not isinstance(patch, dict):
         raise CliError("the patch must be a JSON object")
     base = args.base_hash or _current_hash(args)
-    _print(_call(args.url, args.token, "config.patch", {"patch": patch, "baseHash": base}), args.json)
+    _print(call_gateway(args.url, args.token, "config.patch", {"patch": patch, "baseHash": base}), args.json)
     return 0
 
 
 def cmd_config_set(args: argparse.Namespace) -> int:
     value = _parse_json(args.value, "the value")
     base = args.base_hash or _current_hash(args)
-    _print(_call(args.url, args.token, "config.set", {"key": args.key, "value": value, "baseHash": base}),
+    _print(call_gateway(args.url, args.token, "config.set", {"key": args.key, "value": value, "baseHash": base}),
            args.json)
     return 0
 
@@ -177,7 +177,7 @@ def cmd_config_apply(args: argparse.Namespace) -> int:
     if not isinstance(config, dict):
         raise CliError("the config must be a JSON object")
     base = args.base_hash or _current_hash(args)
-    _print(_call(args.url, args.token, "config.apply", {"config": config, "baseHash": base}), args.json)
+    _print(call_gateway(args.url, args.token, "config.apply", {"config": config, "baseHash": base}), args.json)
     return 0
 
 
@@ -242,17 +242,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_plugin_commands(sub: Any) -> None:
-    """Commands owned by other packages (the MCP shim, channels, nodes) register here lazily."""
-    import importlib
+    """Commands owned by other packages (the MCP shim, channels, nodes, plugins): the ``remoteclaw.cli``
+    extension point, so this module names none of them. One whose library is missing is left out."""
+    from gateway.extensions import CLI_COMMANDS
 
-    for module_name in ("mcp_shim.cli", "channels.cli", "nodes.cli"):
+    for name in CLI_COMMANDS.names():
         try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
+            register = CLI_COMMANDS.load(name)
+        except ModuleNotFoundError:
             continue
-        module.register(sub)
+        register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import json5
 import orjson
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -79,12 +79,22 @@ class GatewayConfig(Section):
 
 class AgentConfig(Section):
     id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    runtime: Literal["claude", "codex", "gemini", "opencode"] = "claude"
+    runtime: str = Field("claude", description="The agent CLI adapter: claude, codex, gemini, opencode, or one a "
+                         "plugin adds (the remoteclaw.runtimes extension point).")
     name: str | None = None
     model: str | None = None
     command: list[str] | None = Field(None, description="Override the CLI executable and leading args.")
     toolProfile: Literal["minimal", "messaging", "coding", "full"] = "full"
     env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, value: str) -> str:
+        from gateway.extensions import RUNTIMES
+
+        if value not in RUNTIMES:
+            raise ValueError(RUNTIMES.unknown(value))
+        return value
 
 
 class AgentsConfig(Section):

@@ -34,7 +34,7 @@ Listener = Callable[[Config, Config, frozenset[str]], Awaitable[None]]
 
 def add_listener(gw: Gateway, listener: Listener) -> None:
     """Call ``listener(old, new, changed)`` after every live config change."""
-    gw.services.setdefault("config_listeners", []).append(listener)
+    gw.config_listeners.append(listener)
 
 
 def changed_sections(old: Config, new: Config) -> frozenset[str]:
@@ -78,7 +78,7 @@ async def apply_committed(gw: Gateway, data: dict[str, Any], config: Config, *, 
             lc = config.logging
             logs.configure(gw.logs_dir, level=lc.level, console_level=lc.consoleLevel,
                            max_bytes=lc.maxFileBytes, keep=lc.keepFiles)
-        for listener in gw.services.get("config_listeners", []):
+        for listener in list(gw.config_listeners):
             try:
                 await listener(old, config, changed)
             except Exception:

@@ -118,6 +118,6 @@ class ConfigWatcher:
 
 async def start(gw: Gateway) -> None:
     watcher = ConfigWatcher(gw)
-    gw.services["config_watch"] = watcher
+    gw.config_watch = watcher
     watcher.start()
     gw.on_stop(watcher.stop)

@@ -14,16 +14,28 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from gateway import __version__
+from gateway.agents.tokens import RunTokens
 from gateway.auth import AuthThrottle
-from gateway.config import ConfigStore
+from gateway.config import Config, ConfigStore
 from gateway.connection import CLOSE_RESTART, Connection
 from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
 from gateway.store import Database, database_url
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from gateway.agents.executor import AgentExecutor
+    from gateway.bus import EventBus
+    from gateway.config_reload import Listener
+    from gateway.config_watch import ConfigWatcher
+    from gateway.platforms.interface import ChatPlatforms
+    from gateway.runs import RunQueue
+    from gateway.sessions import SessionsService
 
 __all__ = ["EVENTS", "Gateway"]
 
@@ -54,7 +66,19 @@ PRESENCE_COALESCE_S = 0.05
 
 
 class Gateway:
-    """Holds config, storage, live connections and the dispatcher for one server start."""
+    """Holds config, storage, live connections, the dispatcher and the services of one server start.
+
+    The services are typed attributes, so a reader (and mypy) sees what each part uses. Those built
+    when the gateway starts (``gateway.subsystems``, in order) exist from then on; ``bus`` and
+    ``platforms`` stay None when no Redis is configured or no chat platform is installed.
+    """
+
+    sessions: SessionsService
+    """Session keys, agents, the sessions table (``gateway.sessions``)."""
+    runs: RunQueue
+    """The run queue (``gateway.runs``)."""
+    agents: AgentExecutor
+    """Runs agent turns and delivers their replies (``gateway.agents``)."""
 
     def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:
         self.state_dir = state_dir
@@ -73,17 +97,28 @@ class Gateway:
         self.db = Database(database_url(state_dir))
         self.dispatcher = Dispatcher(registry, IdempotencyCache())
         self.connections: dict[str, Connection] = {}
+        self.run_tokens = RunTokens()
+        """Tokens of the agent runs in flight (checked by the handshake)."""
+        self.bus: EventBus | None = None
+        """Events between replicas, when Redis is configured (``gateway.bus``)."""
+        self.platforms: ChatPlatforms | None = None
+        """The chat platforms, once a platform package attached itself (``gateway.platforms``)."""
+        self.config_watch: ConfigWatcher | None = None
+        self.config_listeners: list[Listener] = []
+        """Called after every live config change (``gateway.config_reload``)."""
+        self.http_routes: list[BaseRoute] = []
+        """Routes subsystems add to the HTTP app (webhooks)."""
+        self.listen: tuple[str, int] = ("127.0.0.1", 0)
+        """Where the server listens (set by ``gateway.server`` once bound)."""
         self.restart_reason: str | None = None
         self.stopping = False
         self._tick_task: asyncio.Task[None] | None = None
         self._presence_pending = False
         self._stop_hooks: list[StopHook] = []
         self._exit: Callable[[], None] = lambda: None
-        # Subsystems attach themselves here by name (sessions, runs, channels, cron, nodes...).
-        self.services: dict[str, Any] = {}
 
     @property
-    def config(self) -> Any:
+    def config(self) -> Config:
         return self.config_store.config
 
     @property
@@ -182,9 +217,8 @@ class Gateway:
 
         Returns how many of this replica's sockets got it.
         """
-        bus = self.services.get("bus")
-        if bus is not None:
-            return bus.publish(event, payload, scope=scope, drop_if_slow=drop_if_slow)
+        if self.bus is not None:
+            return self.bus.publish(event, payload, scope=scope, drop_if_slow=drop_if_slow)
         return self.deliver_local(event, payload, scope, drop_if_slow)
 
     def deliver_local(self, event: str, payload: Any = None, scope: str = READ, drop_if_slow: bool = False) -> int:

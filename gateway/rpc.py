@@ -36,6 +36,7 @@ from gateway.protocol import (
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
+    from gateway.platforms.interface import ChatPlatforms
 
 __all__ = [
     "ADMIN",
@@ -123,10 +124,21 @@ class Caller:
 
 @dataclass(slots=True)
 class CallContext:
+    """What a handler gets besides its params: who calls, and the gateway whose typed services it uses
+    (``ctx.gateway.sessions``, ``ctx.gateway.runs``, ``ctx.platforms``...)."""
+
     caller: Caller
     gateway: Gateway
     request_id: str
     method: str
+
+    @property
+    def platforms(self) -> ChatPlatforms:
+        """The chat platforms, or ``Unavailable`` when none is installed or attached on this gateway."""
+        platforms = self.gateway.platforms
+        if platforms is None:
+            raise Unavailable("channels are not available on this gateway")
+        return platforms
 
 
 class Registry:

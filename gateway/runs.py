@@ -378,6 +378,6 @@ def _stored_result(row: AgentRun, *, orphaned: bool = False) -> dict[str, Any]:
 
 async def start(gateway: Gateway) -> None:
     queue = RunQueue(gateway)
-    gateway.services["runs"] = queue
-    queue.attach_bus(gateway.services.get("bus"))
+    gateway.runs = queue
+    queue.attach_bus(gateway.bus)
     gateway.on_stop(queue.stop)

@@ -121,7 +121,7 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
             logs.configure(paths.logs_dir(), level=cfg.logging.level, console_level=cfg.logging.consoleLevel,
                            max_bytes=cfg.logging.maxFileBytes, keep=cfg.logging.keepFiles)
             gw = Gateway(state_dir=state, config_store=store, token=token)
-            gw.services["listen"] = (host, port)
+            gw.listen = (host, port)
             holder: list[_Server] = []
 
             def exit_server(holder: list[_Server] = holder) -> None:
@@ -142,7 +142,7 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
                 reload = False
                 continue
             good = (store.data, store.config)
-            # The app is built after start so subsystems can add routes (gateway.services["http_routes"]).
+            # The app is built after start so subsystems can add routes (``gateway.http_routes``).
             from gateway.app import build_app
 
             server = _Server(uvicorn.Config(

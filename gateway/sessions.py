@@ -1,4 +1,4 @@
-"""Session keys and the sessions service (``gateway.services["sessions"]``).
+"""Session keys and the sessions service (``gateway.sessions``).
 
 Every conversation an agent has is a session named ``agent:<agentId>:<rest>``. How direct
 messages map onto sessions is the operator's choice (``session.dmScope``):
@@ -159,9 +159,7 @@ class SessionsService:
 
         A stopped turn writes its last transcript rows as it ends: before a reset or a delete, not after.
         """
-        runs = self.gw.services.get("runs")
-        if runs is None:
-            return []
+        runs = self.gw.runs
         stopped, _forwarded = await runs.abort_everywhere(key)
         for run_id in stopped:
             await runs.wait(run_id, RESET_WAIT_MS)
@@ -191,11 +189,10 @@ class SessionsService:
         agent = self.agent(row.agent_id, field="sessionKey")
         out["runtime"] = agent.runtime
         out["model"] = row.model or agent.model
-        runs = self.gw.services.get("runs")
-        out["run"] = runs.lane_state(key) if runs is not None else {"active": None, "queued": 0}
+        out["run"] = self.gw.runs.lane_state(key)
         out["busy"] = out["run"]["active"] is not None
         return out
 
 
 async def start(gateway: Gateway) -> None:
-    gateway.services["sessions"] = SessionsService(gateway)
+    gateway.sessions = SessionsService(gateway)

@@ -1,8 +1,11 @@
 """The gateway's subsystems, started in this order when a gateway starts.
 
-Each entry names a module with ``async def start(gateway) -> None``. A subsystem keeps its
-service in ``gateway.services[<name>]`` and registers its cleanup with ``gateway.on_stop``.
-Listing them here, in one place, makes the start order explicit and easy to read.
+Each entry names a gateway module with ``async def start(gateway) -> None``; it sets its service as a
+typed attribute of the ``Gateway`` and registers its clean-up with ``gateway.on_stop``. Then the
+subsystems of other packages start (the ``remoteclaw.subsystems`` extension point: the channels), each
+with a ``PlatformHost``, so the gateway never names their modules. Listing the order here, in one
+place, keeps it explicit: the bus first (every later event goes through it), the executor after the
+run queue it serves, the platforms last (their messages need everything else).
 """
 
 from __future__ import annotations
@@ -10,18 +13,23 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+import structlog
+
+from gateway.extensions import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
+
 if TYPE_CHECKING:
     from gateway.core import Gateway
 
 __all__ = ["SUBSYSTEMS", "start_all"]
+
+log = structlog.get_logger("gateway.subsystems")
 
 SUBSYSTEMS: list[str] = [
     "gateway.bus",
     "gateway.config_watch",
     "gateway.sessions",
     "gateway.runs",
-    "channels.bridge",
-    "channels.manager",
+    "gateway.agents.executor",
 ]
 
 
@@ -29,3 +37,12 @@ async def start_all(gateway: Gateway) -> None:
     for name in SUBSYSTEMS:
         module = importlib.import_module(name)
         await module.start(gateway)
+    from gateway.platforms import PlatformHost
+
+    for name in EXTENSION_SUBSYSTEMS.names():
+        try:
+            start = EXTENSION_SUBSYSTEMS.load(name)
+        except ImportError as exc:  # its package is not installed here: the gateway runs without it
+            log.warning("subsystem not available", subsystem=name, error=str(exc))
+            continue
+        await start(PlatformHost(gateway))

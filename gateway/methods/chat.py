@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from gateway.methods.agent import delivery_origin
-from gateway.methods.sessions import is_owner, runs_of, sessions_of
+from gateway.methods.sessions import is_owner
 from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.runs import RunRequest
 from gateway.sessions import parse_key
@@ -26,13 +26,13 @@ class SendParams(Params):
 @method("chat.send", params=SendParams, scope=WRITE, idempotent=True)
 async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send a message into a session; ``queued`` when it joins the turn after the running one."""
-    svc = sessions_of(ctx)
+    svc = ctx.gateway.sessions
     key = svc.normalize_key(p.sessionKey)
     await svc.ensure(key)
     origin = None
     if p.deliver:
         origin = await delivery_origin(ctx, key, channel=None, account_id=None, to=None, thread_id=None)
-    run, status = await runs_of(ctx).submit(RunRequest(
+    run, status = await ctx.gateway.runs.submit(RunRequest(
         session_key=key, agent_id=parse_key(key)[0], message=p.message, source="chat", is_owner=is_owner(ctx),
         origin=origin, deliver=origin is not None))
     return {"runId": run.id, "status": status, "sessionKey": key}
@@ -46,7 +46,7 @@ class HistoryParams(Params):
 @method("chat.history", params=HistoryParams, scope=READ)
 async def chat_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]:
     """The session's transcript, oldest first (the last ``limit`` entries)."""
-    key = sessions_of(ctx).normalize_key(p.sessionKey)
+    key = ctx.gateway.sessions.normalize_key(p.sessionKey)
     async with ctx.gateway.db.session() as s:
         entries = await SessionRepo.history(s, key, p.limit or 200)
     return {"sessionKey": key, "messages": [e.to_dict() for e in entries]}
@@ -65,6 +65,6 @@ async def chat_abort(p: AbortParams, ctx: CallContext) -> dict[str, Any]:
     replica holds, to which the request is passed (``forwarded: true``); a turn stopped there ends with
     its usual ``agent``/``chat`` events.
     """
-    key = sessions_of(ctx).normalize_key(p.sessionKey)
-    aborted, forwarded = await runs_of(ctx).abort_everywhere(key, p.runId)
+    key = ctx.gateway.sessions.normalize_key(p.sessionKey)
+    aborted, forwarded = await ctx.gateway.runs.abort_everywhere(key, p.runId)
     return {"ok": True, "aborted": bool(aborted), "runIds": aborted, "sessionKey": key, "forwarded": forwarded}

@@ -26,13 +26,8 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """Gateway status; with ``sessionKey``, that session's status (sessions subsystem)."""
     gw = ctx.gateway
     if p.sessionKey:
-        sessions = gw.services.get("sessions")
-        if sessions is None:
-            from gateway.protocol import Unavailable
-
-            raise Unavailable("sessions are not available on this gateway")
-        return await sessions.status(p.sessionKey)
-    host, port = gw.services.get("listen", ("", 0))
+        return await gw.sessions.status(p.sessionKey)
+    host, port = gw.listen
     return {
         "version": gw.version,
         "pid": os.getpid(),

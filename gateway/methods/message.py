@@ -2,7 +2,7 @@
 delete, sendAttachment, sendWithEffect, pin, read.
 
 Each is routed to one running channel account (``channel`` + optional ``accountId``) through the
-channels manager (``gateway.services["channels"]``), which splits long text at the channel's limit
+chat platforms (``ctx.platforms``, the channel manager), which splits long text at the channel's limit
 and stores every message so ``message.read`` works on every channel. The MCP shim fills ``channel``,
 ``accountId``, ``to`` and ``threadId`` from the run's context unless the tool names a target.
 Sending methods answer at least ``{ok, channel, to, messageId}`` so the shim can record side effects.
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from gateway.protocol import InvalidRequest, RpcError, Unavailable
+from gateway.protocol import InvalidRequest, RpcError
 from gateway.rpc import READ, WRITE, CallContext, Params, method
 
 __all__ = [
@@ -121,13 +121,6 @@ class ReadParams(_Target):
         return self
 
 
-def _manager(ctx: CallContext) -> Any:
-    mgr = ctx.gateway.services.get("channels")
-    if mgr is None:
-        raise Unavailable("channels are not available on this gateway")
-    return mgr
-
-
 def _sent(p: _Target, to: str, sent: list[Any]) -> dict[str, Any]:
     first = sent[0]
     out: dict[str, Any] = {
@@ -147,7 +140,7 @@ def _sent(p: _Target, to: str, sent: list[Any]) -> dict[str, Any]:
 @method("message.send", params=SendParams, scope=WRITE, idempotent=True, aliases=("message:send",))
 async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send text (and optionally one attachment) to a chat."""
-    mgr = _manager(ctx)
+    mgr = ctx.platforms
     sent = await mgr.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
                                session_key=p.sessionKey)
     if p.media:
@@ -159,7 +152,7 @@ async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
 @method("message.reply", params=ReplyParams, scope=WRITE, idempotent=True, aliases=("message:reply",))
 async def reply(p: ReplyParams, ctx: CallContext) -> dict[str, Any]:
     """Reply in a chat, quoting ``replyToId`` when given."""
-    sent = await _manager(ctx).send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
+    sent = await ctx.platforms.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
                                          reply_to_id=p.replyToId, session_key=p.sessionKey, op="reply")
     return _sent(p, p.to, sent)
 
@@ -168,7 +161,7 @@ async def reply(p: ReplyParams, ctx: CallContext) -> dict[str, Any]:
         aliases=("message:threadReply", "message:thread_reply"))
 async def thread_reply(p: ThreadReplyParams, ctx: CallContext) -> dict[str, Any]:
     """Reply inside a thread (a Telegram forum topic, a Discord thread)."""
-    sent = await _manager(ctx).send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
+    sent = await ctx.platforms.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
                                          reply_to_id=p.replyToId, session_key=p.sessionKey, op="threadReply")
     return _sent(p, p.to, sent)
 
@@ -177,7 +170,7 @@ async def thread_reply(p: ThreadReplyParams, ctx: CallContext) -> dict[str, Any]
         aliases=("message:broadcast",))
 async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
     """Send the same text to several chats; one failing target does not stop the others."""
-    mgr = _manager(ctx)
+    mgr = ctx.platforms
     results: list[dict[str, Any]] = []
     first_error: RpcError | None = None
     for target in dict.fromkeys(p.targets):
@@ -205,7 +198,7 @@ async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
 @method("message.react", params=ReactParams, scope=WRITE, idempotent=True, aliases=("message:react",))
 async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
     """Set (or with an empty emoji, remove) the bot's reaction on a message."""
-    await _manager(ctx).react(p.channel, p.accountId, p.to, p.messageId, p.emoji)
+    await ctx.platforms.react(p.channel, p.accountId, p.to, p.messageId, p.emoji)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "emoji": p.emoji,
             "removed": p.emoji == ""}
 
@@ -213,7 +206,7 @@ async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
 @method("message.delete", params=DeleteParams, scope=WRITE, idempotent=True, aliases=("message:delete",))
 async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
     """Delete a message (the bot's own, or any where it has the right)."""
-    await _manager(ctx).delete(p.channel, p.accountId, p.to, p.messageId)
+    await ctx.platforms.delete(p.channel, p.accountId, p.to, p.messageId)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "deleted": True}
 
 
@@ -221,7 +214,7 @@ async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
         aliases=("message:sendAttachment", "message:send_attachment"))
 async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str, Any]:
     """Send a file from a URL or a local path, with an optional caption."""
-    sent = await _manager(ctx).send_attachment(p.channel, p.accountId, p.to, p.file, caption=p.caption,
+    sent = await ctx.platforms.send_attachment(p.channel, p.accountId, p.to, p.file, caption=p.caption,
                                                thread_id=p.threadId, session_key=p.sessionKey)
     return _sent(p, p.to, [sent])
 
@@ -230,7 +223,7 @@ async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str
         aliases=("message:sendWithEffect", "message:send_with_effect"))
 async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[str, Any]:
     """Send text with a visual message effect (where the platform has them)."""
-    sent = await _manager(ctx).send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
+    sent = await ctx.platforms.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
                                          effect_id=p.effectId, session_key=p.sessionKey, op="sendWithEffect")
     out = _sent(p, p.to, sent)
     out["effectId"] = p.effectId
@@ -240,7 +233,7 @@ async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[st
 @method("message.pin", params=PinParams, scope=WRITE, idempotent=True, aliases=("message:pin",))
 async def pin(p: PinParams, ctx: CallContext) -> dict[str, Any]:
     """Pin a message in its chat."""
-    await _manager(ctx).pin(p.channel, p.accountId, p.to, p.messageId)
+    await ctx.platforms.pin(p.channel, p.accountId, p.to, p.messageId)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "pinned": True}
 
 
@@ -249,5 +242,5 @@ async def read(p: ReadParams, ctx: CallContext) -> dict[str, Any]:
     """Recent messages of a chat, oldest first, from the gateway's store (inbound and outbound)."""
     if p.to is None:  # pragma: no cover - the validator guarantees it
         raise InvalidRequest("invalid message.read params: at /to: required")
-    messages = await _manager(ctx).read(p.channel, p.accountId, p.to, limit=p.limit, thread_id=p.threadId)
+    messages = await ctx.platforms.read(p.channel, p.accountId, p.to, limit=p.limit, thread_id=p.threadId)
     return {"channel": p.channel, "to": p.to, "messages": messages, "count": len(messages)}

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from gateway.protocol import Unavailable
+from gateway.platforms import pairing
 from gateway.rpc import PAIRING, READ, CallContext, NoParams, Params, method
 
 ChannelName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$",
@@ -28,29 +28,18 @@ class PairingResolveParams(Params):
     code: str = Field(min_length=4, max_length=32, description="The code the sender received.")
 
 
-def _manager(ctx: CallContext) -> Any:
-    mgr = ctx.gateway.services.get("channels")
-    if mgr is None:
-        raise Unavailable("channels are not available on this gateway")
-    return mgr
-
-
 @method("channels.pairing.list", params=PairingListParams, scope=PAIRING, aliases=("pairing.list",))
 async def pairing_list(p: PairingListParams, ctx: CallContext) -> dict[str, Any]:
     """Pending sender pairing requests (unexpired), oldest first."""
-    from channels import access
-
-    requests = await access.list_requests(ctx.gateway.db, p.channel)
+    requests = await pairing.list_requests(ctx.gateway.db, p.channel)
     return {"requests": requests, "count": len(requests)}
 
 
 @method("channels.pairing.approve", params=PairingResolveParams, scope=PAIRING, aliases=("pairing.approve",))
 async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Let the sender behind ``code`` talk to the agent; they are told so on their channel."""
-    from channels import access
-
-    mgr = _manager(ctx)
-    request = await access.approve(ctx.gateway.db, p.channel, p.code)
+    mgr = ctx.platforms
+    request = await pairing.approve(ctx.gateway.db, p.channel, p.code)
     notified = await mgr.notify_approved(request)
     return {"ok": True, "approved": request, "notified": notified}
 
@@ -58,14 +47,12 @@ async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str
 @method("channels.pairing.reject", params=PairingResolveParams, scope=PAIRING, aliases=("pairing.reject",))
 async def pairing_reject(p: PairingResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Refuse a pending request (the sender gets nothing; a later message asks again)."""
-    from channels import access
-
-    request = await access.reject(ctx.gateway.db, p.channel, p.code)
+    request = await pairing.reject(ctx.gateway.db, p.channel, p.code)
     return {"ok": True, "rejected": request}
 
 
 @method("channels.status", scope=READ)
 async def channels_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Each configured channel account and its state: starting, running, or error (with why)."""
-    accounts = _manager(ctx).describe()
+    accounts = ctx.platforms.describe()
     return {"accounts": accounts, "count": len(accounts)}

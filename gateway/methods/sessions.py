@@ -7,28 +7,14 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from gateway.protocol import InvalidRequest, Unavailable
+from gateway.protocol import InvalidRequest
 from gateway.rpc import READ, WRITE, CallContext, NoParams, Params, method
-from gateway.runs import RunQueue, RunRequest
-from gateway.sessions import SessionsService, parse_key
+from gateway.runs import RunRequest
+from gateway.sessions import parse_key
 from gateway.store.models import utcnow
 from gateway.store.sessions import SessionRepo
 
 Key = Field(None, min_length=1, max_length=512)
-
-
-def sessions_of(ctx: CallContext) -> SessionsService:
-    svc = ctx.gateway.services.get("sessions")
-    if svc is None:
-        raise Unavailable("sessions are not available on this gateway")
-    return svc
-
-
-def runs_of(ctx: CallContext) -> RunQueue:
-    runs = ctx.gateway.services.get("runs")
-    if runs is None:
-        raise Unavailable("agent runs are not available on this gateway")
-    return runs
 
 
 def is_owner(ctx: CallContext) -> bool:
@@ -47,7 +33,7 @@ class ListParams(Params):
 @method("sessions.list", params=ListParams, scope=READ)
 async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels."""
-    runs = ctx.gateway.services.get("runs")
+    runs = ctx.gateway.runs
     async with ctx.gateway.db.session() as s:
         rows = await SessionRepo.search(s, search=p.search, limit=p.limit)
     out = []
@@ -58,7 +44,7 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
         if runs is not None:
             d["run"] = runs.lane_state(row.key)
         out.append(d)
-    return {"sessions": out, "count": len(out), "defaultAgentId": sessions_of(ctx).default_agent_id}
+    return {"sessions": out, "count": len(out), "defaultAgentId": ctx.gateway.sessions.default_agent_id}
 
 
 class KeyParams(Params):
@@ -74,7 +60,7 @@ class KeyParams(Params):
 @method("sessions.resolve", params=KeyParams, scope=READ)
 async def sessions_resolve(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Find a session by key or label."""
-    key = await sessions_of(ctx).resolve(key=p.target, label=p.label)
+    key = await ctx.gateway.sessions.resolve(key=p.target, label=p.label)
     return {"ok": True, "key": key, "sessionKey": key}
 
 
@@ -94,7 +80,7 @@ class PatchParams(Params):
 @method("sessions.patch", params=PatchParams, scope=WRITE, aliases=("sessions:patch",))
 async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
     """Change a session's label or model; creates the session if its key is new but well-formed."""
-    svc = sessions_of(ctx)
+    svc = ctx.gateway.sessions
     key = svc.normalize_key(p.key or p.sessionKey or "")
     await svc.ensure(key)
     async with ctx.gateway.db.session() as s:
@@ -119,7 +105,7 @@ async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
 @method("sessions.reset", params=KeyParams, scope=WRITE)
 async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Start the session over: stop its run, clear its transcript and forget the CLI's resume ids."""
-    sessions = sessions_of(ctx)
+    sessions = ctx.gateway.sessions
     key = await sessions.resolve(key=p.target, label=p.label)
     return {"ok": True, "key": key, "removedMessages": await sessions.reset(key)}
 
@@ -127,7 +113,7 @@ async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
 @method("sessions.delete", params=KeyParams, scope=WRITE)
 async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Stop the session's run and delete the session with its transcript."""
-    sessions = sessions_of(ctx)
+    sessions = ctx.gateway.sessions
     key = await sessions.resolve(key=p.target, label=p.label)
     await sessions.stop_runs(key)
     async with ctx.gateway.db.session() as s:
@@ -138,7 +124,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
 @method("agents.list", scope=READ)
 async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """The configured agents and which one is the default."""
-    svc = sessions_of(ctx)
+    svc = ctx.gateway.sessions
     return {"agents": svc.agents(), "defaultAgentId": svc.default_agent_id}
 
 
@@ -155,7 +141,7 @@ class SpawnParams(Params):
 
 async def spawn_child(ctx: CallContext, *, task: str, agent_id: str | None, label: str | None,
                       parent: str | None) -> dict[str, Any]:
-    svc = sessions_of(ctx)
+    svc = ctx.gateway.sessions
     agent = svc.agent(agent_id or (parse_key(parent)[0] if parent else None))
     if parent:
         parent = await svc.resolve(key=parent)
@@ -166,7 +152,7 @@ async def spawn_child(ctx: CallContext, *, task: str, agent_id: str | None, labe
                                      details={"field": "label"})
     key = f"agent:{agent.id}:subagent:{uuid.uuid4()}"
     await svc.ensure(key, kind="subagent", parent_key=parent, label=label)
-    run, status = await runs_of(ctx).submit(RunRequest(
+    run, status = await ctx.gateway.runs.submit(RunRequest(
         session_key=key, agent_id=agent.id, message=task, source="spawn", is_owner=False))
     return {"sessionKey": key, "runId": run.id, "status": status, "parent": parent, "label": label}
 
@@ -194,7 +180,7 @@ async def _child(ctx: CallContext, p: SubagentsParams, parent: str) -> dict[str,
     wanted = p.target or p.childSessionKey or p.label or p.runId
     if not wanted:
         raise InvalidRequest(f"invalid sessions.subagents params: {p.action} needs target", details={"field": "target"})
-    runs = runs_of(ctx)
+    runs = ctx.gateway.runs
     async with ctx.gateway.db.session() as s:
         children = await SessionRepo.children(s, parent)
     for row in children:
@@ -209,7 +195,7 @@ async def _child(ctx: CallContext, p: SubagentsParams, parent: str) -> dict[str,
 @method("sessions.subagents", params=SubagentsParams, scope=WRITE, aliases=("subagents",))
 async def sessions_subagents(p: SubagentsParams, ctx: CallContext) -> dict[str, Any]:
     """List a parent's sub-agents, or check on, cancel, message or add one."""
-    svc, runs = sessions_of(ctx), runs_of(ctx)
+    svc, runs = ctx.gateway.sessions, ctx.gateway.runs
     parent = await svc.resolve(key=p.sessionKey)
     if p.action == "list":
         async with ctx.gateway.db.session() as s:

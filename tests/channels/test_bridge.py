@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from channels.bridge import clean_reply, is_duplicate
 from channels.chunking import split_text
+from gateway.agents.reply import clean_reply, is_duplicate
 from gateway.runs import Origin
 from gateway.sessions import inbound_key
 from tests.support.gateway_proc import GatewayProcess

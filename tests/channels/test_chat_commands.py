@@ -10,7 +10,7 @@ import asyncio
 import json
 from typing import Any
 
-from channels.commands import parse
+from gateway.agents.commands import parse
 from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.procs import alive

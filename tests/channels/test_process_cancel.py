@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from channels.runtimes.base import Invocation
-from channels.runtimes.process import run_process
+from gateway.agents.runtimes.base import Invocation
+from gateway.agents.runtimes.process import run_process
 
 FLOOD = (
     "import sys, time\n"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from channels.runtimes import McpServer, RunSpec, get_runtime
-from channels.runtimes.base import Event
+from gateway.agents.runtimes import McpServer, RunSpec, get_runtime
+from gateway.agents.runtimes.base import Event
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -20,7 +20,7 @@ import json
 import os
 from typing import Any
 
-from channels.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, mcp_server_name
+from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, mcp_server_name
 
 __all__ = ["GeminiParser", "GeminiRuntime"]
 

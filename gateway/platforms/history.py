@@ -13,7 +13,7 @@ import orjson
 import structlog
 from sqlalchemy import select, update
 
-from channels.base import Inbound, Sent
+from gateway.platforms.messages import Inbound, Sent
 from gateway.store.messages import ChannelMessage
 from gateway.store.models import utcnow
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MessageLog", "message_dict"]
 
-log = structlog.get_logger("channels.history")
+log = structlog.get_logger("gateway.platforms")
 
 
 class MessageLog:

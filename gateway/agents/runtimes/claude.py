@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from channels.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime
+from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime
 
 __all__ = ["ClaudeParser", "ClaudeRuntime"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from channels.runtimes.base import Invocation
+from gateway.agents.runtimes.base import Invocation
 
 __all__ = ["ProcessResult", "run_process", "stop_process"]
 

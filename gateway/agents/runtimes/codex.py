@@ -19,8 +19,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from channels.runtimes import toml
-from channels.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime
+from gateway.agents.runtimes import toml
+from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime
 
 __all__ = ["CodexParser", "CodexRuntime"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from channels.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, mcp_server_name
+from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, mcp_server_name
 
 __all__ = ["OpenCodeParser", "OpenCodeRuntime"]
 

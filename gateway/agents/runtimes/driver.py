@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from channels.runtimes.base import Event, RunSpec, Runtime
-from channels.runtimes.process import ProcessResult, run_process
+from gateway.agents.runtimes.base import Event, RunSpec, Runtime
+from gateway.agents.runtimes.process import ProcessResult, run_process
 
 __all__ = ["TurnResult", "run_turn"]
 

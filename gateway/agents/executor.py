@@ -1,0 +1,212 @@
+"""The agent executor: a queued run -> the agent's CLI -> events and transcript -> the reply delivered.
+
+Installed as the run queue's executor, so every run (from a channel, ``agent``, ``chat.send``, a
+sub-agent or cron) goes through the same steps:
+
+1. a fresh workspace (with the message's downloaded attachments in ``attachments/``) and side-effects
+   file, the ``REMOTECLAW_*`` context and a run token for the MCP shim (``context``);
+2. the agent's CLI through its runtime adapter, resuming the session's CLI session when there is one;
+3. each event broadcast as ``agent``/``chat`` events and written to the transcript (``stream``);
+4. usage and the new CLI session id saved; workspace, side-effects file and token removed;
+5. for channel runs, the reply delivered through the gateway's ``ChatPlatforms``: reply tags applied,
+   ``NO_REPLY`` honoured, and skipped when a message tool already sent the same text to the same chat.
+   A failed run tells the user why in one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+
+from gateway.agents.context import context_env, issue_run_token, prompt_for
+from gateway.agents.inbound import InboundRouter
+from gateway.agents.reply import clean_reply, is_duplicate, one_line
+from gateway.agents.runtimes import McpServer, RunSpec, get_runtime
+from gateway.agents.runtimes.driver import run_turn
+from gateway.agents.runtimes.prompt import build_system_prompt
+from gateway.agents.stream import RunStream
+from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
+from gateway.runs import Origin, Run, RunOutcome
+from gateway.store.sessions import SessionRepo
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+    from gateway.platforms.interface import ProgressSink
+
+__all__ = ["AgentExecutor", "start"]
+
+log = structlog.get_logger("gateway.agents")
+
+
+class AgentExecutor:
+    """Runs agent turns for the run queue and delivers their results to chats."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+        self.inbound = InboundRouter(gateway)
+        self.root = Path(tempfile.gettempdir()) / "remoteclaw-runs"
+        # One folder per gateway (per state dir): two gateways on one machine may hold the same session key,
+        # and each removes its workspace after every turn.
+        state_id = hashlib.sha256(str(gateway.state_dir.resolve()).encode()).hexdigest()[:12]
+        self.runs_dir = self.root / state_id
+
+    # -- while a turn runs ---------------------------------------------------------------------
+
+    async def typing(self, origin: Origin) -> float | None:
+        """Show the typing indicator once; returns how long the platform keeps showing it."""
+        platforms = self.gw.platforms
+        if platforms is None:
+            return None
+        try:
+            return await platforms.typing(origin)
+        except Exception:
+            log.debug("typing indicator failed", channel=origin.channel)
+            return None
+
+    async def _keep_typing(self, origin: Origin) -> None:
+        """Renew the indicator just before it fades, for as long as the turn runs (cancelled at its end)."""
+        while True:
+            lasts = await self.typing(origin)
+            if lasts is None:  # no indicator on this channel, or it failed: stop trying for this turn
+                return
+            await asyncio.sleep(lasts * 0.8)
+
+    def _progress_note(self, run: Run) -> ProgressSink | None:
+        """A progress note for a channel turn whose channel can edit and delete messages, if enabled."""
+        origin = run.last.origin
+        platforms = self.gw.platforms
+        if origin is None or not run.last.deliver or platforms is None or not self.gw.config.messages.progress:
+            return None
+        try:
+            return platforms.progress_note(origin)
+        except Exception:
+            return None
+
+    async def _idle_expired(self, key: str) -> bool:
+        """Whether ``session.idleMinutes`` have passed since the session's last turn ended."""
+        idle = self.gw.config.session.idleMinutes
+        if not idle:
+            return False
+        async with self.gw.db.session() as s:
+            last = await SessionRepo.last_run_end(s, key)
+        if last is None:
+            return False
+        if last.tzinfo is None:  # SQLite hands back naive UTC
+            last = last.replace(tzinfo=UTC)
+        return (datetime.now(UTC) - last).total_seconds() > idle * 60
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def execute(self, run: Run) -> RunOutcome:
+        gw = self.gw
+        agent = gw.sessions.agent(run.agent_id, field="sessionKey")
+        runtime = get_runtime(agent.runtime)
+        row = await gw.sessions.get(run.session_key)
+        resume_id = row.cli_session(runtime.name) if row is not None else None
+        if resume_id and await self._idle_expired(run.session_key):
+            log.info("session idle: starting a fresh conversation", session_key=run.session_key)
+            resume_id = None
+        # A stable path per session (removed after each run): CLIs file their resumable sessions by cwd.
+        workspace = self.runs_dir / hashlib.sha256(run.session_key.encode()).hexdigest()[:20]
+        fx_path = self.runs_dir / f"{run.id}.side-effects.ndjson"
+        private_dir(self.root)
+        private_dir(self.runs_dir)
+        shutil.rmtree(workspace, ignore_errors=True)
+        workspace.mkdir(mode=0o700)
+        if any(req.files for req in run.requests):
+            await asyncio.to_thread(copy_attachments, run, workspace / ATTACHMENTS_DIR)
+        token = issue_run_token(gw.run_tokens, run)
+        stream: RunStream | None = None
+        typing: asyncio.Task[None] | None = None
+        progress: ProgressSink | None = None
+        try:  # from the moment the token exists it must be revoked, whatever happens next
+            ctx_env = context_env(run, agent=agent, config=gw.config, listen=gw.listen, fx_path=fx_path,
+                                  token=token)
+            spec = RunSpec(
+                prompt=prompt_for(run),
+                system_prompt=build_system_prompt(agent_name=agent.name or agent.id, session_key=run.session_key,
+                                                  origin=run.last.origin, is_owner=run.is_owner,
+                                                  source=run.first.source),
+                workspace=workspace,
+                mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
+                resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
+                state_dir=gw.state_dir / "runtimes" / workspace.name,
+            )
+            progress = self._progress_note(run)
+            stream = RunStream(gw.runs, gw.db, run, progress)
+            origin = run.last.origin
+            if origin is not None and run.last.deliver:
+                typing = asyncio.create_task(self._keep_typing(origin), name=f"typing-{run.id}")
+
+            def on_spawn(at: float) -> None:
+                run.spawned_mono = at
+
+            res = await run_turn(runtime, spec, stream.on_event,
+                                 no_output_timeout=gw.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn)
+        finally:  # what must happen comes first, without an await that a cancellation could cut short
+            if typing is not None:
+                typing.cancel()
+            gw.run_tokens.revoke(token)
+            run.side_effects = read_effects(fx_path)
+            shutil.rmtree(workspace, ignore_errors=True)
+            fx_path.unlink(missing_ok=True)
+            if progress is not None:
+                await progress.close()
+            if stream is not None:
+                await stream.save()
+        async with gw.db.session() as s:
+            if res.retried_fresh:
+                await SessionRepo.forget_cli_session(s, run.session_key, runtime.name)
+            await SessionRepo.record_usage(s, run.session_key, runtime=runtime.name,
+                                           cli_session_id=res.session_id if res.ok or res.session_id else None,
+                                           usage=res.usage, model=res.model)
+            if res.ok:
+                await SessionRepo.add_entry(s, run.session_key, "assistant", res.reply, run_id=run.id)
+        if not res.ok:
+            return RunOutcome(status="error", error=res.error or "the agent failed")
+        return RunOutcome(status="ok", reply=res.reply)
+
+    # -- delivery ------------------------------------------------------------------------------
+
+    async def after_run(self, run: Run) -> None:
+        """Deliver a channel run's reply, or one line saying why it failed."""
+        origin = run.last.origin
+        if origin is None or not run.last.deliver or run.status == "aborted":
+            return
+        if run.status != "ok":
+            why = run.error or "unknown error"
+            await self.notify(origin, one_line(f"⚠️ Sorry, that didn't work: {why}"), run.session_key)
+            return
+        body, silent, reply_to = clean_reply(run.reply)
+        if silent:
+            log.info("silent reply", run_id=run.id)
+            return
+        if is_duplicate(body, run.side_effects, origin):
+            log.info("reply already sent by a message tool", run_id=run.id)
+            return
+        reply_to_id = origin.reply_to_id if reply_to == "current" else reply_to
+        await self.notify(origin, body, run.session_key, reply_to_id=reply_to_id)
+
+    async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int:
+        """Send ``text`` to the chat behind ``origin``; how many messages that took (0: no platforms)."""
+        platforms = self.gw.platforms
+        if platforms is None:
+            log.warning("no chat platforms on this gateway: reply not delivered", session_key=session_key)
+            return 0
+        return await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
+
+
+async def start(gateway: Gateway) -> None:
+    """Subsystem entry: the executor becomes the run queue's, and takes inbound chat messages."""
+    executor = AgentExecutor(gateway)
+    gateway.agents = executor
+    gateway.runs.executor = executor.execute
+    gateway.runs.after_run = executor.after_run

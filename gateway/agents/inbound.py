@@ -1,0 +1,102 @@
+"""An allowed chat message -> its session -> a chat command's answer, or (part of) an agent turn.
+
+Platforms decide *whether* a sender may talk (access rules, pairing, the owner); this decides what
+their message does: which session it belongs to (shaped by ``session.dmScope``), whether it is a
+chat command the gateway answers at once (``/stop``, ``/new``, ``/status``, ``/help``), and otherwise
+the run request it becomes, with its downloaded files named by their path in the run's workspace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+
+from gateway.agents import commands
+from gateway.agents.workspace import ATTACHMENTS_DIR
+from gateway.runs import Origin, RunRequest
+from gateway.sessions import inbound_key
+from gateway.store.sessions import SessionRepo
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+    from gateway.platforms.messages import Inbound
+
+__all__ = ["InboundRouter"]
+
+log = structlog.get_logger("gateway.agents")
+
+
+class InboundRouter:
+    """Turns allowed chat messages into run requests (or command answers) for one gateway."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+
+    async def handle(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None) -> None:
+        """Queue a run for a message the platform already let through (access and owner decided)."""
+        gw = self.gw
+        agent = gw.sessions.agent(None)
+        key = inbound_key(agent.id, gw.config.session.dmScope, channel=msg.channel,
+                          account_id=msg.account_id, chat_type=msg.chat_type, chat_id=msg.chat_id,
+                          sender_id=msg.sender_id, thread_id=msg.thread_id)
+        await gw.sessions.ensure(key, channel=msg.channel, account_id=msg.account_id, peer_id=msg.chat_id,
+                                 chat_type=msg.chat_type, thread_id=msg.thread_id)
+        async with gw.db.session() as s:  # remember the latest route: where deliver:true replies go
+            row = await SessionRepo.get(s, key)
+            if row is not None:
+                row.channel, row.account_id, row.peer_id = msg.channel, msg.account_id, msg.chat_id
+                row.chat_type, row.thread_id = msg.chat_type, msg.thread_id
+        origin = Origin(channel=msg.channel, account_id=msg.account_id, to=msg.chat_id, chat_type=msg.chat_type,
+                        thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id,
+                        sender_name=msg.sender_name)
+        text = msg.text
+        command = commands.parse(text) if gw.config.messages.commands else None
+        if command is not None:
+            cmd, rest = command
+            log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
+            await gw.agents.notify(origin, await self._answer_command(cmd, key), key)
+            if cmd.name != "new" or not (rest or msg.media):
+                return
+            text = rest  # "/new <text>": the first message of the new conversation
+        files: list[str] = []
+        for m in msg.media:
+            if m.path:  # downloaded: the agent reads its copy in the workspace
+                files.append(m.path)
+                where = f"{ATTACHMENTS_DIR}/{Path(m.path).name}"
+            else:
+                where = m.url or "(not downloaded)"
+            text += f"\n[attachment: {m.kind} {where}]"
+        if msg.chat_type != "dm" and msg.sender_name:
+            text = f"[{msg.sender_name}] {text}"
+        await gw.runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="channel",
+                                        is_owner=is_owner, tool_profile=tool_profile, origin=origin,
+                                        deliver=True, files=tuple(files)))
+        await gw.agents.typing(origin)
+
+    async def _answer_command(self, cmd: commands.Command, key: str) -> str:
+        gw = self.gw
+        if cmd.name == "stop":
+            stopped, _forwarded = await gw.runs.abort_everywhere(key)
+            return "⏹ Stopped." if stopped else "Nothing is running."
+        if cmd.name == "new":
+            await gw.sessions.reset(key)
+            return "🆕 New conversation: the agent starts fresh."
+        if cmd.name == "status":
+            return await self._status_text(key)
+        return commands.help_text()
+
+    async def _status_text(self, key: str) -> str:
+        st = await self.gw.sessions.status(key)
+        run = st["run"]
+        doing = "idle"
+        if run["active"]:
+            doing = "working" + (f", {run['queued']} message(s) waiting" if run["queued"] else "")
+        lines = [f"Agent: {st['agentId']} ({st['runtime']}{', ' + st['model'] if st['model'] else ''})",
+                 f"Now: {doing}",
+                 f"Tokens: {st['inputTokens']:,} in, {st['outputTokens']:,} out",
+                 f"Session: {key}"]
+        return "\n".join(lines)
+
+

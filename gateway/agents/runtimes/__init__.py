@@ -1,0 +1,25 @@
+"""Agent CLI adapters (Claude Code, Codex, Gemini CLI, OpenCode), selected by ``agents.list[].runtime``.
+
+Runtimes are found through the ``remoteclaw.runtimes`` extension point (``gateway.extensions``), like
+channel types: the built-in four are entry points of this distribution, and a plugin adds another the
+same way. Each is imported on first use, so the gateway loads only the adapters it runs.
+"""
+
+from __future__ import annotations
+
+from gateway.agents.runtimes.base import Event, Invocation, McpServer, Parser, RunSpec, Runtime
+from gateway.extensions import RUNTIMES
+
+__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "get_runtime"]
+
+
+def get_runtime(name: str) -> Runtime:
+    """A fresh adapter for ``name``.
+
+    Raises:
+        ValueError: no runtime has that name.
+    """
+    if name not in RUNTIMES:
+        raise ValueError(RUNTIMES.unknown(name))
+    cls: type[Runtime] = RUNTIMES.load(name)
+    return cls()

@@ -1,0 +1,55 @@
+"""Run tokens: what an agent run's MCP shim connects with instead of the gateway token."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+__all__ = ["RunGrant", "RunTokens"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunGrant:
+    """What one run token allows: at most these scopes, and only these methods when ``methods`` is set."""
+
+    scopes: frozenset[str]
+    methods: frozenset[str] | None = None
+
+
+class RunTokens:
+    """Tokens the gateway hands to agent runs instead of its own token, each capped to a grant.
+
+    Why: the agent (and whatever a chat user talks it into running) can read the token its MCP shim
+    gets. With the gateway token it could connect with every scope; with a run token it gets at most
+    what its tier allows, and only while the run lasts. Stored by SHA-256, looked up by hash.
+    """
+
+    def __init__(self) -> None:
+        self._grants: dict[str, RunGrant] = {}
+
+    @staticmethod
+    def _key(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    PREFIX = "run-"
+
+    @classmethod
+    def looks_like(cls, token: str | None) -> bool:
+        """Shaped like a run token. Run tokens are 256-bit random, so failing with one is no guessing attempt."""
+        return token is not None and token.startswith(cls.PREFIX)
+
+    def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None) -> str:
+        token = self.PREFIX + secrets.token_urlsafe(32)
+        self._grants[self._key(token)] = RunGrant(scopes, methods)
+        return token
+
+    def revoke(self, token: str) -> None:
+        self._grants.pop(self._key(token), None)
+
+    def grant(self, given: str | None) -> RunGrant | None:
+        """What ``given`` allows, or None when it is not a live run token."""
+        return self._grants.get(self._key(given)) if given and self.looks_like(given) else None
+
+    def __len__(self) -> int:
+        return len(self._grants)

@@ -1,0 +1,30 @@
+"""The gateway's public surface for chat platforms (``channels/``, and plugins that add a channel).
+
+A platform package imports from here (and ``gateway.protocol`` for the error types), never from the
+gateway's deeper modules: the messages both sides share, the ``ChatPlatforms`` interface it implements,
+the ``PlatformHost`` it is given at start, the config model of channel access rules, and the chat
+commands the gateway answers (for platforms that list them in a menu).
+"""
+
+from __future__ import annotations
+
+from gateway.agents.commands import COMMANDS, Command
+from gateway.config_channels import ChannelAccessConfig
+from gateway.platforms.host import PlatformHost
+from gateway.platforms.interface import ChatPlatforms, ProgressSink
+from gateway.platforms.messages import Inbound, InboundHandler, Media, Sent
+from gateway.runs import Origin
+
+__all__ = [
+    "COMMANDS",
+    "ChannelAccessConfig",
+    "ChatPlatforms",
+    "Command",
+    "Inbound",
+    "InboundHandler",
+    "Media",
+    "Origin",
+    "PlatformHost",
+    "ProgressSink",
+    "Sent",
+]

@@ -1,0 +1,75 @@
+"""What the gateway needs from chat platforms, as one typed interface it owns.
+
+The channels package implements ``ChatPlatforms`` (its channel manager) and hands it to the gateway
+through ``PlatformHost.attach``; the gateway's agent executor and its ``message.*``/pairing methods
+call only these operations. So the gateway runs without any platform installed, and a plugin could
+provide the same interface.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from gateway.platforms.messages import Sent
+    from gateway.runs import Origin
+
+__all__ = ["ChatPlatforms", "ProgressSink"]
+
+
+class ProgressSink(Protocol):
+    """A chat message that shows the agent's current step while a turn runs (edited in place)."""
+
+    def step(self, tool_name: str | None) -> None:
+        """The agent started a tool call (never waits: the edit happens in the background)."""
+
+    async def close(self) -> None:
+        """Remove the note; called once, before the reply is delivered."""
+
+
+class ChatPlatforms(Protocol):
+    """Outbound operations on every running chat account, plus what a run needs while it works."""
+
+    # -- for agent runs ----------------------------------------------------------------------------
+
+    async def deliver(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int:
+        """Send a turn's reply (or a notice) to where the conversation lives; returns messages sent.
+
+        A reply target or thread the channel cannot address is dropped rather than failing the reply.
+        """
+
+    async def typing(self, origin: Origin) -> float | None:
+        """Show the typing indicator once; how long the platform keeps it (None: no indicator)."""
+
+    def progress_note(self, origin: Origin) -> ProgressSink | None:
+        """A progress note for a turn from ``origin``, or None where the channel cannot edit and delete."""
+
+    # -- for the message.* methods -----------------------------------------------------------------
+
+    async def send_text(self, channel: str, account_id: str | None, to: str, text: str, *,
+                        thread_id: str | None = None, reply_to_id: str | None = None,
+                        effect_id: str | None = None, session_key: str | None = None,
+                        op: str = "send") -> list[Sent]:
+        """Send ``text`` split at the channel's limit (reply and effect on the first piece)."""
+
+    async def send_attachment(self, channel: str, account_id: str | None, to: str, file: str, *,
+                              caption: str | None = None, thread_id: str | None = None,
+                              session_key: str | None = None) -> Sent: ...
+
+    async def react(self, channel: str, account_id: str | None, to: str, message_id: str, emoji: str) -> None: ...
+
+    async def delete(self, channel: str, account_id: str | None, to: str, message_id: str) -> None: ...
+
+    async def pin(self, channel: str, account_id: str | None, to: str, message_id: str) -> None: ...
+
+    async def read(self, channel: str, account_id: str | None, to: str, *, limit: int = 20,
+                   thread_id: str | None = None) -> list[dict[str, Any]]:
+        """Stored messages of one chat, oldest first."""
+
+    # -- for operators -----------------------------------------------------------------------------
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Each configured account and its state (``channels.status``)."""
+
+    async def notify_approved(self, request: dict[str, Any]) -> bool:
+        """Tell a sender the owner just approved (best effort); whether it reached them."""

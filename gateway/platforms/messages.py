@@ -1,0 +1,57 @@
+"""The messages that cross between the gateway and chat platforms: what arrived, and what was sent.
+
+Plain data owned by the gateway, so platform adapters (``channels/``, plugins) and the gateway's own
+code (the message log, pairing, the agent inbound path) share one vocabulary without the gateway
+importing any adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Inbound", "InboundHandler", "Media", "Sent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    kind: Literal["photo", "voice", "audio", "video", "file", "sticker"]
+    url: str | None = None
+    path: str | None = None
+    mime: str | None = None
+    name: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message that arrived on a channel."""
+
+    channel: str
+    account_id: str
+    sender_id: str
+    chat_id: str
+    chat_type: Literal["dm", "group", "channel"]
+    message_id: str
+    text: str
+    sender_name: str | None = None
+    thread_id: str | None = None
+    reply_to_id: str | None = None
+    media: tuple[Media, ...] = ()
+    mentioned: bool = False
+    ts: float = 0.0
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What an outbound operation produced."""
+
+    message_id: str
+    chat_id: str
+    thread_id: str | None = None
+
+
+InboundHandler = Callable[[Inbound], Awaitable[None]]
+"""What a channel calls with each message it receives."""
