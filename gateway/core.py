@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
-    from gateway.config_reload import Listener
-    from gateway.config_watch import ConfigWatcher
+    from gateway.config.reload import Listener
+    from gateway.config.watch import ConfigWatcher
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.sessions import SessionsService
@@ -105,7 +105,7 @@ class Gateway:
         """The chat platforms, once a platform package attached itself (``gateway.platforms``)."""
         self.config_watch: ConfigWatcher | None = None
         self.config_listeners: list[Listener] = []
-        """Called after every live config change (``gateway.config_reload``)."""
+        """Called after every live config change (``gateway.config.reload``)."""
         self.http_routes: list[BaseRoute] = []
         """Routes subsystems add to the HTTP app (webhooks)."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)

@@ -21,7 +21,7 @@ import uvicorn
 
 from gateway import logs, paths
 from gateway.config import ConfigError, ConfigStore
-from gateway.config_reload import register_secrets
+from gateway.config.reload import register_secrets
 from gateway.core import Gateway
 from gateway.store import StoreError
 

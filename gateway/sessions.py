@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.protocol import InvalidRequest
 from gateway.store.models import utcnow
-from gateway.store.sessions import SessionRecord, SessionRepo
+from gateway.store.transcripts import SessionRecord, SessionRepo
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig

@@ -26,9 +26,9 @@ log = structlog.get_logger("gateway.subsystems")
 
 SUBSYSTEMS: list[str] = [
     "gateway.bus",
-    "gateway.config_watch",
+    "gateway.config.watch",
     "gateway.sessions",
-    "gateway.runs",
+    "gateway.runs.queue",
     "gateway.agents.executor",
 ]
 

@@ -35,7 +35,7 @@ from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
 from gateway.runs import Origin, Run, RunOutcome
-from gateway.store.sessions import SessionRepo
+from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.core import Gateway

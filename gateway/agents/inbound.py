@@ -17,7 +17,7 @@ from gateway.agents import commands
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import inbound_key
-from gateway.store.sessions import SessionRepo
+from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.core import Gateway

@@ -11,7 +11,7 @@ from gateway.methods.sessions import is_owner
 from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.runs import RunRequest
 from gateway.sessions import parse_key
-from gateway.store.sessions import SessionRepo
+from gateway.store.transcripts import SessionRepo
 
 
 class SendParams(Params):

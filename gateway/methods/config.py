@@ -2,7 +2,7 @@
 
 Every write is checked against ``baseHash`` (the hash ``config.get`` returned), validated in full
 before anything is written, and then applied: live sections at once, the others by a restart in
-place (see ``gateway.config_reload``).
+place (see ``gateway.config.reload``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json5
 from pydantic import Field, model_validator
 
 from gateway.config import Config, ConfigStore, env_overrides
-from gateway.config_reload import apply_committed
+from gateway.config.reload import apply_committed
 from gateway.protocol import InvalidRequest
 from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
 

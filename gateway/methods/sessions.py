@@ -12,7 +12,7 @@ from gateway.rpc import READ, WRITE, CallContext, NoParams, Params, method
 from gateway.runs import RunRequest
 from gateway.sessions import parse_key
 from gateway.store.models import utcnow
-from gateway.store.sessions import SessionRepo
+from gateway.store.transcripts import SessionRepo
 
 Key = Field(None, min_length=1, max_length=512)
 

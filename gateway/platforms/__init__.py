@@ -9,7 +9,7 @@ commands the gateway answers (for platforms that list them in a menu).
 from __future__ import annotations
 
 from gateway.agents.commands import COMMANDS, Command
-from gateway.config_channels import ChannelAccessConfig
+from gateway.config.channels import ChannelAccessConfig
 from gateway.platforms.host import PlatformHost
 from gateway.platforms.interface import ChatPlatforms, ProgressSink
 from gateway.platforms.messages import Inbound, InboundHandler, Media, Sent

@@ -96,7 +96,7 @@ class PlatformHost:
             InvalidRequest: naming ``sessionKey`` when the key's agent does not exist.
         """
         from gateway.rpc import READ
-        from gateway.store.sessions import SessionRepo
+        from gateway.store.transcripts import SessionRepo
 
         sessions = self._gw.sessions
         key = sessions.normalize_key(to)

@@ -35,7 +35,7 @@ class SessionLease(Base):
 
 
 class LeaseRepo:
-    """The statements behind ``gateway.leases``; each call belongs to the caller's transaction."""
+    """The statements behind ``gateway.runs.lease``; each call belongs to the caller's transaction."""
 
     @staticmethod
     async def acquire(s: AsyncSession, key: str, holder: str, *, now_ms: int, ttl_ms: int) -> bool:

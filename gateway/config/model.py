@@ -30,13 +30,14 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from gateway.config_channels import ChannelAccessConfig, ChannelsConfig
-from gateway.config_sections import OpenSection, Section
+from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
+from gateway.config.sections import OpenSection, Section
 from gateway.protocol import InvalidRequest, describe_validation_error
 from gateway.redaction import REDACTED, redact, restore_redacted, secret_values
 
 __all__ = [
     "REDACTED",
+    "AgentConfig",
     "ChannelAccessConfig",
     "Config",
     "ConfigError",

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_TTL_MS", "TTL_ENV", "Lease", "LeaseService", "LeaseUnavailable"]
 
-log = structlog.get_logger("gateway.leases")
+log = structlog.get_logger("gateway.runs.lease")
 
 TTL_ENV = "REMOTECLAW_LEASE_TTL_MS"
 DEFAULT_TTL_MS = 30_000

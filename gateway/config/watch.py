@@ -7,7 +7,7 @@ signature changes and has settled, it reads and parses the file in a thread. Wha
   writes, from ``config.set``/``patch``/``apply``, are told apart from a person's edit);
 - it does not parse or validate: the running config stays, an error is logged saying so, and
   ``config.get`` reports ``valid: false`` with the reasons until a later edit fixes the file;
-- it is valid: it is applied like any other change (``gateway.config_reload.apply_committed``):
+- it is valid: it is applied like any other change (``gateway.config.reload.apply_committed``):
   live sections at once, ``gateway``/``plugins`` by a restart in place.
 
 A deleted file is ignored too (the running config stays): resetting every setting to its
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from gateway.config import ConfigError, hash_data, validate
-from gateway.config_reload import apply_committed
+from gateway.config.reload import apply_committed
 
 if TYPE_CHECKING:
     from gateway.config import ConfigStore

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gateway.leases import Lease
+    from gateway.runs.lease import Lease
 
 __all__ = ["FINISHED", "Origin", "Run", "RunOutcome", "RunRequest"]
 
@@ -72,7 +72,7 @@ class Run:
     task: asyncio.Task[None] | None = None
     spawned_mono: float | None = None  # when the CLI process started (for the bridge benchmark)
     side_effects: list[dict[str, Any]] = field(default_factory=list)  # what the run's tools already did
-    lease: Lease | None = None  # the session lease held while this turn runs (gateway.leases)
+    lease: Lease | None = None  # the session lease held while this turn runs (gateway.runs.lease)
     stopping: bool = False  # its task was cancelled once: a second cancel could cut its clean-up short
 
     def stop(self, why: str) -> bool:

@@ -1,4 +1,4 @@
-"""Base classes shared by every config section model (``gateway.config``, ``gateway.config_channels``)."""
+"""Base classes shared by every config section model (``gateway.config``, ``gateway.config.channels``)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ runs, so two turns of one conversation must never overlap. Messages that arrive 
 is busy are not dropped and do not each start a run: they are collected into the session's next
 turn, which starts as soon as the current one ends. Across sessions at most
 ``agents.maxConcurrentRuns`` run at once (read live, so a config change applies to the next run).
-Across replicas sharing a database, a turn first takes the session's lease (``gateway.leases``) and
+Across replicas sharing a database, a turn first takes the session's lease (``gateway.runs.lease``) and
 waits, still collecting messages, while another replica holds it. With Redis (``gateway.bus``) the
 queue also answers ``agent.wait`` for runs held by another replica (it awaits their final ``agent``
 event) and carries out ``chat.abort`` requests forwarded from other replicas.
@@ -27,17 +27,17 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway.leases import LeaseService, LeaseUnavailable
 from gateway.protocol import InvalidRequest
-from gateway.run_model import FINISHED, Origin, Run, RunOutcome, RunRequest
+from gateway.runs.lease import LeaseService, LeaseUnavailable
+from gateway.runs.model import FINISHED, Run, RunOutcome, RunRequest
 from gateway.store.leases import LeaseRepo
-from gateway.store.sessions import AgentRun, SessionRepo
+from gateway.store.transcripts import AgentRun, SessionRepo
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
     from gateway.core import Gateway
 
-__all__ = ["Origin", "Run", "RunOutcome", "RunQueue", "RunRequest", "start"]
+__all__ = ["RunQueue", "start"]
 
 log = structlog.get_logger("gateway.runs")
 

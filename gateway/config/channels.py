@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
-from gateway.config_sections import OpenSection, Section
+from gateway.config.sections import OpenSection, Section
 
 __all__ = [
     "ChannelAccessConfig",
