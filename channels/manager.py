@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from gateway.config import Config
+    from gateway.platforms import Config
 
 __all__ = ["ChannelManager", "register_channel_type", "start"]
 

@@ -2,14 +2,14 @@
 
 A platform package imports from here (and ``gateway.protocol`` for the error types), never from the
 gateway's deeper modules: the messages both sides share, the ``ChatPlatforms`` interface it implements,
-the ``PlatformHost`` it is given at start, the config model of channel access rules, and the chat
+the ``PlatformHost`` it is given at start, the config model (and that of channel access rules), and the chat
 commands the gateway answers (for platforms that list them in a menu).
 """
 
 from __future__ import annotations
 
 from gateway.agents.commands import COMMANDS, Command
-from gateway.config.channels import ChannelAccessConfig
+from gateway.config import ChannelAccessConfig, Config
 from gateway.platforms.host import PlatformHost
 from gateway.platforms.interface import ChatPlatforms, ProgressSink
 from gateway.platforms.messages import Inbound, InboundHandler, Media, Sent
@@ -20,6 +20,7 @@ __all__ = [
     "ChannelAccessConfig",
     "ChatPlatforms",
     "Command",
+    "Config",
     "Inbound",
     "InboundHandler",
     "Media",

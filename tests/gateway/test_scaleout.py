@@ -26,12 +26,12 @@ import asyncpg
 import pytest
 from redis.asyncio import Redis
 
+from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess, free_port
 from tests.support.postgres import pg_url  # noqa: F401
 from tests.support.requires import require
 from tests.support.ws import RawClient, operator
 
-FAKE_CLI = str(Path(__file__).resolve().parents[1] / "support" / "fake_cli.py")
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 WRAPPER = """\

@@ -10,14 +10,12 @@ import json
 import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
-
-FAKE_CLI = str(Path(__file__).resolve().parents[1] / "support" / "fake_cli.py")
 
 
 @pytest.fixture(scope="module")

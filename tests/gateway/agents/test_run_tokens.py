@@ -10,14 +10,14 @@ import json
 import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.support import SUPPORT
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
-PROBE = str(Path(__file__).resolve().parent / "probe_cli.py")
+PROBE = str(SUPPORT / "probe_cli.py")
 READ_WRITE = ["operator.read", "operator.write"]
 
 

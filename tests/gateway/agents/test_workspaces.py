@@ -14,10 +14,9 @@ import sys
 import uuid
 from pathlib import Path
 
+from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
-
-FAKE_CLI = str(Path(__file__).resolve().parents[1] / "support" / "fake_cli.py")
 
 
 def gateway(tmp: Path, name: str = "gw") -> GatewayProcess:

@@ -14,11 +14,12 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.support import SUPPORT
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.procs import alive
 from tests.support.ws import RawClient, operator
 
-HANG_CLI = str(Path(__file__).resolve().parent / "hang_cli.py")
+HANG_CLI = str(SUPPORT / "hang_cli.py")
 
 
 def start(tmp: Path, **env: str) -> GatewayProcess:

@@ -11,7 +11,6 @@ import json
 import sys
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -19,10 +18,10 @@ from channels.chunking import split_text
 from gateway.agents.reply import clean_reply, is_duplicate
 from gateway.runs import Origin
 from gateway.sessions import inbound_key
+from tests.support import SUPPORT
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
 FAKE_CLI = str(SUPPORT / "fake_cli.py")
 
 

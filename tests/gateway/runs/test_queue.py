@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.procs import alive
 from tests.support.ws import RawClient, operator
-
-FAKE_CLI = str(Path(__file__).resolve().parents[1] / "support" / "fake_cli.py")
 
 
 def start_gw(d: Path, **agents: object) -> GatewayProcess:

@@ -14,7 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.agents.flows import agent_gateway, channel_reply_is_sent_once, cli_workdir, fake_api, spawn_child_then_resume
+from tests.gateway.agents.runtimes.flows import (
+    agent_gateway,
+    channel_reply_is_sent_once,
+    cli_workdir,
+    fake_api,
+    spawn_child_then_resume,
+)
 from tests.support.fake_gemini import FakeGemini
 from tests.support.gateway_proc import GatewayProcess
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.flows import (
+from tests.gateway.agents.runtimes.flows import (
     SPAWN_TOOL,
     agent_gateway,
     channel_reply_is_sent_once,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.agents.flows import agent_gateway, cli_workdir, fake_api, spawn_child_then_resume
+from tests.gateway.agents.runtimes.flows import agent_gateway, cli_workdir, fake_api, spawn_child_then_resume
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway_proc import GatewayProcess
 

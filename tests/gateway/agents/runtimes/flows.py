@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from tests.agents.conftest import cli
+from tests.gateway.agents.runtimes.conftest import cli
+from tests.support import SUPPORT
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
-SUPPORT = Path(__file__).resolve().parents[1] / "support"
 SPAWN_TOOL = "mcp__remoteclaw__sessions_spawn"
 
 

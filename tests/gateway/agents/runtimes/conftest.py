@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.support import ROOT
 from tests.support.requires import require
 
-ROOT = Path(__file__).resolve().parents[2]
 CLI_DIR = Path(os.environ.get("REMOTECLAW_AGENT_CLIS") or ROOT / ".agent-clis") / "node_modules" / ".bin"
 
 
