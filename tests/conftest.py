@@ -1,4 +1,9 @@
-"""Shared fixtures: a real gateway process per test module, and clients connected to it."""
+"""Shared fixtures: a real gateway process per test module, and clients connected to it.
+
+A module shapes its gateway with module-level constants instead of a fixture of its own:
+``GATEWAY_CONFIG`` (written to ``remoteclaw.json``) and ``GATEWAY_ENV`` (extra environment). Tests
+that need a gateway of their own (a restart, a kill) use ``fresh_gateway`` or ``GatewayProcess``.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,11 @@ from tests.support.ws import RawClient, operator
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+def gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     """One gateway process shared by the tests of a module (fast); use ``fresh_gateway`` to own one."""
-    with GatewayProcess(tmp_path_factory.mktemp("gw")) as gw:
+    config = getattr(request.module, "GATEWAY_CONFIG", None)
+    env = getattr(request.module, "GATEWAY_ENV", None)
+    with GatewayProcess(tmp_path_factory.mktemp("gw"), config=config, env=env) as gw:
         yield gw
 
 
