@@ -43,6 +43,7 @@ from channels.chunking import split_text
 from channels.fetch import FetchRefused, fetch_public
 from channels.media import account_media_dir
 from channels.ordering import KeyedLocks
+from gateway.platforms import ChatType
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # discord.py warns about audioop (voice) on import; we never use voice
@@ -240,7 +241,7 @@ class DiscordChannel(Channel):
         if isinstance(ch, discord.Thread):
             thread_id, chat_id = str(ch.id), str(ch.parent_id)
         if isinstance(ch, discord.DMChannel) or (message.guild is None and not isinstance(ch, discord.GroupChannel)):
-            chat_type = "dm"
+            chat_type: ChatType = "dm"
         else:
             chat_type = "group"
         resolved = message.reference.resolved if message.reference else None

@@ -41,7 +41,7 @@ from channels.base import (
 )
 from channels.media import account_media_dir
 from channels.ordering import KeyedLocks
-from gateway.platforms import COMMANDS
+from gateway.platforms import COMMANDS, ChatType, MediaKind
 
 try:
     import telegram
@@ -60,6 +60,9 @@ if TYPE_CHECKING:
 __all__ = ["TelegramChannel"]
 
 log = structlog.get_logger("channels.telegram")
+
+_CHAT_TYPES: dict[str, ChatType] = {"private": "dm", "group": "group", "supergroup": "group"}
+"""Telegram's chat types in our vocabulary; anything else (a broadcast channel) is ``channel``."""
 
 TEXT_LIMIT = 4096
 CAPTION_LIMIT = 1024
@@ -176,7 +179,7 @@ class TelegramChannel(Channel):
         try:
             await app.start()
             if self.mode == "webhook":
-                await app.bot.set_webhook(url=self._webhook_url, secret_token=self._secret,
+                await app.bot.set_webhook(url=self._webhook_url or "", secret_token=self._secret,
                                           allowed_updates=telegram.Update.ALL_TYPES)
             else:
                 assert app.updater is not None
@@ -260,7 +263,7 @@ class TelegramChannel(Channel):
 
     async def _to_inbound(self, msg: telegram.Message) -> Inbound:
         chat = msg.chat
-        chat_type = {"private": "dm", "group": "group", "supergroup": "group"}.get(chat.type, "channel")
+        chat_type = _CHAT_TYPES.get(chat.type, "channel")
         user = msg.from_user
         assert user is not None
         mentioned, text = self._mentioned(msg)
@@ -279,7 +282,7 @@ class TelegramChannel(Channel):
         )
 
     async def _media(self, msg: telegram.Message) -> list[Media]:
-        found: list[tuple[str, Any, str | None, str | None]] = []
+        found: list[tuple[MediaKind, Any, str | None, str | None]] = []
         if msg.voice:
             found.append(("voice", msg.voice, msg.voice.mime_type, None))
         if msg.audio:

@@ -167,7 +167,7 @@ class EventBus:
             return
         self.relayed_in += 1
         payload = msg.get("p")
-        self.deliver(event, payload, msg.get("s") or READ, bool(msg.get("d")))
+        self.deliver(str(event), payload, str(msg.get("s") or READ), bool(msg.get("d")))
         for fn in self._listeners:
             self._call(fn, event, payload)
 

@@ -60,6 +60,7 @@ def restore_redacted(new: Any, old: Any) -> Any:
         by_id = {o.get("id"): o for o in old_l if isinstance(o, dict) and o.get("id") is not None}
         out = []
         for i, item in enumerate(new):
+            match: Any
             if isinstance(item, dict) and item.get("id") in by_id:
                 match = by_id[item["id"]]
             else:

@@ -12,18 +12,20 @@ from gateway.agents.commands import COMMANDS, Command
 from gateway.config import ChannelAccessConfig, Config
 from gateway.platforms.host import PlatformHost
 from gateway.platforms.interface import ChatPlatforms, ProgressSink
-from gateway.platforms.messages import Inbound, InboundHandler, Media, Sent
+from gateway.platforms.messages import ChatType, Inbound, InboundHandler, Media, MediaKind, Sent
 from gateway.runs import Origin
 
 __all__ = [
     "COMMANDS",
     "ChannelAccessConfig",
     "ChatPlatforms",
+    "ChatType",
     "Command",
     "Config",
     "Inbound",
     "InboundHandler",
     "Media",
+    "MediaKind",
     "Origin",
     "PlatformHost",
     "ProgressSink",

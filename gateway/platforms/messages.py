@@ -11,12 +11,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Inbound", "InboundHandler", "Media", "Sent"]
+__all__ = ["ChatType", "Inbound", "InboundHandler", "Media", "MediaKind", "Sent"]
+
+ChatType = Literal["dm", "group", "channel"]
+MediaKind = Literal["photo", "voice", "audio", "video", "file", "sticker"]
 
 
 @dataclass(frozen=True, slots=True)
 class Media:
-    kind: Literal["photo", "voice", "audio", "video", "file", "sticker"]
+    kind: MediaKind
     url: str | None = None
     path: str | None = None
     mime: str | None = None
@@ -32,7 +35,7 @@ class Inbound:
     account_id: str
     sender_id: str
     chat_id: str
-    chat_type: Literal["dm", "group", "channel"]
+    chat_type: ChatType
     message_id: str
     text: str
     sender_name: str | None = None

@@ -20,7 +20,7 @@ from gateway.store import migrate as _migrate
 from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, StoreError, one_line
 from gateway.store.urls import describe_url
 
-__all__ = ["CONNECT_TIMEOUT_S", "SQLITE_PRAGMAS", "Database"]
+__all__ = ["CONNECT_TIMEOUT_S", "SQLITE_PRAGMAS", "Database", "rowcount"]
 
 CONNECT_TIMEOUT_S = 10.0
 """How long start-up waits for the database server before saying it is unreachable."""
@@ -108,3 +108,9 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+def rowcount(result: Any) -> int:
+    """How many rows an INSERT/UPDATE/DELETE touched. ``AsyncSession.execute`` is typed as returning a
+    plain ``Result``, which has no ``rowcount``; the cursor result it really returns does."""
+    return int(getattr(result, "rowcount", 0) or 0)

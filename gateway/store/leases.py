@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from gateway.store.db import rowcount
 from gateway.store.models import Base
 
 __all__ = ["LeaseRepo", "SessionLease"]
@@ -40,7 +41,7 @@ class LeaseRepo:
     @staticmethod
     async def acquire(s: AsyncSession, key: str, holder: str, *, now_ms: int, ttl_ms: int) -> bool:
         """Take the lease on ``key`` if it is free, expired or already ours; True when we hold it now."""
-        dialect = postgresql if s.bind.dialect.name == "postgresql" else sqlite
+        dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
         table = SessionLease.__table__
         stmt = dialect.insert(table).values(session_key=key, holder=holder, expires_at=now_ms + ttl_ms,
                                             acquired_at=now_ms)
@@ -50,7 +51,7 @@ class LeaseRepo:
             where=(table.c.expires_at <= now_ms) | (table.c.holder == holder),
         )
         result = await s.execute(stmt)
-        return bool(result.rowcount)
+        return bool(rowcount(result))
 
     @staticmethod
     async def renew(s: AsyncSession, key: str, holder: str, *, now_ms: int, ttl_ms: int) -> bool:
@@ -60,14 +61,14 @@ class LeaseRepo:
             .where(SessionLease.session_key == key, SessionLease.holder == holder)
             .values(expires_at=now_ms + ttl_ms)
         )
-        return bool(result.rowcount)
+        return bool(rowcount(result))
 
     @staticmethod
     async def release(s: AsyncSession, key: str, holder: str) -> bool:
         result = await s.execute(
             delete(SessionLease).where(SessionLease.session_key == key, SessionLease.holder == holder)
         )
-        return bool(result.rowcount)
+        return bool(rowcount(result))
 
     @staticmethod
     async def get(s: AsyncSession, key: str) -> SessionLease | None:

@@ -28,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from gateway.store.db import rowcount
 from gateway.store.models import Base, utcnow
 
 __all__ = ["AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
@@ -150,11 +151,11 @@ class SessionRepo:
         if row is None:
             # Two first messages to a new session can race: insert-or-ignore, then read whichever won.
             values = {"key": key, **{k: v for k, v in fields.items() if v is not None}}
-            if s.get_bind().dialect.name == "postgresql":
-                from sqlalchemy.dialects.postgresql import insert
-            else:
-                from sqlalchemy.dialects.sqlite import insert
-            await s.execute(insert(SessionRecord).values(**values).on_conflict_do_nothing(index_elements=["key"]))
+            from sqlalchemy.dialects import postgresql, sqlite
+
+            dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
+            await s.execute(dialect.insert(SessionRecord).values(**values)
+                            .on_conflict_do_nothing(index_elements=["key"]))
             row = await s.get(SessionRecord, key)
             assert row is not None
         return row
@@ -198,7 +199,7 @@ class SessionRepo:
     @staticmethod
     async def clear_history(s: AsyncSession, key: str) -> int:
         res = await s.execute(delete(TranscriptEntry).where(TranscriptEntry.session_key == key))
-        return res.rowcount or 0
+        return rowcount(res)
 
     @staticmethod
     async def record_usage(s: AsyncSession, key: str, *, runtime: str, cli_session_id: str | None,
@@ -230,7 +231,7 @@ class SessionRepo:
     async def delete(s: AsyncSession, key: str) -> bool:
         await s.execute(delete(TranscriptEntry).where(TranscriptEntry.session_key == key))
         res = await s.execute(delete(SessionRecord).where(SessionRecord.key == key))
-        return bool(res.rowcount)
+        return bool(rowcount(res))
 
     @staticmethod
     async def save_run(s: AsyncSession, run_id: str, session_key: str, status: str, *, source: str = "agent",
