@@ -239,6 +239,9 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     _conn_opts(apply)
     apply.set_defaults(func=cmd_config_apply)
 
+    from gateway.mcp_http.cli import register as register_mcp
+
+    register_mcp(sub)
     if extensions:
         _add_plugin_commands(sub)
     return parser
@@ -257,7 +260,7 @@ def _add_plugin_commands(sub: Any) -> None:
         register(sub)
 
 
-BUILTIN_COMMANDS = frozenset({"gateway", "config"})
+BUILTIN_COMMANDS = frozenset({"gateway", "config", "mcp"})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ SUBSYSTEMS: list[str] = [
     "gateway.sessions",
     "gateway.runs.queue",
     "gateway.agents.executor",
+    "gateway.mcp_http.transport",
 ]
 
 

@@ -1,4 +1,4 @@
-"""``remoteclaw mcp`` and ``remoteclaw call <tool> '<json>'``.
+"""``remoteclaw call <tool> '<json>'`` (``remoteclaw mcp`` itself is the gateway CLI's: it also manages tokens).
 
 ``call`` runs one tool through the very path an agent's MCP call takes (same env context, same
 validation, hooks, side effects and result shaping), which makes it the quickest way to try a tool
@@ -15,8 +15,6 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    mcp = subparsers.add_parser("mcp", help="run the stdio MCP server for one agent run (reads REMOTECLAW_* env)")
-    mcp.set_defaults(func=_cmd_mcp)
     call = subparsers.add_parser(
         "call", help="call one MCP tool the way an agent would (reads REMOTECLAW_* env)",
         description="Run one MCP tool through the shim's own code path and print its result.",
@@ -25,12 +23,6 @@ def register(subparsers: Any) -> None:
     call.add_argument("arguments", nargs="?", default="{}", metavar="JSON", help="the tool's arguments (default {})")
     call.add_argument("--list", action="store_true", help="list the tools this context may use instead")
     call.set_defaults(func=_cmd_call)
-
-
-def _cmd_mcp(_args: argparse.Namespace) -> int:
-    from mcp_shim.__main__ import main
-
-    return main()
 
 
 def _cmd_call(args: argparse.Namespace) -> int:

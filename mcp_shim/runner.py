@@ -11,6 +11,7 @@ import asyncio
 import sys
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -22,7 +23,7 @@ from mcp_shim.schema import validate
 from mcp_shim.side_effects import SideEffects
 from mcp_shim.tools import Call, Content, Tool, ToolError
 
-__all__ = ["CALL_TIMEOUT_S", "Runner", "UnknownTool", "error_result", "text_result"]
+__all__ = ["CALL_TIMEOUT_S", "Request", "Runner", "UnknownTool", "error_result", "text_result"]
 
 CALL_TIMEOUT_S = 30.0
 HOOK_TIMEOUT_S = 5.0
@@ -41,13 +42,25 @@ def error_result(tool: str, message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": f"Tool error ({tool}): {message}"}], "isError": True}
 
 
-class Runner:
-    """Executes tools for one run (one shim process)."""
+Request = Callable[..., Awaitable[Any]]
+"""``await request(method, params, timeout=...)``: how a runner reaches the gateway."""
 
-    def __init__(self, catalog: Catalog) -> None:
+
+class Runner:
+    """Executes tools for one run (one shim process), or for one remote MCP session in the gateway.
+
+    Args:
+        catalog: the tools this run may see and call.
+        request: how to reach the gateway; by default one WebSocket connection, opened on first use. The
+            gateway's own HTTP transport passes its in-process dispatcher here, so both front doors share
+            this one call path (validation, hooks, side effects, result shaping).
+    """
+
+    def __init__(self, catalog: Catalog, request: Request | None = None) -> None:
         self.catalog = catalog
         self.ctx = catalog.ctx
         self.side_effects = SideEffects(self.ctx.side_effects_file)
+        self._request = request
         self._client: Any = None
         self._hooks: set[asyncio.Task[None]] = set()
 
@@ -56,6 +69,8 @@ class Runner:
     async def gateway(self, method: str, params: dict[str, Any] | None = None, *,
                       timeout: float | None = None) -> Any:
         """Call a gateway method on the shared connection (opened on first use)."""
+        if self._request is not None:
+            return await self._request(method, params, timeout=timeout)
         if self._client is None:
             from mcp_shim.client import GatewayClient
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
     from typing import IO, Any
 
-__all__ = ["PROTOCOL_VERSIONS", "StdioServer", "Writer"]
+__all__ = ["PROTOCOL_VERSIONS", "StdioServer", "Writer", "error_message", "initialize_result"]
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """MCP revisions we speak over the ``initialize`` handshake, newest first."""
@@ -98,7 +98,7 @@ class Engine:
             try:
                 result = await self.runner.call(name, arguments)
             except UnknownTool:
-                self.writer.send(_error(req_id, INVALID_PARAMS, f"Unknown tool: {name}"))
+                self.writer.send(error_message(req_id, INVALID_PARAMS, f"Unknown tool: {name}"))
                 return
             self.writer.send({"jsonrpc": "2.0", "id": req_id, "result": result})
 
@@ -144,7 +144,22 @@ class Engine:
         self._thread.join(timeout=0.5)
 
 
-def _error(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+def initialize_result(params: dict[str, Any]) -> dict[str, Any]:
+    """The ``initialize`` answer (shared with the gateway's HTTP transport): the client's protocol
+    version when we speak it, else our newest."""
+    asked = params.get("protocolVersion")
+    version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+    return {
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": True}},
+        "serverInfo": {"name": "remoteclaw", "title": "RemoteClaw", "version": __version__},
+        "instructions": "RemoteClaw tools act on the gateway this agent runs under: sessions, chat "
+                        "messages, and (for the owner) cron, config, nodes, canvas, browser and speech.",
+    }
+
+
+def error_message(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error response."""
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
@@ -180,10 +195,10 @@ class StdioServer:
         try:
             message = json.loads(line)
         except ValueError:
-            self.writer.send(_error(None, PARSE_ERROR, "Parse error: not JSON"))
+            self.writer.send(error_message(None, PARSE_ERROR, "Parse error: not JSON"))
             return
         if not isinstance(message, dict):
-            self.writer.send(_error(None, INVALID_REQUEST, "Invalid request: expected one JSON object"))
+            self.writer.send(error_message(None, INVALID_REQUEST, "Invalid request: expected one JSON object"))
             return
         method = message.get("method")
         if not isinstance(method, str):
@@ -193,11 +208,11 @@ class StdioServer:
             return
         req_id = message["id"]
         if not _valid_id(req_id):
-            self.writer.send(_error(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer"))
+            self.writer.send(error_message(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer"))
             return
         params = message.get("params")
         if params is not None and not isinstance(params, dict):
-            self.writer.send(_error(req_id, INVALID_PARAMS, "Invalid params: must be an object"))
+            self.writer.send(error_message(req_id, INVALID_PARAMS, "Invalid params: must be an object"))
             return
         self._request(req_id, method, params or {})
 
@@ -210,7 +225,7 @@ class StdioServer:
         if method == "tools/call":
             name = params.get("name")
             if not isinstance(name, str):
-                self.writer.send(_error(req_id, INVALID_PARAMS, "Invalid params: 'name' must be a string"))
+                self.writer.send(error_message(req_id, INVALID_PARAMS, "Invalid params: 'name' must be a string"))
                 return
             self._engine().call(req_id, name, params.get("arguments"))
             return
@@ -221,7 +236,7 @@ class StdioServer:
         elif method == "ping":
             result = {}
         else:
-            self.writer.send(_error(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"))
+            self.writer.send(error_message(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"))
             return
         self.writer.send({"jsonrpc": "2.0", "id": req_id, "result": result})
         if method == "tools/list":
@@ -229,15 +244,7 @@ class StdioServer:
 
     @staticmethod
     def _initialize(params: dict[str, Any]) -> dict[str, Any]:
-        asked = params.get("protocolVersion")
-        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
-        return {
-            "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": True}},
-            "serverInfo": {"name": "remoteclaw", "title": "RemoteClaw", "version": __version__},
-            "instructions": "RemoteClaw tools act on the gateway this agent runs under: sessions, chat "
-                            "messages, and (for the owner) cron, config, nodes, canvas, browser and speech.",
-        }
+        return initialize_result(params)
 
     def close(self, grace: float) -> None:
         if self.engine is not None:

@@ -66,6 +66,14 @@ class AuthConfig(Section):
     )
 
 
+class McpHttpConfig(Section):
+    """Remote MCP over Streamable HTTP at ``/mcp`` (see docs/mcp-remote.md)."""
+
+    enabled: bool = True
+    sessionIdleMinutes: float = Field(30, gt=0, description="An MCP session unused this long is ended.")
+    maxRequestBytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")
+
+
 class GatewayConfig(Section):
     port: int = Field(18789, ge=0, le=65535)
     bind: str = "127.0.0.1"
@@ -76,6 +84,7 @@ class GatewayConfig(Section):
     maxBufferedBytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)
     publicUrl: str | None = Field(None, description="URL printed for clients, when behind a proxy.")
     redisUrl: str | None = Field(None, description="Redis for events between replicas (REMOTECLAW_REDIS_URL wins).")
+    mcp: McpHttpConfig = McpHttpConfig()
 
 
 class AgentConfig(Section):

@@ -1,4 +1,5 @@
-"""Gateway methods, one module per method group. Importing a module registers its methods."""
+"""Gateway methods, one module per method group of the core, plus the ``methods`` module of each capability
+subpackage (``CAPABILITY_METHODS``). Importing a module registers its methods."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import importlib
 import pkgutil
 
 __all__ = ["load_all"]
+
+CAPABILITY_METHODS: list[str] = [
+    "gateway.mcp_http.methods",
+]
+"""Method modules that live in a capability's own subpackage (``gateway/<capability>/methods.py``)."""
 
 _loaded = False
 
@@ -17,4 +23,6 @@ def load_all() -> None:
         return
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
+    for name in CAPABILITY_METHODS:
+        importlib.import_module(name)
     _loaded = True

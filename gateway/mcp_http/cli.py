@@ -1,0 +1,102 @@
+"""``remoteclaw mcp``: run the stdio MCP server (no sub-command), or manage remote MCP tokens.
+
+``remoteclaw mcp token create --name N [--owner] [--profile P] [--session KEY] [--expires 30d]`` prints
+what the token allows and then the token itself, once, alone on the last line (so a script can take it
+with ``tail -n 1``). ``list`` and ``revoke`` never show a token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    mcp = subparsers.add_parser(
+        "mcp", help="run the stdio MCP server for one agent run, or manage remote MCP tokens",
+        description="Without a sub-command: the stdio MCP server for one agent run (reads REMOTECLAW_* env).")
+    mcp.set_defaults(func=_cmd_serve)
+    sub = mcp.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND")
+    token = sub.add_parser("token", help="tokens for the tools over HTTP at /mcp (docs/mcp-remote.md)")
+    tsub = token.add_subparsers(dest="token_command", metavar="ACTION")
+    tsub.required = True
+
+    create = tsub.add_parser("create", help="create a token and print it once")
+    create.add_argument("--name", required=True, help="what the token is for, e.g. laptop-claude")
+    create.add_argument("--owner", action="store_true", help="owner tier: every tool (default: baseline tools)")
+    create.add_argument("--profile", choices=["minimal", "messaging", "coding", "full"], default="full")
+    create.add_argument("--session", help="session key the tools act for (default: the main session)")
+    create.add_argument("--expires", help="lifetime, e.g. 30d, 12h, 90m (default: no expiry)")
+    create.set_defaults(func=_cmd_create)
+    listing = tsub.add_parser("list", help="list tokens (never the tokens themselves)")
+    listing.set_defaults(func=_cmd_list)
+    revoke = tsub.add_parser("revoke", help="revoke a token by id or name")
+    revoke.add_argument("id", help="the token's id or name")
+    revoke.set_defaults(func=_cmd_revoke)
+    for p in (create, listing, revoke):
+        p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
+        p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _cmd_serve(_args: argparse.Namespace) -> int:
+    from mcp_shim.__main__ import main
+
+    return main()
+
+
+def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
+    from gateway.cli import call_gateway
+
+    return call_gateway(args.url, args.token, method, params)
+
+
+def _print_json(value: Any) -> None:
+    import orjson
+
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _cmd_create(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"name": args.name, "owner": args.owner, "profile": args.profile}
+    if args.session:
+        params["sessionKey"] = args.session
+    if args.expires:
+        params["expires"] = args.expires
+    made = _call(args, "mcp.tokens.create", params)
+    token = made.pop("token")
+    if args.json:
+        _print_json(made)
+    else:
+        tier = "owner" if made["owner"] else "baseline"
+        expires = "never" if not made["expiresAt"] else f"at {made['expiresAt']} (epoch ms)"
+        print(f"created MCP token {made['name']} (id {made['id']}): {tier} tier, profile {made['profile']}, "
+              f"expires {expires}")
+        print("Keep it now: it is shown only this once. Send it as 'Authorization: Bearer <token>' to /mcp.")
+    print(token)
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    listed = _call(args, "mcp.tokens.list", {})
+    if args.json:
+        _print_json(listed)
+        return 0
+    if not listed["tokens"]:
+        print("no MCP tokens (create one: remoteclaw mcp token create --name NAME)")
+    for t in listed["tokens"]:
+        tier = "owner" if t["owner"] else "baseline"
+        print(f"{t['id']}  {t['name']:24} {tier:8} {t['profile']:9} {t['state']}")
+    return 0
+
+
+def _cmd_revoke(args: argparse.Namespace) -> int:
+    result = _call(args, "mcp.tokens.revoke", {"id": args.id})
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"revoked {result['revoked']} token(s)")
+    return 0

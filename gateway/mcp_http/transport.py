@@ -1,0 +1,331 @@
+"""MCP's Streamable HTTP transport at ``/mcp``: the agent tools for MCP clients that cannot spawn a shim.
+
+- ``POST /mcp``: one JSON-RPC message. ``initialize`` opens a session (``Mcp-Session-Id`` in the
+  answer); every later message names it. Requests are answered as JSON, or, for a ``tools/call`` from a
+  client that accepts ``text/event-stream``, as an SSE stream that carries ``notifications/progress``
+  while the call runs (when the client sent a ``progressToken``) and then the result. Notifications get
+  202 and no body.
+- ``GET /mcp``: the session's stream of server notifications (``tools/list_changed``), kept alive with
+  SSE comments. Claude Code opens it while it initializes and hangs on a 405, so it is always served.
+- ``DELETE /mcp``: ends the session.
+
+Every request needs ``Authorization: Bearer <token>`` (``remoteclaw mcp token create``); a missing,
+unknown, revoked or expired token is 401 with a ``WWW-Authenticate`` header pointing at the RFC 9728
+protected-resource metadata, served at ``/.well-known/oauth-protected-resource``. A browser page
+cannot drive it: a request whose ``Origin`` is not the gateway's own (or listed in
+``gateway.allowedOrigins``) is 403, which stops DNS-rebinding attacks on a local gateway. Bodies over
+``gateway.mcp.maxRequestBytes`` are 413. The token never appears in a URL or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import orjson
+import structlog
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from gateway.mcp_http import tokens
+from gateway.mcp_http.session import McpSession
+from mcp_shim.runner import UnknownTool
+from mcp_shim.server import error_message, initialize_result
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["MCP_PATH", "McpHttp", "start"]
+
+log = structlog.get_logger("gateway.mcp_http")
+
+MCP_PATH = "/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+SESSION_HEADER = "mcp-session-id"
+PROGRESS_EVERY_S = 1.0
+"""How often a long ``tools/call`` streamed over SSE reports that it is still working."""
+KEEPALIVE_S = 15.0
+"""SSE comment interval on the GET stream, so proxies and clients see a live connection."""
+MAX_SESSIONS = 1000
+SWEEP_EVERY_S = float(os.environ.get("REMOTECLAW_MCP_SWEEP_S", "30"))
+"""How often idle sessions are looked for (tests shorten it)."""
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+
+
+def _json(message: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(message), status_code=status, media_type="application/json", headers=headers)
+
+
+def _sse(message: dict[str, Any]) -> bytes:
+    return b"event: message\ndata: " + orjson.dumps(message) + b"\n\n"
+
+
+def _problem(status: int, text: str, headers: dict[str, str] | None = None) -> Response:
+    """A plain HTTP refusal (no JSON-RPC id to answer): a JSON-RPC error object without an id."""
+    return _json({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": text}},
+                 status, headers)
+
+
+class McpHttp:
+    """The ``/mcp`` endpoint of one gateway and the sessions opened on it."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+        self.sessions: dict[str, McpSession] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # -- routes ----------------------------------------------------------------------------------
+
+    def routes(self) -> list[Route]:
+        return [
+            Route(MCP_PATH, self.endpoint, methods=["GET", "POST", "DELETE"]),
+            Route(METADATA_PATH, self.metadata, methods=["GET"]),
+            Route(METADATA_PATH + MCP_PATH, self.metadata, methods=["GET"]),
+        ]
+
+    def _base_url(self, request: Request) -> str:
+        public = self.gw.config.gateway.publicUrl
+        if public:
+            return public.rstrip("/")
+        return f"{request.url.scheme}://{request.url.netloc}"
+
+    async def metadata(self, request: Request) -> Response:
+        """RFC 9728 protected-resource metadata: what the resource is and that it takes bearer tokens."""
+        base = self._base_url(request)
+        return JSONResponse({
+            "resource": base + MCP_PATH,
+            "authorization_servers": [],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "remoteclaw gateway tools",
+            "resource_documentation": "https://github.com/remoteclaw/remoteclaw/blob/main/docs/mcp-remote.md",
+        })
+
+    # -- checks ----------------------------------------------------------------------------------
+
+    def _origin_refused(self, request: Request) -> bool:
+        """A browser page from another origin must not drive the tools (DNS rebinding)."""
+        origin = request.headers.get("origin")
+        if origin is None:
+            return False  # not a browser: MCP clients send no Origin
+        allowed = {o.rstrip("/") for o in getattr(self.gw.config.gateway, "allowedOrigins", None) or []}
+        if origin.rstrip("/") in allowed:
+            return False
+        parts = urlsplit(origin)
+        host = request.headers.get("host", "")
+        return not (parts.scheme in ("http", "https") and parts.netloc and parts.netloc == host)
+
+    async def _grant(self, request: Request) -> tokens.TokenGrant | None:
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            return None
+        return await tokens.verify(self.gw.db, value.strip())
+
+    def _unauthorized(self, request: Request, why: str) -> Response:
+        meta = self._base_url(request) + METADATA_PATH + MCP_PATH
+        return _problem(401, why, {"www-authenticate": f'Bearer resource_metadata="{meta}"'})
+
+    def _session(self, request: Request, grant: tokens.TokenGrant) -> McpSession | Response:
+        sid = request.headers.get(SESSION_HEADER)
+        if not sid:
+            return _problem(400, "Bad Request: Mcp-Session-Id header is required (send initialize first)")
+        session = self.sessions.get(sid)
+        # Another token's session is as unknown to this caller as one that never existed.
+        if session is None or session.grant.id != grant.id:
+            return _problem(404, "Session not found: it expired or was ended; initialize a new one")
+        session.touch()
+        return session
+
+    # -- the endpoint ----------------------------------------------------------------------------
+
+    async def endpoint(self, request: Request) -> Response:
+        if self._origin_refused(request):
+            return _problem(403, "Forbidden: cross-origin requests are not accepted (gateway.allowedOrigins)")
+        grant = await self._grant(request)
+        if grant is None:
+            return self._unauthorized(request, "Unauthorized: a valid bearer token is required")
+        if request.method == "GET":
+            return await self._stream(request, grant)
+        if request.method == "DELETE":
+            found = self._session(request, grant)
+            if isinstance(found, Response):
+                return found
+            await self._end(found)
+            return Response(status_code=204)
+        return await self._post(request, grant)
+
+    async def _read(self, request: Request) -> bytes | Response:
+        limit = self.gw.config.gateway.mcp.maxRequestBytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return _problem(413, f"Payload Too Large: at most {limit} bytes")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                return _problem(413, f"Payload Too Large: at most {limit} bytes")
+        return bytes(body)
+
+    async def _post(self, request: Request, grant: tokens.TokenGrant) -> Response:
+        body = await self._read(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return _json(error_message(None, PARSE_ERROR, "Parse error: not JSON"), 400)
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _json(error_message(None, INVALID_REQUEST, "Invalid request: expected one JSON-RPC 2.0 object"),
+                         400)
+        method = message.get("method")
+        if not isinstance(method, str):
+            return Response(status_code=202)  # a response to a request we never sent: nothing to do
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            return _json(error_message(message.get("id"), INVALID_PARAMS, "Invalid params: must be an object"), 400)
+        params = params or {}
+        if method == "initialize" and "id" in message:
+            return await self._initialize(request, grant, message["id"], params)
+        found = self._session(request, grant)
+        if isinstance(found, Response):
+            return found
+        session = found
+        if "id" not in message:
+            if method == "notifications/cancelled":
+                task = session.calls.get(params.get("requestId"))
+                if task is not None:
+                    task.cancel()
+            return Response(status_code=202)
+        req_id = message["id"]
+        if method == "tools/call":
+            return await self._call(request, session, req_id, params)
+        if method == "tools/list":
+            return _json({"jsonrpc": "2.0", "id": req_id, "result": {"tools": session.catalog.listing()}})
+        if method == "ping":
+            return _json({"jsonrpc": "2.0", "id": req_id, "result": {}})
+        return _json(error_message(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"))
+
+    async def _initialize(self, request: Request, grant: tokens.TokenGrant, req_id: Any,
+                          params: dict[str, Any]) -> Response:
+        await self._sweep()
+        if len(self.sessions) >= MAX_SESSIONS:
+            return _problem(503, "Service Unavailable: too many MCP sessions; end unused ones (DELETE /mcp)")
+        result = initialize_result(params)
+        client = request.client
+        session = McpSession(self.gw, grant, remote=client.host if client else "unknown",
+                             protocol=result["protocolVersion"])
+        self.sessions[session.id] = session
+        await session.refresh_plugins()
+        log.info("mcp session opened", session=session.id[:8], token=grant.name, owner=grant.owner,
+                 profile=grant.profile, protocol=session.protocol)
+        return _json({"jsonrpc": "2.0", "id": req_id, "result": result}, headers={"mcp-session-id": session.id})
+
+    async def _call(self, request: Request, session: McpSession, req_id: Any, params: dict[str, Any]) -> Response:
+        name = params.get("name")
+        if not isinstance(name, str):
+            return _json(error_message(req_id, INVALID_PARAMS, "Invalid params: 'name' must be a string"))
+        task = asyncio.create_task(session.runner.call(name, params.get("arguments")))
+        session.calls[req_id] = task
+        task.add_done_callback(lambda _t: session.calls.pop(req_id, None))
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        token = meta.get("progressToken")
+        if "text/event-stream" not in request.headers.get("accept", ""):
+            return _json(await self._outcome(task, req_id, name))
+        return StreamingResponse(self._call_stream(session, task, req_id, name, token),
+                                 media_type="text/event-stream", headers={"cache-control": "no-store"})
+
+    @staticmethod
+    async def _outcome(task: asyncio.Task[Any], req_id: Any, name: str) -> dict[str, Any]:
+        try:
+            return {"jsonrpc": "2.0", "id": req_id, "result": await asyncio.shield(task)}
+        except UnknownTool:
+            return error_message(req_id, INVALID_PARAMS, f"Unknown tool: {name}")
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # the client went away: the call keeps running to its end
+            return error_message(req_id, INVALID_REQUEST, "Request cancelled")
+
+    async def _call_stream(self, session: McpSession, task: asyncio.Task[Any], req_id: Any, name: str,
+                           progress_token: Any) -> AsyncIterator[bytes]:
+        started = time.monotonic()
+        step = 0
+        while not task.done():
+            done, _ = await asyncio.wait({task}, timeout=PROGRESS_EVERY_S)
+            if done:
+                break
+            step += 1
+            if progress_token is not None:
+                yield _sse({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                    "progressToken": progress_token, "progress": step,
+                    "message": f"{name} still running ({time.monotonic() - started:.0f} s)"}})
+            else:
+                yield b": still running\n\n"
+        yield _sse(await self._outcome(task, req_id, name))
+
+    async def _stream(self, request: Request, grant: tokens.TokenGrant) -> Response:
+        if "text/event-stream" not in request.headers.get("accept", "text/event-stream"):
+            return _problem(406, "Not Acceptable: the GET stream is text/event-stream")
+        found = self._session(request, grant)
+        if isinstance(found, Response):
+            return found
+        session = found
+
+        async def events() -> AsyncIterator[bytes]:
+            yield b": stream open\n\n"
+            while not session.closed.is_set():
+                try:
+                    message = await asyncio.wait_for(session.notifications.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    session.touch()  # an open stream is a session in use
+                    yield b": keepalive\n\n"
+                    continue
+                yield _sse(message)
+
+        return StreamingResponse(events(), media_type="text/event-stream", headers={"cache-control": "no-store"})
+
+    # -- lifetime --------------------------------------------------------------------------------
+
+    async def _end(self, session: McpSession) -> None:
+        if self.sessions.pop(session.id, None) is not None:
+            log.info("mcp session ended", session=session.id[:8], token=session.grant.name)
+            await session.close()
+
+    async def _sweep(self) -> None:
+        """End sessions idle past ``gateway.mcp.sessionIdleMinutes``."""
+        idle_s = self.gw.config.gateway.mcp.sessionIdleMinutes * 60
+        for session in [s for s in self.sessions.values() if s.idle_for() > idle_s and not s.calls]:
+            await self._end(session)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_EVERY_S)
+            await self._sweep()
+
+    def start(self) -> None:
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="mcp-http-sweeper")
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        for session in list(self.sessions.values()):
+            await self._end(session)
+
+
+async def start(gateway: Gateway) -> None:
+    """Subsystem entry: serve ``/mcp`` (unless ``gateway.mcp.enabled`` is false)."""
+    if not gateway.config.gateway.mcp.enabled:
+        return
+    mcp = McpHttp(gateway)
+    gateway.http_routes.extend(mcp.routes())
+    mcp.start()
+    gateway.on_stop(mcp.stop)
+
