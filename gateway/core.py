@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gateway.bus import EventBus
     from gateway.config.reload import Listener
     from gateway.config.watch import ConfigWatcher
+    from gateway.mcp_http.transport import McpHttp
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.sessions import SessionsService
@@ -104,6 +105,8 @@ class Gateway:
         self.platforms: ChatPlatforms | None = None
         """The chat platforms, once a platform package attached itself (``gateway.platforms``)."""
         self.config_watch: ConfigWatcher | None = None
+        self.mcp_http: McpHttp | None = None
+        """The remote MCP endpoint at ``/mcp``, unless ``gateway.mcp.enabled`` is false."""
         self.config_listeners: list[Listener] = []
         """Called after every live config change (``gateway.config.reload``)."""
         self.http_routes: list[BaseRoute] = []

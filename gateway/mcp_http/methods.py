@@ -52,6 +52,8 @@ async def tokens_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
 async def tokens_revoke(p: RevokeParams, ctx: CallContext) -> dict[str, Any]:
     """Revoke a token by id or name: its next request is refused with 401."""
     revoked = await tokens.revoke(ctx.gateway.db, p.id)
+    if ctx.gateway.mcp_http is not None:
+        ctx.gateway.mcp_http.forget_grants()
     if not revoked:
         raise InvalidRequest(f"no active MCP token with id or name {p.id!r}", details={"field": "id"})
     return {"ok": True, "revoked": revoked}

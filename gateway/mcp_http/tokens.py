@@ -63,6 +63,11 @@ class TokenGrant:
     owner: bool
     profile: str
     session_key: str | None
+    expires_at: int | None = None
+    """Epoch ms, or None: never."""
+
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= _now_ms()
 
 
 def _now_ms() -> int:
@@ -134,4 +139,4 @@ async def verify(db: Database, token: str) -> TokenGrant | None:
         if row.last_used_at is None or now - row.last_used_at > 60_000:  # at most one write a minute
             row.last_used_at = now
         return TokenGrant(id=row.id, name=row.name, owner=row.owner, profile=row.profile,
-                          session_key=row.session_key)
+                          session_key=row.session_key, expires_at=row.expires_at)

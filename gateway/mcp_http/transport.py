@@ -53,6 +53,7 @@ PROGRESS_EVERY_S = 1.0
 KEEPALIVE_S = 15.0
 """SSE comment interval on the GET stream, so proxies and clients see a live connection."""
 MAX_SESSIONS = 1000
+GRANT_CACHE_S = 1.0
 SWEEP_EVERY_S = float(os.environ.get("REMOTECLAW_MCP_SWEEP_S", "30"))
 """How often idle sessions are looked for (tests shorten it)."""
 
@@ -79,6 +80,7 @@ class McpHttp:
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
         self.sessions: dict[str, McpSession] = {}
+        self._grants: dict[str, tuple[float, tokens.TokenGrant | None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
     # -- routes ----------------------------------------------------------------------------------
@@ -122,11 +124,31 @@ class McpHttp:
         return not (parts.scheme in ("http", "https") and parts.netloc and parts.netloc == host)
 
     async def _grant(self, request: Request) -> tokens.TokenGrant | None:
+        """The grant of the request's bearer token, looked up at most once a ``GRANT_CACHE_S`` per token.
+
+        Why the cache: a database read per request doubled the round trip of a ``tools/call``. A
+        revocation on this replica clears it at once (``forget_grants``); one made on another replica
+        takes effect here within ``GRANT_CACHE_S``.
+        """
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer" or not value.strip():
+        token = value.strip()
+        if scheme.lower() != "bearer" or not token:
             return None
-        return await tokens.verify(self.gw.db, value.strip())
+        now = time.monotonic()
+        cached = self._grants.get(token)
+        if cached is not None and now - cached[0] < GRANT_CACHE_S:
+            grant = cached[1]
+        else:
+            grant = await tokens.verify(self.gw.db, token)
+            if len(self._grants) > 10_000:  # bound memory under a spray of made-up tokens
+                self._grants.clear()
+            self._grants[token] = (now, grant)
+        return None if grant is None or grant.expired() else grant
+
+    def forget_grants(self) -> None:
+        """Drop cached token lookups (a token was revoked)."""
+        self._grants.clear()
 
     def _unauthorized(self, request: Request, why: str) -> Response:
         meta = self._base_url(request) + METADATA_PATH + MCP_PATH
@@ -325,6 +347,7 @@ async def start(gateway: Gateway) -> None:
     if not gateway.config.gateway.mcp.enabled:
         return
     mcp = McpHttp(gateway)
+    gateway.mcp_http = mcp
     gateway.http_routes.extend(mcp.routes())
     mcp.start()
     gateway.on_stop(mcp.stop)
