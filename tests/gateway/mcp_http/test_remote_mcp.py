@@ -175,3 +175,32 @@ def test_the_inspector_lists_and_calls_over_http(gateway: GatewayProcess) -> Non
                             capture_output=True, text=True, timeout=90)
     assert called.returncode == 0, called.stdout + called.stderr
     assert json.loads(json.loads(called.stdout)["content"][0]["text"])["defaultAgentId"] == "main"
+
+
+@pytest.mark.slow
+async def test_real_claude_code_uses_the_tools_over_http(gateway: GatewayProcess, tmp_path: Any) -> None:
+    """Claude Code with a ``"type": "http"`` MCP server and a bearer header (it opens the GET stream while it
+    initializes): the fake model asks for ``agents_list``, the call crosses /mcp, the answer comes back."""
+    from tests.gateway.agents.runtimes.conftest import cli
+    from tests.gateway.agents.runtimes.test_claude import offline_env
+    from tests.support.fake_anthropic import FakeAnthropic
+
+    claude = cli("claude")
+    token = mcp_token(gateway, "--name", "claude-code", "--owner")
+    (tmp_path / "home").mkdir()
+    config = {"mcpServers": {"gw": {"type": "http", "url": url(gateway),
+                                    "headers": {"Authorization": "Bearer ${REMOTECLAW_TEST_MCP_TOKEN}"}}}}
+    (tmp_path / "mcp.json").write_text(json.dumps(config))
+    with FakeAnthropic() as api:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("REMOTECLAW_")},
+               **offline_env(api.url, tmp_path / "home"), "REMOTECLAW_TEST_MCP_TOKEN": token}
+        proc = await asyncio.create_subprocess_exec(
+            claude, "-p", "CALL agents_list {}", "--mcp-config", str(tmp_path / "mcp.json"), "--strict-mcp-config",
+            "--allowedTools", "mcp__gw", "--permission-mode", "dontAsk", "--output-format", "stream-json",
+            "--verbose", "--no-session-persistence", cwd=tmp_path, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+        offered = [t["name"] for t in api.requests[0].get("tools", [])]
+    assert "mcp__gw__agents_list" in offered, (offered, err.decode()[-2000:])
+    results = [line for line in out.decode().splitlines() if '"tool_result"' in line]
+    assert results and "defaultAgentId" in results[0], out.decode()[-3000:]
