@@ -20,15 +20,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from gateway import connect
 from gateway.agents.tokens import RunTokens
-from gateway.auth import check_token, verify_device
-from gateway.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_PROTOCOL, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
-from gateway.core import EVENTS, Gateway
+from gateway.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
+from gateway.core import Gateway
+from gateway.events import EVENTS
 from gateway.handshake import ConnectParams
 from gateway.protocol import (
     MAX_PREAUTH_FRAME_BYTES,
-    PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOLS,
     InvalidFrame,
     InvalidRequest,
     NotPaired,
@@ -39,7 +38,7 @@ from gateway.protocol import (
     ok_frame,
     parse_request,
 )
-from gateway.rpc import OPERATOR_SCOPES, READ, Caller
+from gateway.rpc import Caller
 
 __all__ = ["build_app"]
 
@@ -114,6 +113,8 @@ class _Handshake:
             return await self._connect(frame)
 
     async def _connect(self, frame: RequestFrame) -> tuple[RequestFrame, ConnectParams, Caller] | None:
+        """Decide with ``gateway.connect`` (no I/O there); here only the awaits: the throttle's pause, the
+        device table, and sending the answer."""
         from pydantic import ValidationError
 
         conn, gw = self.conn, self.gw
@@ -122,85 +123,52 @@ class _Handshake:
         except ValidationError as exc:
             self._refuse(frame.id, InvalidRequest(f"invalid connect params: {describe_validation_error(exc)}"))
             return None
-        offered = [v for v in SUPPORTED_PROTOCOLS if params.minProtocol <= v <= params.maxProtocol]
-        if not offered:
-            self._refuse(frame.id, InvalidRequest(
-                f"protocol mismatch: server speaks {SUPPORTED_PROTOCOLS[0]}..{SUPPORTED_PROTOCOLS[-1]}",
-                details={"code": "PROTOCOL_MISMATCH", "expectedProtocol": PROTOCOL_VERSION},
-            ), CLOSE_PROTOCOL)
-            return None
-        wait = gw.throttle.retry_after(conn.remote)
-        if wait > 0:
-            log.info("connect rate limited", conn_id=conn.conn_id, remote=conn.remote, retry_after_s=round(wait, 1))
-            await asyncio.sleep(min(wait, 1.0))  # slow the offender down before answering
-            self._refuse(frame.id, InvalidRequest(
-                "too many failed attempts: try again later",
-                details={"code": "AUTH_RATE_LIMITED"}, retryable=True, retry_after_ms=int(wait * 1000),
-            ))
-            return None
-        given = (params.auth.token or params.auth.password) if params.auth else None
-        run_grant = gw.run_tokens.grant(given)  # an agent run's own token
         try:
-            if run_grant is None:
-                check_token(gw.token, given)
-            elif params.role != "operator":
-                raise InvalidRequest("unauthorized: a run token is for operator connections only",
-                                     details={"code": "AUTH_TOKEN_MISMATCH"})
-            device_id = verify_device(params, nonce=self.nonce) if params.device else None
-        except InvalidRequest as err:
-            # A stale run token (a shim outliving its run, e.g. across a restart) is no guessing attempt:
-            # run tokens are 256-bit random. Counting them would lock every local client out.
-            stale_run_token = RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token)
-            if not stale_run_token:
+            conn.protocol = connect.negotiate(params)
+            wait = gw.throttle.retry_after(conn.remote)
+            locked = connect.rate_limited(wait)
+            if locked is not None:
+                log.info("connect rate limited", conn_id=conn.conn_id, remote=conn.remote,
+                         retry_after_s=round(wait, 1))
+                await asyncio.sleep(min(wait, 1.0))  # slow the offender down before answering
+                raise locked
+            given = connect.given_token(params)
+            accepted = connect.authenticate(
+                params, gateway_token=gw.token, run_grant=gw.run_tokens.grant(given), nonce=self.nonce,
+                looks_like_run_token=RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token))
+        except connect.Refusal as refusal:
+            if refusal.counts_as_failure:
                 gw.throttle.failure(conn.remote)
             log.info("connect refused", conn_id=conn.conn_id, remote=conn.remote,
-                     code=(err.details or {}).get("code"))
-            self._refuse(frame.id, err)
+                     code=(refusal.error.details or {}).get("code"))
+            self._refuse(frame.id, refusal.error, refusal.close_code)
             return None
         gw.throttle.success(conn.remote)
-        if device_id is not None and params.device is not None:
+        if accepted.device_id is not None and params.device is not None:
             from gateway import devices
 
             auto = gw.config.gateway.auth.autoApproveLoopbackDevices and _is_loopback(conn.remote)
-            status = await devices.record(gw, params, device_id, remote=conn.remote, auto_approve=auto)
+            status = await devices.record(gw, params, accepted.device_id, remote=conn.remote, auto_approve=auto)
             if status != devices.APPROVED:
                 message = ("device was rejected by the gateway owner" if status == devices.REJECTED
                            else "device is not paired yet: the gateway owner must approve it")
                 self._refuse(frame.id, NotPaired(
-                    message, details={"code": "PAIRING_REQUIRED", "deviceId": device_id, "status": status},
+                    message,
+                    details={"code": "PAIRING_REQUIRED", "deviceId": accepted.device_id, "status": status},
                 ))
                 return None
-        # Unknown scope names are dropped, so hello-ok shows exactly what was granted.
-        scopes = frozenset(params.scopes).intersection(OPERATOR_SCOPES) if params.role == "operator" else frozenset()
-        if run_grant is not None:
-            scopes = scopes & run_grant.scopes
-        if params.role == "operator" and not scopes:
-            scopes = frozenset({READ})
-        caller = Caller(
-            conn_id=conn.conn_id,
-            role=params.role,
-            scopes=scopes,
-            client_id=params.client.id,
-            client_mode=params.client.mode,
-            remote=conn.remote,
-            device_id=device_id,
-            display_name=params.client.displayName,
-            extra={"version": params.client.version, "platform": params.client.platform,
-                   "caps": params.caps or [], "commands": params.commands or []},
-            methods=run_grant.methods if run_grant is not None else None,
-        )
-        conn.protocol = offered[-1]
-        return frame, params, caller
+        return frame, params, connect.caller_for(params, accepted, conn_id=conn.conn_id, remote=conn.remote)
 
 
 def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
     cfg = gw.config
-    return {
-        "type": "hello-ok",
-        "protocol": conn.protocol,
-        "server": {"version": gw.version, "connId": conn.conn_id, "instanceId": gw.instance_id},
-        "features": {"methods": gw.dispatcher.registry.names(), "events": EVENTS, "capabilities": []},
-        "snapshot": {
+    return connect.hello_ok(
+        protocol=conn.protocol,
+        caller=caller,
+        server={"version": gw.version, "connId": conn.conn_id, "instanceId": gw.instance_id},
+        methods=gw.dispatcher.registry.names(),
+        events=list(EVENTS),
+        snapshot={
             "presence": gw.presence(),
             "health": gw.health(),
             "stateVersion": gw.state_version,
@@ -211,13 +179,12 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
                 "scope": cfg.session.dmScope,
             },
         },
-        "policy": {
+        policy={
             "maxPayload": cfg.gateway.maxPayload,
             "maxBufferedBytes": cfg.gateway.maxBufferedBytes,
             "tickIntervalMs": cfg.gateway.tickIntervalMs,
         },
-        "auth": {"role": caller.role, "scopes": sorted(caller.scopes)},
-    }
+    )
 
 
 async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None:

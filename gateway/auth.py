@@ -19,7 +19,6 @@ from gateway.handshake import ConnectParams
 from gateway.protocol import InvalidRequest
 
 __all__ = [
-    "BASELINE_RUN_METHODS",
     "MAX_CLOCK_SKEW_MS",
     "AuthThrottle",
     "check_token",
@@ -77,19 +76,6 @@ class AuthThrottle:
 
     def success(self, addr: str) -> None:
         self._by_addr.pop(addr, None)
-
-
-BASELINE_RUN_METHODS = frozenset({
-    # what the baseline MCP tools (session, message, heartbeat, plugin) call, and nothing else
-    "health", "status", "agents.list", "sessions.list", "chat.history", "agent", "agent.wait",
-    "sessions.spawn", "sessions.subagents",
-    "message.send", "message.reply", "message.threadReply", "message.broadcast", "message.react",
-    "message.delete", "message.sendAttachment", "message.sendWithEffect", "message.pin", "message.read",
-    "hooks.tool.before", "hooks.tool.after", "heartbeat.report", "plugin.tools.list", "plugin.tools.invoke",
-})
-"""Methods a non-owner agent run may call. Scopes alone are not enough: node, browser and tts methods need
-only ``operator.write`` (as OpenClaw classifies them), yet they sit behind owner-only tools. The shim hides
-those tools from non-owners; this list makes the gateway refuse them too, whatever the agent connects with."""
 
 
 def _b64url_decode(text: str, code: str) -> bytes:

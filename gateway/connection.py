@@ -15,18 +15,21 @@ from typing import Any
 import structlog
 from starlette.websockets import WebSocket
 
-from gateway.protocol import close_reason, encode, event_frame
+from gateway.protocol import (
+    CLOSE_INTERNAL,
+    CLOSE_POLICY,
+    CLOSE_PROTOCOL,
+    CLOSE_RESTART,
+    CLOSE_TOO_BIG,
+    close_reason,
+    encode,
+    event_frame,
+)
 from gateway.rpc import Caller
 
-__all__ = ["CLOSE_POLICY", "CLOSE_PROTOCOL", "CLOSE_RESTART", "CLOSE_TOO_BIG", "Connection"]
+__all__ = ["CLOSE_INTERNAL", "CLOSE_POLICY", "CLOSE_PROTOCOL", "CLOSE_RESTART", "CLOSE_TOO_BIG", "Connection"]
 
 log = structlog.get_logger("gateway.connection")
-
-CLOSE_POLICY = 1008
-CLOSE_PROTOCOL = 1002
-CLOSE_TOO_BIG = 1009
-CLOSE_INTERNAL = 1011
-CLOSE_RESTART = 1012
 
 SLOW_CLOSE_GRACE_S = 5.0
 """After closing a slow consumer, how long its socket may linger before it is aborted."""

@@ -38,28 +38,9 @@ if TYPE_CHECKING:
     from gateway.runs import RunQueue
     from gateway.sessions import SessionsService
 
-__all__ = ["EVENTS", "Gateway"]
+__all__ = ["Gateway"]
 
 log = structlog.get_logger("gateway.core")
-
-EVENTS = [
-    "connect.challenge",
-    "tick",
-    "health",
-    "presence",
-    "shutdown",
-    "config.changed",
-    "agent",
-    "chat",
-    "cron",
-    "node.invoke.request",
-    "node.pair.requested",
-    "node.pair.resolved",
-    "device.pair.requested",
-    "device.pair.resolved",
-    "hooks.tool",
-]
-"""Events this gateway may send (advertised in ``hello-ok features.events``)."""
 
 StopHook = Callable[[], Awaitable[None]]
 

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 __all__ = [
+    "CLOSE_INTERNAL",
+    "CLOSE_POLICY",
+    "CLOSE_PROTOCOL",
+    "CLOSE_RESTART",
+    "CLOSE_TOO_BIG",
     "MAX_PREAUTH_FRAME_BYTES",
     "PROTOCOL_VERSION",
     "SUPPORTED_PROTOCOLS",
@@ -64,6 +69,18 @@ SUPPORTED_PROTOCOLS = (3, 4)
 
 MAX_PREAUTH_FRAME_BYTES = 64 * 1024
 """Frames before a successful ``connect`` are capped, so unauthenticated peers cannot make us buffer much."""
+
+# WebSocket close codes the gateway uses (RFC 6455 section 7.4.1).
+CLOSE_PROTOCOL = 1002
+"""The client speaks no protocol version we do."""
+CLOSE_POLICY = 1008
+"""Refused: bad handshake, bad credentials, slow consumer."""
+CLOSE_TOO_BIG = 1009
+"""A frame over the limit (before ``connect``: ``MAX_PREAUTH_FRAME_BYTES``)."""
+CLOSE_INTERNAL = 1011
+"""The gateway failed; details stay in its log."""
+CLOSE_RESTART = 1012
+"""The gateway restarts in place: reconnect (after a ``shutdown`` event)."""
 
 
 class ErrorCode(StrEnum):

@@ -103,6 +103,8 @@ class MethodSpec:
     idempotent: bool = False
     aliases: tuple[str, ...] = ()
     description: str = ""
+    baseline: bool = False
+    """Callable by a non-owner agent run's token: a method behind one of the baseline MCP tools."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +176,10 @@ class Registry:
     def specs(self) -> list[MethodSpec]:
         return [self._specs[n] for n in self.names()]
 
+    def baseline_names(self) -> frozenset[str]:
+        """The methods a non-owner agent run may call (declared ``baseline=True``), aliases included."""
+        return frozenset(n for spec in self._specs.values() if spec.baseline for n in (spec.name, *spec.aliases))
+
     def method(
         self,
         name: str,
@@ -182,8 +188,14 @@ class Registry:
         scope: str = ADMIN,
         idempotent: bool = False,
         aliases: tuple[str, ...] = (),
+        baseline: bool = False,
     ) -> Callable[[Handler], Handler]:
-        """Declare a method. Unclassified means admin (default-deny, as OpenClaw does)."""
+        """Declare a method. Unclassified means admin (default-deny, as OpenClaw does).
+
+        ``baseline=True`` lets non-owner agent runs call it: say so only for a method behind a baseline MCP
+        tool (a test keeps the two in agreement). Scopes alone are not enough there: node, browser and tts
+        methods need only ``operator.write``, as OpenClaw classifies them, yet sit behind owner-only tools.
+        """
 
         def deco(fn: Handler) -> Handler:
             doc = (fn.__doc__ or "").strip().splitlines()
@@ -196,6 +208,7 @@ class Registry:
                     idempotent=idempotent,
                     aliases=aliases,
                     description=doc[0] if doc else "",
+                    baseline=baseline,
                 )
             )
             return fn

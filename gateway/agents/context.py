@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.auth import BASELINE_RUN_METHODS
-from gateway.rpc import OPERATOR_SCOPES, READ, WRITE
+from gateway.rpc import OPERATOR_SCOPES, READ, WRITE, registry
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -26,7 +25,7 @@ def issue_run_token(tokens: RunTokens, run: Run) -> str:
     """A token for this run's shim only, capped to its tier (the agent can read it; see ``RunTokens``)."""
     if is_owner_run(run):
         return tokens.issue(frozenset(OPERATOR_SCOPES))
-    return tokens.issue(frozenset({READ, WRITE}), methods=BASELINE_RUN_METHODS)
+    return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names())
 
 
 def context_env(run: Run, *, agent: AgentConfig, config: Config, listen: tuple[str, int], fx_path: Path,

@@ -15,8 +15,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from gateway.auth import BASELINE_RUN_METHODS
-from gateway.rpc import Caller
+from gateway.rpc import Caller, registry
 from mcp_shim.catalog import Catalog
 from mcp_shim.context import Context
 from mcp_shim.runner import Runner
@@ -51,7 +50,7 @@ class McpSession:
             conn_id=f"mcp-{self.id[:12]}", role="operator", scopes=frozenset(self.catalog.scopes()),
             client_id="remoteclaw-mcp-http", client_mode="backend", remote=remote,
             display_name=f"mcp token {grant.name}",
-            methods=None if grant.owner else BASELINE_RUN_METHODS,
+            methods=None if grant.owner else registry.baseline_names(),
         )
         self._gateway = gateway
         self.runner = Runner(self.catalog, self.request)

@@ -256,8 +256,8 @@ class McpHttp:
         task = asyncio.create_task(session.runner.call(name, params.get("arguments")))
         session.calls[req_id] = task
         task.add_done_callback(lambda _t: session.calls.pop(req_id, None))
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-        token = meta.get("progressToken")
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
         if "text/event-stream" not in request.headers.get("accept", ""):
             return _json(await self._outcome(task, req_id, name))
         return StreamingResponse(self._call_stream(session, task, req_id, name, token),

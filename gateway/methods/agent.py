@@ -42,7 +42,7 @@ async def delivery_origin(ctx: CallContext, key: str, *, channel: str | None, ac
                   thread_id=thread_id or (row.thread_id if row else None))
 
 
-@method("agent", params=AgentParams, scope=WRITE, idempotent=True)
+@method("agent", params=AgentParams, scope=WRITE, idempotent=True, baseline=True)
 async def agent(p: AgentParams, ctx: CallContext) -> dict[str, Any]:
     """Give an agent a message in a session (by key, label, or the agent's main session)."""
     svc = ctx.gateway.sessions
@@ -70,7 +70,7 @@ class WaitParams(Params):
     timeoutMs: int = Field(30_000, ge=0, le=24 * 3600 * 1000)
 
 
-@method("agent.wait", params=WaitParams, scope=WRITE)
+@method("agent.wait", params=WaitParams, scope=WRITE, baseline=True)
 async def agent_wait(p: WaitParams, ctx: CallContext) -> dict[str, Any]:
     """Wait up to ``timeoutMs`` for a run to finish: ``status`` is ok, error or timeout.
 

@@ -43,7 +43,7 @@ class HistoryParams(Params):
     limit: int | None = Field(None, ge=1, le=1000)
 
 
-@method("chat.history", params=HistoryParams, scope=READ)
+@method("chat.history", params=HistoryParams, scope=READ, baseline=True)
 async def chat_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]:
     """The session's transcript, oldest first (the last ``limit`` entries)."""
     key = ctx.gateway.sessions.normalize_key(p.sessionKey)

@@ -11,7 +11,7 @@ from pydantic import Field
 from gateway.rpc import READ, CallContext, NoParams, Params, method
 
 
-@method("health", scope=READ)
+@method("health", scope=READ, baseline=True)
 async def health(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Is the gateway up, and how long has it been."""
     return ctx.gateway.health()
@@ -21,7 +21,7 @@ class StatusParams(Params):
     sessionKey: str | None = Field(None, min_length=1, max_length=512)
 
 
-@method("status", params=StatusParams, scope=READ)
+@method("status", params=StatusParams, scope=READ, baseline=True)
 async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """Gateway status; with ``sessionKey``, that session's status (sessions subsystem)."""
     gw = ctx.gateway

@@ -45,14 +45,14 @@ def _emit(ctx: CallContext, phase: str, payload: dict[str, Any]) -> dict[str, An
     return {"ok": True, "delivered": delivered}
 
 
-@method("hooks.tool.before", params=ToolBeforeParams, scope=WRITE, aliases=("hooks:tool:before",))
+@method("hooks.tool.before", params=ToolBeforeParams, scope=WRITE, aliases=("hooks:tool:before",), baseline=True)
 async def tool_before(p: ToolBeforeParams, ctx: CallContext) -> dict[str, Any]:
     """An agent is about to run a tool."""
     log.info("tool call", phase="before", tool=p.toolName, session_key=p.sessionKey)
     return _emit(ctx, "before", p.model_dump(exclude_none=True))
 
 
-@method("hooks.tool.after", params=ToolAfterParams, scope=WRITE, aliases=("hooks:tool:after",))
+@method("hooks.tool.after", params=ToolAfterParams, scope=WRITE, aliases=("hooks:tool:after",), baseline=True)
 async def tool_after(p: ToolAfterParams, ctx: CallContext) -> dict[str, Any]:
     """An agent's tool call finished (``error`` set when it failed)."""
     log.info("tool call", phase="after", tool=p.toolName, session_key=p.sessionKey,
@@ -60,7 +60,7 @@ async def tool_after(p: ToolAfterParams, ctx: CallContext) -> dict[str, Any]:
     return _emit(ctx, "after", p.model_dump(exclude_none=True))
 
 
-@method("heartbeat.report", params=HeartbeatParams, scope=WRITE, aliases=("heartbeat:report",))
+@method("heartbeat.report", params=HeartbeatParams, scope=WRITE, aliases=("heartbeat:report",), baseline=True)
 async def heartbeat_report(p: HeartbeatParams, ctx: CallContext) -> dict[str, Any]:
     """A heartbeat run reports whether it did anything worth telling the user."""
     log.info("heartbeat report", session_key=p.sessionKey, anything_done=p.anythingDone, summary=p.summary)

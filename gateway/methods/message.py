@@ -137,7 +137,7 @@ def _sent(p: _Target, to: str, sent: list[Any]) -> dict[str, Any]:
     return out
 
 
-@method("message.send", params=SendParams, scope=WRITE, idempotent=True, aliases=("message:send",))
+@method("message.send", params=SendParams, scope=WRITE, idempotent=True, aliases=("message:send",), baseline=True)
 async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send text (and optionally one attachment) to a chat."""
     mgr = ctx.platforms
@@ -149,7 +149,7 @@ async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     return _sent(p, p.to, sent)
 
 
-@method("message.reply", params=ReplyParams, scope=WRITE, idempotent=True, aliases=("message:reply",))
+@method("message.reply", params=ReplyParams, scope=WRITE, idempotent=True, aliases=("message:reply",), baseline=True)
 async def reply(p: ReplyParams, ctx: CallContext) -> dict[str, Any]:
     """Reply in a chat, quoting ``replyToId`` when given."""
     sent = await ctx.platforms.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
@@ -158,7 +158,7 @@ async def reply(p: ReplyParams, ctx: CallContext) -> dict[str, Any]:
 
 
 @method("message.threadReply", params=ThreadReplyParams, scope=WRITE, idempotent=True,
-        aliases=("message:threadReply", "message:thread_reply"))
+        aliases=("message:threadReply", "message:thread_reply"), baseline=True)
 async def thread_reply(p: ThreadReplyParams, ctx: CallContext) -> dict[str, Any]:
     """Reply inside a thread (a Telegram forum topic, a Discord thread)."""
     sent = await ctx.platforms.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
@@ -167,7 +167,7 @@ async def thread_reply(p: ThreadReplyParams, ctx: CallContext) -> dict[str, Any]
 
 
 @method("message.broadcast", params=BroadcastParams, scope=WRITE, idempotent=True,
-        aliases=("message:broadcast",))
+        aliases=("message:broadcast",), baseline=True)
 async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
     """Send the same text to several chats; one failing target does not stop the others."""
     mgr = ctx.platforms
@@ -195,7 +195,7 @@ async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
     }
 
 
-@method("message.react", params=ReactParams, scope=WRITE, idempotent=True, aliases=("message:react",))
+@method("message.react", params=ReactParams, scope=WRITE, idempotent=True, aliases=("message:react",), baseline=True)
 async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
     """Set (or with an empty emoji, remove) the bot's reaction on a message."""
     await ctx.platforms.react(p.channel, p.accountId, p.to, p.messageId, p.emoji)
@@ -203,7 +203,7 @@ async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
             "removed": p.emoji == ""}
 
 
-@method("message.delete", params=DeleteParams, scope=WRITE, idempotent=True, aliases=("message:delete",))
+@method("message.delete", params=DeleteParams, scope=WRITE, idempotent=True, aliases=("message:delete",), baseline=True)
 async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
     """Delete a message (the bot's own, or any where it has the right)."""
     await ctx.platforms.delete(p.channel, p.accountId, p.to, p.messageId)
@@ -211,7 +211,7 @@ async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
 
 
 @method("message.sendAttachment", params=SendAttachmentParams, scope=WRITE, idempotent=True,
-        aliases=("message:sendAttachment", "message:send_attachment"))
+        aliases=("message:sendAttachment", "message:send_attachment"), baseline=True)
 async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str, Any]:
     """Send a file from a URL or a local path, with an optional caption."""
     sent = await ctx.platforms.send_attachment(p.channel, p.accountId, p.to, p.file, caption=p.caption,
@@ -220,7 +220,7 @@ async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str
 
 
 @method("message.sendWithEffect", params=SendWithEffectParams, scope=WRITE, idempotent=True,
-        aliases=("message:sendWithEffect", "message:send_with_effect"))
+        aliases=("message:sendWithEffect", "message:send_with_effect"), baseline=True)
 async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[str, Any]:
     """Send text with a visual message effect (where the platform has them)."""
     sent = await ctx.platforms.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
@@ -230,14 +230,14 @@ async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[st
     return out
 
 
-@method("message.pin", params=PinParams, scope=WRITE, idempotent=True, aliases=("message:pin",))
+@method("message.pin", params=PinParams, scope=WRITE, idempotent=True, aliases=("message:pin",), baseline=True)
 async def pin(p: PinParams, ctx: CallContext) -> dict[str, Any]:
     """Pin a message in its chat."""
     await ctx.platforms.pin(p.channel, p.accountId, p.to, p.messageId)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "pinned": True}
 
 
-@method("message.read", params=ReadParams, scope=READ, aliases=("message:read",))
+@method("message.read", params=ReadParams, scope=READ, aliases=("message:read",), baseline=True)
 async def read(p: ReadParams, ctx: CallContext) -> dict[str, Any]:
     """Recent messages of a chat, oldest first, from the gateway's store (inbound and outbound)."""
     if p.to is None:  # pragma: no cover - the validator guarantees it

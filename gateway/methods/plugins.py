@@ -23,13 +23,13 @@ class InvokeParams(Params):
     sessionKey: str | None = Field(None, min_length=1, max_length=512)
 
 
-@method("plugin.tools.list", scope=READ, aliases=("plugin:tools:list",))
+@method("plugin.tools.list", scope=READ, aliases=("plugin:tools:list",), baseline=True)
 async def tools_list(_p: NoParams, _ctx: CallContext) -> dict[str, Any]:
     """Tools the loaded plugins offer to agents: ``{tools: [{name, description, inputSchema}]}``."""
     return {"tools": []}
 
 
-@method("plugin.tools.invoke", params=InvokeParams, scope=WRITE, aliases=("plugin:tools:invoke",))
+@method("plugin.tools.invoke", params=InvokeParams, scope=WRITE, aliases=("plugin:tools:invoke",), baseline=True)
 async def tools_invoke(p: InvokeParams, _ctx: CallContext) -> dict[str, Any]:
     """Run one plugin tool; answers MCP-style ``{content: [...]}``."""
     raise Unavailable(f"{MISSING}: no plugin tool named '{p.toolName}'", details={"capability": "plugins"})

@@ -30,7 +30,7 @@ class ListParams(Params):
     agentId: str | None = None
 
 
-@method("sessions.list", params=ListParams, scope=READ)
+@method("sessions.list", params=ListParams, scope=READ, baseline=True)
 async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels."""
     runs = ctx.gateway.runs
@@ -121,7 +121,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True, "key": key, "deleted": deleted}
 
 
-@method("agents.list", scope=READ)
+@method("agents.list", scope=READ, baseline=True)
 async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """The configured agents and which one is the default."""
     svc = ctx.gateway.sessions
@@ -157,7 +157,7 @@ async def spawn_child(ctx: CallContext, *, task: str, agent_id: str | None, labe
     return {"sessionKey": key, "runId": run.id, "status": status, "parent": parent, "label": label}
 
 
-@method("sessions.spawn", params=SpawnParams, scope=WRITE, idempotent=True, aliases=("sessions:spawn",))
+@method("sessions.spawn", params=SpawnParams, scope=WRITE, idempotent=True, aliases=("sessions:spawn",), baseline=True)
 async def sessions_spawn(p: SpawnParams, ctx: CallContext) -> dict[str, Any]:
     """Start a child session that works on ``task``; the parent manages it with ``sessions.subagents``."""
     return await spawn_child(ctx, task=p.task, agent_id=p.agentId, label=p.label, parent=p.parent)
@@ -192,7 +192,7 @@ async def _child(ctx: CallContext, p: SubagentsParams, parent: str) -> dict[str,
     raise InvalidRequest(f"unknown target: '{wanted}' is not a sub-agent of {parent}", details={"field": "target"})
 
 
-@method("sessions.subagents", params=SubagentsParams, scope=WRITE, aliases=("subagents",))
+@method("sessions.subagents", params=SubagentsParams, scope=WRITE, aliases=("subagents",), baseline=True)
 async def sessions_subagents(p: SubagentsParams, ctx: CallContext) -> dict[str, Any]:
     """List a parent's sub-agents, or check on, cancel, message or add one."""
     svc, runs = ctx.gateway.sessions, ctx.gateway.runs

@@ -93,7 +93,7 @@ class RunQueue:
         async with self.gw.db.session() as s:
             await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
             await SessionRepo.save_run(s, run.id, run.session_key, "queued", source=req.source,
-                                       is_owner=req.is_owner)
+                                       is_owner=req.is_owner, only_if_new=True)
         if lane.current is run and run.task is None:
             run.task = asyncio.create_task(self._drive(run), name=f"run-{run.id}")
         return run, status

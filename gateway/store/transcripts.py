@@ -235,17 +235,28 @@ class SessionRepo:
 
     @staticmethod
     async def save_run(s: AsyncSession, run_id: str, session_key: str, status: str, *, source: str = "agent",
-                       is_owner: bool = False, error: str | None = None, reply: str | None = None) -> None:
-        row = await s.get(AgentRun, run_id)
-        if row is None:
-            row = AgentRun(id=run_id, session_key=session_key, status=status, source=source, is_owner=is_owner)
-            s.add(row)
-        row.status = status
-        row.error = error
+                       is_owner: bool = False, error: str | None = None, reply: str | None = None,
+                       only_if_new: bool = False) -> None:
+        """Insert the run's row, or update it; one statement, so two writers racing on a new run cannot both
+        insert it (a queued turn can start while the message that created it is still being committed).
+
+        ``only_if_new``: leave an existing row alone (a message joining a turn must not set a row that its
+        turn already moved on to ``running`` back to ``queued``).
+        """
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
+        ended = utcnow() if status not in ("queued", "running") else None
+        stmt = dialect.insert(AgentRun).values(id=run_id, session_key=session_key, status=status, source=source,
+                                               is_owner=is_owner, error=error, reply=reply, created_at=utcnow(),
+                                               ended_at=ended)
+        if only_if_new:
+            await s.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
+            return
+        changes: dict[str, Any] = {"status": status, "error": error, "ended_at": ended}
         if reply is not None:
-            row.reply = reply
-        if status not in ("queued", "running"):
-            row.ended_at = utcnow()
+            changes["reply"] = reply
+        await s.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=changes))
 
     @staticmethod
     async def last_run_end(s: AsyncSession, key: str) -> datetime | None:

@@ -34,7 +34,8 @@ async def cron_add(call: Call, a: dict[str, Any]) -> Any:
     # The job is the gateway call's params as it is, not nested under "job".
     result = await call.gateway("cron.add", a["job"])
     res = result if isinstance(result, dict) else {}
-    job = res.get("job") if isinstance(res.get("job"), dict) else {}
+    job = res.get("job")
+    job = job if isinstance(job, dict) else {}
     call.side_effects.cron_added(res.get("id") or res.get("jobId") or job.get("id"))
     return result
 

@@ -268,3 +268,33 @@ async def test_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         "remoteclaw: the database is at revision 9999_future, which this remoteclaw does not know: it was "
         "migrated by a newer version (run that version, or restore the backup taken before upgrading)"
     )
+
+
+async def test_a_run_started_while_its_message_is_still_being_stored_is_saved_once(target: Target) -> None:
+    """A queued turn can start (its row written ``running``) while the message that created it is still being
+    committed (its row written ``queued``). Both writers race to insert one row: neither may fail, and the
+    later ``queued`` must not undo ``running``. (Seen as "the run could not start: UNIQUE constraint failed".)"""
+    from gateway.store.transcripts import AgentRun, SessionRepo
+
+    db = await _open(target)
+    try:
+        await db.migrate()
+        async with db.session() as s:
+            await SessionRepo.ensure(s, "agent:main:main", agent_id="main", kind="main")
+        async with db.session() as submit:
+            await SessionRepo.save_run(submit, "run-1", "agent:main:main", "queued", only_if_new=True)
+
+            async def drive() -> None:
+                async with db.session() as s:
+                    await SessionRepo.save_run(s, "run-1", "agent:main:main", "running")
+
+            starting = asyncio.create_task(drive())
+            await asyncio.sleep(0.2)  # the start waits on the message's uncommitted row
+        await asyncio.wait_for(starting, 10)
+        async with db.session() as s:
+            await SessionRepo.save_run(s, "run-1", "agent:main:main", "queued", only_if_new=True)  # a late joiner
+        async with db.session() as s:
+            row = await s.get(AgentRun, "run-1")
+            assert row is not None and row.status == "running"
+    finally:
+        await db.close()

@@ -67,16 +67,6 @@ async def test_an_owner_run_gets_admin_and_the_token_dies_with_the_run(gw: Gatew
     assert not frame["ok"] and frame["error"]["details"]["code"] == "AUTH_TOKEN_MISMATCH"
 
 
-def test_every_baseline_method_exists() -> None:
-    """A misspelt name in the list would silently lock non-owner agents out of a baseline tool."""
-    from gateway.auth import BASELINE_RUN_METHODS
-    from gateway.methods import load_all
-    from gateway.rpc import registry
-
-    load_all()
-    assert set(registry.names()) >= BASELINE_RUN_METHODS
-
-
 async def test_stale_run_tokens_do_not_lock_out_the_address(gw: GatewayProcess) -> None:
     """Shims that outlive their run (a restart revokes every run token) must not lock out local clients."""
     for _ in range(8):  # more than gateway.auth.rateLimit.maxFailures (5)

@@ -1,0 +1,173 @@
+"""The ``connect`` exchange as values: every decision of the handshake, with no I/O.
+
+In the manner of websockets' sans-I/O core: ``gateway.app`` receives the frame, asks these functions
+what to do, and only sends and closes. Each function takes plain values (the parsed params, the
+gateway token, what the throttle and the run-token table said, the clock) and returns a value or raises
+a ``Refusal`` that carries the error to send and the close code, so each rule is tested by calling it
+(``tests/gateway/test_connect.py``) without a socket, a gateway process or an event loop.
+
+The order of the rules is the protocol's: params must parse, the protocol ranges must meet, a locked-out
+address is refused before its credentials are looked at, then the token (the gateway's own or an agent
+run's) and the optional device proof; finally the scopes are narrowed to what was both asked for and
+allowed, and the caller and the ``hello-ok`` payload are built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gateway.auth import check_token, verify_device
+from gateway.handshake import ConnectParams
+from gateway.protocol import (
+    CLOSE_POLICY,
+    CLOSE_PROTOCOL,
+    PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOLS,
+    InvalidRequest,
+    RpcError,
+)
+from gateway.rpc import OPERATOR_SCOPES, READ, Caller
+
+__all__ = [
+    "Accepted",
+    "Refusal",
+    "RunGrantLike",
+    "authenticate",
+    "caller_for",
+    "hello_ok",
+    "narrow_scopes",
+    "negotiate",
+    "rate_limited",
+]
+
+class Refusal(Exception):
+    """The handshake ends here: send ``error`` in answer to the connect request, then close with ``close_code``.
+
+    ``counts_as_failure`` says whether the attempt feeds the address's failure throttle (a wrong gateway
+    token does; a stale agent-run token does not: run tokens are 256-bit random, so it is no guess).
+    """
+
+    def __init__(self, error: RpcError, close_code: int = CLOSE_POLICY, *, counts_as_failure: bool = False) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.close_code = close_code
+        self.counts_as_failure = counts_as_failure
+
+
+class RunGrantLike(Protocol):
+    """What the handshake reads of an agent run's token grant (``gateway.agents.tokens.RunGrant``)."""
+
+    @property
+    def scopes(self) -> frozenset[str]: ...
+
+    @property
+    def methods(self) -> frozenset[str] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """Credentials that passed: the verified device (if a proof came) and the run grant (if a run token)."""
+
+    device_id: str | None
+    run_grant: RunGrantLike | None
+
+
+def negotiate(params: ConnectParams) -> int:
+    """The protocol version both sides speak: the newest in both ranges.
+
+    Raises:
+        Refusal: ``PROTOCOL_MISMATCH`` with the version we expect, close 1002.
+    """
+    offered = [v for v in SUPPORTED_PROTOCOLS if params.minProtocol <= v <= params.maxProtocol]
+    if not offered:
+        raise Refusal(InvalidRequest(
+            f"protocol mismatch: server speaks {SUPPORTED_PROTOCOLS[0]}..{SUPPORTED_PROTOCOLS[-1]}",
+            details={"code": "PROTOCOL_MISMATCH", "expectedProtocol": PROTOCOL_VERSION},
+        ), CLOSE_PROTOCOL)
+    return offered[-1]
+
+
+def rate_limited(retry_after_s: float) -> Refusal | None:
+    """The refusal for an address the throttle has locked for ``retry_after_s`` more seconds (None: not locked)."""
+    if retry_after_s <= 0:
+        return None
+    return Refusal(InvalidRequest(
+        "too many failed attempts: try again later",
+        details={"code": "AUTH_RATE_LIMITED"}, retryable=True, retry_after_ms=int(retry_after_s * 1000),
+    ))
+
+
+def given_token(params: ConnectParams) -> str | None:
+    """The shared secret the client presents (a token, or the same value as a password)."""
+    return (params.auth.token or params.auth.password) if params.auth else None
+
+
+def authenticate(params: ConnectParams, *, gateway_token: str, run_grant: RunGrantLike | None, nonce: str,
+                 now_ms: int | None = None, looks_like_run_token: bool = False) -> Accepted:
+    """Check the token (the gateway's, or a live agent run's: ``run_grant``) and the optional device proof.
+
+    Args:
+        params: the connect params.
+        gateway_token: the gateway's own token.
+        run_grant: the grant of the presented token when it is a live run token, else None.
+        nonce: the challenge this socket was sent.
+        now_ms: the clock, for the device proof's freshness (tests pass a fixed one).
+        looks_like_run_token: the presented token has a run token's shape (then a failure is no guess).
+
+    Raises:
+        Refusal: ``AUTH_REQUIRED``, ``AUTH_TOKEN_MISMATCH`` or a ``DEVICE_AUTH_*`` code, close 1008.
+    """
+    given = given_token(params)
+    try:
+        if run_grant is None:
+            check_token(gateway_token, given)
+        elif params.role != "operator":
+            raise InvalidRequest("unauthorized: a run token is for operator connections only",
+                                 details={"code": "AUTH_TOKEN_MISMATCH"})
+        device_id = verify_device(params, nonce=nonce, now_ms=now_ms) if params.device else None
+    except InvalidRequest as err:
+        raise Refusal(err, counts_as_failure=not looks_like_run_token) from None
+    return Accepted(device_id=device_id, run_grant=run_grant)
+
+
+def narrow_scopes(params: ConnectParams, run_grant: RunGrantLike | None) -> frozenset[str]:
+    """What the caller gets: the operator scopes it asked for that exist, capped by its run grant; at least
+    ``operator.read`` for an operator (unknown names are dropped, so hello-ok shows exactly what was granted)."""
+    if params.role != "operator":
+        return frozenset()
+    scopes = frozenset(params.scopes).intersection(OPERATOR_SCOPES)
+    if run_grant is not None:
+        scopes &= run_grant.scopes
+    return scopes or frozenset({READ})
+
+
+def caller_for(params: ConnectParams, accepted: Accepted, *, conn_id: str, remote: str) -> Caller:
+    """The caller fixed for the connection's life."""
+    return Caller(
+        conn_id=conn_id,
+        role=params.role,
+        scopes=narrow_scopes(params, accepted.run_grant),
+        client_id=params.client.id,
+        client_mode=params.client.mode,
+        remote=remote,
+        device_id=accepted.device_id,
+        display_name=params.client.displayName,
+        extra={"version": params.client.version, "platform": params.client.platform,
+               "caps": params.caps or [], "commands": params.commands or []},
+        methods=accepted.run_grant.methods if accepted.run_grant is not None else None,
+    )
+
+
+def hello_ok(*, protocol: int, caller: Caller, server: dict[str, Any], methods: list[str], events: list[str],
+             snapshot: dict[str, Any], policy: dict[str, Any]) -> dict[str, Any]:
+    """The ``hello-ok`` payload, from values the driver collected."""
+    return {
+        "type": "hello-ok",
+        "protocol": protocol,
+        "server": server,
+        "features": {"methods": methods, "events": events, "capabilities": []},
+        "snapshot": snapshot,
+        "policy": policy,
+        "auth": {"role": caller.role, "scopes": sorted(caller.scopes)},
+    }

@@ -1,0 +1,28 @@
+"""Every event the gateway sends, declared once: its name and what it carries.
+
+``hello-ok features.events`` is this table's keys, and ``tests/gateway/test_events_declared.py`` reads the
+source for every event name passed to ``broadcast``/``send_event``/``deliver_local``/``publish`` and fails
+on one that is not here: a new event is added in this one place, with a line saying what it is.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EVENTS"]
+
+EVENTS: dict[str, str] = {
+    "connect.challenge": "the first frame on a socket: the nonce a device signs, and the server time",
+    "tick": "every gateway.tickIntervalMs: the connection is alive (two missed ticks mean a dead link)",
+    "health": "the gateway's health, right after hello-ok",
+    "presence": "who is connected (coalesced: one event however many came and went)",
+    "shutdown": "the gateway is stopping or restarting in place (restartExpectedMs), before close 1012",
+    "config.changed": "a config change was applied (which sections, live or by restart)",
+    "agent": "an agent run's lifecycle, assistant text, thinking and tool calls, as they happen",
+    "chat": "a session's chat state: deltas while the agent writes, then final, error or aborted",
+    "cron": "a cron job changed or ran",
+    "node.invoke.request": "to a node: run a command for the gateway",
+    "node.pair.requested": "a node asks to pair",
+    "node.pair.resolved": "a node pairing request was approved or rejected",
+    "device.pair.requested": "an operator device asks to pair",
+    "device.pair.resolved": "a device pairing request was approved or rejected",
+    "hooks.tool": "an agent's tool call starts or ends (from the MCP shim's hooks)",
+}
