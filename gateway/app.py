@@ -26,6 +26,8 @@ from gateway.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOS
 from gateway.core import Gateway
 from gateway.events import EVENTS
 from gateway.handshake import ConnectParams
+from gateway.origins import origin_allowed
+from gateway.preauth import LIFT_FRAME_LIMIT
 from gateway.protocol import (
     MAX_PREAUTH_FRAME_BYTES,
     InvalidFrame,
@@ -125,17 +127,23 @@ class _Handshake:
             return None
         try:
             conn.protocol = connect.negotiate(params)
-            wait = gw.throttle.retry_after(conn.remote)
-            locked = connect.rate_limited(wait)
-            if locked is not None:
+            given = connect.given_token(params)
+            try:
+                accepted = connect.authenticate(
+                    params, gateway_token=gw.token, run_grant=gw.run_tokens.grant(given), nonce=self.nonce,
+                    looks_like_run_token=RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token))
+            except connect.Refusal as refusal:
+                # Valid credentials always get in, whatever others did from this address; a failure from a
+                # locked address is answered AUTH_RATE_LIMITED, and only after a pause.
+                wait = gw.throttle.retry_after(conn.remote)
+                locked = connect.rate_limited(wait)
+                if locked is None:
+                    raise
                 log.info("connect rate limited", conn_id=conn.conn_id, remote=conn.remote,
                          retry_after_s=round(wait, 1))
-                await asyncio.sleep(min(wait, 1.0))  # slow the offender down before answering
-                raise locked
-            given = connect.given_token(params)
-            accepted = connect.authenticate(
-                params, gateway_token=gw.token, run_grant=gw.run_tokens.grant(given), nonce=self.nonce,
-                looks_like_run_token=RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token))
+                await asyncio.sleep(min(wait, 1.0))  # slow the guesser down before answering
+                locked.counts_as_failure = refusal.counts_as_failure
+                raise locked from None
         except connect.Refusal as refusal:
             if refusal.counts_as_failure:
                 gw.throttle.failure(conn.remote)
@@ -143,7 +151,6 @@ class _Handshake:
                      code=(refusal.error.details or {}).get("code"))
             self._refuse(frame.id, refusal.error, refusal.close_code)
             return None
-        gw.throttle.success(conn.remote)
         if accepted.device_id is not None and params.device is not None:
             from gateway import devices
 
@@ -228,15 +235,40 @@ class _RpcFront:
     The RPC socket handles its own errors, so it skips them; HTTP routes keep the full stack.
     """
 
-    def __init__(self, app: Starlette, endpoint: Callable[[WebSocket], Awaitable[None]]) -> None:
+    def __init__(self, app: Starlette, endpoint: Callable[[WebSocket], Awaitable[None]], gateway: Gateway) -> None:
         self.app = app
         self.endpoint = endpoint
+        self.gw = gateway
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("websocket", "http") and not self._origin_ok(scope):
+            await self._refuse_origin(scope, send)
+            return
         if scope["type"] == "websocket" and scope["path"] in RPC_PATHS:
             await self.endpoint(WebSocket(scope, receive, send))
         else:
             await self.app(scope, receive, send)
+
+
+    def _origin_ok(self, scope: Scope) -> bool:
+        origin = host = None
+        for key, value in scope["headers"]:
+            if key == b"origin":
+                origin = value.decode("latin-1")
+            elif key == b"host":
+                host = value.decode("latin-1")
+        return origin_allowed(origin, host, self.gw.config.gateway.allowedOrigins)
+
+    @staticmethod
+    async def _refuse_origin(scope: Scope, send: Send) -> None:
+        log.info("cross-origin request refused", path=scope.get("path"), client=(scope.get("client") or ("",))[0])
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": CLOSE_POLICY})  # before accept: HTTP 403
+            return
+        body = b'{"ok":false,"error":"cross-origin request refused (gateway.allowedOrigins)"}'
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
 
 def build_app(gateway: Gateway) -> ASGIApp:
@@ -253,11 +285,19 @@ def build_app(gateway: Gateway) -> ASGIApp:
             conn.close(CLOSE_RESTART, "gateway restarting")
             await conn.wait_closed()
             return
+        for stale in gateway.preauth.admit(conn.conn_id, remote, conn):
+            stale.close(CLOSE_POLICY, "too many connections waiting to log in")
         try:
-            outcome = await _Handshake(gateway, conn).run()
+            try:
+                outcome = await _Handshake(gateway, conn).run()
+            finally:
+                gateway.preauth.release(conn.conn_id, remote)
             if outcome is None:
                 await conn.wait_closed()
                 return
+            lift = ws.scope.get("extensions", {}).get(LIFT_FRAME_LIMIT)
+            if lift is not None:
+                lift()  # frames up to gateway.maxPayload from now on
             frame, _params, caller = outcome
             conn.caller = caller
             conn.connected_at_ms = int(time.time() * 1000)
@@ -291,5 +331,5 @@ def build_app(gateway: Gateway) -> ASGIApp:
         Route("/", index),
     ]
     routes += gateway.http_routes
-    return _RpcFront(Starlette(routes=routes), ws_endpoint)
+    return _RpcFront(Starlette(routes=routes), ws_endpoint, gateway)
 

@@ -47,9 +47,11 @@ class _Failures:
 class AuthThrottle:
     """Counts failed handshakes per remote address and slows repeat offenders down.
 
-    After ``max_failures`` failures inside ``window_s`` the address is locked for ``lockout_s``:
-    its connects are answered ``AUTH_RATE_LIMITED`` (with ``retryAfterMs``) after a delay.
-    A success clears the address's record.
+    After ``max_failures`` failures inside ``window_s`` the address is locked for ``lockout_s``: its
+    FAILED attempts are answered ``AUTH_RATE_LIMITED`` (with ``retryAfterMs``) after a pause. Valid
+    credentials are never refused for it, so nobody sharing the address (every local client shares
+    127.0.0.1) can be locked out by a guesser; and a success does not clear the record, so a guesser
+    gains nothing from a legitimate client's logins. Failures simply age out of the window.
     """
 
     def __init__(self, *, max_failures: int = 5, window_s: float = 60.0, lockout_s: float = 30.0) -> None:
@@ -74,8 +76,6 @@ class AuthThrottle:
         if len(self._by_addr) > 10_000:  # bound memory under a spray of addresses
             self._by_addr.pop(next(iter(self._by_addr)))
 
-    def success(self, addr: str) -> None:
-        self._by_addr.pop(addr, None)
 
 
 def _b64url_decode(text: str, code: str) -> bytes:

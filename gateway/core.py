@@ -23,6 +23,7 @@ from gateway.agents.tokens import RunTokens
 from gateway.auth import AuthThrottle
 from gateway.config import Config, ConfigStore
 from gateway.connection import CLOSE_RESTART, Connection
+from gateway.preauth import PreAuthSockets
 from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
 from gateway.store import Database, database_url
 
@@ -77,6 +78,8 @@ class Gateway:
             max_failures=rl.maxFailures, window_s=rl.windowMs / 1000, lockout_s=rl.lockoutMs / 1000
         )
         self.db = Database(database_url(state_dir))
+        self.preauth = PreAuthSockets(gw.maxUnauthenticated, gw.maxUnauthenticatedPerAddress)
+        """Sockets still in their handshake (capped: ``gateway.preauth``)."""
         self.dispatcher = Dispatcher(registry, IdempotencyCache())
         self.connections: dict[str, Connection] = {}
         self.run_tokens = RunTokens()

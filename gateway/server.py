@@ -23,6 +23,7 @@ from gateway import logs, paths
 from gateway.config import ConfigError, ConfigStore
 from gateway.config.reload import register_secrets
 from gateway.core import Gateway
+from gateway.preauth import GatewayWebSocketProtocol
 from gateway.store import StoreError
 
 __all__ = ["resolve_token", "run", "serve"]
@@ -147,7 +148,7 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
 
             server = _Server(uvicorn.Config(
                 build_app(gw),
-                ws="websockets-sansio",
+                ws=GatewayWebSocketProtocol,  # websockets' sans-I/O core, with the pre-connect frame cap
                 # X-Forwarded-For is honoured from loopback only (uvicorn's default; FORWARDED_ALLOW_IPS widens
                 # it): behind a local TLS proxy, clients must keep their own address, or every one of them would
                 # look local (auto-approved devices, one shared auth-failure budget).

@@ -85,6 +85,13 @@ class GatewayConfig(Section):
     publicUrl: str | None = Field(None, description="URL printed for clients, when behind a proxy.")
     redisUrl: str | None = Field(None, description="Redis for events between replicas (REMOTECLAW_REDIS_URL wins).")
     mcp: McpHttpConfig = McpHttpConfig()
+    maxUnauthenticated: int = Field(256, ge=1, description="Sockets that may be in their handshake at once.")
+    maxUnauthenticatedPerAddress: int = Field(64, ge=1, description="The same, from one address.")
+    allowedOrigins: list[str] = Field(
+        default_factory=list,
+        description="Browser origins (scheme://host[:port]) allowed besides the gateway's own, e.g. a proxy's "
+                    "public URL. A request from any other page is refused; clients that send no Origin "
+                    "(CLIs, agents, nodes) are not affected.")
 
 
 class AgentConfig(Section):
@@ -309,9 +316,17 @@ class ConfigStore:
         return self.path.with_name(self.path.name + ".bak")
 
     def parse(self, text: str) -> dict[str, Any]:
-        """Parse file text (JSON5); raises ``ConfigError`` saying where it is broken."""
+        """Parse file text (JSON5); raises ``ConfigError`` saying where it is broken.
+
+        An empty (or whitespace-only) file is refused, not taken as "all defaults": it is what an editor's
+        truncated save or a failed copy leaves, and adopting it would reset the agents, the channels and
+        the token of a running gateway. ``{}`` asks for the defaults explicitly.
+        """
+        if not text.strip():
+            raise ConfigError(f"invalid config file {self.path}: the file is empty (write {{}} for all defaults, "
+                              "or delete the file)", details={"errors": [{"path": "/", "message": "empty file"}]})
         try:
-            data = json5.loads(text) if text.strip() else {}
+            data = json5.loads(text)
         except ValueError as exc:
             msg = " ".join(str(exc).split())
             raise ConfigError(f"invalid config file {self.path}: not valid JSON5: {msg}",

@@ -25,7 +25,6 @@ import os
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import orjson
 import structlog
@@ -35,6 +34,7 @@ from starlette.routing import Route
 
 from gateway.mcp_http import tokens
 from gateway.mcp_http.session import McpSession
+from gateway.origins import origin_allowed
 from mcp_shim.runner import UnknownTool
 from mcp_shim.server import error_message, initialize_result
 
@@ -112,16 +112,10 @@ class McpHttp:
     # -- checks ----------------------------------------------------------------------------------
 
     def _origin_refused(self, request: Request) -> bool:
-        """A browser page from another origin must not drive the tools (DNS rebinding)."""
-        origin = request.headers.get("origin")
-        if origin is None:
-            return False  # not a browser: MCP clients send no Origin
-        allowed = {o.rstrip("/") for o in getattr(self.gw.config.gateway, "allowedOrigins", None) or []}
-        if origin.rstrip("/") in allowed:
-            return False
-        parts = urlsplit(origin)
-        host = request.headers.get("host", "")
-        return not (parts.scheme in ("http", "https") and parts.netloc and parts.netloc == host)
+        """A browser page from another origin must not drive the tools (the app front refuses it already;
+        this keeps the endpoint safe wherever it is mounted)."""
+        return not origin_allowed(request.headers.get("origin"), request.headers.get("host"),
+                                  self.gw.config.gateway.allowedOrigins)
 
     async def _grant(self, request: Request) -> tokens.TokenGrant | None:
         """The grant of the request's bearer token, looked up at most once a ``GRANT_CACHE_S`` per token.

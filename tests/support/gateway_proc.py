@@ -98,8 +98,9 @@ class GatewayProcess:
             cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
         )
         self.wait_healthy(timeout)
-        if self.token is None:
-            self.token = (self.state_dir / "gateway.token").read_text().strip()
+        token_file = self.state_dir / "gateway.token"
+        if self.token is None and token_file.exists():  # absent when the config file sets the token
+            self.token = token_file.read_text().strip()
         return self
 
     def wait_healthy(self, timeout: float = 20.0) -> dict[str, Any]:
