@@ -180,11 +180,14 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
 
 
 def _announce(host: str, port: int, token: str, created: bool, state: Path) -> None:
+    """The start banner. The signed-in web chat link carries the token, so it is printed only when the token
+    was just created or a person reads the terminal: never into a service's captured output on every start."""
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "::1") else host
-    lines = [
-        f"remoteclaw gateway listening on ws://{shown}:{port}/  (state: {state})",
-        f"  web chat: http://{shown}:{port}/#token={token}",
-    ]
+    lines = [f"remoteclaw gateway listening on ws://{shown}:{port}/  (state: {state})"]
+    if created or sys.stdout.isatty():
+        lines.append(f"  web chat: http://{shown}:{port}/#token={token}")
+    else:
+        lines.append(f"  web chat: http://{shown}:{port}/  (sign in with the gateway token)")
     if created:
         lines.append(f"  a new gateway token was written to {state / 'gateway.token'} (mode 0600)")
     print("\n".join(lines), flush=True)

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
-from gateway.config.sections import OpenSection, Section
+from gateway.config.sections import OpenSection, Section, secret
 
 __all__ = [
     "ChannelAccessConfig",
@@ -58,11 +58,11 @@ class TelegramAccountConfig(Section):
     """One Telegram bot."""
 
     enabled: bool = True
-    botToken: str | None = Field(None, description="Token from @BotFather.")
+    botToken: str | None = secret("Token from @BotFather.")
     mode: Literal["polling", "webhook"] = "polling"
     webhookUrl: str | None = Field(None, description="Public HTTPS URL Telegram posts to (webhook mode).")
-    webhookSecret: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,256}$",
-                                      description="Checked against X-Telegram-Bot-Api-Secret-Token.")
+    webhookSecret: str | None = secret("Checked against X-Telegram-Bot-Api-Secret-Token.",
+                                       pattern=r"^[A-Za-z0-9_-]{1,256}$")
     apiBaseUrl: str | None = Field(None, description="Bot API base, default https://api.telegram.org/bot.")
     fileBaseUrl: str | None = Field(None, description="File download base, default .../file/bot.")
     pollTimeoutSeconds: int = Field(30, ge=0, le=300)
@@ -77,7 +77,7 @@ class DiscordAccountConfig(Section):
     """One Discord bot (see channels.discord)."""
 
     enabled: bool = True
-    token: str | None = Field(None, description="Bot token from the Discord Developer Portal.")
+    token: str | None = secret("Bot token from the Discord Developer Portal.")
     allowBots: bool = Field(False, description="Also hand messages written by other bots to the agent.")
     apiBase: str | None = Field(None, description="REST base, default https://discord.com/api/v10 (tests, proxies).")
     gatewayUrl: str | None = Field(None, description="Gateway WebSocket URL, default wss://gateway.discord.gg/.")

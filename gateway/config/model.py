@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import copy
+import functools
 import hashlib
 import os
 import re
@@ -31,9 +32,9 @@ from pydantic_settings import (
 )
 
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
-from gateway.config.sections import OpenSection, Section
+from gateway.config.sections import OpenSection, Section, secret
 from gateway.protocol import InvalidRequest, describe_validation_error
-from gateway.redaction import REDACTED, redact, restore_redacted, secret_values
+from gateway.redaction import REDACTED, redact, restore_redacted, schema_secret_paths, secret_values
 
 __all__ = [
     "REDACTED",
@@ -46,6 +47,7 @@ __all__ = [
     "hash_data",
     "merge_patch",
     "redact",
+    "secret_paths",
     "secret_values",
     "validate",
 ]
@@ -59,7 +61,7 @@ class RateLimitConfig(Section):
 
 
 class AuthConfig(Section):
-    token: str | None = Field(None, description="Gateway token; generated into the state dir when unset.")
+    token: str | None = secret("Gateway token; generated into the state dir when unset.")
     rateLimit: RateLimitConfig = RateLimitConfig()
     autoApproveLoopbackDevices: bool = Field(
         True, description="Approve new devices connecting from 127.0.0.1/::1 without asking the owner."
@@ -293,6 +295,12 @@ def validate(data: dict[str, Any]) -> Config:
                           details={"errors": [{"path": f"/{section or ''}", "message": str(exc)}]}) from None
 
 
+@functools.cache
+def secret_paths() -> frozenset[tuple[str, ...]]:
+    """Where the config schema marks secrets (computed once: the schema does not change at run time)."""
+    return schema_secret_paths(Config.model_json_schema())
+
+
 class ConfigStore:
     """The config file on disk and the validated config in memory, changed only together.
 
@@ -394,7 +402,7 @@ class ConfigStore:
 
     def redacted(self) -> dict[str, Any]:
         """The effective config (file plus env overrides) with secrets hidden."""
-        return redact(self.config.model_dump(mode="json"))
+        return redact(self.config.model_dump(mode="json"), secret_paths())
 
 
 def _write_atomic(path: Path, body: bytes) -> None:

@@ -19,6 +19,7 @@ import structlog
 
 from gateway import logs
 from gateway.config import Config, secret_values
+from gateway.config.model import secret_paths
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -44,9 +45,9 @@ def changed_sections(old: Config, new: Config) -> frozenset[str]:
 
 def register_secrets(data: dict[str, Any], config: Config) -> None:
     """Tell the logger every secret the config holds (file values and env overrides alike)."""
-    for value in secret_values(data):
+    for value in secret_values(data, secret_paths()):
         logs.add_secret(value)
-    for value in secret_values(config.model_dump(mode="json")):
+    for value in secret_values(config.model_dump(mode="json"), secret_paths()):
         logs.add_secret(value)
 
 

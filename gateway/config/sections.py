@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
 
-__all__ = ["OpenSection", "Section"]
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["OpenSection", "Section", "secret"]
+
+
+def secret(description: str, **kwargs: Any) -> Any:
+    """A secret config field (a token, a key): marked ``"secret": true`` in the JSON Schema, which is what
+    ``config.get`` and the log scrubber go by (``gateway.redaction``), whatever the field is called."""
+    return Field(None, description=description, json_schema_extra={"secret": True}, **kwargs)
 
 
 class Section(BaseModel):

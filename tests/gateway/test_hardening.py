@@ -177,3 +177,46 @@ def test_a_cold_start_on_an_empty_config_file_is_a_clear_error(tmp_path: Path) -
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0
     assert "empty" in proc.stderr and "{}" in proc.stderr, proc.stderr
+
+
+def test_the_token_is_printed_once_when_it_is_created(tmp_path: Path) -> None:
+    gw = GatewayProcess(tmp_path / "gw", token=None)
+    with gw:
+        first = gw.output()
+    assert f"#token={gw.token}" in first and "a new gateway token was written" in first
+    with gw:
+        again = gw.output()[len(first):]
+    assert "listening on" in again and (gw.token or "-") not in again
+
+
+def test_a_field_marked_secret_in_the_schema_is_hidden_whatever_its_name() -> None:
+    from gateway.config.sections import Section, secret
+    from gateway.redaction import REDACTED, redact, schema_secret_paths, secret_values
+
+    class Inner(Section):
+        hush: str | None = secret("a value that looks like nothing")
+
+    class Outer(Section):
+        plain: str = "shown"
+        inner: Inner = Inner()
+        many: dict[str, Inner] = {}
+
+    paths = schema_secret_paths(Outer.model_json_schema())
+    assert paths == {("inner", "hush"), ("many", "*", "hush")}
+    data = {"plain": "shown", "inner": {"hush": "s1"}, "many": {"a": {"hush": "s2"}}}
+    assert redact(data, paths) == {"plain": "shown", "inner": {"hush": REDACTED}, "many": {"a": {"hush": REDACTED}}}
+    assert sorted(secret_values(data, paths)) == ["s1", "s2"]
+
+
+async def test_secrets_in_open_sections_are_hidden_from_config_get_and_the_log(tmp_path: Path) -> None:
+    key, sub = "sk-live-" + "k" * 20, "azure-" + "s" * 20
+    config = {"messages": {"tts": {"openai": {"key": key}, "azure": {"subscriptionKey": sub, "region": "west"}}},
+              "logging": {"level": "debug"}}
+    with GatewayProcess(tmp_path / "gw", config=config) as gw:
+        client = await operator(gw.url, gw.token or "", scopes=["operator.read"])
+        got = json.dumps(await client.call("config.get"))
+        assert key not in got and sub not in got and "west" in got
+        await client.call("config.get", {"key": "messages.tts"})
+        await client.close()
+        logged = "".join(p.read_text() for p in (gw.state_dir / "logs").glob("gateway.log*")) + gw.output()
+        assert key not in logged and sub not in logged
