@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway import __version__
+from gateway import __version__, paths
 from gateway.agents.tokens import RunTokens
 from gateway.auth import AuthThrottle
 from gateway.config import Config, ConfigStore
@@ -26,6 +26,7 @@ from gateway.connection import CLOSE_RESTART, Connection
 from gateway.preauth import PreAuthSockets
 from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
 from gateway.store import Database, database_url
+from gateway.store.idempotency import MISSING, DurableOutcomes
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -69,6 +70,8 @@ class Gateway:
         self.token = token
         self.version = __version__
         self.instance_id = uuid.uuid4().hex[:12]
+        self.replica_id = paths.replica_id(state_dir)
+        """This replica's lasting name (kept in the state dir): what its session leases are held as."""
         self.started_at_ms = int(time.time() * 1000)
         self._started_mono = time.monotonic()
         self.state_version = 1
@@ -80,7 +83,7 @@ class Gateway:
         self.db = Database(database_url(state_dir))
         self.preauth = PreAuthSockets(gw.maxUnauthenticated, gw.maxUnauthenticatedPerAddress)
         """Sockets still in their handshake (capped: ``gateway.preauth``)."""
-        self.dispatcher = Dispatcher(registry, IdempotencyCache())
+        self.dispatcher = Dispatcher(registry, IdempotencyCache(), DurableOutcomes(self.db), missing=MISSING)
         self.connections: dict[str, Connection] = {}
         self.run_tokens = RunTokens()
         """Tokens of the agent runs in flight (checked by the handshake)."""
@@ -121,6 +124,7 @@ class Gateway:
         """Migrate the database and start background work. ``exit_server`` stops the HTTP server."""
         self._exit = exit_server
         await self.db.migrate()
+        await self._take_back_leases()
         from gateway.methods import load_all
 
         load_all()
@@ -129,6 +133,16 @@ class Gateway:
         await subsystems.start_all(self)
         self._tick_task = asyncio.create_task(self._tick_loop(), name="gateway-tick")
         log.info("gateway started", version=self.version, pid=os.getpid(), db=self.db.url.split("://")[0])
+
+    async def _take_back_leases(self) -> None:
+        """Leases held under this replica's name belong to a process of ours that is gone (a crash, a kill):
+        nothing of this process runs yet, so they are released now, not after they expire."""
+        from gateway.store.leases import LeaseRepo
+
+        async with self.db.session() as s:
+            released = await LeaseRepo.release_holder(s, self.replica_id)
+        if released:
+            log.info("took back the session leases of this replica's previous process", leases=released)
 
     def on_stop(self, hook: StopHook) -> None:
         """Register cleanup to run when this gateway stops (last registered runs first)."""

@@ -51,3 +51,24 @@ def ensure_token() -> tuple[str, bool]:
         fh.write(token + "\n")
     os.replace(tmp, path)
     return token, True
+
+
+def replica_id(state: Path) -> str:
+    """This replica's lasting name (``<state dir>/replica-id``, made on first start).
+
+    Session leases carry it (``gateway.runs.lease``), so a gateway restarted after a crash recognises the
+    leases its dead process held and takes them back at once instead of waiting for them to expire. Each
+    replica has its own state dir, so the name is its own too.
+    """
+    path = state / "replica-id"
+    try:
+        found = path.read_text().strip()
+    except FileNotFoundError:
+        found = ""
+    if found:
+        return found
+    made = secrets.token_hex(6)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(made + "\n")
+    os.replace(tmp, path)
+    return made

@@ -18,7 +18,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -48,6 +48,7 @@ __all__ = [
     "CallContext",
     "Caller",
     "Dispatcher",
+    "Durable",
     "IdempotencyCache",
     "MethodSpec",
     "NoParams",
@@ -285,12 +286,30 @@ class IdempotencyCache:
         return result
 
 
-class Dispatcher:
-    """Turns a request frame into a response frame: validate, authorize, de-duplicate, call."""
+class Durable(Protocol):
+    """Where answers of idempotent requests outlive the process (``gateway.store.idempotency``)."""
 
-    def __init__(self, reg: Registry, idempotency: IdempotencyCache) -> None:
+    async def get(self, method: str, key: str) -> Any:
+        """The stored answer, or the sentinel the dispatcher was given as ``missing`` when there is none."""
+
+    async def put(self, method: str, key: str, result: Any) -> None: ...
+
+
+class Dispatcher:
+    """Turns a request frame into a response frame: validate, authorize, de-duplicate, call.
+
+    Args:
+        reg: the method registry.
+        idempotency: answers of idempotent requests in this process (also joins concurrent retries).
+        durable: the same answers in the database, so a retry after a restart is answered too.
+    """
+
+    def __init__(self, reg: Registry, idempotency: IdempotencyCache, durable: Durable | None = None,
+                 missing: object = None) -> None:
         self.registry = reg
         self.idempotency = idempotency
+        self.durable = durable
+        self._missing = missing
 
     async def dispatch(self, frame: RequestFrame, caller: Caller, gateway: Gateway) -> dict[str, Any]:
         try:
@@ -327,7 +346,26 @@ class Dispatcher:
 
         key = getattr(params, "idempotencyKey", None) if spec.idempotent else None
         if isinstance(key, str) and key:
-            return await self.idempotency.run((spec.name, key), invoke)
+            durable = self.durable
+            if durable is None:
+                return await self.idempotency.run((spec.name, key), invoke)
+
+            async def remembered() -> Any:
+                try:
+                    stored = await durable.get(spec.name, key)
+                except Exception:
+                    log.exception("idempotency store unreadable", method=spec.name)
+                    stored = self._missing
+                if stored is not self._missing:
+                    return stored  # answered before a restart: the same answer, no second effect
+                result = await invoke()
+                try:
+                    await durable.put(spec.name, key, result)
+                except Exception:
+                    log.exception("idempotency store unwritable", method=spec.name)
+                return result
+
+            return await self.idempotency.run((spec.name, key), remembered)
         return await invoke()
 
     @staticmethod

@@ -119,7 +119,7 @@ class LeaseService:
         Raises:
             LeaseUnavailable: the database failed for ``GIVE_UP_AFTER_S`` in a row.
         """
-        holder = f"{self.gw.instance_id}/{run_id[:8]}"
+        holder = f"{self.gw.replica_id}/{run_id[:8]}"
         delay = 0.05
         waiting_logged = False
         failing_since: float | None = None

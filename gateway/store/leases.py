@@ -73,3 +73,9 @@ class LeaseRepo:
     @staticmethod
     async def get(s: AsyncSession, key: str) -> SessionLease | None:
         return (await s.execute(select(SessionLease).where(SessionLease.session_key == key))).scalar_one_or_none()
+
+    @staticmethod
+    async def release_holder(s: AsyncSession, replica: str) -> int:
+        """Drop every lease held by ``replica`` (its holders are ``<replica>/<run>``); how many."""
+        result = await s.execute(delete(SessionLease).where(SessionLease.holder.startswith(replica + "/")))
+        return rowcount(result)

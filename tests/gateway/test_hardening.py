@@ -220,3 +220,31 @@ async def test_secrets_in_open_sections_are_hidden_from_config_get_and_the_log(t
         await client.close()
         logged = "".join(p.read_text() for p in (gw.state_dir / "logs").glob("gateway.log*")) + gw.output()
         assert key not in logged and sub not in logged
+
+
+async def test_a_retry_after_a_crash_gets_the_first_answer_and_the_session_is_free_at_once(tmp_path: Path) -> None:
+    from tests.support import FAKE_CLI
+
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
+    env = {"REMOTECLAW_LEASE_TTL_MS": "120000"}  # were the lease waited out, the test would time out
+    gw = GatewayProcess(tmp_path / "gw", config=config, env=env)
+    with gw:
+        client = await operator(gw.url, gw.token or "")
+        send = {"sessionKey": "main", "message": "sleep:30", "idempotencyKey": "retry-me-1"}
+        first = await client.call("chat.send", send)
+        await client.next_event("agent", timeout=10)  # the turn is under way
+        assert gw.proc is not None
+        gw.proc.kill()  # kill -9: no clean-up of any kind
+        gw.proc.wait()
+        gw.proc = None
+        gw.start()
+        client = await operator(gw.url, gw.token or "")
+        again = await client.call("chat.send", send)
+        assert again["runId"] == first["runId"]
+        history = await client.call("chat.history", {"sessionKey": "main", "limit": 50})
+        users = [m for m in history["messages"] if m.get("role") == "user" and "sleep:30" in str(m)]
+        assert len(users) == 1, history
+        fresh = await client.call("chat.send", {"sessionKey": "main", "message": "hello", "idempotencyKey": "k2"})
+        waited = await client.call("agent.wait", {"runId": fresh["runId"], "timeoutMs": 30_000}, timeout=40)
+        assert waited["status"] == "ok", waited
+        await client.close()
