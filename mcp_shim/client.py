@@ -24,9 +24,31 @@ from gateway.protocol import (
     request_frame,
 )
 
-__all__ = ["GatewayClient", "default_url"]
+__all__ = ["RETRY_WINDOW_S", "ConnectionLost", "GatewayClient", "default_url", "safe_to_repeat"]
 
 EventHandler = Callable[[str, Any], None]
+
+
+RETRY_WINDOW_S = 15.0
+"""How long a call whose connection dropped keeps being retried while the gateway comes back."""
+
+_READ_VERBS = frozenset({"list", "get", "status", "history", "read", "describe", "schema", "runs", "providers",
+                         "wait", "health", "tail", "presence"})
+
+
+class ConnectionLost(Unavailable):
+    """The connection closed before the gateway answered (it may or may not have acted on the call)."""
+
+
+class _NotSent(ConnectionLost):
+    """The connection was gone before the call went out: sending it again is always safe."""
+
+
+def safe_to_repeat(method: str, params: Any) -> bool:
+    """Whether sending ``method`` again after a lost answer cannot double an effect."""
+    if isinstance(params, dict) and params.get("idempotencyKey"):
+        return True
+    return method.rsplit(".", 1)[-1] in _READ_VERBS
 
 
 def default_url() -> str:
@@ -149,7 +171,7 @@ class GatewayClient:
             pass
         finally:
             self._ws = None
-            err = Unavailable("gateway connection closed", retryable=True)
+            err = ConnectionLost("gateway connection closed", retryable=True)
             for fut in self._pending.values():
                 if not fut.done():
                     fut.set_exception(err)
@@ -159,12 +181,27 @@ class GatewayClient:
                       reconnect: bool = True) -> Any:
         """Call a gateway method; returns its payload or raises ``RpcError``.
 
-        If the connection is down (the gateway restarted) it reconnects first, once.
+        If the connection is down (the gateway restarted) it reconnects first. If it drops while the
+        call is in flight, the call is sent again on a new connection, within ``RETRY_WINDOW_S``, when
+        that cannot double an effect: it carries an ``idempotencyKey`` (the gateway answers a repeat with
+        the first answer, even across its restart) or only reads (``safe_to_repeat``).
         """
         timeout = self.timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout, RETRY_WINDOW_S)
+        while True:
+            try:
+                return await self._request_once(method, params, timeout, reconnect)
+            except ConnectionLost as lost:
+                repeatable = isinstance(lost, _NotSent) or safe_to_repeat(method, params)
+                if not reconnect or not repeatable or loop.time() >= deadline:
+                    raise
+                await self._reconnect(deadline - loop.time())
+
+    async def _request_once(self, method: str, params: Any, timeout: float, reconnect: bool) -> Any:
         if not self.connected:
             if not reconnect and self.hello is not None:
-                raise Unavailable("gateway connection closed", retryable=True)
+                raise _NotSent("gateway connection closed", retryable=True)
             await self._reconnect(timeout)
         req_id = f"r{next(self._ids)}"
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -173,9 +210,7 @@ class GatewayClient:
             await self._ws.send(encode(request_frame(req_id, method, params)))
         except Exception:
             self._pending.pop(req_id, None)
-            if not reconnect:
-                raise Unavailable("gateway connection closed", retryable=True) from None
-            return await self.request(method, params, timeout=timeout, reconnect=False)
+            raise _NotSent("gateway connection closed", retryable=True) from None
         try:
             return await asyncio.wait_for(fut, timeout)
         except TimeoutError:

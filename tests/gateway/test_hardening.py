@@ -248,3 +248,32 @@ async def test_a_retry_after_a_crash_gets_the_first_answer_and_the_session_is_fr
         waited = await client.call("agent.wait", {"runId": fresh["runId"], "timeoutMs": 30_000}, timeout=40)
         assert waited["status"] == "ok", waited
         await client.close()
+
+
+async def test_a_tool_call_in_flight_as_the_gateway_dies_is_retried_when_it_is_back(tmp_path: Path) -> None:
+    """The shim's ``sessions_send`` is waiting (``agent.wait``) when the gateway is killed; the gateway comes
+    back on the same port two seconds later, and the call completes instead of failing at once."""
+    from tests.mcp_shim.shim import Shim, shim_env
+    from tests.support import FAKE_CLI
+
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
+    gw = GatewayProcess(tmp_path / "gw", config=config)
+    with gw:
+        shim = await Shim.start(shim_env(gw, tmp_path))
+        await shim.initialize()
+        call = asyncio.create_task(shim.call("sessions_send", {"sessionKey": "agent:main:main",
+                                                               "message": "sleep:20", "timeout": 30}, timeout=60))
+        client = await operator(gw.url, gw.token or "")
+        await client.next_event("agent", timeout=10)  # the turn started: the shim now waits on agent.wait
+        await client.close()
+        assert gw.proc is not None
+        gw.proc.kill()
+        gw.proc.wait()
+        gw.proc = None
+        await asyncio.sleep(2)
+        await asyncio.to_thread(gw.start)
+        result = await asyncio.wait_for(call, 60)
+        text = result["content"][0]["text"]
+        assert not result.get("isError"), text
+        assert "restarted" in text  # agent.wait, asked again, tells what became of the run
+        await shim.close()
