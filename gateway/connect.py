@@ -27,7 +27,7 @@ from gateway.protocol import (
     InvalidRequest,
     RpcError,
 )
-from gateway.rpc import OPERATOR_SCOPES, READ, Caller
+from gateway.rpc import OPERATOR_SCOPES, READ, Caller, SessionScope
 
 __all__ = [
     "Accepted",
@@ -63,6 +63,9 @@ class RunGrantLike(Protocol):
 
     @property
     def methods(self) -> frozenset[str] | None: ...
+
+    @property
+    def confine(self) -> SessionScope | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,7 @@ def caller_for(params: ConnectParams, accepted: Accepted, *, conn_id: str, remot
         extra={"version": params.client.version, "platform": params.client.platform,
                "caps": params.caps or [], "commands": params.commands or []},
         methods=accepted.run_grant.methods if accepted.run_grant is not None else None,
+        confined_to=accepted.run_grant.confine if accepted.run_grant is not None else None,
     )
 
 

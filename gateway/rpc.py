@@ -54,6 +54,7 @@ __all__ = [
     "NoParams",
     "Params",
     "Registry",
+    "SessionScope",
     "grants",
     "method",
     "registry",
@@ -109,6 +110,26 @@ class MethodSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionScope:
+    """What a non-owner agent run may look at: its own session, the sessions it spawned, and the sessions of
+    the chat it came from (``channel`` + ``chat_id``, when it came from one)."""
+
+    session_key: str
+    channel: str | None = None
+    chat_id: str | None = None
+
+    def allows(self, key: str, *, channel: str | None = None, peer_id: str | None = None,
+               parent_key: str | None = None) -> bool:
+        """Whether a session (its key, and the chat and parent stored with it) is within this scope."""
+        if key == self.session_key or parent_key == self.session_key:
+            return True
+        return self.channel is not None and channel == self.channel and peer_id == self.chat_id
+
+    def allows_chat(self, channel: str, chat_id: str) -> bool:
+        return self.channel is not None and channel == self.channel and chat_id == self.chat_id
+
+
+@dataclass(frozen=True, slots=True)
 class Caller:
     """Who is calling: fixed at handshake time for the life of the connection."""
 
@@ -123,6 +144,8 @@ class Caller:
     extra: dict[str, Any] = field(default_factory=dict)
     methods: frozenset[str] | None = None
     """When set, the only methods this caller may use (a non-owner agent run's token); None: no limit."""
+    confined_to: SessionScope | None = None
+    """When set, the only sessions and chats this caller may read (a non-owner agent run); None: all."""
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.rpc import OPERATOR_SCOPES, READ, WRITE, registry
+from gateway.rpc import OPERATOR_SCOPES, READ, WRITE, SessionScope, registry
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -25,7 +25,9 @@ def issue_run_token(tokens: RunTokens, run: Run) -> str:
     """A token for this run's shim only, capped to its tier (the agent can read it; see ``RunTokens``)."""
     if is_owner_run(run):
         return tokens.issue(frozenset(OPERATOR_SCOPES))
-    return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names())
+    origin = run.last.origin
+    confine = SessionScope(run.session_key, origin.channel if origin else None, origin.to if origin else None)
+    return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names(), confine=confine)
 
 
 def context_env(run: Run, *, agent: AgentConfig, config: Config, listen: tuple[str, int], fx_path: Path,

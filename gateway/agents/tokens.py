@@ -6,6 +6,8 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
+from gateway.rpc import SessionScope
+
 __all__ = ["RunGrant", "RunTokens"]
 
 
@@ -15,6 +17,7 @@ class RunGrant:
 
     scopes: frozenset[str]
     methods: frozenset[str] | None = None
+    confine: SessionScope | None = None
 
 
 class RunTokens:
@@ -39,9 +42,10 @@ class RunTokens:
         """Shaped like a run token. Run tokens are 256-bit random, so failing with one is no guessing attempt."""
         return token is not None and token.startswith(cls.PREFIX)
 
-    def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None) -> str:
+    def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None,
+              confine: SessionScope | None = None) -> str:
         token = self.PREFIX + secrets.token_urlsafe(32)
-        self._grants[self._key(token)] = RunGrant(scopes, methods)
+        self._grants[self._key(token)] = RunGrant(scopes, methods, confine)
         return token
 
     def revoke(self, token: str) -> None:

@@ -15,7 +15,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from gateway.rpc import Caller, registry
+from gateway.rpc import Caller, SessionScope, registry
 from mcp_shim.catalog import Catalog
 from mcp_shim.context import Context
 from mcp_shim.runner import Runner
@@ -51,6 +51,7 @@ class McpSession:
             client_id="remoteclaw-mcp-http", client_mode="backend", remote=remote,
             display_name=f"mcp token {grant.name}",
             methods=None if grant.owner else registry.baseline_names(),
+            confined_to=None if grant.owner else SessionScope(ctx.session_key),
         )
         self._gateway = gateway
         self.runner = Runner(self.catalog, self.request)

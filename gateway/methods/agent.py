@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway.methods.sessions import is_owner
+from gateway.methods.sessions import check_visible, is_owner
 from gateway.rpc import WRITE, CallContext, Params, method
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import main_key
@@ -54,6 +54,7 @@ async def agent(p: AgentParams, ctx: CallContext) -> dict[str, Any]:
     else:
         key = main_key(svc.agent(p.agentId).id)
         await svc.ensure(key)
+    await check_visible(ctx, key)  # a non-owner run may not talk to (and read replies from) others' sessions
     agent_id = key.split(":", 2)[1]
     origin = None
     if p.deliver:

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from gateway.methods.agent import delivery_origin
-from gateway.methods.sessions import is_owner
+from gateway.methods.sessions import check_visible, is_owner
 from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.runs import RunRequest
 from gateway.sessions import parse_key
@@ -47,6 +47,7 @@ class HistoryParams(Params):
 async def chat_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]:
     """The session's transcript, oldest first (the last ``limit`` entries)."""
     key = ctx.gateway.sessions.normalize_key(p.sessionKey)
+    await check_visible(ctx, key)
     async with ctx.gateway.db.session() as s:
         entries = await SessionRepo.history(s, key, p.limit or 200)
     return {"sessionKey": key, "messages": [e.to_dict() for e in entries]}

@@ -26,6 +26,9 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """Gateway status; with ``sessionKey``, that session's status (sessions subsystem)."""
     gw = ctx.gateway
     if p.sessionKey:
+        from gateway.methods.sessions import check_visible
+
+        await check_visible(ctx, gw.sessions.normalize_key(p.sessionKey))
         return await gw.sessions.status(p.sessionKey)
     host, port = gw.listen
     return {

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from gateway.protocol import InvalidRequest, RpcError
+from gateway.protocol import Forbidden, InvalidRequest, RpcError
 from gateway.rpc import READ, WRITE, CallContext, Params, method
 
 __all__ = [
@@ -242,5 +242,9 @@ async def read(p: ReadParams, ctx: CallContext) -> dict[str, Any]:
     """Recent messages of a chat, oldest first, from the gateway's store (inbound and outbound)."""
     if p.to is None:  # pragma: no cover - the validator guarantees it
         raise InvalidRequest("invalid message.read params: at /to: required")
+    scope = ctx.caller.confined_to
+    if scope is not None and not scope.allows_chat(p.channel, p.to):
+        raise Forbidden(f"chat '{p.to}' on {p.channel} is not a conversation this agent run may read",
+                        details={"code": "SESSION_FORBIDDEN", "field": "to"})
     messages = await ctx.platforms.read(p.channel, p.accountId, p.to, limit=p.limit, thread_id=p.threadId)
     return {"channel": p.channel, "to": p.to, "messages": messages, "count": len(messages)}

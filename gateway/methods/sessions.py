@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from gateway.protocol import InvalidRequest
+from gateway.protocol import Forbidden, InvalidRequest
 from gateway.rpc import READ, WRITE, CallContext, NoParams, Params, method
 from gateway.runs import RunRequest
 from gateway.sessions import parse_key
@@ -15,6 +15,26 @@ from gateway.store.models import utcnow
 from gateway.store.transcripts import SessionRepo
 
 Key = Field(None, min_length=1, max_length=512)
+
+
+async def check_visible(ctx: CallContext, key: str, field: str = "sessionKey") -> None:
+    """Refuse a confined caller (a non-owner agent run) a session outside its scope.
+
+    Non-owner runs see their own session, the sub-agents they spawned and the sessions of the chat they
+    came from; never, say, the owner's main session. A session that does not exist yet holds nothing to see.
+
+    Raises:
+        Forbidden: ``SESSION_FORBIDDEN``, naming ``field``.
+    """
+    scope = ctx.caller.confined_to
+    if scope is None:
+        return
+    async with ctx.gateway.db.session() as s:
+        row = await SessionRepo.get(s, key)
+    if row is None or scope.allows(key, channel=row.channel, peer_id=row.peer_id, parent_key=row.parent_key):
+        return
+    raise Forbidden(f"{field} '{key}' is not a conversation this agent run may see",
+                    details={"code": "SESSION_FORBIDDEN", "field": field})
 
 
 def is_owner(ctx: CallContext) -> bool:
@@ -39,6 +59,10 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     out = []
     for row in rows:
         if p.agentId and row.agent_id != p.agentId:
+            continue
+        scope = ctx.caller.confined_to
+        if scope is not None and not scope.allows(row.key, channel=row.channel, peer_id=row.peer_id,
+                                                  parent_key=row.parent_key):
             continue
         d = row.to_dict()
         if runs is not None:
@@ -197,6 +221,7 @@ async def sessions_subagents(p: SubagentsParams, ctx: CallContext) -> dict[str, 
     """List a parent's sub-agents, or check on, cancel, message or add one."""
     svc, runs = ctx.gateway.sessions, ctx.gateway.runs
     parent = await svc.resolve(key=p.sessionKey)
+    await check_visible(ctx, parent)
     if p.action == "list":
         async with ctx.gateway.db.session() as s:
             rows = await SessionRepo.children(s, parent)

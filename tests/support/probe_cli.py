@@ -20,6 +20,7 @@ SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approva
 
 TRIES = {
     "sessions.list": {},
+    "chat.history": {"sessionKey": "agent:main:main"},  # the owner's main conversation
     "node.invoke": {"nodeId": "n1", "command": "system.run", "idempotencyKey": "k1"},
     "browser.request": {"method": "GET", "path": "/"},
     "config.get": {},
@@ -34,7 +35,7 @@ def _answer(ws: object, req_id: str) -> dict:
             return frame
 
 
-def probe(url: str, token: str) -> tuple[object, dict[str, str]]:
+def probe(url: str, token: str) -> tuple[object, dict[str, object]]:
     with connect(url, open_timeout=5) as ws:
         json.loads(ws.recv(timeout=5))  # connect.challenge
         ws.send(json.dumps({"type": "req", "id": "c", "method": "connect", "params": {
@@ -43,11 +44,13 @@ def probe(url: str, token: str) -> tuple[object, dict[str, str]]:
         frame = _answer(ws, "c")
         if not frame["ok"]:
             return frame["error"], {}
-        tried = {}
+        tried: dict[str, object] = {}
         for method, params in TRIES.items():
             ws.send(json.dumps({"type": "req", "id": method, "method": method, "params": params}))
             res = _answer(ws, method)
             tried[method] = "ok" if res["ok"] else (res["error"].get("details") or {}).get("code", res["error"]["code"])
+            if method == "sessions.list" and res["ok"]:
+                tried["sessions.list.keys"] = sorted(s["key"] for s in res["payload"]["sessions"])
         return frame["payload"]["auth"]["scopes"], tried
 
 

@@ -31,9 +31,9 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
         yield proc
 
 
-async def run_once(gw: GatewayProcess, scopes: list[str]) -> dict:
+async def run_once(gw: GatewayProcess, scopes: list[str], key: str | None = None) -> dict:
     c = await operator(gw.url, gw.token or "", scopes=scopes)
-    res = await c.call("chat.send", {"sessionKey": f"agent:main:tok:{uuid.uuid4().hex[:8]}", "message": "hi",
+    res = await c.call("chat.send", {"sessionKey": key or f"agent:main:tok:{uuid.uuid4().hex[:8]}", "message": "hi",
                                      "idempotencyKey": str(uuid.uuid4())})
     done = await c.call("agent.wait", {"runId": res["runId"], "timeoutMs": 20000})
     await c.close()
@@ -52,9 +52,20 @@ async def test_a_non_owner_run_cannot_get_admin_with_its_token(gw: GatewayProces
     assert probe["env"]["REMOTECLAW_SENDER_IS_OWNER"] == "false"
     assert probe["mcpConfigMode"] == 0o600
     # Owner-only capabilities stay closed even where write scope would do: the token lists its methods.
-    assert probe["tried"] == {"sessions.list": "ok", "node.invoke": "RUN_TIER_FORBIDDEN",
-                              "browser.request": "RUN_TIER_FORBIDDEN", "config.get": "RUN_TIER_FORBIDDEN",
-                              "logs.tail": "RUN_TIER_FORBIDDEN"}
+    tried = {k: v for k, v in probe["tried"].items() if k not in ("sessions.list.keys", "chat.history")}
+    assert tried == {"sessions.list": "ok", "node.invoke": "RUN_TIER_FORBIDDEN",
+                     "browser.request": "RUN_TIER_FORBIDDEN", "config.get": "RUN_TIER_FORBIDDEN",
+                     "logs.tail": "RUN_TIER_FORBIDDEN"}
+
+
+async def test_a_non_owner_run_sees_only_its_own_conversations(gw: GatewayProcess) -> None:
+    await run_once(gw, ["operator.admin"], key="agent:main:main")  # the owner talks in the main session
+    mine = f"agent:main:tok:{uuid.uuid4().hex[:8]}"
+    probe = await run_once(gw, READ_WRITE, key=mine)
+    assert probe["tried"]["chat.history"] == "SESSION_FORBIDDEN"
+    assert probe["tried"]["sessions.list.keys"] == [mine]
+    owner = await run_once(gw, ["operator.admin"])  # the owner's own runs still see everything
+    assert owner["tried"]["chat.history"] == "ok" and "agent:main:main" in owner["tried"]["sessions.list.keys"]
 
 
 async def test_an_owner_run_gets_admin_and_the_token_dies_with_the_run(gw: GatewayProcess) -> None:
