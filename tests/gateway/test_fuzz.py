@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import re
 import string
 from collections.abc import Iterator
@@ -138,12 +139,16 @@ async def _exchange(client: RawClient, frame: Any, n: int) -> None:
         assert [a["id"] for a in answers] == [want], (frame, answers)
 
 
+FRAME_EXAMPLES = int(os.environ.get("REMOTECLAW_FUZZ_EXAMPLES", "150"))
+"""Frames per run: 150 in the test suite; CI runs 10,000 in a step of its own (``.ci/run``)."""
+
+
 def test_random_frames_never_break_the_gateway(fuzz_gateway: GatewayProcess) -> None:
     loop = asyncio.new_event_loop()
     client = loop.run_until_complete(_session(fuzz_gateway))
     n = itertools.count()
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=FRAME_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(frame=frames)
     def check(frame: Any) -> None:
         loop.run_until_complete(_exchange(client, frame, next(n)))
