@@ -172,7 +172,8 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
     return connect.hello_ok(
         protocol=conn.protocol,
         caller=caller,
-        server={"version": gw.version, "connId": conn.conn_id, "instanceId": gw.instance_id},
+        server={"version": gw.version, "connId": conn.conn_id, "instanceId": gw.instance_id,
+                "replicaId": gw.replica_id},
         methods=gw.dispatcher.registry.names(),
         events=list(EVENTS),
         snapshot={

@@ -262,7 +262,7 @@ async def test_the_lease_of_a_killed_replica_expires(tmp_path: Path, pg_url: str
         await until(lambda: cluster.cli_calls(key))
         cli_pid = cluster.cli_calls(key)[0]["pid"]
         (row,) = await lease_rows(pg_url)
-        assert row["session_key"] == key and row["holder"].startswith(a.hello["server"]["instanceId"])  # type: ignore[index]
+        assert row["session_key"] == key and row["holder"].startswith(a.hello["server"]["replicaId"])  # type: ignore[index]
         await a.close()
         cluster.a.stop(signal.SIGKILL)  # no chance to release: the lease stays until it expires
         (stale,) = await lease_rows(pg_url)
