@@ -100,6 +100,10 @@ class Gateway:
         """Routes subsystems add to the HTTP app (webhooks)."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)
         """Where the server listens (set by ``gateway.server`` once bound)."""
+        self.recovered: dict[str, int] = {}
+        """What start-up recovery did with the previous process's unfinished turns (``gateway.runs.recovery``)."""
+        self.background: set[asyncio.Task[None]] = set()
+        """Fire-and-forget work of this start (kept referenced until done)."""
         self.restart_reason: str | None = None
         self.stopping = False
         self._tick_task: asyncio.Task[None] | None = None
@@ -151,6 +155,12 @@ class Gateway:
     async def stop(self) -> None:
         if self._tick_task:
             self._tick_task.cancel()
+        runs = getattr(self, "runs", None)
+        if runs is not None:  # drain first, while the chat platforms can still deliver the replies
+            try:
+                await runs.stop()
+            except Exception:
+                log.exception("draining the run queue failed")
         for hook in reversed(self._stop_hooks):
             try:
                 await hook()

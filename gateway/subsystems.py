@@ -47,3 +47,18 @@ async def start_all(gateway: Gateway) -> None:
             log.warning("subsystem not available", subsystem=name, error=str(exc))
             continue
         await start(PlatformHost(gateway))
+    await _recover(gateway)
+
+
+async def _recover(gateway: Gateway) -> None:
+    """Turns this replica's previous process left unfinished go back into the queue before anything new
+    arrives (their order kept); the chats hear about interrupted ones once their accounts are up."""
+    import asyncio
+
+    from gateway.runs.recovery import recover, send_notices
+
+    gateway.recovered, notices = await recover(gateway)
+    if notices:
+        task = asyncio.create_task(send_notices(gateway, notices), name="recovery-notices")
+        gateway.background.add(task)
+        task.add_done_callback(gateway.background.discard)

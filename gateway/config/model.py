@@ -87,6 +87,8 @@ class GatewayConfig(Section):
     publicUrl: str | None = Field(None, description="URL printed for clients, when behind a proxy.")
     redisUrl: str | None = Field(None, description="Redis for events between replicas (REMOTECLAW_REDIS_URL wins).")
     mcp: McpHttpConfig = McpHttpConfig()
+    shutdownGraceSeconds: float = Field(5, ge=0, description="On stop or restart, how long running turns may "
+                                        "finish before they are cut (and recovered at the next start).")
     maxUnauthenticated: int = Field(256, ge=1, description="Sockets that may be in their handshake at once.")
     maxUnauthenticatedPerAddress: int = Field(64, ge=1, description="The same, from one address.")
     allowedOrigins: list[str] = Field(
@@ -122,6 +124,8 @@ class AgentsConfig(Section):
     maxConcurrentRuns: int = Field(4, ge=1)
     timeoutSeconds: int = Field(600, ge=1)
     noOutputTimeoutSeconds: int = Field(180, ge=1)
+    retryInterrupted: bool = Field(True, description="After a crash, start an interrupted turn once more when "
+                                   "it had not sent anything yet.")
 
     @model_validator(mode="after")
     def _ids_make_sense(self) -> AgentsConfig:

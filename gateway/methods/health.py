@@ -43,6 +43,7 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         "connections": len(gw.connections),
         "methods": len(gw.dispatcher.registry.names()),
         "defaultAgentId": gw.config.agents.default,
+        "recoveredAtStart": gw.recovered,  # turns the previous process left: interrupted, retried, requeued
     }
 
 

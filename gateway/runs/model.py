@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FINISHED", "Origin", "Run", "RunOutcome", "RunRequest"]
 
-FINISHED = frozenset({"ok", "error", "aborted", "timeout"})
+FINISHED = frozenset({"ok", "error", "aborted", "timeout", "interrupted"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,9 @@ class RunRequest:
     # Files that came with the message (downloaded channel media): copied into the run's workspace
     # under ``attachments/``, where the agent may read them; the message names them by that path.
     files: tuple[str, ...] = ()
+    # Recovery after a crash re-queues a stored run under its own id, its message already in the transcript.
+    run_id: str | None = None
+    stored: bool = False
 
 
 @dataclass(slots=True)
@@ -74,6 +77,7 @@ class Run:
     side_effects: list[dict[str, Any]] = field(default_factory=list)  # what the run's tools already did
     lease: Lease | None = None  # the session lease held while this turn runs (gateway.runs.lease)
     stopping: bool = False  # its task was cancelled once: a second cancel could cut its clean-up short
+    cut_by_shutdown: bool = False  # stopped because the gateway stops: left for recovery at the next start
 
     def stop(self, why: str) -> bool:
         """Cancel the running turn once, and only before it starts finishing; whether this call did it."""

@@ -71,6 +71,7 @@ class RunQueue:
         self._keep = 2000  # finished runs remembered in memory for agent.wait (the DB keeps them all)
         self._bus: EventBus | None = None  # set only when Redis links this replica to others
         self._waiters: dict[str, list[asyncio.Future[dict[str, Any]]]] = {}  # runs held by other replicas
+        self.draining = False  # the gateway is stopping: no new turn starts
 
     # -- submitting --------------------------------------------------------------------------
 
@@ -91,15 +92,17 @@ class RunQueue:
         else:
             run = lane.current = self._new_run(req)
         async with self.gw.db.session() as s:
-            await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
+            if not req.stored:
+                await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
             await SessionRepo.save_run(s, run.id, run.session_key, "queued", source=req.source,
-                                       is_owner=req.is_owner, only_if_new=True)
-        if lane.current is run and run.task is None:
+                                       is_owner=req.is_owner, only_if_new=True, replica_id=self.gw.replica_id)
+        if lane.current is run and run.task is None and not self.draining:  # draining: the next start runs it
             run.task = asyncio.create_task(self._drive(run), name=f"run-{run.id}")
         return run, status
 
     def _new_run(self, req: RunRequest) -> Run:
-        run = Run(id=str(uuid.uuid4()), session_key=req.session_key, agent_id=req.agent_id, requests=[req])
+        run = Run(id=req.run_id or str(uuid.uuid4()), session_key=req.session_key, agent_id=req.agent_id,
+                  requests=[req])
         self.runs[run.id] = run
         return run
 
@@ -153,6 +156,14 @@ class RunQueue:
 
     async def _finish(self, run: Run) -> None:
         run.ended_at = time.time()
+        if run.cut_by_shutdown:
+            # Its row stays "running": the next start recovers it exactly as after a crash (explained, maybe
+            # retried), instead of it ending as a silent abort.
+            if run.lease is not None:
+                await run.lease.release()
+                run.lease = None
+            run.done.set()
+            return
         if run.status not in FINISHED:
             run.status = "error"
         if self.after_run is not None:
@@ -190,7 +201,7 @@ class RunQueue:
         lane.current, lane.pending = lane.pending, None
         if lane.current is None:
             self._lanes.pop(run.session_key, None)
-        elif lane.current.task is None:
+        elif lane.current.task is None and not self.draining:  # when draining, it stays queued for the next start
             nxt = lane.current
             nxt.task = asyncio.create_task(self._drive(nxt), name=f"run-{nxt.id}")
         self._trim()
@@ -205,7 +216,8 @@ class RunQueue:
         async with self.gw.db.session() as s:
             await SessionRepo.save_run(s, run.id, run.session_key, run.status, source=run.first.source,
                                        is_owner=run.is_owner, error=run.error,
-                                       reply=run.reply if run.status == "ok" else None)
+                                       reply=run.reply if run.status == "ok" else None,
+                                       replica_id=self.gw.replica_id)
 
     # -- events ------------------------------------------------------------------------------
 
@@ -356,8 +368,17 @@ class RunQueue:
         return [i for i in ids if i not in self.runs and (run_id is None or i == run_id)]
 
     async def stop(self) -> None:
+        """Drain: no new turn starts; running ones get ``gateway.shutdownGraceSeconds`` to finish, then are cut
+        and left for the next start's recovery, as after a crash (``gateway.runs.recovery``)."""
+        self.draining = True
+        running = [r.task for r in self.runs.values() if r.task is not None and not r.task.done()]
+        grace = self.gw.config.gateway.shutdownGraceSeconds
+        if running and grace > 0:
+            log.info("waiting for running turns before stopping", turns=len(running), grace_s=grace)
+            await asyncio.wait(running, timeout=grace)
         for run in list(self.runs.values()):
             if run.task is not None and not run.task.done():
+                run.cut_by_shutdown = True
                 run.task.cancel()
         tasks = [r.task for r in self.runs.values() if r.task is not None]
         if tasks:
@@ -367,7 +388,7 @@ class RunQueue:
 def _stored_result(row: AgentRun, *, orphaned: bool = False) -> dict[str, Any]:
     """``agent.wait``'s answer from the ``agent_runs`` row."""
     out = row.to_dict()
-    if row.status in ("aborted", "timeout"):
+    if row.status in ("aborted", "timeout", "interrupted"):
         out["status"] = "error"
     elif orphaned:
         out.update(status="error", error="the gateway restarted before this run finished")
@@ -379,5 +400,4 @@ def _stored_result(row: AgentRun, *, orphaned: bool = False) -> dict[str, Any]:
 async def start(gateway: Gateway) -> None:
     queue = RunQueue(gateway)
     gateway.runs = queue
-    queue.attach_bus(gateway.bus)
-    gateway.on_stop(queue.stop)
+    queue.attach_bus(gateway.bus)  # stopped by Gateway.stop first of all, while the channels still deliver

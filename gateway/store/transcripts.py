@@ -119,6 +119,8 @@ class AgentRun(Base):
     reply: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    replica_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # who queued or ran it
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # how often it was started
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"runId": self.id, "sessionKey": self.session_key, "status": self.status}
@@ -236,7 +238,7 @@ class SessionRepo:
     @staticmethod
     async def save_run(s: AsyncSession, run_id: str, session_key: str, status: str, *, source: str = "agent",
                        is_owner: bool = False, error: str | None = None, reply: str | None = None,
-                       only_if_new: bool = False) -> None:
+                       only_if_new: bool = False, replica_id: str | None = None) -> None:
         """Insert the run's row, or update it; one statement, so two writers racing on a new run cannot both
         insert it (a queued turn can start while the message that created it is still being committed).
 
@@ -249,14 +251,35 @@ class SessionRepo:
         ended = utcnow() if status not in ("queued", "running") else None
         stmt = dialect.insert(AgentRun).values(id=run_id, session_key=session_key, status=status, source=source,
                                                is_owner=is_owner, error=error, reply=reply, created_at=utcnow(),
-                                               ended_at=ended)
+                                               ended_at=ended, replica_id=replica_id,
+                                               attempts=1 if status == "running" else 0)
         if only_if_new:
             await s.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
             return
         changes: dict[str, Any] = {"status": status, "error": error, "ended_at": ended}
         if reply is not None:
             changes["reply"] = reply
+        if replica_id is not None:
+            changes["replica_id"] = replica_id
+        if status == "running":
+            changes["attempts"] = AgentRun.__table__.c.attempts + 1
         await s.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=changes))
+
+    @staticmethod
+    async def unfinished_runs_of(s: AsyncSession, replica_id: str) -> list[AgentRun]:
+        """Runs a replica left ``queued`` or ``running``, oldest first (what recovery picks up)."""
+        res = await s.execute(select(AgentRun).where(AgentRun.replica_id == replica_id,
+                                                     AgentRun.status.in_(("queued", "running")))
+                              .order_by(AgentRun.created_at, AgentRun.id))
+        return list(res.scalars())
+
+    @staticmethod
+    async def run_messages(s: AsyncSession, run_id: str) -> list[str]:
+        """The user messages a run carries, in the order they arrived."""
+        res = await s.execute(select(TranscriptEntry.text).where(TranscriptEntry.run_id == run_id,
+                                                                 TranscriptEntry.role == "user")
+                              .order_by(TranscriptEntry.id))
+        return list(res.scalars())
 
     @staticmethod
     async def last_run_end(s: AsyncSession, key: str) -> datetime | None:

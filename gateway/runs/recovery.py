@@ -1,0 +1,131 @@
+"""After a crash: every turn this replica had accepted is answered or explained, once.
+
+At start, before anything new runs, the runs this replica's previous process left ``queued`` or
+``running`` (``agent_runs.replica_id``: a replica's lasting name, so a healthy replica's runs are never
+touched) are picked up, oldest first:
+
+- a turn that was **running** is marked ``interrupted`` and its chat is told in one short message (kept
+  in the transcript too). It is started again once when that is safe (``agents.retryInterrupted``): it
+  never sent anything (its side-effects file, which survives a crash, shows no message) and it was not
+  already retried;
+- a turn that was **queued** runs, with its messages in their original order, exactly once.
+
+Both go through the run queue under their original run id, so ``agent.wait`` on it answers the retried
+turn's result.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from gateway.runs.model import Origin, RunRequest
+from gateway.store.transcripts import AgentRun, SessionRecord, SessionRepo
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["INTERRUPTED_NOTICE", "RETRY_NOTICE", "recover"]
+
+log = structlog.get_logger("gateway.runs")
+
+INTERRUPTED_NOTICE = "⚠️ I was restarted before I could finish your last message. Please send it again."
+RETRY_NOTICE = "⚠️ I was restarted in the middle of your last message; I'm starting on it again."
+MAX_ATTEMPTS = 2
+"""A turn is started at most this often: the first time, and one retry after an interruption."""
+
+
+def _origin(session: SessionRecord | None) -> Origin | None:
+    if session is None or not session.channel or not session.peer_id:
+        return None
+    return Origin(channel=session.channel, account_id=session.account_id, to=session.peer_id,
+                  chat_type=session.chat_type or "dm", thread_id=session.thread_id)
+
+
+def _sent_something(effects_file: Path) -> bool:
+    from gateway.agents.workspace import read_effects
+
+    return any(fx.get("type") == "message_sent" for fx in read_effects(effects_file))
+
+
+Notice = tuple[Origin, str, str]
+"""(where, what, session key) of a chat message telling about an interrupted turn."""
+
+
+async def recover(gateway: Gateway) -> tuple[dict[str, int], list[Notice]]:
+    """Pick up what this replica's previous process left unfinished, before anything new is accepted.
+
+    Returns:
+        What was done, by kind, and the notices to send once the chat platforms are up (``send_notices``).
+    """
+    done = {"interrupted": 0, "retried": 0, "requeued": 0}
+    notices: list[Notice] = []
+    async with gateway.db.session() as s:
+        rows = await SessionRepo.unfinished_runs_of(s, gateway.replica_id)
+        work = [(row, await SessionRepo.run_messages(s, row.id), await SessionRepo.get(s, row.session_key))
+                for row in rows]
+    for row, messages, session in work:
+        origin = _origin(session)
+        deliver = row.source == "channel" and origin is not None
+        if row.status == "running":
+            effects = gateway.agents.runs_dir / f"{row.id}.side-effects.ndjson"
+            retry = (gateway.config.agents.retryInterrupted and row.attempts < MAX_ATTEMPTS and bool(messages)
+                     and not _sent_something(effects))
+            effects.unlink(missing_ok=True)
+            text = RETRY_NOTICE if retry else INTERRUPTED_NOTICE
+            async with gateway.db.session() as s:
+                await SessionRepo.add_entry(s, row.session_key, "assistant", text, run_id=row.id)
+            if deliver and origin is not None:
+                notices.append((origin, text, row.session_key))
+            if not retry:
+                await _mark(gateway, row, "interrupted", "interrupted: the gateway stopped before the turn finished")
+                done["interrupted"] += 1
+                continue
+            done["retried"] += 1
+        else:
+            done["requeued"] += 1
+        await _requeue(gateway, row, messages, origin, deliver)
+    if any(done.values()):
+        log.info("recovered the turns of this replica's previous process", **done)
+    return done, notices
+
+
+async def send_notices(gateway: Gateway, notices: list[Notice], *, ready_within_s: float = 20.0) -> None:
+    """Tell each chat, once its platform account runs (channels connect in the background at start)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ready_within_s
+    while loop.time() < deadline:
+        platforms = gateway.platforms
+        if platforms is not None and not any(a.get("state") == "starting" for a in platforms.describe()):
+            break
+        await asyncio.sleep(0.2)
+    for origin, text, key in notices:
+        try:
+            await gateway.agents.notify(origin, text, key)
+        except Exception as exc:  # the chat is unreachable right now: the transcript still says it
+            log.warning("could not tell the chat about an interrupted turn", session_key=key, error=str(exc))
+
+
+async def _mark(gateway: Gateway, row: AgentRun, status: str, error: str) -> None:
+    async with gateway.db.session() as s:
+        await SessionRepo.save_run(s, row.id, row.session_key, status, source=row.source, is_owner=row.is_owner,
+                                   error=error, replica_id=gateway.replica_id)
+
+
+async def _requeue(gateway: Gateway, row: AgentRun, messages: list[str], origin: Origin | None,
+                   deliver: bool) -> None:
+    agent_id = row.session_key.split(":", 2)[1]
+    if not messages:
+        await _mark(gateway, row, "interrupted", "interrupted: its message was not stored")
+        return
+    for i, message in enumerate(messages):
+        req: Any = RunRequest(session_key=row.session_key, agent_id=agent_id, message=message, source=row.source,
+                              is_owner=row.is_owner, origin=origin, deliver=deliver,
+                              run_id=row.id if i == 0 else None, stored=True)
+        run, _status = await gateway.runs.submit(req)
+        if run.id != row.id and i == 0:  # collected into a turn recovered just before: that one answers it
+            await _mark(gateway, row, "interrupted", f"collected into run {run.id} after a restart")
