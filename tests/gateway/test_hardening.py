@@ -225,7 +225,8 @@ async def test_secrets_in_open_sections_are_hidden_from_config_get_and_the_log(t
 async def test_a_retry_after_a_crash_gets_the_first_answer_and_the_session_is_free_at_once(tmp_path: Path) -> None:
     from tests.support import FAKE_CLI
 
-    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
+    # No retry of the interrupted turn (recovery's job, tested elsewhere): the next turn may start at once.
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}], "retryInterrupted": False}}
     env = {"REMOTECLAW_LEASE_TTL_MS": "120000"}  # were the lease waited out, the test would time out
     gw = GatewayProcess(tmp_path / "gw", config=config, env=env)
     with gw:
@@ -256,7 +257,7 @@ async def test_a_tool_call_in_flight_as_the_gateway_dies_is_retried_when_it_is_b
     from tests.mcp_shim.shim import Shim, shim_env
     from tests.support import FAKE_CLI
 
-    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}], "retryInterrupted": False}}
     gw = GatewayProcess(tmp_path / "gw", config=config)
     with gw:
         shim = await Shim.start(shim_env(gw, tmp_path))
@@ -275,5 +276,5 @@ async def test_a_tool_call_in_flight_as_the_gateway_dies_is_retried_when_it_is_b
         result = await asyncio.wait_for(call, 60)
         text = result["content"][0]["text"]
         assert not result.get("isError"), text
-        assert "restarted" in text  # agent.wait, asked again, tells what became of the run
+        assert "interrupted" in text  # agent.wait, asked again, tells what became of the run
         await shim.close()
