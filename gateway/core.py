@@ -155,6 +155,8 @@ class Gateway:
     async def stop(self) -> None:
         if self._tick_task:
             self._tick_task.cancel()
+        for task in list(self.background):
+            task.cancel()
         runs = getattr(self, "runs", None)
         if runs is not None:  # drain first, while the chat platforms can still deliver the replies
             try:

@@ -58,7 +58,6 @@ async def _recover(gateway: Gateway) -> None:
     from gateway.runs.recovery import recover, send_notices
 
     gateway.recovered, notices = await recover(gateway)
-    if notices:
-        task = asyncio.create_task(send_notices(gateway, notices), name="recovery-notices")
-        gateway.background.add(task)
-        task.add_done_callback(gateway.background.discard)
+    task = asyncio.create_task(send_notices(gateway, notices), name="recovery-notices")  # and unsent replies
+    gateway.background.add(task)
+    task.add_done_callback(gateway.background.discard)

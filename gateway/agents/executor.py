@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from gateway.agents import outbox
 from gateway.agents.context import context_env, issue_run_token, prompt_for
 from gateway.agents.inbound import InboundRouter
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
@@ -183,7 +184,8 @@ class AgentExecutor:
             return
         if run.status != "ok":
             why = run.error or "unknown error"
-            await self.notify(origin, one_line(f"⚠️ Sorry, that didn't work: {why}"), run.session_key)
+            await outbox.deliver(self.gw, origin, one_line(f"⚠️ Sorry, that didn't work: {why}"), run.session_key,
+                                 run_id=run.id)
             return
         body, silent, reply_to = clean_reply(run.reply)
         if silent:
@@ -193,7 +195,8 @@ class AgentExecutor:
             log.info("reply already sent by a message tool", run_id=run.id)
             return
         reply_to_id = origin.reply_to_id if reply_to == "current" else reply_to
-        await self.notify(origin, body, run.session_key, reply_to_id=reply_to_id)
+        # Through the outbox: written down before it is sent, so a crash in between loses no reply.
+        await outbox.deliver(self.gw, origin, body, run.session_key, run_id=run.id, reply_to_id=reply_to_id)
 
     async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int:
         """Send ``text`` to the chat behind ``origin``; how many messages that took (0: no platforms)."""

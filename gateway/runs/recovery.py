@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from sqlalchemy import select
 
 from gateway.runs.model import Origin, RunRequest
 from gateway.store.transcripts import AgentRun, SessionRecord, SessionRepo
@@ -62,13 +63,21 @@ async def recover(gateway: Gateway) -> tuple[dict[str, int], list[Notice]]:
     """
     done = {"interrupted": 0, "retried": 0, "requeued": 0}
     notices: list[Notice] = []
+    from gateway.agents.outbox import OutboxRow
+
     async with gateway.db.session() as s:
         rows = await SessionRepo.unfinished_runs_of(s, gateway.replica_id)
         work = [(row, await SessionRepo.run_messages(s, row.id), await SessionRepo.get(s, row.session_key))
                 for row in rows]
+        answered = set((await s.execute(select(OutboxRow.run_id).where(
+            OutboxRow.run_id.in_([row.id for row in rows])))).scalars()) if rows else set()
     for row, messages, session in work:
         origin = _origin(session)
         deliver = row.source == "channel" and origin is not None
+        if row.id in answered:
+            # It finished and its reply was written down; only the delivery was cut (the outbox redelivers it).
+            await _mark(gateway, row, "ok", None)
+            continue
         if row.status == "running":
             effects = gateway.agents.runs_dir / f"{row.id}.side-effects.ndjson"
             retry = (gateway.config.agents.retryInterrupted and row.attempts < MAX_ATTEMPTS and bool(messages)
@@ -93,8 +102,11 @@ async def recover(gateway: Gateway) -> tuple[dict[str, int], list[Notice]]:
 
 
 async def send_notices(gateway: Gateway, notices: list[Notice], *, ready_within_s: float = 20.0) -> None:
-    """Tell each chat, once its platform account runs (channels connect in the background at start)."""
+    """Once the chat accounts run (channels connect in the background at start): deliver the replies the
+    previous process left in the outbox, then tell each chat about its interrupted turn."""
     import asyncio
+
+    from gateway.agents.outbox import redeliver
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ready_within_s
@@ -103,6 +115,10 @@ async def send_notices(gateway: Gateway, notices: list[Notice], *, ready_within_
         if platforms is not None and not any(a.get("state") == "starting" for a in platforms.describe()):
             break
         await asyncio.sleep(0.2)
+    try:
+        await redeliver(gateway)
+    except Exception:
+        log.exception("redelivering the outbox failed")
     for origin, text, key in notices:
         try:
             await gateway.agents.notify(origin, text, key)
@@ -110,7 +126,7 @@ async def send_notices(gateway: Gateway, notices: list[Notice], *, ready_within_
             log.warning("could not tell the chat about an interrupted turn", session_key=key, error=str(exc))
 
 
-async def _mark(gateway: Gateway, row: AgentRun, status: str, error: str) -> None:
+async def _mark(gateway: Gateway, row: AgentRun, status: str, error: str | None) -> None:
     async with gateway.db.session() as s:
         await SessionRepo.save_run(s, row.id, row.session_key, status, source=row.source, is_owner=row.is_owner,
                                    error=error, replica_id=gateway.replica_id)

@@ -7,6 +7,7 @@ every send is appended to ``outbox`` (JSON lines). Registered in the gateway sub
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -22,15 +23,17 @@ class LoopChannel(Channel):
     name = "loop"
     capabilities = frozenset({Capability.SEND, Capability.REPLY, Capability.THREAD_REPLY, Capability.TYPING})
 
-    def __init__(self, account_id: str, on_inbound: InboundHandler, outbox: Path, text_limit: int) -> None:
+    def __init__(self, account_id: str, on_inbound: InboundHandler, outbox: Path, text_limit: int,
+                 slow_text: str | None = None) -> None:
         super().__init__(account_id, on_inbound)
         self.outbox = outbox
         self.text_limit = text_limit
+        self.slow_text = slow_text  # sends containing this take 3 s (a crash can land mid-send)
         self.count = 0
 
     @classmethod
     def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> LoopChannel:
-        return cls(account_id, on_inbound, Path(cfg["outbox"]), int(cfg.get("textLimit", 4000)))
+        return cls(account_id, on_inbound, Path(cfg["outbox"]), int(cfg.get("textLimit", 4000)), cfg.get("slowText"))
 
     async def start(self) -> None:
         return None
@@ -44,6 +47,8 @@ class LoopChannel(Channel):
 
     async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
                    effect_id: str | None = None) -> Sent:
+        if self.slow_text and self.slow_text in text:
+            await asyncio.sleep(3)
         self.count += 1
         self._record({"op": "send", "account": self.account_id, "to": to, "text": text, "threadId": thread_id,
                       "replyToId": reply_to_id})

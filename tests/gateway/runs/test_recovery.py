@@ -29,7 +29,7 @@ KEY = "agent:main:loop:direct:pat"
 def make(tmp: Path, *, retry: bool = True, env: dict[str, str] | None = None) -> GatewayProcess:
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}], "retryInterrupted": retry},
            "session": {"dmScope": "per-channel-peer"},
-           "channels": {"loop": {"dmPolicy": "open", "outbox": str(tmp / "outbox.ndjson")}}}
+           "channels": {"loop": {"dmPolicy": "open", "outbox": str(tmp / "outbox.ndjson"), "slowText": "SLOWPOKE"}}}
     gw = GatewayProcess(tmp / "gw", config=cfg, env={"PYTHONPATH": str(SUPPORT / "loop_site"), **(env or {})})
     gw.outbox = tmp / "outbox.ndjson"  # type: ignore[attr-defined]
     return gw
@@ -146,3 +146,25 @@ async def test_sigterm_lets_a_short_turn_finish_and_leaves_a_long_one_for_the_ne
         await until(lambda: RETRY_NOTICE in sends(gw))
     finally:
         gw.stop(timeout=15)
+
+
+async def test_a_reply_being_sent_as_the_gateway_dies_is_delivered_after_the_restart_once(tmp_path: Path) -> None:
+    gw = make(tmp_path)
+    gw.start()
+    try:
+        watcher = await operator(gw.url, gw.token or "")
+        await asyncio.to_thread(post, gw, "SLOWPOKE please", "r1")
+        while True:  # the agent answered: its reply goes into the outbox and on its (3 s) way to the chat
+            ev = await watcher.next_event("agent", timeout=15)
+            if ev["payload"].get("stream") == "assistant":
+                break
+        await watcher.close()
+        await asyncio.sleep(1.5)
+        kill(gw)
+        assert not any("SLOWPOKE" in t for t in sends(gw))  # it never reached the chat
+        gw.start()
+        await until(lambda: any("SLOWPOKE" in t for t in sends(gw)))
+        await asyncio.sleep(4)
+        assert sum("SLOWPOKE" in t for t in sends(gw)) == 1
+    finally:
+        gw.stop()

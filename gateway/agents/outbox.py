@@ -1,0 +1,109 @@
+"""Replies on their way to a chat: written down before they are sent, marked once they are.
+
+A turn's reply (or its failure notice) is an outbox row first; the row is marked sent when the chat
+platform took it. If the gateway dies in between, the next start (``gateway.runs.recovery``) delivers the
+rows its previous process left unsent, once the platforms are up. Before re-sending it looks in the
+message log for the same text sent to the same chat after the row was written: a reply that went out just
+before the crash is marked, not sent twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import structlog
+from sqlalchemy import BigInteger, Integer, String, Text, select, update
+from sqlalchemy.orm import Mapped, mapped_column
+
+from gateway.runs.model import Origin
+from gateway.store.messages import ChannelMessage
+from gateway.store.models import Base
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["OutboxRow", "deliver", "redeliver"]
+
+log = structlog.get_logger("gateway.agents")
+
+
+class OutboxRow(Base):
+    __tablename__ = "outbox"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    replica_id: Mapped[str] = mapped_column(String(64))
+    session_key: Mapped[str] = mapped_column(String(512))
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    origin: Mapped[str] = mapped_column(Text)  # JSON of the Origin
+    text: Mapped[str] = mapped_column(Text)
+    reply_to_id: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)  # epoch ms
+    sent_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def deliver(gateway: Gateway, origin: Origin, text: str, session_key: str, *, run_id: str | None = None,
+                  reply_to_id: str | None = None) -> int:
+    """Write the reply down, send it, mark it sent; how many messages that took (0: no platforms)."""
+    platforms = gateway.platforms
+    if platforms is None:
+        log.warning("no chat platforms on this gateway: reply not delivered", session_key=session_key)
+        return 0
+    async with gateway.db.session() as s:
+        row = OutboxRow(replica_id=gateway.replica_id, session_key=session_key, run_id=run_id,
+                        origin=orjson.dumps(dataclasses.asdict(origin)).decode(), text=text,
+                        reply_to_id=reply_to_id, created_at=_now_ms())
+        s.add(row)
+        await s.flush()
+        row_id = row.id
+    sent = await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
+    async with gateway.db.session() as s:
+        await s.execute(update(OutboxRow).where(OutboxRow.id == row_id).values(sent_at=_now_ms()))
+    return sent
+
+
+async def redeliver(gateway: Gateway) -> int:
+    """Send what this replica's previous process left in the outbox; how many replies went out."""
+    platforms = gateway.platforms
+    if platforms is None:
+        return 0
+    async with gateway.db.session() as s:
+        rows = list((await s.execute(select(OutboxRow).where(
+            OutboxRow.replica_id == gateway.replica_id, OutboxRow.sent_at.is_(None)).order_by(OutboxRow.id)))
+            .scalars())
+    sent = 0
+    for row in rows:
+        origin = Origin(**orjson.loads(row.origin))
+        if not await _already_sent(gateway, row, origin):
+            try:
+                await platforms.deliver(origin, row.text, row.session_key, reply_to_id=row.reply_to_id)
+                sent += 1
+            except Exception as exc:
+                log.warning("an unsent reply could not be delivered after a restart", session_key=row.session_key,
+                            error=str(exc))
+                continue
+        async with gateway.db.session() as s:
+            await s.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(sent_at=_now_ms()))
+    if rows:
+        log.info("delivered the replies a crash left unsent", replies=sent, checked=len(rows))
+    return sent
+
+
+async def _already_sent(gateway: Gateway, row: OutboxRow, origin: Origin) -> bool:
+    """The same text went to the same chat after the row was written (the crash came between send and mark)."""
+    from datetime import UTC, datetime
+
+    since = datetime.fromtimestamp(row.created_at / 1000, UTC)
+    first_piece = row.text[:200]
+    async with gateway.db.session() as s:
+        found: Any = await s.scalar(select(ChannelMessage.id).where(
+            ChannelMessage.channel == origin.channel, ChannelMessage.chat_id == origin.to,
+            ChannelMessage.direction == "out", ChannelMessage.ts >= since,
+            ChannelMessage.text.startswith(first_piece)).limit(1))
+    return found is not None
