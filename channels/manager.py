@@ -343,7 +343,10 @@ class ChannelManager:
     async def _on_inbound(self, msg: Inbound) -> None:
         """Store, check who is talking, then hand over to the bridge (or answer with a pairing code)."""
         try:
-            await self.history.record_in(msg)
+            if not await self.history.record_in(msg):
+                log.info("inbound message seen before: not handled twice", channel=msg.channel, chat=msg.chat_id,
+                         message=msg.message_id)
+                return
             await self.route(msg)
         except Exception:
             # One bad message must not stop the channel's update loop.

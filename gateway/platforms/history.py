@@ -29,15 +29,24 @@ class MessageLog:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def record_in(self, msg: Inbound) -> None:
+    async def record_in(self, msg: Inbound) -> bool:
+        """Store an arriving message; False when it is already stored (the platform delivered it again, as
+        Telegram does with updates a crashed gateway had fetched but not acknowledged): not to run twice."""
         media = [{k: v for k, v in (("kind", m.kind), ("url", m.url), ("path", m.path), ("mime", m.mime),
                                      ("name", m.name), ("size", m.size)) if v is not None} for m in msg.media]
         async with self.db.session() as s:
+            seen = await s.scalar(select(ChannelMessage.id).where(
+                ChannelMessage.channel == msg.channel, ChannelMessage.account_id == msg.account_id,
+                ChannelMessage.chat_id == msg.chat_id, ChannelMessage.message_id == msg.message_id,
+                ChannelMessage.direction == "in").limit(1))
+            if seen is not None:
+                return False
             s.add(ChannelMessage(
                 channel=msg.channel, account_id=msg.account_id, chat_id=msg.chat_id, thread_id=msg.thread_id,
                 message_id=msg.message_id, direction="in", sender_id=msg.sender_id, sender_name=msg.sender_name,
                 text=msg.text, reply_to_id=msg.reply_to_id, media=orjson.dumps(media).decode() if media else None,
                 ts=utcnow()))
+        return True
 
     async def record_out(self, channel: str, account_id: str, sent: Sent, text: str, *,
                          reply_to_id: str | None = None, media: list[dict[str, Any]] | None = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ class LoopChannel(Channel):
         body = await request.json()
         msg = Inbound(channel="loop", account_id=self.account_id, sender_id=body["sender"],
                       chat_id=body.get("chat", body["sender"]), chat_type=body.get("chatType", "dm"),
-                      message_id=body.get("id", "in-1"), text=body["text"], sender_name=body.get("name"),
+                      message_id=body.get("id") or uuid.uuid4().hex, text=body["text"], sender_name=body.get("name"),
                       thread_id=body.get("thread"), mentioned=True, ts=time.time())
         await self.on_inbound(msg)
         return JSONResponse({"ok": True})

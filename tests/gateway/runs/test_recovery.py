@@ -168,3 +168,14 @@ async def test_a_reply_being_sent_as_the_gateway_dies_is_delivered_after_the_res
         assert sum("SLOWPOKE" in t for t in sends(gw)) == 1
     finally:
         gw.stop()
+
+
+async def test_a_message_delivered_twice_by_its_platform_is_answered_once(tmp_path: Path) -> None:
+    gw = make(tmp_path)
+    with gw:
+        await asyncio.to_thread(post, gw, "hello once", "dup-1")
+        await until(lambda: any("hello once" in t for t in sends(gw)))
+        await asyncio.to_thread(post, gw, "hello once", "dup-1")  # the same update again, same platform id
+        await asyncio.to_thread(post, gw, "and then", "dup-2")
+        await until(lambda: any("and then" in t for t in sends(gw)))
+        assert sum("hello once" in t for t in sends(gw)) == 1
