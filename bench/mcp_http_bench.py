@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.shim_bench import INIT, INITIALIZED, LIST, Server, _call, _exchange, _ms
+from bench.shim_bench import INIT, INITIALIZED, LIST, Server, _call, _ms, per_call
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,22 +48,6 @@ def http_calls(url: str, token: str, calls: int) -> list[float]:
     return samples
 
 
-def stdio_calls(env: dict[str, str], calls: int) -> list[float]:
-    proc = Server("shim", [sys.executable, "-m", "mcp_shim"], env).spawn()
-    _exchange(proc, INIT)
-    _exchange(proc, INITIALIZED, LIST)
-    for i in range(20):
-        _exchange(proc, _call(100 + i))
-    samples = []
-    for i in range(calls):
-        t = time.perf_counter()
-        _exchange(proc, _call(1000 + i))
-        samples.append(time.perf_counter() - t)
-    proc.stdin.close()  # type: ignore[union-attr]
-    proc.wait(10)
-    return samples
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=500)
@@ -85,7 +69,8 @@ def main() -> int:
         (work / "plugins.json").write_text('{"tools": []}')
         results = {}
         for name, samples in (("HTTP /mcp", http_calls(f"http://127.0.0.1:{gw.port}/mcp", token, args.calls)),
-                              ("stdio shim", stdio_calls(env, args.calls))):
+                              ("stdio shim", per_call(Server("shim", [sys.executable, "-m", "mcp_shim"], env),
+                                                      args.calls))):
             results[name] = {"p50": _ms(samples), "p99": _ms(samples, 0.99),
                              "mean": round(statistics.mean(samples) * 1000, 2)}
     print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}, {args.calls} calls each")

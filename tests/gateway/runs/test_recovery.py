@@ -63,15 +63,20 @@ def kill(gw: GatewayProcess) -> None:
     gw.proc = None
 
 
+async def start_turn(gw: GatewayProcess, text: str, msg_id: str) -> None:
+    """Send a chat message and return once its turn has started."""
+    watcher = await operator(gw.url, gw.token or "")
+    await asyncio.to_thread(post, gw, text, msg_id)
+    await watcher.next_event("agent", timeout=10)
+    await watcher.close()
+
+
 async def crash_mid_turn(gw: GatewayProcess) -> None:
     """One 3-second turn running and four messages queued behind it, then kill -9."""
     gw.start()
-    watcher = await operator(gw.url, gw.token or "")
-    await asyncio.to_thread(post, gw, "sleep:3 first", "m1")
-    await watcher.next_event("agent", timeout=10)
+    await start_turn(gw, "sleep:3 first", "m1")
     for i in range(2, 6):
         await asyncio.to_thread(post, gw, f"later {i}", f"m{i}")
-    await watcher.close()
     kill(gw)
 
 
@@ -129,17 +134,11 @@ async def test_sigterm_lets_a_short_turn_finish_and_leaves_a_long_one_for_the_ne
     gw = make(tmp_path)
     gw.start()
     try:
-        watcher = await operator(gw.url, gw.token or "")
-        await asyncio.to_thread(post, gw, "sleep:1.5 short", "s1")
-        await watcher.next_event("agent", timeout=10)
-        await watcher.close()
+        await start_turn(gw, "sleep:1.5 short", "s1")
         assert gw.stop() == 0  # SIGTERM: the running turn gets its grace period and its reply goes out
         assert sum("short" in t for t in sends(gw)) == 1
         gw.start()
-        watcher = await operator(gw.url, gw.token or "")
-        await asyncio.to_thread(post, gw, "sleep:60 long", "s2")
-        await watcher.next_event("agent", timeout=10)
-        await watcher.close()
+        await start_turn(gw, "sleep:60 long", "s2")
         gw.stop()  # past the grace period: cut, and recorded as still running
         assert not any("long" in t for t in sends(gw))
         gw.start()
