@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 import structlog
-from sqlalchemy import BigInteger, Integer, String, Text, select, update
+from sqlalchemy import BigInteger, Integer, String, Text, delete, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.runs.model import Origin
@@ -25,9 +25,17 @@ from gateway.store.models import Base
 if TYPE_CHECKING:
     from gateway.core import Gateway
 
-__all__ = ["OutboxRow", "deliver", "redeliver"]
+__all__ = ["KEEP_SENT_MS", "REDELIVER_WITHIN_MS", "OutboxRow", "deliver", "redeliver"]
 
 log = structlog.get_logger("gateway.agents")
+
+KEEP_SENT_MS = 86_400_000
+"""Sent rows are kept a day (recovery asks whether a turn's reply was written), then pruned."""
+_deliveries = 0
+
+REDELIVER_WITHIN_MS = 3600_000
+"""A reply left unsent longer than this (the platform was down, or the gateway stayed down) is dropped with a
+log line rather than arriving out of the blue much later."""
 
 
 class OutboxRow(Base):
@@ -63,9 +71,18 @@ async def deliver(gateway: Gateway, origin: Origin, text: str, session_key: str,
         await s.flush()
         row_id = row.id
     sent = await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
+    global _deliveries
+    _deliveries += 1
     async with gateway.db.session() as s:
         await s.execute(update(OutboxRow).where(OutboxRow.id == row_id).values(sent_at=_now_ms()))
+        if _deliveries % 200 == 1:
+            await _prune(s)
     return sent
+
+
+async def _prune(s: Any) -> None:
+    await s.execute(delete(OutboxRow).where(OutboxRow.sent_at.is_not(None),
+                                            OutboxRow.sent_at < _now_ms() - KEEP_SENT_MS))
 
 
 async def redeliver(gateway: Gateway) -> int:
@@ -80,7 +97,9 @@ async def redeliver(gateway: Gateway) -> int:
     sent = 0
     for row in rows:
         origin = Origin(**orjson.loads(row.origin))
-        if not await _already_sent(gateway, row, origin):
+        if _now_ms() - row.created_at > REDELIVER_WITHIN_MS:
+            log.warning("an unsent reply is too old to deliver now", session_key=row.session_key, run_id=row.run_id)
+        elif not await _already_sent(gateway, row, origin):
             try:
                 await platforms.deliver(origin, row.text, row.session_key, reply_to_id=row.reply_to_id)
                 sent += 1

@@ -17,7 +17,7 @@ turn's result.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 from sqlalchemy import select
@@ -139,7 +139,7 @@ async def _requeue(gateway: Gateway, row: AgentRun, messages: list[str], origin:
         await _mark(gateway, row, "interrupted", "interrupted: its message was not stored")
         return
     for i, message in enumerate(messages):
-        req: Any = RunRequest(session_key=row.session_key, agent_id=agent_id, message=message, source=row.source,
+        req = RunRequest(session_key=row.session_key, agent_id=agent_id, message=message, source=row.source,
                               is_owner=row.is_owner, origin=origin, deliver=deliver,
                               run_id=row.id if i == 0 else None, stored=True)
         run, _status = await gateway.runs.submit(req)
