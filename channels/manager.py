@@ -347,10 +347,16 @@ class ChannelManager:
                 log.info("inbound message seen before: not handled twice", channel=msg.channel, chat=msg.chat_id,
                          message=msg.message_id)
                 return
+        except Exception:
+            log.exception("inbound message could not be stored", channel=msg.channel, chat=msg.chat_id)
+            raise  # not acknowledged: the platform (or the journal) hands it out again
+        try:
             await self.route(msg)
         except Exception:
             # One bad message must not stop the channel's update loop.
             log.exception("inbound message failed", channel=msg.channel, chat=msg.chat_id)
+        finally:
+            await self.history.handled(msg)
 
     async def route(self, msg: Inbound) -> access.Decision:
         config = self.host.config

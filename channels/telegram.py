@@ -41,7 +41,7 @@ from channels.base import (
 )
 from channels.media import account_media_dir
 from channels.ordering import KeyedLocks
-from gateway.platforms import COMMANDS, ChatType, MediaKind
+from gateway.platforms import COMMANDS, ChatType, InboundJournal, MediaKind
 
 try:
     import telegram
@@ -112,7 +112,7 @@ class TelegramChannel(Channel):
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str, mode: str = "polling",
                  webhook_url: str | None = None, webhook_secret: str | None = None, api_base: str | None = None,
                  file_base: str | None = None, poll_timeout: int = 30, media_dir: Path | None = None,
-                 menu_commands: bool = False) -> None:
+                 menu_commands: bool = False, journal: InboundJournal | None = None) -> None:
         super().__init__(account_id, on_inbound)
         if telegram is None:
             raise ChannelUnavailable("telegram support is not installed: pip install 'remoteclaw[telegram]'")
@@ -128,6 +128,7 @@ class TelegramChannel(Channel):
         self._poll_timeout = poll_timeout
         self._media_dir = media_dir
         self._menu_commands = menu_commands
+        self._journal = journal
         self._app: Application | None = None  # type: ignore[type-arg]
         self.username: str | None = None
         self.bot_id: int | None = None
@@ -148,7 +149,8 @@ class TelegramChannel(Channel):
                    api_base=cfg.get("apiBaseUrl"), file_base=cfg.get("fileBaseUrl"),
                    poll_timeout=int(cfg.get("pollTimeoutSeconds", 30)),
                    media_dir=account_media_dir(state, "telegram", account_id) if state else None,
-                   menu_commands=bool(cfg.get("_commands", False)))
+                   menu_commands=bool(cfg.get("_commands", False)),
+                   journal=getattr(cfg.get("_host"), "journal", None))
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -163,6 +165,9 @@ class TelegramChannel(Channel):
             builder = builder.base_url(self._api_base)
         if self._file_base:
             builder = builder.base_file_url(self._file_base)
+        queue = _JournaledUpdates(self) if self._journal is not None else None
+        if queue is not None:
+            builder = builder.update_queue(queue)
         if self.mode == "webhook":
             builder = builder.updater(None)
         app = builder.concurrent_updates(_PerChatUpdates(MAX_CONCURRENT_UPDATES)).build()
@@ -178,6 +183,8 @@ class TelegramChannel(Channel):
         self._app = app
         try:
             await app.start()
+            if queue is not None:
+                await self._replay(app, queue)
             if self.mode == "webhook":
                 await app.bot.set_webhook(url=self._webhook_url or "", secret_token=self._secret,
                                           allowed_updates=telegram.Update.ALL_TYPES)
@@ -208,6 +215,18 @@ class TelegramChannel(Channel):
         with contextlib.suppress(Exception):
             await app.shutdown()
 
+    async def _replay(self, app: Application, queue: _JournaledUpdates) -> None:  # type: ignore[type-arg]
+        """Hand out again the updates journalled but never handled before the last stop (they were already
+        acknowledged to Telegram, so nobody else would deliver them)."""
+        assert self._journal is not None
+        pending = await self._journal.unhandled(self.name, self.account_id)
+        for _key, payload in pending:
+            update = telegram.Update.de_json(payload, app.bot)
+            if update is not None:
+                await queue.put_journalled(update)
+        if pending:
+            log.info("telegram updates replayed after a restart", account=self.account_id, count=len(pending))
+
     def _bot(self) -> telegram.Bot:
         if self._app is None:
             raise ChannelNotLinked(f"telegram account {self.account_id} is not running")
@@ -233,16 +252,24 @@ class TelegramChannel(Channel):
             update = telegram.Update.de_json(data, self._app.bot)
         except Exception:
             return JSONResponse({"ok": False, "error": "body is not a Telegram update"}, status_code=400)
-        await self._app.update_queue.put(update)
+        try:
+            await self._app.update_queue.put(update)
+        except Exception:  # not journalled: Telegram retries an update it did not get a 200 for
+            log.exception("telegram webhook update not stored", account=self.account_id)
+            return JSONResponse({"ok": False, "error": "update not stored; retry"}, status_code=503)
         return JSONResponse({"ok": True})
 
     # -- inbound ----------------------------------------------------------------------------------
 
     async def _on_update(self, update: telegram.Update, _context: Any) -> None:
-        msg = update.message
-        if msg is None or msg.from_user is None or msg.from_user.id == self.bot_id:
-            return
-        await self.on_inbound(await self._to_inbound(msg))
+        try:
+            msg = update.message
+            if msg is None or msg.from_user is None or msg.from_user.id == self.bot_id:
+                return
+            await self.on_inbound(await self._to_inbound(msg))
+        finally:
+            if self._journal is not None:
+                await self._journal.done(self.name, self.account_id, str(update.update_id))
 
     def _mentioned(self, msg: telegram.Message) -> tuple[bool, str]:
         """Whether the bot was addressed, and the text with the @mention taken out."""
@@ -431,6 +458,39 @@ class TelegramChannel(Channel):
 
 
 if telegram is not None:
+
+    class _JournaledUpdates(asyncio.Queue[object]):
+        """The queue between Telegram and the handlers, writing each update to the journal on the way in.
+
+        PTB's poller puts a batch of updates here and only then asks for the next batch with an offset
+        past them, which is what acknowledges them to Telegram; the webhook answers 200 only after its
+        put. So an update is stored before Telegram considers it delivered, and a redelivered one
+        (already in the journal) is dropped.
+        """
+
+        def __init__(self, channel: TelegramChannel) -> None:
+            super().__init__()
+            self._channel = channel
+
+        async def put(self, item: object) -> None:
+            ch = self._channel
+            if isinstance(item, telegram.Update) and ch._journal is not None:
+                try:
+                    new = await ch._journal.put(ch.name, ch.account_id, str(item.update_id), item.to_dict())
+                except Exception as exc:
+                    # Not acknowledged: raised as a network error, PTB's poller backs off (up to 30 s)
+                    # and asks for the same batch again; any other error would stop polling for good.
+                    log.warning("telegram update not journalled; it will be fetched again",
+                                account=ch.account_id, update=item.update_id, error=str(exc))
+                    raise tg_error.NetworkError(f"update {item.update_id} not journalled: {exc}") from exc
+                if not new:
+                    log.info("telegram update delivered again: handled once only", account=ch.account_id,
+                             update=item.update_id)
+                    return
+            await super().put(item)
+
+        async def put_journalled(self, item: object) -> None:
+            await super().put(item)
 
     class _PerChatUpdates(BaseUpdateProcessor):
         """Different chats at once, each chat's updates one after another, in order.

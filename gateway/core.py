@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from gateway.mcp_http.transport import McpHttp
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
+    from gateway.runs.replicas import ReplicaWatch
     from gateway.sessions import SessionsService
 
 __all__ = ["Gateway"]
@@ -100,6 +101,8 @@ class Gateway:
         """Routes subsystems add to the HTTP app (webhooks)."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)
         """Where the server listens (set by ``gateway.server`` once bound)."""
+        self.replicas: ReplicaWatch | None = None
+        """This replica's heartbeat, and adoption of dead replicas' turns (``gateway.runs.replicas``)."""
         self.recovered: dict[str, int] = {}
         """What start-up recovery did with the previous process's unfinished turns (``gateway.runs.recovery``)."""
         self.background: set[asyncio.Task[None]] = set()

@@ -29,6 +29,7 @@ SUBSYSTEMS: list[str] = [
     "gateway.config.watch",
     "gateway.sessions",
     "gateway.runs.queue",
+    "gateway.runs.replicas",
     "gateway.agents.executor",
     "gateway.mcp_http.transport",
 ]

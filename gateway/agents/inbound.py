@@ -72,7 +72,7 @@ class InboundRouter:
             text = f"[{msg.sender_name}] {text}"
         await gw.runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="channel",
                                         is_owner=is_owner, tool_profile=tool_profile, origin=origin,
-                                        deliver=True, files=tuple(files)))
+                                        deliver=True, files=tuple(files), inbound=msg.ref))
         await gw.agents.typing(origin)
 
     async def _answer_command(self, cmd: commands.Command, key: str) -> str:

@@ -44,6 +44,7 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         "methods": len(gw.dispatcher.registry.names()),
         "defaultAgentId": gw.config.agents.default,
         "recoveredAtStart": gw.recovered,  # turns the previous process left: interrupted, retried, requeued
+        "adoptedFromReplicas": dict(gw.replicas.adopted) if gw.replicas else {},  # of replicas that died
     }
 
 

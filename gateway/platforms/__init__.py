@@ -12,6 +12,7 @@ from gateway.agents.commands import COMMANDS, Command
 from gateway.config import ChannelAccessConfig, Config
 from gateway.platforms.host import PlatformHost
 from gateway.platforms.interface import ChatPlatforms, ProgressSink
+from gateway.platforms.journal import InboundJournal
 from gateway.platforms.messages import ChatType, Inbound, InboundHandler, Media, MediaKind, Sent
 from gateway.runs import Origin
 
@@ -24,6 +25,7 @@ __all__ = [
     "Config",
     "Inbound",
     "InboundHandler",
+    "InboundJournal",
     "Media",
     "MediaKind",
     "Origin",

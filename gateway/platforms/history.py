@@ -14,7 +14,7 @@ import structlog
 from sqlalchemy import select, update
 
 from gateway.platforms.messages import Inbound, Sent
-from gateway.store.messages import ChannelMessage
+from gateway.store.messages import ChannelMessage, InboundRef, mark_handled
 from gateway.store.models import utcnow
 
 if TYPE_CHECKING:
@@ -28,25 +28,52 @@ log = structlog.get_logger("gateway.platforms")
 class MessageLog:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._in_flight: set[InboundRef] = set()
 
     async def record_in(self, msg: Inbound) -> bool:
-        """Store an arriving message; False when it is already stored (the platform delivered it again, as
-        Telegram does with updates a crashed gateway had fetched but not acknowledged): not to run twice."""
+        """Store an arriving message; whether to handle it.
+
+        False when it was already handled, or is being handled right now: the platform delivered it
+        again (Telegram redelivers updates a crashed gateway fetched but never acknowledged; Discord
+        replays events on resume), and it must not run twice. A message stored but never handled (the
+        gateway died in between) is handed out once more.
+        """
+        ref = msg.ref
+        if ref in self._in_flight:
+            return False
         media = [{k: v for k, v in (("kind", m.kind), ("url", m.url), ("path", m.path), ("mime", m.mime),
                                      ("name", m.name), ("size", m.size)) if v is not None} for m in msg.media]
-        async with self.db.session() as s:
-            seen = await s.scalar(select(ChannelMessage.id).where(
-                ChannelMessage.channel == msg.channel, ChannelMessage.account_id == msg.account_id,
-                ChannelMessage.chat_id == msg.chat_id, ChannelMessage.message_id == msg.message_id,
-                ChannelMessage.direction == "in").limit(1))
-            if seen is not None:
-                return False
-            s.add(ChannelMessage(
-                channel=msg.channel, account_id=msg.account_id, chat_id=msg.chat_id, thread_id=msg.thread_id,
-                message_id=msg.message_id, direction="in", sender_id=msg.sender_id, sender_name=msg.sender_name,
-                text=msg.text, reply_to_id=msg.reply_to_id, media=orjson.dumps(media).decode() if media else None,
-                ts=utcnow()))
+        self._in_flight.add(ref)
+        try:
+            async with self.db.session() as s:
+                seen = (await s.execute(select(ChannelMessage.id, ChannelMessage.handled_at).where(
+                    ChannelMessage.channel == msg.channel, ChannelMessage.account_id == msg.account_id,
+                    ChannelMessage.chat_id == msg.chat_id, ChannelMessage.message_id == msg.message_id,
+                    ChannelMessage.direction == "in").limit(1))).first()
+                if seen is None:
+                    s.add(ChannelMessage(
+                        channel=msg.channel, account_id=msg.account_id, chat_id=msg.chat_id,
+                        thread_id=msg.thread_id, message_id=msg.message_id, direction="in",
+                        sender_id=msg.sender_id, sender_name=msg.sender_name, text=msg.text,
+                        reply_to_id=msg.reply_to_id, media=orjson.dumps(media).decode() if media else None,
+                        ts=utcnow()))
+        except BaseException:
+            self._in_flight.discard(ref)
+            raise
+        if seen is not None and seen.handled_at is not None:
+            self._in_flight.discard(ref)
+            return False
         return True
+
+    async def handled(self, msg: Inbound) -> None:
+        """The message is dealt with (a turn queued, a command answered, or refused): never hand it out again.
+
+        The run queue marks a message that became a turn in the same transaction that stores the turn;
+        this covers every other outcome.
+        """
+        self._in_flight.discard(msg.ref)
+        async with self.db.session() as s:
+            await mark_handled(s, msg.ref)
 
     async def record_out(self, channel: str, account_id: str, sent: Sent, text: str, *,
                          reply_to_id: str | None = None, media: list[dict[str, Any]] | None = None,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from gateway.platforms import pairing
 from gateway.platforms.history import MessageLog
+from gateway.platforms.journal import InboundJournal
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -36,6 +37,7 @@ class PlatformHost:
     def __init__(self, gateway: Gateway) -> None:
         self._gw = gateway
         self.history = MessageLog(gateway.db)
+        self.journal = InboundJournal(gateway.db)
 
     # -- facts -----------------------------------------------------------------------------------
 

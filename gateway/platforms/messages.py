@@ -46,6 +46,11 @@ class Inbound:
     ts: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def ref(self) -> tuple[str, str, str, str]:
+        """What names this message on its platform: (channel, account, chat, message id)."""
+        return (self.channel, self.account_id, self.chat_id, self.message_id)
+
 
 @dataclass(frozen=True, slots=True)
 class Sent:

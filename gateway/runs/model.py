@@ -50,6 +50,9 @@ class RunRequest:
     # Recovery after a crash re-queues a stored run under its own id, its message already in the transcript.
     run_id: str | None = None
     stored: bool = False
+    # The chat message this request carries, (channel, account, chat, message id): marked handled in the
+    # transaction that stores the turn, so after a crash it is neither lost nor run twice.
+    inbound: tuple[str, str, str, str] | None = None
 
 
 @dataclass(slots=True)

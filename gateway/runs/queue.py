@@ -31,6 +31,7 @@ from gateway.protocol import InvalidRequest
 from gateway.runs.lease import LeaseService, LeaseUnavailable
 from gateway.runs.model import FINISHED, Run, RunOutcome, RunRequest
 from gateway.store.leases import LeaseRepo
+from gateway.store.messages import mark_handled
 from gateway.store.transcripts import AgentRun, SessionRepo
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ class RunQueue:
                 await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
             await SessionRepo.save_run(s, run.id, run.session_key, "queued", source=req.source,
                                        is_owner=req.is_owner, only_if_new=True, replica_id=self.gw.replica_id)
+            if req.inbound is not None:
+                await mark_handled(s, req.inbound)
         if lane.current is run and run.task is None and not self.draining:  # draining: the next start runs it
             run.task = asyncio.create_task(self._drive(run), name=f"run-{run.id}")
         return run, status

@@ -28,7 +28,7 @@ from gateway.store.transcripts import AgentRun, SessionRecord, SessionRepo
 if TYPE_CHECKING:
     from gateway.core import Gateway
 
-__all__ = ["INTERRUPTED_NOTICE", "RETRY_NOTICE", "recover"]
+__all__ = ["INTERRUPTED_NOTICE", "RETRY_NOTICE", "recover", "recover_runs", "send_notices"]
 
 log = structlog.get_logger("gateway.runs")
 
@@ -51,6 +51,18 @@ def _sent_something(effects_file: Path) -> bool:
     return any(fx.get("type") == "message_sent" for fx in read_effects(effects_file))
 
 
+async def _sent_from_session(gateway: Gateway, row: AgentRun) -> bool:
+    """Whether the session sent a chat message since the run was queued (the message log is shared by
+    every replica; the side-effects file is only on the disk of the replica that ran the turn)."""
+    from gateway.store.messages import ChannelMessage
+
+    async with gateway.db.session() as s:
+        found = await s.scalar(select(ChannelMessage.id).where(
+            ChannelMessage.session_key == row.session_key, ChannelMessage.direction == "out",
+            ChannelMessage.ts >= row.created_at).limit(1))
+    return found is not None
+
+
 Notice = tuple[Origin, str, str]
 """(where, what, session key) of a chat message telling about an interrupted turn."""
 
@@ -61,12 +73,19 @@ async def recover(gateway: Gateway) -> tuple[dict[str, int], list[Notice]]:
     Returns:
         What was done, by kind, and the notices to send once the chat platforms are up (``send_notices``).
     """
+    async with gateway.db.session() as s:
+        rows = await SessionRepo.unfinished_runs_of(s, gateway.replica_id)
+    return await recover_runs(gateway, rows)
+
+
+async def recover_runs(gateway: Gateway, rows: list[AgentRun]) -> tuple[dict[str, int], list[Notice]]:
+    """Answer or explain unfinished runs this replica now owns (its own from before a crash, or a dead
+    replica's it adopted): see the module docstring."""
     done = {"interrupted": 0, "retried": 0, "requeued": 0}
     notices: list[Notice] = []
     from gateway.agents.outbox import OutboxRow
 
     async with gateway.db.session() as s:
-        rows = await SessionRepo.unfinished_runs_of(s, gateway.replica_id)
         work = [(row, await SessionRepo.run_messages(s, row.id), await SessionRepo.get(s, row.session_key))
                 for row in rows]
         answered = set((await s.execute(select(OutboxRow.run_id).where(
@@ -81,7 +100,7 @@ async def recover(gateway: Gateway) -> tuple[dict[str, int], list[Notice]]:
         if row.status == "running":
             effects = gateway.agents.runs_dir / f"{row.id}.side-effects.ndjson"
             retry = (gateway.config.agents.retryInterrupted and row.attempts < MAX_ATTEMPTS and bool(messages)
-                     and not _sent_something(effects))
+                     and not _sent_something(effects) and not await _sent_from_session(gateway, row))
             effects.unlink(missing_ok=True)
             text = RETRY_NOTICE if retry else INTERRUPTED_NOTICE
             async with gateway.db.session() as s:

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from gateway.store.db import rowcount
 from gateway.store.models import Base
 
-__all__ = ["LeaseRepo", "SessionLease"]
+__all__ = ["LeaseRepo", "ReplicaHeartbeat", "ReplicaRepo", "SessionLease"]
 
 
 class SessionLease(Base):
@@ -79,3 +79,44 @@ class LeaseRepo:
         """Drop every lease held by ``replica`` (its holders are ``<replica>/<run>``); how many."""
         result = await s.execute(delete(SessionLease).where(SessionLease.holder.startswith(replica + "/")))
         return rowcount(result)
+
+
+class ReplicaHeartbeat(Base):
+    """A gateway replica's sign of life: renewed while it runs, so the others can tell when it is gone."""
+
+    __tablename__ = "replica_heartbeats"
+
+    replica_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    beat_at: Mapped[int] = mapped_column(BigInteger, index=True)  # epoch ms
+    started_at: Mapped[int] = mapped_column(BigInteger)  # epoch ms
+
+
+class ReplicaRepo:
+    """Heartbeats, and the claim by which a live replica adopts a dead one's unfinished runs."""
+
+    @staticmethod
+    async def beat(s: AsyncSession, replica_id: str, *, now_ms: int, started_ms: int) -> None:
+        dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
+        table = ReplicaHeartbeat.__table__
+        stmt = dialect.insert(table).values(replica_id=replica_id, beat_at=now_ms, started_at=started_ms)
+        await s.execute(stmt.on_conflict_do_update(index_elements=[table.c.replica_id],
+                                                   set_={"beat_at": now_ms, "started_at": started_ms}))
+
+    @staticmethod
+    async def stale(s: AsyncSession, me: str, *, before_ms: int) -> list[str]:
+        """Replicas other than ``me`` whose last beat is older than ``before_ms``."""
+        res = await s.execute(select(ReplicaHeartbeat.replica_id).where(
+            ReplicaHeartbeat.replica_id != me, ReplicaHeartbeat.beat_at < before_ms))
+        return list(res.scalars())
+
+    @staticmethod
+    def still_dead(replica_id: str, before_ms: int) -> Any:
+        """A clause true while ``replica_id`` has not beaten since ``before_ms`` (part of every claim, so a
+        replica that came back in the meantime keeps its runs)."""
+        return ~select(ReplicaHeartbeat.replica_id).where(
+            ReplicaHeartbeat.replica_id == replica_id, ReplicaHeartbeat.beat_at >= before_ms).exists()
+
+    @staticmethod
+    async def forget(s: AsyncSession, *, before_ms: int) -> int:
+        """Drop the heartbeats of replicas gone since ``before_ms`` (nothing of theirs is left to adopt)."""
+        return rowcount(await s.execute(delete(ReplicaHeartbeat).where(ReplicaHeartbeat.beat_at < before_ms)))

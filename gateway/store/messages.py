@@ -7,14 +7,16 @@ so approving a sender never rewrites the operator's config.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
-from sqlalchemy import DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, DateTime, Index, Integer, String, Text, UniqueConstraint, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.store.models import Base, utcnow
 
-__all__ = ["ApprovedSender", "ChannelMessage", "PairingRequest"]
+__all__ = ["ApprovedSender", "ChannelMessage", "InboundRef", "JournalEntry", "PairingRequest", "mark_handled"]
 
 
 class ChannelMessage(Base):
@@ -38,6 +40,9 @@ class ChannelMessage(Base):
     session_key: Mapped[str | None] = mapped_column(String(512), nullable=True)
     deleted: Mapped[bool] = mapped_column(default=False)
     ts: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    handled_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    """Inbound only: when it was turned into a turn (or answered, or refused); a message stored but not
+    handled when the gateway died is handled when its platform delivers it again."""
 
 
 class PairingRequest(Base):
@@ -69,3 +74,35 @@ class ApprovedSender(Base):
     sender_name: Mapped[str | None] = mapped_column(String(256), nullable=True)
     approved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     via: Mapped[str] = mapped_column(String(32), default="pairing")
+
+
+class JournalEntry(Base):
+    """A platform update as it arrived, written before the platform is told it was received."""
+
+    __tablename__ = "inbound_journal"
+    __table_args__ = (UniqueConstraint("channel", "account_id", "update_key", name="uq_inbound_journal_update"),
+                      Index("ix_inbound_journal_pending", "channel", "account_id", "handled_at"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    channel: Mapped[str] = mapped_column(String(64))
+    account_id: Mapped[str] = mapped_column(String(128))
+    update_key: Mapped[str] = mapped_column(String(128))
+    payload: Mapped[str] = mapped_column(Text)
+    received_at: Mapped[int] = mapped_column(BigInteger)
+    handled_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    replays: Mapped[int] = mapped_column(Integer, default=0)
+
+
+InboundRef = tuple[str, str, str, str]
+"""(channel, account, chat, message id) of a stored inbound message."""
+
+
+async def mark_handled(s: AsyncSession, ref: InboundRef) -> None:
+    """Mark an inbound message handled inside the caller's transaction (the run queue does it in the one
+    that stores the turn, so a crash can never leave a message both queued and unhandled)."""
+    channel, account_id, chat_id, message_id = ref
+    await s.execute(update(ChannelMessage).where(
+        ChannelMessage.channel == channel, ChannelMessage.account_id == account_id,
+        ChannelMessage.chat_id == chat_id, ChannelMessage.message_id == message_id,
+        ChannelMessage.direction == "in", ChannelMessage.handled_at.is_(None),
+    ).values(handled_at=int(time.time() * 1000)))

@@ -97,7 +97,7 @@ async def test_unknown_sender_pairs_and_never_gets_owner_tools(gw: GatewayProces
     fake.user_message(chat_id=STRANGER, user_id=STRANGER, text="let me in", first_name="Stranger")
     await fake.wait_call("sendMessage", lambda c: c.params["chat_id"] == str(STRANGER))
     fake.user_message(chat_id=STRANGER, user_id=STRANGER, text="hello?")  # no second code for the same person
-    await fake.wait_call("getUpdates", lambda c: int(c.params.get("offset") or 0) > fake.updates[-1]["update_id"])
+    await fake.wait_call("getUpdates", lambda c: int(c.params.get("offset") or 0) > fake.last_update_id)
     codes = code_sent_to(fake, STRANGER)
     assert len(codes) == 1
     assert not any("let me in" in r["prompt"] or "hello?" in r["prompt"] for r in cli_runs(gw.state_dir))
@@ -153,7 +153,7 @@ async def test_policy_changes_apply_live_without_restarting_the_bot(gw: GatewayP
     base = (await c.call("config.get"))["hash"]
     await c.call("config.patch", {"patch": {"channels": {"telegram": {"dmPolicy": "disabled"}}}, "baseHash": base})
     fake.user_message(chat_id=445, user_id=445, text="closed door")
-    await fake.wait_call("getUpdates", lambda c: int(c.params.get("offset") or 0) > fake.updates[-1]["update_id"])
+    await fake.wait_call("getUpdates", lambda c: int(c.params.get("offset") or 0) > fake.last_update_id)
     assert not [x for x in fake.calls_of("sendMessage") if x.params["chat_id"] == "445"]
     assert len(fake.calls_of("getMe")) == get_me
     bad = await c.req("config.patch", {"patch": {"channels": {"telegram": {"dmPolicy": "sometimes"}}},

@@ -71,7 +71,7 @@ async def test_group_needs_a_mention_and_forum_topics_keep_their_thread(gw: Gate
     # A group that is not on the allowlist is ignored even with a mention.
     fake.user_message(chat_id=-100999, user_id=557, chat_type="supergroup", text=text.replace("group", "stranger"),
                       entities=entities)
-    await fake.wait_call("getUpdates", lambda c: int(c.params.get("offset") or 0) > fake.updates[-1]["update_id"])
+    await fake.wait_call("getUpdates", lambda c: int(c.params.get("offset") or 0) > fake.last_update_id)
     assert not any("stranger question" in r["prompt"] for r in runs(gw))
 
 

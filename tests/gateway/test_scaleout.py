@@ -26,6 +26,7 @@ import asyncpg
 import pytest
 from redis.asyncio import Redis
 
+from gateway.runs.recovery import RETRY_NOTICE
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess, free_port
 from tests.support.postgres import pg_url  # noqa: F401
@@ -250,35 +251,46 @@ def _alive(pid: int) -> bool:
     return True
 
 
-async def test_the_lease_of_a_killed_replica_expires(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+async def test_a_killed_replicas_turns_are_adopted_by_the_survivor_once_its_heartbeat_stops(
+        tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    """Killing ``a`` does not disturb ``b``'s turn; ``b`` then answers ``a``'s interrupted and queued turns."""
     cluster = Cluster(tmp_path, pg_url, lease_ttl_ms=2000).start()
     cli_pid: int | None = None
     try:
         await cluster.wait_subscribed()
         a = await operator(cluster.a.url, cluster.a.token or "")
         b = await operator(cluster.b.url, cluster.b.token or "")
-        key = "agent:main:scale:killed"
-        first = await send(a, key, "sleep:60 long job")
-        await until(lambda: cluster.cli_calls(key))
+        key, other = "agent:main:scale:killed", "agent:main:scale:survivor"
+        first = await send(a, key, "sleep:3 long job")
+        mine = await send(b, other, "sleep:4 on b")
+        await until(lambda: cluster.cli_calls(key) and cluster.cli_calls(other))
+        queued = await send(a, key, "queued behind")
         cli_pid = cluster.cli_calls(key)[0]["pid"]
-        (row,) = await lease_rows(pg_url)
-        assert row["session_key"] == key and row["holder"].startswith(a.hello["server"]["replicaId"])  # type: ignore[index]
+        rows = {r["session_key"]: r for r in await lease_rows(pg_url)}
+        assert rows[key]["holder"].startswith(a.hello["server"]["replicaId"])  # type: ignore[index]
         await a.close()
-        cluster.a.stop(signal.SIGKILL)  # no chance to release: the lease stays until it expires
-        (stale,) = await lease_rows(pg_url)
-        res = await send(b, key, "back again")
-        out = await wait(b, res["runId"])
-        assert out["status"] == "ok" and out["reply"] == "echo: back again", out
-        assert out["startedAt"] >= stale["expires_at"]  # b waited for the dead holder's lease to lapse
-        assert await lease_rows(pg_url) == []
-        # The killed replica's run is still `running` in the database, but nobody holds it any more.
-        lost = await wait(b, first["runId"], 10000)
-        assert lost["status"] == "error" and "restarted" in lost["error"], lost
+        cluster.a.stop(signal.SIGKILL)  # as if its machine died: no chance to release or hand over anything
+        os.kill(cli_pid, signal.SIGKILL)
+        cli_pid = None
+        survivor = await wait(b, mine["runId"])
+        assert survivor["status"] == "ok" and survivor["reply"] == "echo: sleep:4 on b", survivor
+        # Both of a's messages wait on b for the dead holder's lease, so they make one turn, in order.
+        retried = await wait(b, first["runId"], 30000)
+        assert retried["status"] == "ok" and retried["startedAt"] >= rows[key]["expires_at"], retried
+        assert retried["reply"].index("sleep:3 long job") < retried["reply"].index("queued behind"), retried
+        joined = await wait(b, queued["runId"], 30000)
+        assert first["runId"] in joined.get("error", ""), joined
+        assert [x["replica"] for x in cluster.spans_of(key) if x["phase"] == "start"] == ["a", "b"]
+        assert [x["replica"] for x in cluster.spans_of(other) if x["phase"] == "start"] == ["b"]
+        history = await b.call("chat.history", {"sessionKey": key, "limit": 50})
+        assert sum(RETRY_NOTICE in m.get("text", "") for m in history["messages"]) == 1
+        status = await b.call("status", {})
+        assert status["adoptedFromReplicas"]["runs"] == 2
         await b.close()
     finally:
         if cli_pid:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(cli_pid, signal.SIGKILL)  # the orphaned CLI of the killed replica
+                os.kill(cli_pid, signal.SIGKILL)
         cluster.stop()
 
 

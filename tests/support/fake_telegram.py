@@ -61,13 +61,14 @@ def module_gateway(**channel: Any) -> Any:
 
 
 def telegram_gateway(state_dir: Path, fake: FakeTelegram, *, channels: dict[str, Any] | None = None,
-                     **telegram: Any) -> GatewayProcess:
+                     config: dict[str, Any] | None = None, **telegram: Any) -> GatewayProcess:
     """A (not yet started) gateway whose Telegram bot talks to ``fake`` and whose agent is the stand-in CLI.
 
     The CLI appends each run's argv, prompt and ``REMOTECLAW_*`` env to ``<state_dir>/cli.log``.
     """
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
            "channels": {**(channels or {}), "telegram": fake.channel_config(**telegram)}}
+    cfg.update(config or {})  # other top-level sections (e.g. "session")
     proc = GatewayProcess(state_dir, config=cfg, env={"FAKE_CLI_LOG": str(state_dir / "cli.log")})
     return proc
 
@@ -99,6 +100,7 @@ class FakeTelegram:
         self.missing_chats: set[str] = set()
         self._failures: dict[str, list[dict[str, Any]]] = {}
         self._update_ids = itertools.count(1)
+        self.last_update_id = 0  # of the newest pushed update (``updates`` drops those the bot confirmed)
         self._message_ids = itertools.count(500)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._new_update: asyncio.Event | None = None
@@ -165,6 +167,7 @@ class FakeTelegram:
 
     def push(self, update: dict[str, Any]) -> dict[str, Any]:
         update = {"update_id": next(self._update_ids), **update}
+        self.last_update_id = update["update_id"]
         self.updates.append(update)
         if self._loop is not None and self._new_update is not None:
             self._loop.call_soon_threadsafe(self._new_update.set)
@@ -321,6 +324,8 @@ class FakeTelegram:
     async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         offset = int(params.get("offset") or 0)
         timeout = float(params.get("timeout") or 0)
+        if offset > 0:  # as Telegram does: an offset confirms every update before it, which is then gone
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
         deadline = time.monotonic() + timeout
         while True:
             ready = [u for u in self.updates if u["update_id"] >= offset]

@@ -1,0 +1,138 @@
+"""Replica liveness: when a gateway replica dies for good, a live one answers or explains its turns.
+
+Each replica writes a heartbeat (``replica_heartbeats``) every third of the lease lifetime
+(``REMOTECLAW_LEASE_TTL_MS``, 30 s by default). Each replica also looks, on the same beat, for
+replicas whose heartbeat is older than one lifetime and that left turns ``queued`` or ``running``
+(or replies unsent in the outbox). It adopts them one by one with a conditional update that names
+the dead replica and requires that it still has not beaten, so two survivors never adopt the same
+turn, and a replica that comes back in time keeps its own. Adopted turns go through the same
+recovery as a replica's own after a restart (``recovery.recover_runs``): interrupted ones are
+explained and retried once when safe, queued ones run in order; the session leases the dead replica
+held have expired by then, so the turns can start.
+
+A replica that stops cleanly marks its heartbeat stale, so the others adopt what its shutdown grace
+left unfinished at their next beat instead of one lifetime later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+import structlog
+from sqlalchemy import select, update
+
+from gateway.runs.lease import ttl_from_env
+from gateway.store.db import rowcount
+from gateway.store.leases import ReplicaRepo
+from gateway.store.transcripts import AgentRun
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["ReplicaWatch", "start"]
+
+log = structlog.get_logger("gateway.runs.replicas")
+
+UNFINISHED = ("queued", "running")
+FORGET_AFTER_MS = 7 * 24 * 3600 * 1000
+"""Heartbeats of replicas gone this long are deleted (their turns were adopted long since)."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ReplicaWatch:
+    """This replica's heartbeat, and the adoption of dead replicas' unfinished turns."""
+
+    def __init__(self, gateway: Gateway, *, ttl_ms: int | None = None) -> None:
+        self.gw = gateway
+        self.ttl_ms = ttl_ms or ttl_from_env()
+        self.started_ms = _now_ms()
+        self.adopted: dict[str, int] = {"runs": 0, "replies": 0}
+        self._task: asyncio.Task[None] | None = None
+
+    async def beat(self, *, at_ms: int | None = None) -> None:
+        async with self.gw.db.session() as s:
+            await ReplicaRepo.beat(s, self.gw.replica_id, now_ms=_now_ms() if at_ms is None else at_ms,
+                                   started_ms=self.started_ms)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="replica-heartbeat")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        with contextlib.suppress(Exception):  # the others then adopt at once what the shutdown left
+            await self.beat(at_ms=0)
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl_ms / 3000)
+            try:
+                await self.beat()
+                await self.adopt()
+            except Exception as exc:  # the database is away: try again on the next beat
+                log.warning("replica heartbeat failed", error=str(exc))
+
+    async def adopt(self) -> int:
+        """Adopt the unfinished turns and unsent replies of replicas whose heartbeat stopped; how many turns."""
+        from gateway.agents.outbox import OutboxRow
+        from gateway.runs.recovery import recover_runs, send_notices
+
+        me = self.gw.replica_id
+        cutoff = _now_ms() - self.ttl_ms
+        async with self.gw.db.session() as s:
+            dead = await ReplicaRepo.stale(s, me, before_ms=cutoff)
+            if not dead:
+                return 0
+            candidates = (await s.execute(select(AgentRun.id, AgentRun.replica_id).where(
+                AgentRun.replica_id.in_(dead), AgentRun.status.in_(UNFINISHED))
+                .order_by(AgentRun.created_at, AgentRun.id))).all()
+            unsent = (await s.execute(select(OutboxRow.id, OutboxRow.replica_id).where(
+                OutboxRow.replica_id.in_(dead), OutboxRow.sent_at.is_(None)))).all()
+            await ReplicaRepo.forget(s, before_ms=_now_ms() - FORGET_AFTER_MS)
+        claimed: list[str] = []
+        for run_id, owner in candidates:
+            async with self.gw.db.session() as s:
+                result = await s.execute(update(AgentRun).where(
+                    AgentRun.id == run_id, AgentRun.replica_id == owner, AgentRun.status.in_(UNFINISHED),
+                    ReplicaRepo.still_dead(str(owner), cutoff)).values(replica_id=me))
+                if rowcount(result):
+                    claimed.append(run_id)
+        replies = 0
+        for row_id, owner in unsent:
+            async with self.gw.db.session() as s:
+                replies += rowcount(await s.execute(update(OutboxRow).where(
+                    OutboxRow.id == row_id, OutboxRow.replica_id == owner, OutboxRow.sent_at.is_(None),
+                    ReplicaRepo.still_dead(owner, cutoff)).values(replica_id=me)))
+        if not claimed and not replies:
+            return 0
+        async with self.gw.db.session() as s:
+            rows = list((await s.execute(select(AgentRun).where(AgentRun.id.in_(claimed))
+                                         .order_by(AgentRun.created_at, AgentRun.id))).scalars())
+        done, notices = await recover_runs(self.gw, rows)
+        self.adopted["runs"] += len(rows)
+        self.adopted["replies"] += replies
+        log.info("adopted the unfinished turns of a replica that stopped beating", replicas=dead, turns=len(rows),
+                 replies=replies, **done)
+        # In the background (it waits for the chat accounts): the heartbeat must not miss a beat.
+        task = asyncio.create_task(send_notices(self.gw, notices), name="adoption-notices")  # + adopted replies
+        self.gw.background.add(task)
+        task.add_done_callback(self.gw.background.discard)
+        return len(rows)
+
+
+async def start(gateway: Gateway) -> None:
+    """Beat once now (before this replica recovers its own runs, so no survivor adopts them meanwhile),
+    then on a timer."""
+    watch = ReplicaWatch(gateway)
+    await watch.beat()
+    watch.start()
+    gateway.replicas = watch
+    gateway.on_stop(watch.stop)
