@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from gateway.bus import EventBus
     from gateway.config.reload import Listener
     from gateway.config.watch import ConfigWatcher
+    from gateway.cron.service import CronService
     from gateway.mcp_http.transport import McpHttp
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
@@ -101,6 +102,8 @@ class Gateway:
         """Routes subsystems add to the HTTP app (webhooks)."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)
         """Where the server listens (set by ``gateway.server`` once bound)."""
+        self.cron: CronService | None = None
+        """The scheduler (``gateway.cron``), unless it failed to start."""
         self.replicas: ReplicaWatch | None = None
         """This replica's heartbeat, and adoption of dead replicas' turns (``gateway.runs.replicas``)."""
         self.recovered: dict[str, int] = {}

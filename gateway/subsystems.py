@@ -31,6 +31,7 @@ SUBSYSTEMS: list[str] = [
     "gateway.runs.queue",
     "gateway.runs.replicas",
     "gateway.agents.executor",
+    "gateway.cron.service",
     "gateway.mcp_http.transport",
 ]
 

@@ -10,6 +10,7 @@ __all__ = ["load_all"]
 
 CAPABILITY_METHODS: list[str] = [
     "gateway.mcp_http.methods",
+    "gateway.cron.methods",
 ]
 """Method modules that live in a capability's own subpackage (``gateway/<capability>/methods.py``)."""
 

@@ -97,6 +97,10 @@ async def recover_runs(gateway: Gateway, rows: list[AgentRun]) -> tuple[dict[str
             # It finished and its reply was written down; only the delivery was cut (the outbox redelivers it).
             await _mark(gateway, row, "ok", None)
             continue
+        if row.source == "cron":  # the scheduler records the job run as interrupted; it fires again on schedule
+            await _mark(gateway, row, "interrupted", "interrupted: the gateway stopped during the cron run")
+            done["interrupted"] += 1
+            continue
         if row.status == "running":
             effects = gateway.agents.runs_dir / f"{row.id}.side-effects.ndjson"
             retry = (gateway.config.agents.retryInterrupted and row.attempts < MAX_ATTEMPTS and bool(messages)

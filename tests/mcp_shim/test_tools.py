@@ -2,7 +2,8 @@
 
 Effects are checked where they land: session rows and transcripts (a fake agent CLI answers), stored
 webchat messages, config on the gateway, side-effect records, gateway logs, or the exact UNAVAILABLE
-answer of the capabilities that come later (cron, nodes, canvas, browser, tts, plugin invoke).
+answer of the capabilities that come later (nodes, canvas, browser, tts, plugin invoke); cron has its own
+tests in tests/gateway/cron.
 """
 
 from __future__ import annotations
@@ -23,19 +24,11 @@ from tests.support.ws import RawClient
 pytestmark = pytest.mark.timeout(90)
 
 MAIN = "agent:main:main"
-CRON = "cron is not available on this gateway yet (the scheduler is not built)"
 NODES = "nodes are not available on this gateway yet (no node host support)"
 BROWSER = "the browser is not available on this gateway yet (no browser-capable node)"
 TTS = "text-to-speech is not available on this gateway yet (no TTS providers)"
 
 LATER: dict[str, tuple[dict[str, Any], str]] = {
-    "cron_status": ({}, CRON),
-    "cron_list": ({"filter": "daily"}, CRON),
-    "cron_add": ({"job": {"name": "daily", "schedule": {"kind": "cron", "expr": "0 9 * * *"}}}, CRON),
-    "cron_update": ({"jobId": "j1", "patch": {"enabled": False}}, CRON),
-    "cron_remove": ({"jobId": "j1"}, CRON),
-    "cron_run": ({"jobId": "j1"}, CRON),
-    "cron_runs": ({"jobId": "j1", "limit": 5}, CRON),
     "node_list": ({}, NODES),
     "node_describe": ({"nodeId": "n1"}, NODES),
     "node_invoke": ({"nodeId": "n1", "command": "system.run", "params": {"argv": ["true"]}, "timeoutMs": 1000}, NODES),
@@ -63,11 +56,11 @@ LATER: dict[str, tuple[dict[str, Any], str]] = {
 async def test_later_capabilities_answer_unavailable(agent_gateway: GatewayProcess, start_shim: ShimFactory,
                                                      tmp_path: Path) -> None:
     shim = await start_shim(agent_gateway, plugin_manifest={"tools": []})
-    # All 28 at once, on the shim's one connection.
+    # All at once, on the shim's one connection.
     results = await asyncio.gather(*(shim.call(tool, args) for tool, (args, _msg) in LATER.items()))
     for (tool, (_args, message)), result in zip(LATER.items(), results, strict=True):
         assert error_text(result) == f"Tool error ({tool}): UNAVAILABLE: {message}"
-    assert side_effects(tmp_path) == []  # cron_add records nothing when no job was made
+    assert side_effects(tmp_path) == []
 
 
 async def test_session_tools(agent_gateway: GatewayProcess, start_shim: ShimFactory, tmp_path: Path) -> None:

@@ -1,0 +1,216 @@
+"""``cron.*`` methods, shaped as OpenClaw's so its clients work unchanged.
+
+``cron.status``, ``cron.list {includeDisabled, query, limit, offset}``, ``cron.get {id}``, ``cron.add`` (the
+job object as params), ``cron.update {id, patch}``, ``cron.remove {id}``, ``cron.run {id, mode}``,
+``cron.runs {id, limit, offset, status}``. A job is named by ``id`` or ``jobId`` (the MCP tools send the
+latter). Every change and run is a ``cron`` event.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+from sqlalchemy import delete, func, or_, select
+
+from gateway.cron.jobs import validate_job, validate_patch
+from gateway.cron.service import CronService, now_ms, stored_schedule
+from gateway.cron.store import CronJob, CronRun
+from gateway.protocol import InvalidRequest, Unavailable
+from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
+
+__all__: list[str] = []
+
+
+class JobRef(Params):
+    id: str | None = Field(None, min_length=1, max_length=64)
+    jobId: str | None = Field(None, min_length=1, max_length=64)
+
+    @model_validator(mode="after")
+    def _one_id(self) -> JobRef:
+        if not (self.id or self.jobId):
+            raise ValueError("id: required (the job's id; jobId is accepted too)")
+        return self
+
+    @property
+    def ref(self) -> str:
+        return self.id or self.jobId or ""
+
+
+class ListParams(Params):
+    includeDisabled: bool = True
+    query: str | None = Field(None, max_length=500)
+    filter: str | None = Field(None, max_length=500)
+    limit: int = Field(200, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+class AddParams(Params):
+    model_config = ConfigDict(extra="allow")  # the job object; gateway.cron.jobs checks every field
+
+
+class UpdateParams(JobRef):
+    patch: dict[str, Any]
+
+
+class RunParams(JobRef):
+    mode: Literal["force", "due"] = "force"
+
+
+class RunsParams(JobRef):
+    limit: int = Field(50, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+    status: Literal["ok", "error", "skipped", "interrupted", "running"] | None = None
+
+
+def _service(ctx: CallContext) -> CronService:
+    svc = ctx.gateway.cron
+    if svc is None:
+        raise Unavailable("cron is not running on this gateway", details={"capability": "cron"})
+    return svc
+
+
+def _agent_ids(ctx: CallContext) -> list[str]:
+    return [a.id for a in ctx.gateway.config.agents.list]
+
+
+async def _job(ctx: CallContext, job_id: str) -> CronJob:
+    async with ctx.gateway.db.session() as s:
+        job = await s.get(CronJob, job_id)
+    if job is None:
+        raise InvalidRequest(f"id: no cron job {job_id!r}", details={"field": "id"})
+    return job
+
+
+@method("cron.status", scope=READ, aliases=("cron:status",))
+async def cron_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
+    """Scheduler state: enabled, job counts, next wake, runs in progress."""
+    svc = _service(ctx)
+    async with ctx.gateway.db.session() as s:
+        total = await s.scalar(select(func.count()).select_from(CronJob)) or 0
+        enabled = await s.scalar(select(func.count()).select_from(CronJob).where(CronJob.enabled.is_(True))) or 0
+        nxt = await s.scalar(select(func.min(CronJob.next_run_at)).where(CronJob.enabled.is_(True)))
+    return {"enabled": ctx.gateway.config.cron.enabled, "jobs": total, "enabledJobs": enabled,
+            "nextWakeAtMs": nxt, "running": svc.running,
+            "maxConcurrentRuns": ctx.gateway.config.cron.maxConcurrentRuns, "firedSinceStart": svc.fired}
+
+
+@method("cron.list", params=ListParams, scope=READ, aliases=("cron:list",))
+async def cron_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
+    """Jobs, soonest first; ``query`` matches name, description, id and payload text."""
+    _service(ctx)
+    q = select(CronJob)
+    if not p.includeDisabled:
+        q = q.where(CronJob.enabled.is_(True))
+    text = p.query or p.filter
+    if text:
+        like = f"%{text.lower()}%"
+        q = q.where(or_(func.lower(CronJob.name).like(like), func.lower(CronJob.description).like(like),
+                        func.lower(CronJob.id).like(like), func.lower(CronJob.payload).like(like)))
+    async with ctx.gateway.db.session() as s:
+        total = await s.scalar(select(func.count()).select_from(q.subquery())) or 0
+        rows = (await s.execute(q.order_by(CronJob.next_run_at.is_(None), CronJob.next_run_at, CronJob.id)
+                                .offset(p.offset).limit(p.limit))).scalars().all()
+    jobs = [r.to_dict() for r in rows]
+    return {"jobs": jobs, "total": total, "offset": p.offset, "limit": p.limit,
+            "hasMore": p.offset + len(jobs) < total}
+
+
+@method("cron.get", params=JobRef, scope=READ, aliases=("cron:get",))
+async def cron_get(p: JobRef, ctx: CallContext) -> dict[str, Any]:
+    _service(ctx)
+    return (await _job(ctx, p.ref)).to_dict()
+
+
+@method("cron.add", params=AddParams, scope=ADMIN, aliases=("cron:add",))
+async def cron_add(p: AddParams, ctx: CallContext) -> dict[str, Any]:
+    """Create a job from the job object; answers the stored job (with its ``id`` and next run)."""
+    svc = _service(ctx)
+    now = now_ms()
+    raw = dict(p.model_extra or {})
+    raw.pop("id", None)
+    raw.pop("jobId", None)
+    spec = validate_job(raw, now_ms=now, agent_ids=_agent_ids(ctx))
+    job = CronJob(id=uuid.uuid4().hex[:16], created_at=now, updated_at=now, kind="job", consecutive_errors=0,
+                  **spec.columns())
+    job.next_run_at = spec.schedule.next_after(now - 1) if spec.enabled else None
+    if spec.schedule.kind == "at" and job.next_run_at is None and spec.enabled:
+        job.next_run_at = now  # an "at" time already past: run it now, once
+    async with ctx.gateway.db.session() as s:
+        s.add(job)
+    svc.wake()
+    out = job.to_dict()
+    svc.event("added", job.id, {"job": out})
+    return out
+
+
+@method("cron.update", params=UpdateParams, scope=ADMIN, aliases=("cron:update",))
+async def cron_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
+    """Patch a job (a partial payload or delivery keeps its other fields); answers the stored job."""
+    svc = _service(ctx)
+    now = now_ms()
+    current = await _job(ctx, p.ref)
+    if current.kind == "heartbeat":
+        raise InvalidRequest("id: heartbeat jobs follow agents.<id>.heartbeat in the config; change it there",
+                             details={"field": "id"})
+    spec = validate_patch(current.to_dict(redact=False), p.patch, now_ms=now, agent_ids=_agent_ids(ctx))
+    async with ctx.gateway.db.session() as s:
+        job = await s.get(CronJob, p.ref)
+        if job is None:
+            raise InvalidRequest(f"id: no cron job {p.ref!r}", details={"field": "id"})
+        for column, value in spec.columns().items():
+            setattr(job, column, value)
+        job.updated_at = now
+        if "schedule" in p.patch or "enabled" in p.patch:
+            job.next_run_at = stored_schedule(job).next_after(now - 1) if spec.enabled else None
+            if spec.enabled and spec.schedule.kind == "at" and job.next_run_at is None and "schedule" in p.patch:
+                job.next_run_at = now
+        if "enabled" in p.patch and spec.enabled:
+            job.consecutive_errors = 0
+        out = job.to_dict()
+    svc.wake()
+    svc.event("updated", p.ref, {"job": out})
+    return out
+
+
+@method("cron.remove", params=JobRef, scope=ADMIN, aliases=("cron:remove",))
+async def cron_remove(p: JobRef, ctx: CallContext) -> dict[str, Any]:
+    """Delete a job and its history (a run in progress finishes, unrecorded)."""
+    svc = _service(ctx)
+    async with ctx.gateway.db.session() as s:
+        job = await s.get(CronJob, p.ref)
+        if job is not None and job.kind == "heartbeat":
+            raise InvalidRequest("id: heartbeat jobs follow agents.<id>.heartbeat in the config; remove it there",
+                                 details={"field": "id"})
+        removed = job is not None
+        if job is not None:
+            await s.delete(job)
+            await s.execute(delete(CronRun).where(CronRun.job_id == p.ref))
+    if removed:
+        svc.wake()
+        svc.event("removed", p.ref)
+    return {"ok": True, "removed": removed, "id": p.ref}
+
+
+@method("cron.run", params=RunParams, scope=ADMIN, aliases=("cron:run",))
+async def cron_run(p: RunParams, ctx: CallContext) -> dict[str, Any]:
+    """Fire a job now (``force``), or only if it is due (``due``)."""
+    svc = _service(ctx)
+    await _job(ctx, p.ref)
+    return {**await svc.run_now(p.ref, due_only=p.mode == "due"), "id": p.ref}
+
+
+@method("cron.runs", params=RunsParams, scope=READ, aliases=("cron:runs",))
+async def cron_runs(p: RunsParams, ctx: CallContext) -> dict[str, Any]:
+    """A job's run history, newest first."""
+    _service(ctx)
+    q = select(CronRun).where(CronRun.job_id == p.ref)
+    if p.status:
+        q = q.where(CronRun.status == p.status)
+    async with ctx.gateway.db.session() as s:
+        total = await s.scalar(select(func.count()).select_from(q.subquery())) or 0
+        rows = (await s.execute(q.order_by(CronRun.id.desc()).offset(p.offset).limit(p.limit))).scalars().all()
+    entries = [r.to_dict() for r in rows]
+    return {"entries": entries, "total": total, "offset": p.offset, "limit": p.limit,
+            "hasMore": p.offset + len(entries) < total}

@@ -1,0 +1,110 @@
+"""Cron tables: jobs (definition and scheduling state) and one history row per run.
+
+Jobs are plain rows with JSON columns for the parts whose shape follows OpenClaw (schedule, payload,
+delivery), not a scheduler library's pickled job store: any replica, and any tool, can read them.
+``next_run_at`` is indexed: the service asks only for the earliest due job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from sqlalchemy import BigInteger, Boolean, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from gateway.store.models import Base
+
+__all__ = ["CronJob", "CronRun"]
+
+
+def _load(text: str | None) -> Any:
+    return orjson.loads(text) if text else None
+
+
+class CronJob(Base):
+    __tablename__ = "cron_jobs"
+    __table_args__ = (Index("ix_cron_jobs_due", "enabled", "next_run_at"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    agent_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    schedule: Mapped[str] = mapped_column(Text)  # JSON
+    session_target: Mapped[str] = mapped_column(String(600))  # main | isolated | session:<key>
+    payload: Mapped[str] = mapped_column(Text)  # JSON
+    delivery: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
+    failure_alert: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
+    delete_after_run: Mapped[bool] = mapped_column(Boolean, default=False)
+    kind: Mapped[str] = mapped_column(String(16), default="job")  # job | heartbeat
+    next_run_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    running_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    running_replica: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    last_run_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    last_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_duration_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    last_delivery_status: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    consecutive_errors: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+    def to_dict(self, *, redact: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id, "name": self.name, "enabled": self.enabled, "schedule": _load(self.schedule),
+            "sessionTarget": self.session_target, "payload": _load(self.payload),
+            "createdAtMs": self.created_at, "updatedAtMs": self.updated_at,
+            "state": {k: v for k, v in (
+                ("nextRunAtMs", self.next_run_at), ("runningAtMs", self.running_at),
+                ("lastRunAtMs", self.last_run_at), ("lastStatus", self.last_status), ("lastError", self.last_error),
+                ("lastDurationMs", self.last_duration_ms), ("lastDeliveryStatus", self.last_delivery_status),
+                ("consecutiveErrors", self.consecutive_errors)) if v is not None},
+        }
+        if self.description:
+            out["description"] = self.description
+        if self.agent_id:
+            out["agentId"] = self.agent_id
+        if self.delivery:
+            delivery = _load(self.delivery)
+            if redact and delivery.get("token"):
+                delivery["token"] = "********"  # a webhook's bearer token is never read back
+            out["delivery"] = delivery
+        if self.failure_alert:
+            out["failureAlert"] = _load(self.failure_alert)
+        if self.delete_after_run:
+            out["deleteAfterRun"] = True
+        if self.kind != "job":
+            out["kind"] = self.kind
+        return out
+
+
+class CronRun(Base):
+    __tablename__ = "cron_runs"
+    __table_args__ = (Index("ix_cron_runs_job", "job_id", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(String(64))
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the agent run, if one was started
+    status: Mapped[str] = mapped_column(String(16))  # running | ok | error | skipped | interrupted
+    trigger: Mapped[str] = mapped_column(String(16), default="schedule")  # schedule | manual
+    scheduled_for: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    started_at: Mapped[int] = mapped_column(BigInteger)
+    ended_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    duration_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    delivery_status: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    summary: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    session_key: Mapped[str | None] = mapped_column(String(600), nullable=True)
+    replica_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "jobId": self.job_id, "status": self.status, "trigger": self.trigger,
+                               "startedAtMs": self.started_at}
+        for key, value in (("runId", self.run_id), ("scheduledForMs", self.scheduled_for),
+                           ("endedAtMs", self.ended_at), ("durationMs", self.duration_ms),
+                           ("deliveryStatus", self.delivery_status), ("summary", self.summary),
+                           ("error", self.error), ("sessionKey", self.session_key)):
+            if value is not None:
+                out[key] = value
+        return out
