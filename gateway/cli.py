@@ -239,9 +239,11 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     _conn_opts(apply)
     apply.set_defaults(func=cmd_config_apply)
 
+    from gateway.cron.cli import register as register_cron
     from gateway.mcp_http.cli import register as register_mcp
 
     register_mcp(sub)
+    register_cron(sub)
     if extensions:
         _add_plugin_commands(sub)
     return parser
