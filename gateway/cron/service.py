@@ -46,6 +46,10 @@ MAX_SLEEP_S = 10.0
 BACKOFF_MS = (30_000, 60_000, 5 * 60_000, 15 * 60_000, 60 * 60_000)
 """Earliest retry after 1, 2, 3, 4, 5+ consecutive errors (the schedule's own next firing if later)."""
 SUMMARY_CHARS = 2000
+CLAIM_AHEAD_MS = 3000
+"""Jobs due this soon are claimed now and wait for their second in memory, so a busy database (the claim is
+a write) does not make them late."""
+ADOPT_EVERY_S = 10.0
 
 
 def now_ms() -> int:
@@ -66,6 +70,7 @@ class CronService:
         self._running: dict[str, asyncio.Task[None]] = {}
         self.next_wake_ms: int | None = None
         self.fired = 0
+        self._adopted_at = 0.0
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -101,7 +106,9 @@ class CronService:
                 if self.gw.config.cron.enabled:
                     await self._fire_due()
                     delay = await self._seconds_to_next()
-                    await self._adopt_dead_replicas()
+                    if time.monotonic() - self._adopted_at > ADOPT_EVERY_S:
+                        self._adopted_at = time.monotonic()
+                        await self._adopt_dead_replicas()
             except Exception:
                 log.exception("cron timer pass failed; trying again shortly")
                 delay = 5.0
@@ -118,7 +125,7 @@ class CronService:
         self.next_wake_ms = nxt
         if nxt is None:
             return MAX_SLEEP_S
-        return min(max(nxt - now_ms(), 0) / 1000, MAX_SLEEP_S)
+        return min(max(nxt - CLAIM_AHEAD_MS - now_ms(), 0) / 1000, MAX_SLEEP_S)
 
     async def _fire_due(self) -> None:
         free = self.gw.config.cron.maxConcurrentRuns - self.running
@@ -129,13 +136,13 @@ class CronService:
         async with self.gw.db.session() as s:
             rows = (await s.execute(
                 select(CronJob).where(CronJob.enabled.is_(True), CronJob.running_at.is_(None),
-                                      CronJob.next_run_at <= now)
+                                      CronJob.next_run_at <= now + CLAIM_AHEAD_MS)
                 .order_by(CronJob.next_run_at).limit(free).with_for_update(skip_locked=True))).scalars().all()
             for job in rows:
                 due = job.next_run_at
                 assert due is not None
                 try:
-                    nxt = stored_schedule(job).next_after(now)  # missed firings coalesce into this one
+                    nxt = stored_schedule(job).next_after(max(now, due))  # missed firings coalesce into this one
                 except Exception as exc:  # a row edited by hand into something unusable: park it
                     log.error("cron job has an unusable schedule; disabling it", job=job.id, error=str(exc))
                     await s.execute(update(CronJob).where(CronJob.id == job.id).values(enabled=False))
@@ -185,6 +192,8 @@ class CronService:
         return {"ok": True, "ran": True}
 
     async def _run(self, job: CronJob, scheduled_for: int | None, trigger: str) -> None:
+        if scheduled_for is not None and scheduled_for > now_ms():  # claimed ahead: wait for its time
+            await asyncio.sleep((scheduled_for - now_ms()) / 1000)
         started = now_ms()
         async with self.gw.db.session() as s:
             row = CronRun(job_id=job.id, status="running", trigger=trigger, scheduled_for=scheduled_for,
