@@ -194,6 +194,15 @@ class CronService:
     async def _run(self, job: CronJob, scheduled_for: int | None, trigger: str) -> None:
         if scheduled_for is not None and scheduled_for > now_ms():  # claimed ahead: wait for its time
             await asyncio.sleep((scheduled_for - now_ms()) / 1000)
+            async with self.gw.db.session() as s:  # removed, switched off or changed meanwhile?
+                current = await s.get(CronJob, job.id)
+                if current is None or current.running_replica != self.gw.replica_id:
+                    return
+                if not current.enabled:
+                    current.running_at = current.running_replica = None
+                    return
+                s.expunge(current)
+            job = current
         started = now_ms()
         async with self.gw.db.session() as s:
             row = CronRun(job_id=job.id, status="running", trigger=trigger, scheduled_for=scheduled_for,

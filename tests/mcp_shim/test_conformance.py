@@ -76,6 +76,6 @@ def test_inspector_calls_tools(agent_gateway: GatewayProcess, tmp_path: Path) ->
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["anythingDone"] is False
     record = json.loads((tmp_path / "side-effects.ndjson").read_text())
     assert record["type"] == "heartbeat_report" and record["summary"] == "nothing new"
-    failed = _inspector(env, "--method", "tools/call", "--tool-name", "cron_status", "--tool-args-json", "{}")
+    failed = _inspector(env, "--method", "tools/call", "--tool-name", "tts_status", "--tool-args-json", "{}")
     assert failed.returncode == 5  # the Inspector's exit code for an isError result
-    assert "cron is not available" in failed.stdout + failed.stderr
+    assert "text-to-speech is not available" in failed.stdout + failed.stderr

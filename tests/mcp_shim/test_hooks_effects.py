@@ -29,10 +29,10 @@ async def test_hooks_before_and_after_reach_operators(agent_gateway: GatewayProc
     assert all(e["toolName"] == "agents_list" and e["sessionKey"] == "agent:main:main" for e in events)
     assert events[1]["durationMs"] >= 0 and "error" not in events[1]
     # A failing call reports its error in the after hook.
-    error_text(await shim.call("cron_runs", {"jobId": "j9"}))
+    error_text(await shim.call("node_describe", {"nodeId": "n9"}))
     events = await _hook_events(watcher, 2)
-    assert events[0] == {**events[0], "phase": "before", "toolName": "cron_runs", "params": {"jobId": "j9"}}
-    assert events[1]["phase"] == "after" and "cron is not available" in events[1]["error"]
+    assert events[0] == {**events[0], "phase": "before", "toolName": "node_describe", "params": {"nodeId": "n9"}}
+    assert events[1]["phase"] == "after" and "nodes are not available" in events[1]["error"]
 
 
 async def test_a_failing_hook_never_fails_the_call(agent_gateway: GatewayProcess, start_shim: ShimFactory) -> None:
