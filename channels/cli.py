@@ -6,8 +6,9 @@ Talks to the running gateway like any client (``channels.pairing.*`` methods, pa
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
+
+from gateway.cli import print_json
 
 __all__ = ["register"]
 
@@ -26,16 +27,10 @@ def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
     return call(args.url, args.token, method, params, scopes=_SCOPES)
 
 
-def _print_json(value: Any) -> None:
-    import orjson
-
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     result = _call(args, "channels.pairing.list", {"channel": args.channel} if args.channel else {})
     if args.json:
-        _print_json(result)
+        print_json(result)
         return 0
     if not result["requests"]:
         print("no pending pairing requests")
@@ -49,7 +44,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _resolve(args: argparse.Namespace, verb: str) -> int:
     result = _call(args, f"channels.pairing.{verb}", {"channel": args.channel, "code": args.code})
     if args.json:
-        _print_json(result)
+        print_json(result)
         return 0
     req = result["approved" if verb == "approve" else "rejected"]
     who = req.get("senderName") or req["senderId"]

@@ -17,6 +17,8 @@ from typing import Any
 import aiohttp
 import yarl
 
+from gateway.platforms import is_public_address
+
 __all__ = ["FetchRefused", "fetch_public"]
 
 
@@ -24,17 +26,10 @@ class FetchRefused(Exception):
     """The URL points somewhere we do not fetch from, or did not answer with a file."""
 
 
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
 class _PublicResolver(aiohttp.ThreadedResolver):
     async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
         found = await super().resolve(host, port, family)
-        allowed = [r for r in found if _public(r["host"])]
+        allowed = [r for r in found if is_public_address(r["host"])]
         if not allowed:
             raise OSError(f"{host} resolves only to private or reserved addresses")
         return allowed
@@ -54,7 +49,7 @@ async def fetch_public(url: str, *, max_bytes: int, timeout_s: float = 60.0) -> 
         literal = ipaddress.ip_address(host)
     except ValueError:
         literal = None
-    if literal is not None and not _public(host):
+    if literal is not None and not is_public_address(host):
         raise FetchRefused(f"refusing to fetch from a private or reserved address: {host}")
     if literal is None:
         # Checked here for a clear message; the resolver below checks again at connect time.
@@ -62,7 +57,7 @@ async def fetch_public(url: str, *, max_bytes: int, timeout_s: float = 60.0) -> 
             infos = await asyncio.get_running_loop().getaddrinfo(host, parsed.port, type=socket.SOCK_STREAM)
         except OSError as exc:
             raise FetchRefused(f"cannot resolve {host}: {exc}") from exc
-        if not any(_public(str(info[4][0])) for info in infos):
+        if not any(is_public_address(str(info[4][0])) for info in infos):
             raise FetchRefused(f"refusing to fetch from a private or reserved address: {host}")
     connector = aiohttp.TCPConnector(resolver=_PublicResolver())
     try:

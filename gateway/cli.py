@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CliError", "call_gateway", "main"]
+__all__ = ["CliError", "call_gateway", "main", "print_json"]
 
 ALL_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
 
@@ -66,6 +66,13 @@ def resolve_token(given: str | None) -> str | None:
         return path.read_text().strip() or None
     except OSError:
         return None
+
+
+def print_json(value: Any) -> None:
+    """``--json`` output of every command: indented, one document, newline-terminated."""
+    import orjson
+
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 def call_gateway(url: str | None, token: str | None, method: str, params: Any, *, timeout: float = 30.0,

@@ -19,6 +19,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from gateway.cli import print_json
+
 __all__ = ["register"]
 
 
@@ -133,12 +135,6 @@ def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
     return call_gateway(args.url, args.token, method, params)
 
 
-def _print_json(value: Any) -> None:
-    import orjson
-
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
 def _when(ms: int | None) -> str:
     if not ms:
         return "-"
@@ -167,7 +163,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         params["query"] = args.query
     listed = _call(args, "cron.list", params)
     if args.json:
-        _print_json(listed)
+        print_json(listed)
         return 0
     if not listed["jobs"]:
         print("no cron jobs" + ("" if args.all else " enabled (--all shows disabled ones)"))
@@ -188,7 +184,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
         return 2
     job = _call(args, "cron.add", params)
     if args.json:
-        _print_json(job)
+        print_json(job)
     else:
         print(f"added {job['id']}: {job['name']}, next run {_when(job['state'].get('nextRunAtMs'))}")
     return 0
@@ -205,7 +201,7 @@ def _cmd_edit(args: argparse.Namespace) -> int:
         return 2
     job = _call(args, "cron.update", {"id": args.id, "patch": patch})
     if args.json:
-        _print_json(job)
+        print_json(job)
     else:
         print(f"updated {_line(job)}")
     return 0
@@ -214,7 +210,7 @@ def _cmd_edit(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     result = _call(args, "cron.run", {"id": args.id, "mode": "due" if args.due else "force"})
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         print(f"started {args.id}" if result["ran"] else f"not started: {result.get('reason')}")
     return 0
@@ -226,7 +222,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         params["status"] = args.status
     runs = _call(args, "cron.runs", params)
     if args.json:
-        _print_json(runs)
+        print_json(runs)
         return 0
     if not runs["entries"]:
         print("no runs yet")
@@ -240,7 +236,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 def _cmd_rm(args: argparse.Namespace) -> int:
     result = _call(args, "cron.remove", {"id": args.id})
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         print(f"removed {args.id}" if result["removed"] else f"no job {args.id}")
     return 0 if result["removed"] else 1

@@ -12,7 +12,6 @@ verifies the name), so DNS cannot swap in another address after the check. No re
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 import ssl
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from urllib.parse import urlsplit
 import orjson
 import structlog
 
+from gateway.netguard import is_public_address
 from gateway.runs import Origin
 
 if TYPE_CHECKING:
@@ -78,13 +78,6 @@ async def announce(gw: Gateway, delivery: dict[str, Any], text: str, session_key
     return "delivered"
 
 
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
-
-
 async def post_webhook(url: str, body: dict[str, Any], *, token: str | None = None,
                        allow_private: bool = False, timeout_s: float = WEBHOOK_TIMEOUT_S) -> int:
     """POST ``body`` as JSON; returns the HTTP status (2xx) or raises ``WebhookRefused``."""
@@ -99,7 +92,7 @@ async def post_webhook(url: str, body: dict[str, Any], *, token: str | None = No
     except OSError as exc:
         raise WebhookRefused(f"cannot resolve {host}: {exc}") from exc
     addresses = [str(info[4][0]) for info in infos]
-    if not allow_private and not all(_public(a) for a in addresses):
+    if not allow_private and not all(is_public_address(a) for a in addresses):
         raise WebhookRefused(f"{host} resolves to a private or reserved address; not posting there "
                              "(cron.webhookAllowPrivate allows it)")
     payload = orjson.dumps(body)

@@ -8,8 +8,9 @@ with ``tail -n 1``). ``list`` and ``revoke`` never show a token.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
+
+from gateway.cli import print_json
 
 __all__ = ["register"]
 
@@ -54,12 +55,6 @@ def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
     return call_gateway(args.url, args.token, method, params)
 
 
-def _print_json(value: Any) -> None:
-    import orjson
-
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
 def _cmd_create(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"name": args.name, "owner": args.owner, "profile": args.profile}
     if args.session:
@@ -69,7 +64,7 @@ def _cmd_create(args: argparse.Namespace) -> int:
     made = _call(args, "mcp.tokens.create", params)
     token = made.pop("token")
     if args.json:
-        _print_json(made)
+        print_json(made)
     else:
         tier = "owner" if made["owner"] else "baseline"
         expires = "never" if not made["expiresAt"] else f"at {made['expiresAt']} (epoch ms)"
@@ -83,7 +78,7 @@ def _cmd_create(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     listed = _call(args, "mcp.tokens.list", {})
     if args.json:
-        _print_json(listed)
+        print_json(listed)
         return 0
     if not listed["tokens"]:
         print("no MCP tokens (create one: remoteclaw mcp token create --name NAME)")
@@ -96,7 +91,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_revoke(args: argparse.Namespace) -> int:
     result = _call(args, "mcp.tokens.revoke", {"id": args.id})
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         print(f"revoked {result['revoked']} token(s)")
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gateway.agents.commands import COMMANDS, Command
 from gateway.config import ChannelAccessConfig, Config
+from gateway.netguard import is_public_address
 from gateway.platforms.host import PlatformHost
 from gateway.platforms.interface import ChatPlatforms, ProgressSink
 from gateway.platforms.journal import InboundJournal
@@ -32,4 +33,5 @@ __all__ = [
     "PlatformHost",
     "ProgressSink",
     "Sent",
+    "is_public_address",
 ]
