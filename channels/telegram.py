@@ -262,14 +262,13 @@ class TelegramChannel(Channel):
     # -- inbound ----------------------------------------------------------------------------------
 
     async def _on_update(self, update: telegram.Update, _context: Any) -> None:
-        try:
-            msg = update.message
-            if msg is None or msg.from_user is None or msg.from_user.id == self.bot_id:
-                return
+        msg = update.message
+        if msg is not None and msg.from_user is not None and msg.from_user.id != self.bot_id:
+            # If this raises (the message could not be stored), the update stays unhandled in the journal
+            # and is replayed at the next start (at most MAX_REPLAYS times).
             await self.on_inbound(await self._to_inbound(msg))
-        finally:
-            if self._journal is not None:
-                await self._journal.done(self.name, self.account_id, str(update.update_id))
+        if self._journal is not None:
+            await self._journal.done(self.name, self.account_id, str(update.update_id))
 
     def _mentioned(self, msg: telegram.Message) -> tuple[bool, str]:
         """Whether the bot was addressed, and the text with the @mention taken out."""
