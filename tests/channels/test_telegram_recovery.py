@@ -7,6 +7,7 @@ update fetched but not yet stored when the gateway dies would be lost without th
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -14,16 +15,9 @@ from pathlib import Path
 import httpx
 
 from tests.support.fake_telegram import FakeTelegram, cli_runs, telegram_gateway
-from tests.support.gateway_proc import GatewayProcess
 
 SECRET = "recovery-secret"
 
-
-def kill(gw: GatewayProcess) -> None:
-    assert gw.proc is not None
-    gw.proc.kill()
-    gw.proc.wait()
-    gw.proc = None
 
 
 def replies(fake: FakeTelegram) -> list[str]:
@@ -53,7 +47,7 @@ async def test_an_update_acknowledged_but_not_yet_stored_is_answered_after_kill_
         gw.start()
         await acknowledged(fake, update_id)
         await asyncio.sleep(0.5)
-        kill(gw)
+        gw.stop(signal.SIGKILL)
         assert not fake.updates  # Telegram will not deliver it again
         fake.file_delays["SLOWVOICE"] = 0.0
         gw.start()
@@ -80,7 +74,7 @@ async def test_twenty_updates_killed_mid_handling_are_each_answered_exactly_once
         # Some turns running, the rest queued behind the concurrency limit (4), and no reply on its way:
         # one in flight could show twice (Telegram has no idempotent send; see docs/reliability.md).
         await asyncio.sleep(0.8)
-        kill(gw)
+        gw.stop(signal.SIGKILL)
         started_before = len(cli_runs(gw.state_dir))
         gw.start()
         deadline = time.monotonic() + 90
@@ -115,7 +109,7 @@ async def test_a_webhook_update_answered_200_survives_kill_9(tmp_path: Path) -> 
                                  headers={"X-Telegram-Bot-Api-Secret-Token": SECRET})
         assert ok.status_code == 200  # Telegram will never send it again
         await fake.wait_call("getFile")
-        kill(gw)
+        gw.stop(signal.SIGKILL)
         fake.file_delays["HOOKVOICE"] = 0.0
         gw.start()
         await fake.wait_call("sendMessage", lambda c: "sent by webhook" in c.params["text"], timeout=30)

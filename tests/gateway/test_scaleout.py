@@ -31,6 +31,7 @@ from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess, free_port
 from tests.support.postgres import pg_url  # noqa: F401
 from tests.support.requires import require
+from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -138,13 +139,6 @@ async def run_events(c: RawClient, run_id: str, timeout: float = 15) -> list[dic
             if ev["event"] == "agent" and p["stream"] == "lifecycle" and p["data"]["phase"] in ("end", "error"):
                 return out
 
-
-async def until(pred, timeout: float = 10) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 async def lease_rows(db_url: str) -> list[asyncpg.Record]:

@@ -4,6 +4,7 @@ announce to the Telegram fake once; bad input names its field; kill -9 mid-run; 
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -13,17 +14,8 @@ from tests.mcp_shim.shim import Shim, shim_env, side_effects
 from tests.support.fake_telegram import FakeTelegram, cli_runs, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.postgres import pg_url  # noqa: F401
+from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
-
-
-async def until(check: Any, timeout: float = 30, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = await check() if asyncio.iscoroutinefunction(check) else check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 def sent_to(fake: FakeTelegram, chat: str) -> list[str]:
@@ -127,12 +119,6 @@ async def test_bad_jobs_are_refused_naming_the_field_and_methods_follow_openclaw
         await c.close()
 
 
-def kill(gw: GatewayProcess) -> None:
-    assert gw.proc is not None
-    gw.proc.kill()
-    gw.proc.wait()
-    gw.proc = None
-
 
 async def runs_of(c: RawClient, job_id: str) -> list[dict[str, Any]]:
     return (await c.call("cron.runs", {"id": job_id}))["entries"]
@@ -153,7 +139,7 @@ async def test_kill_9_during_a_run_is_recorded_as_interrupted_and_the_job_fires_
                                         "payload": {"kind": "agentTurn", "message": "sleep:2.5 nightly"}})
         await until(lambda: cli_runs(gw.state_dir), timeout=15, what="the first run to start")
         await c.close()
-        kill(gw)
+        gw.stop(signal.SIGKILL)
         gw.start()
         c = await operator(gw.url, gw.token or "")
         first = (await runs_of(c, job["id"]))[-1]

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
-import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,6 +20,7 @@ from gateway.runs.recovery import INTERRUPTED_NOTICE, RETRY_NOTICE
 from tests.support import FAKE_CLI, SUPPORT
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.postgres import pg_url  # noqa: F401
+from tests.support.waiting import until
 from tests.support.ws import operator
 
 KEY = "agent:main:loop:direct:pat"
@@ -49,18 +49,6 @@ def sends(gw: GatewayProcess) -> list[str]:
     return [r["text"] for r in map(json.loads, lines) if r["op"] == "send"]
 
 
-async def until(check: Any, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.1)
-
-
-def kill(gw: GatewayProcess) -> None:
-    assert gw.proc is not None
-    gw.proc.kill()
-    gw.proc.wait()
-    gw.proc = None
 
 
 async def start_turn(gw: GatewayProcess, text: str, msg_id: str) -> None:
@@ -77,7 +65,7 @@ async def crash_mid_turn(gw: GatewayProcess) -> None:
     await start_turn(gw, "sleep:3 first", "m1")
     for i in range(2, 6):
         await asyncio.to_thread(post, gw, f"later {i}", f"m{i}")
-    kill(gw)
+    gw.stop(signal.SIGKILL)
 
 
 async def test_after_a_crash_the_interrupted_turn_is_explained_and_retried_and_the_queued_one_runs(
@@ -159,7 +147,7 @@ async def test_a_reply_being_sent_as_the_gateway_dies_is_delivered_after_the_res
                 break
         await watcher.close()
         await asyncio.sleep(1.5)
-        kill(gw)
+        gw.stop(signal.SIGKILL)
         assert not any("SLOWPOKE" in t for t in sends(gw))  # it never reached the chat
         gw.start()
         await until(lambda: any("SLOWPOKE" in t for t in sends(gw)))
