@@ -248,9 +248,11 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
 
     from gateway.cron.cli import register as register_cron
     from gateway.mcp_http.cli import register as register_mcp
+    from gateway.plugins.cli import register as register_plugins
 
     register_mcp(sub)
     register_cron(sub)
+    register_plugins(sub)
     if extensions:
         _add_plugin_commands(sub)
     return parser

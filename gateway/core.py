@@ -23,6 +23,7 @@ from gateway.agents.tokens import RunTokens
 from gateway.auth import AuthThrottle
 from gateway.config import Config, ConfigStore
 from gateway.connection import CLOSE_RESTART, Connection
+from gateway.plugins.hooks import HookRunner
 from gateway.preauth import PreAuthSockets
 from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
 from gateway.store import Database, database_url
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from gateway.cron.service import CronService
     from gateway.mcp_http.transport import McpHttp
     from gateway.platforms.interface import ChatPlatforms
+    from gateway.plugins.service import PluginManager
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch
     from gateway.sessions import SessionsService
@@ -106,6 +108,10 @@ class Gateway:
         """The scheduler (``gateway.cron``), unless it failed to start."""
         self.replicas: ReplicaWatch | None = None
         """This replica's heartbeat, and adoption of dead replicas' turns (``gateway.runs.replicas``)."""
+        self.hooks = HookRunner()
+        """Plugin hooks (``gateway.plugins.hooks``): empty, and free to call, until a plugin adds one."""
+        self.plugins: PluginManager | None = None
+        """The plugins found and loaded (``gateway.plugins``)."""
         self.recovered: dict[str, int] = {}
         """What start-up recovery did with the previous process's unfinished turns (``gateway.runs.recovery``)."""
         self.background: set[asyncio.Task[None]] = set()

@@ -66,6 +66,11 @@ class Extensions(Generic[T]):
         self._added[name] = obj
         self._loaded.pop(name, None)
 
+    def unregister(self, name: str) -> None:
+        """Remove an entry added with ``register`` (a plugin being unloaded)."""
+        self._added.pop(name, None)
+        self._loaded.pop(name, None)
+
     def load(self, name: str) -> T:
         """The entry called ``name``, imported on first use.
 

@@ -129,10 +129,15 @@ class SessionsService:
         """Create the session on first use; returns its description."""
         key = self.normalize_key(key)
         agent_id = parse_key(key)[0]
+        hooks = self.gw.hooks
         async with self.gw.db.session() as s:
+            new = hooks.has("session_start") and await SessionRepo.get(s, key) is None
             row = await SessionRepo.ensure(s, key, agent_id=agent_id, kind=origin.pop("kind", None) or kind_of(key),
                                            **origin)
-            return row.to_dict()
+            described = row.to_dict()
+        if new:
+            hooks.fire("session_start", {"sessionKey": key, "agentId": agent_id})
+        return described
 
     async def resolve(self, *, key: str | None = None, label: str | None = None) -> str:
         """The key of an existing session by key or label; ``InvalidRequest`` naming the field if none."""
@@ -177,6 +182,7 @@ class SessionsService:
             if row is not None:
                 row.cli_sessions = "{}"
                 row.updated_at = utcnow()
+        self.gw.hooks.fire("session_end", {"sessionKey": key, "agentId": parse_key(key)[0], "reason": "reset"})
         return removed
 
     async def status(self, key: str) -> dict[str, Any]:

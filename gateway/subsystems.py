@@ -32,6 +32,7 @@ SUBSYSTEMS: list[str] = [
     "gateway.runs.replicas",
     "gateway.agents.executor",
     "gateway.cron.service",
+    "gateway.plugins.service",
     "gateway.mcp_http.transport",
 ]
 
@@ -50,6 +51,7 @@ async def start_all(gateway: Gateway) -> None:
             continue
         await start(PlatformHost(gateway))
     await _recover(gateway)
+    gateway.hooks.fire("gateway_start", {"version": gateway.version, "replicaId": gateway.replica_id})
 
 
 async def _recover(gateway: Gateway) -> None:

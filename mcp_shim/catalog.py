@@ -42,6 +42,8 @@ class Catalog:
         self.tools: dict[str, Tool] = {t.name: t for t in BUILTIN}
         self.warnings: list[str] = []
         self.plugins_from_gateway = ctx.plugin_tools_file is None
+        self.await_before = False
+        """A plugin can block or rewrite calls: wait for the before-hook's answer (else it is fire and forget)."""
         self._listing: list[dict[str, Any]] | None = None
         if ctx.plugin_tools_file:
             self._load_manifest(ctx.plugin_tools_file)
@@ -71,12 +73,14 @@ class Catalog:
         old_plugins = sorted((t.name, t.description) for t in self.tools.values() if t.group == "plugin")
         changed = old_plugins != sorted((t.name, t.description) for t in tools)
         self.tools = new  # one assignment: the stdin thread always sees a whole table
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        self.await_before = isinstance(hooks, list) and "before_tool_call" in hooks
         self._listing = None
         return changed
 
     def refusal(self, tool: Tool) -> str | None:
         """Why this run may not use ``tool``, or ``None`` when it may."""
-        if tool.group in OWNER_GROUPS and not self.ctx.sender_is_owner:
+        if (tool.owner_only or tool.group in OWNER_GROUPS) and not self.ctx.sender_is_owner:
             return "this tool is only for the bot's owner, and this run is not on the owner's behalf"
         whole, read_only = PROFILE_GROUPS[self.ctx.tool_profile]
         if tool.group in whole or (tool.group in read_only and tool.read_only):

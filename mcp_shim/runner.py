@@ -27,6 +27,8 @@ __all__ = ["CALL_TIMEOUT_S", "Request", "Runner", "UnknownTool", "error_result",
 
 CALL_TIMEOUT_S = 30.0
 HOOK_TIMEOUT_S = 5.0
+BLOCKING_HOOK_TIMEOUT_S = 15.0
+"""How long a call waits for plugins' ``before_tool_call`` hooks (each is cut off after 5 s in the gateway)."""
 
 
 class UnknownTool(LookupError):
@@ -104,6 +106,16 @@ class Runner:
         self._hooks.add(task)
         task.add_done_callback(self._hooks.discard)
 
+    async def _before(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The before-hook, awaited: a plugin may block the call or rewrite its params. A gateway that does
+        not answer in time does not stop the call (hooks never take tools down with them)."""
+        try:
+            answer = await self.gateway("hooks.tool.before", params, timeout=BLOCKING_HOOK_TIMEOUT_S)
+        except Exception as exc:
+            print(f"remoteclaw-mcp: hooks.tool.before failed: {exc}", file=sys.stderr)
+            return {}
+        return answer if isinstance(answer, dict) else {}
+
     # -- calls -----------------------------------------------------------------------------------
 
     async def call(self, name: str, arguments: Any) -> dict[str, Any]:
@@ -117,8 +129,16 @@ class Runner:
         args = {} if arguments is None else arguments
         hook_params = {"toolName": name, "params": args if isinstance(args, dict) else {},
                        "sessionKey": self.ctx.session_key}
-        self._fire("hooks.tool.before", hook_params)
-        await asyncio.sleep(0)  # let the before-hook go out ahead of the call itself
+        if self.catalog.await_before:
+            decided = await self._before(hook_params)
+            if decided.get("block"):
+                return error_result(name, f"blocked by plugin {decided.get('plugin') or '?'}: "
+                                          f"{decided.get('reason') or 'no reason given'}")
+            if isinstance(decided.get("params"), dict):
+                args = decided["params"]
+        else:
+            self._fire("hooks.tool.before", hook_params)
+            await asyncio.sleep(0)  # let the before-hook go out ahead of the call itself
         started = time.perf_counter()
         error: str | None = None
         try:

@@ -20,10 +20,12 @@ import hashlib
 import shutil
 import sys
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import orjson
 import structlog
 
 from gateway.agents import outbox
@@ -125,14 +127,28 @@ class AgentExecutor:
         if any(req.files for req in run.requests):
             await asyncio.to_thread(copy_attachments, run, workspace / ATTACHMENTS_DIR)
         token = issue_run_token(gw.run_tokens, run)
+        tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
+        started = time.monotonic()
         stream: RunStream | None = None
         typing: asyncio.Task[None] | None = None
         progress: ProgressSink | None = None
         try:  # from the moment the token exists it must be revoked, whatever happens next
+            # The plugin tools, handed over in a file: the shim lists them without asking the gateway at start.
+            listing = gw.plugins.tool_listing(run.agent_id) if gw.plugins is not None else {"tools": []}
+            tools_path.write_bytes(orjson.dumps(listing))
+            prompt = prompt_for(run)
+            if gw.hooks.has("before_agent_start"):
+                decided = await gw.hooks.decide("before_agent_start", {
+                    "sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id, "prompt": prompt,
+                    "channel": run.last.origin.channel if run.last.origin else None, "isOwner": run.is_owner})
+                extra = decided.get("prependContext")
+                if isinstance(extra, str) and extra.strip():
+                    prompt = f"{extra.strip()}\n\n{prompt}"
             ctx_env = context_env(run, agent=agent, config=gw.config, listen=gw.listen, fx_path=fx_path,
                                   token=token)
+            ctx_env["REMOTECLAW_PLUGIN_TOOLS_FILE"] = str(tools_path)
             spec = RunSpec(
-                prompt=prompt_for(run),
+                prompt=prompt,
                 system_prompt=build_system_prompt(agent_name=agent.name or agent.id, session_key=run.session_key,
                                                   origin=run.last.origin, is_owner=run.is_owner,
                                                   source=run.first.source),
@@ -159,6 +175,7 @@ class AgentExecutor:
             run.side_effects = read_effects(fx_path)
             shutil.rmtree(workspace, ignore_errors=True)
             fx_path.unlink(missing_ok=True)
+            tools_path.unlink(missing_ok=True)
             if progress is not None:
                 await progress.close()
             if stream is not None:
@@ -171,6 +188,9 @@ class AgentExecutor:
                                            usage=res.usage, model=res.model)
             if res.ok:
                 await SessionRepo.add_entry(s, run.session_key, "assistant", res.reply, run_id=run.id)
+        gw.hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
+                                    "ok": res.ok, "reply": res.reply if res.ok else None, "error": res.error,
+                                    "durationMs": round((time.monotonic() - started) * 1000)})
         if not res.ok:
             return RunOutcome(status="error", error=res.error or "the agent failed")
         return RunOutcome(status="ok", reply=res.reply)

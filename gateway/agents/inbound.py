@@ -48,6 +48,10 @@ class InboundRouter:
             if row is not None:
                 row.channel, row.account_id, row.peer_id = msg.channel, msg.account_id, msg.chat_id
                 row.chat_type, row.thread_id = msg.chat_type, msg.thread_id
+        gw.hooks.fire("message_received", {
+            "channel": msg.channel, "accountId": msg.account_id, "chatId": msg.chat_id, "chatType": msg.chat_type,
+            "from": msg.sender_id, "senderName": msg.sender_name, "messageId": msg.message_id, "content": msg.text,
+            "sessionKey": key, "isOwner": is_owner})
         origin = Origin(channel=msg.channel, account_id=msg.account_id, to=msg.chat_id, chat_type=msg.chat_type,
                         thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id,
                         sender_name=msg.sender_name)

@@ -16,7 +16,7 @@ import functools
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from pydantic_settings import (
 
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
+from gateway.plugins.config import PluginsConfig
 from gateway.protocol import InvalidRequest, describe_validation_error
 from gateway.redaction import REDACTED, redact, restore_redacted, schema_secret_paths, secret_values
 
@@ -223,7 +224,7 @@ class Config(BaseSettings):
     messages: MessagesConfig = MessagesConfig()
     cron: CronConfig = CronConfig()
     nodes: OpenSection = OpenSection()
-    plugins: OpenSection = OpenSection()
+    plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()
     logging: LoggingConfig = LoggingConfig()
 
@@ -313,7 +314,7 @@ def validate(data: dict[str, Any]) -> Config:
     if not isinstance(data, dict):
         raise ConfigError("invalid config: at root: must be object")
     try:
-        return Config(**data)
+        config = Config(**data)
     except ValidationError as exc:
         errors = []
         for e in exc.errors(include_url=False):
@@ -335,12 +336,31 @@ def validate(data: dict[str, Any]) -> Config:
         where = f"a REMOTECLAW_{section.upper()}__* variable" if section else "a REMOTECLAW_* variable"
         raise ConfigError(f"invalid config from the environment: {where} is not valid JSON for its field",
                           details={"errors": [{"path": f"/{section or ''}", "message": str(exc)}]}) from None
+    problems = [problem for check in list(extra_checks) for problem in check(config)]
+    if problems:
+        first = problems[0]
+        raise ConfigError(f"invalid config: at {first['path']}: {first['message']}", details={"errors": problems})
+    return config
 
 
 @functools.cache
-def secret_paths() -> frozenset[tuple[str, ...]]:
-    """Where the config schema marks secrets (computed once: the schema does not change at run time)."""
+def _schema_secret_paths() -> frozenset[tuple[str, ...]]:
     return schema_secret_paths(Config.model_json_schema())
+
+
+extra_secret_paths: set[tuple[str, ...]] = set()
+"""Secret paths of schemas that are not part of ``Config`` itself (the plugins' config schemas)."""
+
+ConfigCheck = Callable[[Config], list[dict[str, str]]]
+extra_checks: list[ConfigCheck] = []
+"""Further checks of a validated config, each returning ``[{path, message}]`` (the loaded plugins' settings
+against their schemas); ``validate`` refuses a config any of them objects to."""
+
+
+def secret_paths() -> frozenset[tuple[str, ...]]:
+    """Where the config schema (and the loaded plugins' schemas) mark secrets."""
+    base = _schema_secret_paths()
+    return base | frozenset(extra_secret_paths) if extra_secret_paths else base
 
 
 class ConfigStore:

@@ -1,7 +1,7 @@
 """Applying a validated config: write it, then hot-apply live sections or restart in place.
 
-Sections in ``RESTART_SECTIONS`` shape the server itself (port, auth, limits, plugins loaded at
-start): changing them restarts the gateway in place. Every other section is applied live:
+Sections in ``RESTART_SECTIONS`` shape the server itself (port, auth, limits): changing them restarts
+the gateway in place (plugins are loaded and unloaded live). Every other section is applied live:
 subsystems that care register a listener with ``add_listener`` and are called with the old and
 new config. A ``config.changed`` event tells operators what changed.
 
@@ -28,7 +28,7 @@ __all__ = ["RESTART_SECTIONS", "add_listener", "apply_committed", "changed_secti
 
 log = structlog.get_logger("gateway.config")
 
-RESTART_SECTIONS = frozenset({"gateway", "plugins"})
+RESTART_SECTIONS = frozenset({"gateway"})
 
 Listener = Callable[[Config, Config, frozenset[str]], Awaitable[None]]
 

@@ -11,6 +11,7 @@ __all__ = ["load_all"]
 CAPABILITY_METHODS: list[str] = [
     "gateway.mcp_http.methods",
     "gateway.cron.methods",
+    "gateway.plugins.methods",
 ]
 """Method modules that live in a capability's own subpackage (``gateway/<capability>/methods.py``)."""
 

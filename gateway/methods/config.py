@@ -55,9 +55,12 @@ async def config_get(p: ConfigGetParams, ctx: CallContext) -> dict[str, Any]:
 
 
 @method("config.schema", scope=READ)
-async def config_schema(_p: NoParams, _ctx: CallContext) -> dict[str, Any]:
-    """JSON Schema of the config file."""
-    return {"schema": Config.model_json_schema()}
+async def config_schema(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
+    """JSON Schema of the config file (with each plugin's settings schema under its entry)."""
+    schema = Config.model_json_schema()
+    if ctx.gateway.plugins is not None:
+        schema = ctx.gateway.plugins.extend_schema(schema)
+    return {"schema": schema}
 
 
 def _parse_raw(raw: str, field: str) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Tool hooks and heartbeat reports sent by the MCP shim.
 
-``hooks.tool.before`` / ``hooks.tool.after`` are fired (without waiting) by the shim around every tool
-call. The gateway logs them and re-broadcasts each as one ``hooks.tool`` event, so operators and
-the logs show what agents do as they do it. ``heartbeat.report`` is how a heartbeat run says whether
+``hooks.tool.before`` / ``hooks.tool.after`` are sent by the shim around every tool call. The gateway
+logs them, re-broadcasts each as one ``hooks.tool`` event, so operators and the logs show what agents do
+as they do it, and runs the plugins' ``before_tool_call`` / ``after_tool_call`` hooks.
+``heartbeat.report`` is how a heartbeat run says whether
 it did anything; the gateway logs it (the run's side-effects file carries it to the bridge).
 """
 
@@ -13,7 +14,9 @@ from typing import Any
 import structlog
 from pydantic import Field
 
+from gateway.protocol import RpcError
 from gateway.rpc import WRITE, CallContext, Params, method
+from gateway.sessions import parse_key
 
 log = structlog.get_logger("gateway.hooks")
 
@@ -45,11 +48,34 @@ def _emit(ctx: CallContext, phase: str, payload: dict[str, Any]) -> dict[str, An
     return {"ok": True, "delivered": delivered}
 
 
+def _agent_id(ctx: CallContext, session_key: str | None) -> str | None:
+    if not session_key:
+        return None
+    try:
+        return parse_key(ctx.gateway.sessions.normalize_key(session_key))[0]
+    except RpcError:
+        return None
+
+
 @method("hooks.tool.before", params=ToolBeforeParams, scope=WRITE, aliases=("hooks:tool:before",), baseline=True)
 async def tool_before(p: ToolBeforeParams, ctx: CallContext) -> dict[str, Any]:
-    """An agent is about to run a tool."""
+    """An agent is about to run a tool. Plugins' ``before_tool_call`` hooks may block it (``block`` and
+    ``reason`` in the answer) or rewrite its params (``params``); the shim waits for this answer only when
+    its tool list says such a hook is loaded."""
     log.info("tool call", phase="before", tool=p.toolName, session_key=p.sessionKey)
-    return _emit(ctx, "before", p.model_dump(exclude_none=True))
+    out = _emit(ctx, "before", p.model_dump(exclude_none=True))
+    hooks = ctx.gateway.hooks
+    if hooks.has("before_tool_call"):
+        event = {"toolName": p.toolName, "params": p.params, "sessionKey": p.sessionKey,
+                 "agentId": _agent_id(ctx, p.sessionKey)}
+        decided = await hooks.decide("before_tool_call", event)
+        if decided.get("block"):
+            log.info("tool call blocked by a plugin", tool=p.toolName, plugin=decided.get("plugin"),
+                     reason=decided.get("reason"))
+            out.update(block=True, reason=decided["reason"], plugin=decided.get("plugin"))
+        elif decided.get("params") is not p.params and isinstance(decided.get("params"), dict):
+            out["params"] = decided["params"]
+    return out
 
 
 @method("hooks.tool.after", params=ToolAfterParams, scope=WRITE, aliases=("hooks:tool:after",), baseline=True)
@@ -57,7 +83,9 @@ async def tool_after(p: ToolAfterParams, ctx: CallContext) -> dict[str, Any]:
     """An agent's tool call finished (``error`` set when it failed)."""
     log.info("tool call", phase="after", tool=p.toolName, session_key=p.sessionKey,
              duration_ms=round(p.durationMs, 2), error=p.error)
-    return _emit(ctx, "after", p.model_dump(exclude_none=True))
+    payload = p.model_dump(exclude_none=True)
+    ctx.gateway.hooks.fire("after_tool_call", {**payload, "agentId": _agent_id(ctx, p.sessionKey)})
+    return _emit(ctx, "after", payload)
 
 
 @method("heartbeat.report", params=HeartbeatParams, scope=WRITE, aliases=("heartbeat:report",), baseline=True)

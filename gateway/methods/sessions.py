@@ -142,6 +142,8 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     await sessions.stop_runs(key)
     async with ctx.gateway.db.session() as s:
         deleted = await SessionRepo.delete(s, key)
+    if deleted:
+        ctx.gateway.hooks.fire("session_end", {"sessionKey": key, "agentId": key.split(":")[1], "reason": "deleted"})
     return {"ok": True, "key": key, "deleted": deleted}
 
 

@@ -57,8 +57,11 @@ class PlatformHost:
     # -- wiring ----------------------------------------------------------------------------------
 
     def attach(self, platforms: ChatPlatforms) -> None:
-        """Make ``platforms`` the gateway's way to chats (replies, ``message.*``, pairing notices)."""
-        self._gw.platforms = platforms
+        """Make ``platforms`` the gateway's way to chats (replies, ``message.*``, pairing notices), with the
+        plugins' message hooks around every send (``gateway.platforms.hooked``)."""
+        from gateway.platforms.hooked import HookedPlatforms
+
+        self._gw.platforms = HookedPlatforms(platforms, self._gw.hooks)
 
     def add_route(self, route: BaseRoute) -> None:
         """Serve an HTTP route (e.g. a webhook) on the gateway's port."""

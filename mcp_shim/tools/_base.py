@@ -50,11 +50,11 @@ class Tool:
     """One MCP tool: its listing (schema, annotations) and its handler."""
 
     __slots__ = ("description", "destructive", "group", "handler", "idempotent", "input_schema", "name",
-                 "open_world", "read_only", "title")
+                 "open_world", "owner_only", "read_only", "title")
 
     def __init__(self, name: str, group: str, title: str, description: str, input_schema: dict[str, Any],
                  handler: Handler, *, read_only: bool = False, destructive: bool = False,
-                 idempotent: bool = False, open_world: bool = False) -> None:
+                 idempotent: bool = False, open_world: bool = False, owner_only: bool = False) -> None:
         if read_only and destructive:
             raise ValueError(f"{name}: a read-only tool cannot be destructive")
         self.name = name
@@ -67,6 +67,8 @@ class Tool:
         self.destructive = destructive
         self.idempotent = idempotent or read_only
         self.open_world = open_world
+        self.owner_only = owner_only
+        """Only for owner runs, whatever its group (a plugin tool registered with ``owner=True``)."""
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, group={self.group!r})"

@@ -36,18 +36,28 @@ def _content(result: Any) -> Any:
     return out
 
 
-def _plugin_tool(name: str, description: str, schema: dict[str, Any]) -> Tool:
+def _hint(annotations: Any, key: str, default: bool) -> bool:
+    value = annotations.get(key) if isinstance(annotations, dict) else None
+    return value if isinstance(value, bool) else default
+
+
+def _plugin_tool(name: str, description: str, schema: dict[str, Any], annotations: Any, owner: bool) -> Tool:
     async def handler(call: Call, args: dict[str, Any]) -> Any:
         result = await call.gateway("plugin.tools.invoke",
                                     {"toolName": name, "params": args, "sessionKey": call.ctx.session_key})
         return _content(result)
 
-    # A plugin's tools are whatever the plugin does: assume the worst in the hints.
-    return Tool(name, "plugin", name, description, schema, handler, destructive=True, open_world=True)
+    # The plugin says what its tool does; what it does not say is assumed the worst (MCP's own defaults).
+    read_only = _hint(annotations, "readOnlyHint", False)
+    return Tool(name, "plugin", name, description, schema, handler, read_only=read_only,
+                destructive=not read_only and _hint(annotations, "destructiveHint", True),
+                idempotent=_hint(annotations, "idempotentHint", False),
+                open_world=_hint(annotations, "openWorldHint", True), owner_only=owner)
 
 
 def from_manifest(data: Any, taken: set[str]) -> tuple[list[Tool], list[str]]:
-    """Tools from ``{tools: [{name, description, inputSchema}]}``, and a warning per entry skipped."""
+    """Tools from ``{tools: [{name, description, inputSchema, annotations?, owner?}]}``, and a warning per
+    entry skipped."""
     tools: list[Tool] = []
     warnings: list[str] = []
     entries = data.get("tools") if isinstance(data, dict) else None
@@ -66,5 +76,6 @@ def from_manifest(data: Any, taken: set[str]) -> tuple[list[Tool], list[str]]:
             # Clients drop tools whose schema is not an object; an open object keeps the tool usable.
             schema = {"type": "object", "additionalProperties": True}
         taken.add(name)
-        tools.append(_plugin_tool(name, str(entry.get("description") or name), schema))
+        tools.append(_plugin_tool(name, str(entry.get("description") or name), schema, entry.get("annotations"),
+                                  entry.get("owner") is True))
     return tools, warnings

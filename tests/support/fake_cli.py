@@ -40,8 +40,11 @@ def main() -> int:
     if log:
         files = sorted(str(p) for p in os.listdir(".")) + sorted(os.listdir(".remoteclaw") if os.path.isdir(
             ".remoteclaw") else [])
+        tools_file = os.environ.get("REMOTECLAW_PLUGIN_TOOLS_FILE")
+        plugin_tools = json.loads(Path(tools_file).read_text()) if tools_file and os.path.exists(tools_file) else None
         with open(log, "a") as fh:
             fh.write(json.dumps({"argv": argv, "prompt": prompt, "cwd": os.getcwd(), "files": files, "pid": os.getpid(),
+                                 "plugin_tools": plugin_tools,
                                  "env": {k: v for k, v in os.environ.items() if k.startswith("REMOTECLAW_")}}) + "\n")
     sid = resume or str(uuid.uuid4())
     if "expired" in prompt and resume:

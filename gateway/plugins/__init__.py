@@ -1,0 +1,36 @@
+"""Plugins: Python packages and folders that add tools, gateway methods, HTTP routes, hooks, background
+services and channels to a running gateway.
+
+- ``manifest``: ``remoteclaw.plugin.json`` (id, name, version, description, configSchema).
+- ``discovery``: the ``remoteclaw.plugins`` entry points and the folders in ``plugins.load.paths``.
+- ``api``: ``PluginApi``, what ``register(api)`` uses to add things.
+- ``hooks``: the hook names, and running them (observers in the background, deciders in order).
+- ``service``: the manager (load, unload, reconcile with config) and the plugin tool calls.
+- ``methods``: ``plugins.list``, ``plugins.setEnabled``, ``plugin.tools.list``, ``plugin.tools.invoke``.
+- ``config``: the ``plugins`` config section.
+
+A plugin author imports ``PluginApi``, ``ToolContext``, ``ToolFailed``, ``text`` and ``image`` from here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["PluginApi", "ToolContext", "ToolFailed", "image", "text"]
+
+if TYPE_CHECKING:
+    from gateway.plugins.api import PluginApi, ToolContext, image, text
+    from gateway.plugins.service import ToolFailed
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: ``gateway.config`` imports ``gateway.plugins.config``, which must not pull in the manager.
+    if name in ("PluginApi", "ToolContext", "image", "text"):
+        from gateway.plugins import api
+
+        return getattr(api, name)
+    if name == "ToolFailed":
+        from gateway.plugins.service import ToolFailed
+
+        return ToolFailed
+    raise AttributeError(name)

@@ -1,0 +1,1 @@
+"""The example plugin (see ``plugin.py`` and docs/plugins.md)."""

@@ -1,0 +1,235 @@
+"""The memory plugin: six tools that give every agent a long-term memory of its own.
+
+``memory_search`` (full-text, or hybrid with embeddings), ``memory_get`` (lines of one memory),
+``memory_remember`` (tiers ``core`` permanent, ``stable`` 7 days, ``notes`` 24 h), ``memory_forget`` (only
+with ``confirmed: true``), ``memory_stats`` and ``memory_flush`` (a summary kept before a context is
+compacted). Memories belong to the run's agent. The owner manages them with ``remoteclaw memory`` through
+the ``memory.*`` methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from gateway.plugins import PluginApi, ToolContext, ToolFailed
+from plugins.memory.recall import Embedder, Recall
+from plugins.memory.store import TIERS, MemoryStore
+
+__all__ = ["register"]
+
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+WRITES = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+DELETES = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["query"],
+    "properties": {
+        "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "What to look for."},
+        "max_results": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
+        "min_score": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.3},
+    },
+}
+GET_SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "path": {"type": "string", "minLength": 1, "maxLength": 300, "description": "A memory id or path "
+                 "from memory_search."},
+        "id": {"type": "string", "minLength": 1, "maxLength": 300},
+        "from_line": {"type": "integer", "minimum": 1, "default": 1},
+        "lines": {"type": "integer", "minimum": 1, "maximum": 10000},
+    },
+}
+REMEMBER_SCHEMA = {
+    "type": "object", "additionalProperties": False, "required": ["content"],
+    "properties": {
+        "content": {"type": "string", "minLength": 1, "maxLength": 20000},
+        "tier": {"enum": list(TIERS), "default": "stable",
+                 "description": "core: permanent; stable: 7 days; notes: 24 hours."},
+    },
+}
+FORGET_SCHEMA = {
+    "type": "object", "additionalProperties": False, "required": ["content_or_id"],
+    "properties": {
+        "content_or_id": {"type": "string", "minLength": 1, "maxLength": 20000},
+        "confirmed": {"type": "boolean", "default": False, "description": "Must be true: deleting is final."},
+    },
+}
+_TEXT_LIST = {"type": "array", "items": {"type": "string", "maxLength": 2000}, "maxItems": 100}
+FLUSH_SCHEMA = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"topics": _TEXT_LIST, "decisions": _TEXT_LIST, "action_items": _TEXT_LIST,
+                   "summary": {"type": "string", "maxLength": 20000}},
+}
+
+
+class MemoryPlugin:
+    """The plugin's state for one load: the store, the recall engine, the expiry sweeper."""
+
+    def __init__(self, api: PluginApi) -> None:
+        self.api = api
+        self.store = MemoryStore(api.db)
+        embeddings = api.config.get("embeddings")
+        self.recall = Recall(self.store, Embedder(embeddings) if embeddings else None,
+                             float(api.config.get("vectorWeight", 0.7)))
+        self.sweep_s = float(api.config.get("sweepMinutes", 10)) * 60
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.store.create_schema()
+        self._sweeper = asyncio.create_task(self._sweep_loop(), name="memory-sweep")
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            try:
+                removed = await self.store.sweep()
+                if removed:
+                    self.recall.changed()
+                    self.api.log.info("expired memories deleted", count=removed)
+            except Exception:
+                self.api.log.exception("memory sweep failed")
+            await asyncio.sleep(self.sweep_s)
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    async def search(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
+        hits, mode, note = await self.recall.search(agent_id, p["query"], int(p.get("max_results", 5)),
+                                                    float(p.get("min_score", 0.3)))
+        results = []
+        for memory, score in hits:
+            snippet = memory.content if len(memory.content) <= 400 else memory.content[:400] + "…"
+            results.append({**memory.describe(), "score": round(score, 4), "snippet": snippet})
+        out: dict[str, Any] = {"query": p["query"], "mode": mode, "results": results}
+        if note:
+            out["note"] = note
+        return out
+
+    async def get(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
+        ref = p.get("path") or p.get("id")
+        if not ref:
+            raise ToolFailed("give path (a memory id or path from memory_search)")
+        memory = await self.store.get(agent_id, ref)
+        if memory is None:
+            raise ToolFailed(f"no memory {ref!r} (it may have expired or been forgotten)")
+        lines = memory.content.split("\n")
+        start = int(p.get("from_line", 1))
+        count = int(p.get("lines") or len(lines))
+        chosen = lines[start - 1:start - 1 + count]
+        return {**memory.describe(), "fromLine": start, "totalLines": len(lines), "content": "\n".join(chosen)}
+
+    async def remember(self, p: dict[str, Any], agent_id: str, *, path: str | None = None) -> dict[str, Any]:
+        content = p["content"].strip()
+        if not content:
+            raise ToolFailed("content is empty")
+        vector, note = await self.recall.embed_one(content)
+        memory, created = await self.store.remember(agent_id, content, p.get("tier", "stable"), path=path,
+                                                    embedding=vector)
+        self.recall.changed()
+        out = {**memory.describe(), "created": created}
+        if note:
+            out["note"] = note
+        return out
+
+    async def forget(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
+        target = p["content_or_id"].strip()
+        if p.get("confirmed") is not True:
+            raise ToolFailed("memory_forget deletes for good: call it again with confirmed: true")
+        memory = await self.store.get(agent_id, target)
+        matches = [memory] if memory is not None else await self.store.find_content(agent_id, target)
+        if not matches:
+            raise ToolFailed(f"no memory matches {target[:80]!r}")
+        if len(matches) > 1 and memory is None and matches[0].content != target:
+            listed = "; ".join(f"{m.id}: {m.content[:60]}" for m in matches[:5])
+            raise ToolFailed(f"{len(matches)} memories contain that text; forget one by id ({listed})")
+        removed = await self.store.forget(agent_id, [m.id for m in matches])
+        self.recall.changed()
+        return {"forgotten": removed, "ids": [m.id for m in matches]}
+
+    async def stats(self, agent_id: str) -> dict[str, Any]:
+        stats = await self.store.stats(agent_id)
+        embedder = self.recall.embedder
+        stats["agentId"] = agent_id
+        stats["embeddings"] = ({"model": embedder.model, "baseUrl": str(embedder.base_url or "api.openai.com")}
+                               if embedder else None)
+        stats["search"] = "hybrid" if embedder else "keyword"
+        return stats
+
+    async def flush(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
+        parts = []
+        if p.get("summary"):
+            parts.append(f"Summary: {p['summary'].strip()}")
+        for key, title in (("topics", "Topics"), ("decisions", "Decisions"), ("action_items", "Action items")):
+            if p.get(key):
+                parts.append(f"{title}:\n" + "\n".join(f"- {item}" for item in p[key]))
+        if not parts:
+            raise ToolFailed("nothing to flush: give summary, topics, decisions or action_items")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.store.clock()))
+        return await self.remember({"content": "\n".join(parts), "tier": "stable"}, agent_id, path=f"flush/{stamp}")
+
+
+def register(api: PluginApi) -> None:
+    plugin = MemoryPlugin(api)
+    api.service("memory-store", plugin.start, plugin.stop)
+
+    def agent_tool(fn: Any) -> Any:
+        async def handler(p: dict[str, Any], ctx: ToolContext) -> Any:
+            return await fn(p, ctx.agent_id)
+        return handler
+
+    api.tool("memory_search", "Search your long-term memories (hybrid semantic + keyword when embeddings are "
+             "configured). Returns ids, scores and snippets; read a whole memory with memory_get.",
+             SEARCH_SCHEMA, agent_tool(plugin.search), annotations=READ_ONLY)
+    api.tool("memory_get", "Read a memory (or some of its lines) by the id or path memory_search gave.",
+             GET_SCHEMA, agent_tool(plugin.get), annotations=READ_ONLY)
+    api.tool("memory_remember", "Store a memory. tier: core (permanent), stable (7 days, default), notes (24 h). "
+             "Storing the same text again refreshes it.", REMEMBER_SCHEMA, agent_tool(plugin.remember),
+             annotations=WRITES)
+    api.tool("memory_forget", "Delete a memory by id or by its text. Destructive: requires confirmed: true.",
+             FORGET_SCHEMA, agent_tool(plugin.forget), annotations=DELETES)
+    api.tool("memory_stats", "How many memories you have per tier, the index and the embedding model.",
+             {"type": "object", "properties": {}, "additionalProperties": False},
+             agent_tool(lambda _p, agent_id: plugin.stats(agent_id)), annotations=READ_ONLY)
+    api.tool("memory_flush", "Before your context is compacted, keep its key topics, decisions, action items "
+             "and a summary as one memory (tier stable).", FLUSH_SCHEMA, agent_tool(plugin.flush),
+             annotations=WRITES)
+
+    # The owner's view, for ``remoteclaw memory`` (any agent's memories).
+    agent = {"type": "string", "minLength": 1, "maxLength": 64}
+
+    def agent_of(p: dict[str, Any], ctx: Any) -> str:
+        return str(p.get("agentId") or ctx.gateway.sessions.default_agent_id)
+
+    async def m_search(p: dict[str, Any], ctx: Any) -> Any:
+        return await plugin.search({k: v for k, v in p.items() if k != "agentId"}, agent_of(p, ctx))
+
+    async def m_list(p: dict[str, Any], ctx: Any) -> Any:
+        memories = await plugin.store.recent(agent_of(p, ctx), tier=p.get("tier"), limit=int(p.get("limit", 50)))
+        return {"agentId": agent_of(p, ctx), "memories": [{**m.describe(), "content": m.content} for m in memories]}
+
+    async def m_forget(p: dict[str, Any], ctx: Any) -> Any:
+        return await plugin.forget({"content_or_id": p["id"], "confirmed": True}, agent_of(p, ctx))
+
+    async def m_stats(p: dict[str, Any], ctx: Any) -> Any:
+        return await plugin.stats(agent_of(p, ctx))
+
+    api.method("memory.search", m_search, scope="operator.read", description="Search an agent's memories.",
+               params_schema={**SEARCH_SCHEMA, "properties": {**SEARCH_SCHEMA["properties"], "agentId": agent}})
+    api.method("memory.list", m_list, scope="operator.read", description="An agent's memories, newest first.",
+               params_schema={"type": "object", "additionalProperties": False, "properties": {
+                   "agentId": agent, "tier": {"enum": list(TIERS)},
+                   "limit": {"type": "integer", "minimum": 1, "maximum": 1000}}})
+    api.method("memory.forget", m_forget, scope="operator.admin", description="Delete one of an agent's memories.",
+               params_schema={"type": "object", "additionalProperties": False, "required": ["id"],
+                              "properties": {"agentId": agent, "id": {"type": "string", "minLength": 1}}})
+    api.method("memory.stats", m_stats, scope="operator.read", description="An agent's memory statistics.",
+               params_schema={"type": "object", "additionalProperties": False, "properties": {"agentId": agent}})

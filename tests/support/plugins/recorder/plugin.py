@@ -1,0 +1,42 @@
+"""A test plugin: records every hook event to ``config.file`` (one JSON line each, with the hook name).
+
+``context`` is prepended to prompts (``before_agent_start``), ``suffix`` appended to outgoing messages
+(``message_sending``); hooks named in ``raiseIn`` raise and those in ``stallIn`` sleep for a minute, after
+recording, so the tests can check that such a hook is skipped and never stops the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from gateway.plugins.hooks import HOOKS
+
+
+def _append(path: str, line: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(line + "\n")
+
+
+def register(api: Any) -> None:
+    path = api.config["file"]
+    raise_in = set(api.config.get("raiseIn", []))
+    stall_in = set(api.config.get("stallIn", []))
+
+    def make(hook: str) -> Any:
+        async def handler(event: dict[str, Any]) -> Any:
+            _append(path, json.dumps({"hook": hook, **event}, default=str))
+            if hook in raise_in:
+                raise RuntimeError(f"recorder raises in {hook}")
+            if hook in stall_in:
+                await asyncio.sleep(60)
+            if hook == "before_agent_start" and api.config.get("context"):
+                return {"prependContext": api.config["context"]}
+            if hook == "message_sending" and api.config.get("suffix"):
+                return {"content": event["content"] + api.config["suffix"]}
+            return None
+        return handler
+
+    for hook in HOOKS:
+        api.on(hook, make(hook), timeout_s=1.0 if hook in stall_in else None)
