@@ -19,6 +19,7 @@ GATEWAY_PUBLIC = {
     "gateway.platforms",  # the messages, the ChatPlatforms interface, PlatformHost, config models
     "gateway.extensions",  # the registries it adds channel types or runtimes to
     "gateway.cli",  # call_gateway(), for CLI sub-commands that are clients of a running gateway
+    "gateway.plugins",  # the plugin API: PluginApi, ToolContext, ToolFailed, text(), image(), Database
 }
 SHIM_ALLOWED = {"gateway.protocol", "gateway.__version__"}
 

@@ -9,18 +9,20 @@ services and channels to a running gateway.
 - ``methods``: ``plugins.list``, ``plugins.setEnabled``, ``plugin.tools.list``, ``plugin.tools.invoke``.
 - ``config``: the ``plugins`` config section.
 
-A plugin author imports ``PluginApi``, ``ToolContext``, ``ToolFailed``, ``text`` and ``image`` from here.
+A plugin author imports ``PluginApi``, ``ToolContext``, ``ToolFailed``, ``text``, ``image`` and ``Database``
+(the type of ``api.db``) from here, and nothing else of the gateway.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["PluginApi", "ToolContext", "ToolFailed", "image", "text"]
+__all__ = ["Database", "PluginApi", "ToolContext", "ToolFailed", "image", "text"]
 
 if TYPE_CHECKING:
     from gateway.plugins.api import PluginApi, ToolContext, image, text
     from gateway.plugins.service import ToolFailed
+    from gateway.store import Database
 
 
 def __getattr__(name: str) -> Any:
@@ -29,6 +31,10 @@ def __getattr__(name: str) -> Any:
         from gateway.plugins import api
 
         return getattr(api, name)
+    if name == "Database":  # what ``api.db`` is (its type, for a plugin's annotations)
+        from gateway.store import Database
+
+        return Database
     if name == "ToolFailed":
         from gateway.plugins.service import ToolFailed
 

@@ -34,10 +34,8 @@ from sqlalchemy import (
     update,
 )
 
-from gateway.store.db import rowcount
-
 if TYPE_CHECKING:
-    from gateway.store import Database
+    from gateway.plugins import Database
 
 __all__ = ["TIERS", "Memory", "MemoryStore", "keyword_terms"]
 
@@ -152,15 +150,15 @@ class MemoryStore:
                                 {"c": content, "i": memory.id, "a": agent_id})
             return memory, True
 
-    async def insert_many(self, rows: list[tuple[str, str, str]]) -> None:
-        """Bulk load ``(agent_id, content, tier)`` rows (benchmarks, imports)."""
+    async def insert_many(self, rows: list[tuple[str, str, str, bytes | None]]) -> None:
+        """Bulk load ``(agent_id, content, tier, embedding)`` rows (benchmarks, imports)."""
         now = self.clock()
         values = []
-        for agent_id, content, tier in rows:
+        for agent_id, content, tier, embedding in rows:
             ttl = TIERS[tier]
             values.append({"id": f"mem_{uuid.uuid4().hex[:16]}", "agent_id": agent_id, "tier": tier, "path": None,
                            "content": content, "content_hash": hashlib.sha256(content.encode()).hexdigest(),
-                           "created_at": now, "expires_at": now + ttl if ttl else None, "embedding": None})
+                           "created_at": now, "expires_at": now + ttl if ttl else None, "embedding": embedding})
         async with self.db.session() as s:
             await s.execute(items.insert(), values)
             if self.db.is_sqlite:
@@ -175,7 +173,7 @@ class MemoryStore:
             if self.db.is_sqlite:
                 await s.execute(text("DELETE FROM plugin_memory_fts WHERE id IN (SELECT value FROM json_each(:ids))"),
                                 {"ids": _json(ids)})
-            return rowcount(result)
+            return int(getattr(result, "rowcount", 0) or 0)  # a CursorResult; typed as plain Result
 
     async def sweep(self) -> int:
         """Delete every expired memory (all agents); how many went."""
@@ -185,7 +183,7 @@ class MemoryStore:
                 await s.execute(text("DELETE FROM plugin_memory_fts WHERE id IN (SELECT id FROM plugin_memory_items "
                                      "WHERE expires_at IS NOT NULL AND expires_at <= :now)"), {"now": now})
             result = await s.execute(delete(items).where(items.c.expires_at.is_not(None), items.c.expires_at <= now))
-            return rowcount(result)
+            return int(getattr(result, "rowcount", 0) or 0)  # a CursorResult; typed as plain Result
 
     # -- reading -----------------------------------------------------------------------------------
 

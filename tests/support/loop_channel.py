@@ -60,7 +60,7 @@ class LoopChannel(Channel):
 
     async def handle_webhook(self, request: Request) -> Response:
         body = await request.json()
-        msg = Inbound(channel="loop", account_id=self.account_id, sender_id=body["sender"],
+        msg = Inbound(channel=self.name, account_id=self.account_id, sender_id=body["sender"],
                       chat_id=body.get("chat", body["sender"]), chat_type=body.get("chatType", "dm"),
                       message_id=body.get("id") or uuid.uuid4().hex, text=body["text"], sender_name=body.get("name"),
                       thread_id=body.get("thread"), mentioned=True, ts=time.time())

@@ -66,7 +66,7 @@ async def test_the_official_sdk_client_lists_and_calls_tools(gateway: GatewayPro
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
     async with http, Client(streamable_http_client(url(gateway), http_client=http), mode="legacy") as client:
         listed = await client.list_tools()
-        assert len(listed.tools) == 51
+        assert len(listed.tools) == 51 + 6  # and the memory plugin's six
         assert {t.name for t in listed.tools} >= OWNER_ONLY
         by_name = {t.name: t for t in listed.tools}
         assert by_name["sessions_list"].annotations.read_only_hint is True
@@ -170,7 +170,7 @@ def test_the_inspector_lists_and_calls_over_http(gateway: GatewayProcess) -> Non
     listed = subprocess.run([*base, "--method", "tools/list", "--strict"], env=env, capture_output=True,
                             text=True, timeout=90)
     assert listed.returncode == 0, listed.stdout + listed.stderr
-    assert len(json.loads(listed.stdout)["tools"]) == 51
+    assert len(json.loads(listed.stdout)["tools"]) == 51 + 6  # and the memory plugin's six
     called = subprocess.run([*base, "--method", "tools/call", "--tool-name", "agents_list"], env=env,
                             capture_output=True, text=True, timeout=90)
     assert called.returncode == 0, called.stdout + called.stderr

@@ -27,6 +27,13 @@ def http_json(url: str) -> Any:
         return json.loads(r.read())
 
 
+def post_json(url: str, body: Any) -> int:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"},
+                                 method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return int(r.status)
+
+
 def by_id(listed: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {p["id"]: p for p in listed["plugins"]}
 
@@ -171,3 +178,20 @@ async def test_hooks_around_a_telegram_turn_and_the_tool_list_handed_to_the_run(
         gw.stop()
         fake.stop()
     assert "plugin hook timed out" in gw.output()  # the stalled observer was cut off, the turn went on
+
+
+async def test_a_plugin_adds_a_chat_channel(tmp_path: Path) -> None:
+    outbox = tmp_path / "outbox.ndjson"
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+              "plugins": {"load": {"paths": [str(SUPPORT / "plugins" / "loopchan")]}},
+              "channels": {"pluginloop": {"dmPolicy": "open", "outbox": str(outbox)}}}
+    with GatewayProcess(tmp_path / "gw", config=config) as gw:
+        assert post_json(f"{gw.http}/channels/pluginloop/default/webhook",
+                         {"sender": "pat", "id": "m-1", "text": "hi from a plugin channel"}) == 200
+
+        def replies() -> list[str]:
+            if not outbox.exists():
+                return []
+            return [json.loads(x)["text"] for x in outbox.read_text().splitlines() if json.loads(x)["op"] == "send"]
+
+        assert await until(replies, what="the reply on the plugin's channel") == ["echo: hi from a plugin channel"]
