@@ -417,7 +417,8 @@ async def start(host: PlatformHost) -> None:
     host.add_route(Route("/channels/{channel}/{account_id}/webhook", mgr.webhook, methods=["POST"]))
 
     async def on_change(_old: Config, new: Config, changed: frozenset[str]) -> None:
-        if "channels" in changed:
+        # A plugin switched on or off may have added or taken away a channel type (the plugins apply first).
+        if "channels" in changed or "plugins" in changed:
             await mgr.apply(new)
 
     host.on_config_change(on_change)

@@ -9,6 +9,7 @@ endpoint fails, search falls back to keywords and says so.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,7 @@ class Recall:
         self.store = store
         self.embedder = embedder
         self.vector_weight = vector_weight
-        self._vectors: dict[str, tuple[int, list[str], Any]] = {}
+        self._vectors: dict[str, tuple[int, list[str], dict[str, int], Any]] = {}
         self.generation = 0
         """Bumped on every write, so cached vector matrices are rebuilt after a change."""
 
@@ -64,45 +65,46 @@ class Recall:
         except Exception as exc:
             return None, f"embeddings unavailable ({type(exc).__name__}: {exc})"
 
-    async def _matrix(self, agent_id: str) -> tuple[list[str], Any]:
+    async def _matrix(self, agent_id: str) -> tuple[list[str], dict[str, int], Any]:
+        """The agent's vectors as one matrix (rows in ``ids`` order), and each id's row."""
         import numpy as np
 
         cached = self._vectors.get(agent_id)
         if cached and cached[0] == self.generation:
-            return cached[1], cached[2]
+            return cached[1], cached[2], cached[3]
         rows = await self.store.with_embeddings(agent_id)
-        ids = [r[0] for r in rows]
-        dims = {len(r[1]) for r in rows}
-        if len(dims) > 1:  # the model changed: compare only with vectors of the current size (the newest)
+        if len({len(r[1]) for r in rows}) > 1:  # the model changed: keep the vectors of the newest size
             size = len(rows[-1][1])
             rows = [r for r in rows if len(r[1]) == size]
-            ids = [r[0] for r in rows]
+        ids = [r[0] for r in rows]
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1) \
             if rows else np.zeros((0, 0), dtype=np.float32)
-        self._vectors[agent_id] = (self.generation, ids, matrix)
-        return ids, matrix
+        rows_of = {memory_id: n for n, memory_id in enumerate(ids)}
+        self._vectors[agent_id] = (self.generation, ids, rows_of, matrix)
+        return ids, rows_of, matrix
 
     async def search(self, agent_id: str, query: str, max_results: int, min_score: float
                      ) -> tuple[list[tuple[Memory, float]], str, str | None]:
         """``(results, mode, note)``: best first, scores in [0, 1]; mode ``keyword`` or ``hybrid``."""
         pool = max(max_results * 4, 20)
-        keyword = await self.store.keyword(agent_id, query, pool)
-        vector, note = await self.embed_one(query) if self.embedder else (None, None)
+        # The keyword query (a database round trip) and the query's embedding (an HTTP round trip) at once.
+        keyword, (vector, note) = await asyncio.gather(self.store.keyword(agent_id, query, pool),
+                                                       self.embed_one(query))
         if vector is None:
             hits = [(m, s) for m, s in keyword if s >= min_score][:max_results]
             return hits, "keyword", note
         import numpy as np
 
-        ids, matrix = await self._matrix(agent_id)
+        ids, rows_of, matrix = await self._matrix(agent_id)
         kw = {m.id: (m, s) for m, s in keyword}
         sims: dict[str, float] = {}
         if len(ids) and matrix.shape[1] * 4 == len(vector):
             scores = matrix @ np.frombuffer(vector, dtype=np.float32)
-            top = np.argsort(-scores)[:pool]
+            top = np.argpartition(-scores, pool - 1)[:pool] if len(ids) > pool else range(len(ids))
             sims = {ids[i]: max(float(scores[i]), 0.0) for i in top}
             for memory_id in kw:
-                if memory_id not in sims and memory_id in ids:
-                    sims[memory_id] = max(float(scores[ids.index(memory_id)]), 0.0)
+                if memory_id not in sims and memory_id in rows_of:
+                    sims[memory_id] = max(float(scores[rows_of[memory_id]]), 0.0)
         missing = [i for i in sims if i not in kw]
         found = await self.store.by_ids(agent_id, missing)
         w = self.vector_weight

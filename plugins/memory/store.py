@@ -250,8 +250,12 @@ class MemoryStore:
         if not ids:
             return {}
         async with self.db.session() as s:
-            rows = (await s.execute(select(items).where(self._live(agent_id), items.c.id.in_(ids)))).all()
-        return {r.id: _row(r) for r in rows}
+            # By primary key alone: with the agent and expiry in the WHERE clause SQLite's planner may walk the
+            # agent's index instead (280 ms at 100,000 memories, against 1 ms); those are checked here.
+            rows = (await s.execute(select(items).where(items.c.id.in_(ids)))).all()
+        now = self.clock()
+        return {r.id: _row(r) for r in rows
+                if r.agent_id == agent_id and (r.expires_at is None or r.expires_at > now)}
 
     async def stats(self, agent_id: str) -> dict[str, Any]:
         async with self.db.session() as s:

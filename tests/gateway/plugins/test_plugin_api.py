@@ -195,3 +195,17 @@ async def test_a_plugin_adds_a_chat_channel(tmp_path: Path) -> None:
             return [json.loads(x)["text"] for x in outbox.read_text().splitlines() if json.loads(x)["op"] == "send"]
 
         assert await until(replies, what="the reply on the plugin's channel") == ["echo: hi from a plugin channel"]
+        # Switched off live, the channel goes with the plugin; switched on, it is back.
+        c = await operator(gw.url, gw.token or "")
+        try:
+            await c.call("plugins.setEnabled", {"id": "loopchan", "enabled": False})
+            assert "pluginloop" not in {a["channel"] for a in (await c.call("channels.status"))["accounts"]}
+            await c.call("plugins.setEnabled", {"id": "loopchan", "enabled": True})
+
+            async def running() -> bool:
+                accounts = (await c.call("channels.status"))["accounts"]
+                return any(a["channel"] == "pluginloop" and a["state"] == "running" for a in accounts)
+
+            await until(running, what="the plugin's channel running again")
+        finally:
+            await c.close()
