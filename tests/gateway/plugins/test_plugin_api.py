@@ -133,6 +133,8 @@ async def test_folder_plugin_tools_images_and_blocking_hook_through_the_real_shi
             assert "blocked by plugin example" in blocked["content"][0]["text"]
             assert "launch codes" in blocked["content"][0]["text"]
             assert (await c.call("example.stats"))["calls"]["example_greet"] == 1  # the blocked one never ran
+            rewritten = await shim.call("example_greet", {"name": "rewrite me"})
+            assert rewritten["content"][0]["text"] == "Hi, Rewritten!", rewritten  # the hook's params were used
             await until(lambda: len(recorded(events, "after_tool_call")) >= 3, what="after_tool_call events")
             before = recorded(events, "before_tool_call")
             assert [e["toolName"] for e in before][:2] == ["example_greet", "example_chart"]
@@ -166,6 +168,16 @@ async def test_hooks_around_a_telegram_turn_and_the_tool_list_handed_to_the_run(
         assert {"memory_search", "memory_remember"} <= names
         assert run["env"]["REMOTECLAW_PLUGIN_TOOLS_FILE"].endswith(".plugin-tools.json")
         await until(lambda: recorded(events, "message_sent"), what="message_sent")
+        c = await operator(gw.url, gw.token or "")
+        try:
+            cancelled = await c.req("message.send", {"channel": "telegram", "to": "4242", "message": "cancel me now"})
+            assert not cancelled["ok"] and "cancelled by plugin recorder" in cancelled["error"]["message"], cancelled
+            assert len(fake.calls_of("sendMessage")) == 1  # it never reached Telegram
+            await c.call("sessions.reset", {"key": recorded(events, "session_start")[0]["sessionKey"]})
+            await until(lambda: recorded(events, "session_end"), what="session_end")
+            assert recorded(events, "session_end")[0]["reason"] == "reset"
+        finally:
+            await c.close()
         hooks = [e["hook"] for e in recorded(events)]
         for hook in ("gateway_start", "message_received", "session_start", "before_agent_start", "agent_end",
                      "message_sending", "message_sent"):

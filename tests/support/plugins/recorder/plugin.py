@@ -1,8 +1,10 @@
 """A test plugin: records every hook event to ``config.file`` (one JSON line each, with the hook name).
 
 ``context`` is prepended to prompts (``before_agent_start``), ``suffix`` appended to outgoing messages
-(``message_sending``); hooks named in ``raiseIn`` raise and those in ``stallIn`` sleep for a minute, after
-recording, so the tests can check that such a hook is skipped and never stops the gateway.
+(``message_sending``, which also cancels a text containing "cancel me"); a tool call whose ``name`` param is
+"rewrite me" gets ``{"name": "Rewritten"}`` instead; hooks named in ``raiseIn`` raise and those in
+``stallIn`` sleep for a minute, after recording, so the tests can check that such a hook is skipped and
+never stops the gateway.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ def register(api: Any) -> None:
     def make(hook: str) -> Any:
         async def handler(event: dict[str, Any]) -> Any:
             _append(path, json.dumps({"hook": hook, **event}, default=str))
+            if hook == "before_tool_call" and (event.get("params") or {}).get("name") == "rewrite me":
+                return {"params": {"name": "Rewritten"}}
+            if hook == "message_sending" and "cancel me" in event["content"]:
+                return {"cancel": True, "reason": "the text asked for it"}
             if hook in raise_in:
                 raise RuntimeError(f"recorder raises in {hook}")
             if hook in stall_in:
