@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CliError", "call_gateway", "main", "print_json"]
+__all__ = ["CliError", "call_gateway", "client_options", "main", "print_json"]
 
 ALL_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
 
@@ -189,6 +189,15 @@ def cmd_config_apply(args: argparse.Namespace) -> int:
 
 
 # -- parser --------------------------------------------------------------------------------------
+
+
+def client_options(*parsers: argparse.ArgumentParser) -> None:
+    """``--url``, ``--token`` and ``--json`` on each sub-command that is a client of a running gateway (the
+    ``call_gateway`` defaults apply when they are not given)."""
+    for p in parsers:
+        p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
+        p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
+        p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _conn_opts(p: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from gateway.cli import print_json
+from gateway.cli import client_options, print_json
 
 __all__ = ["register"]
 
@@ -64,10 +64,7 @@ def register(subparsers: Any) -> None:
     rm.add_argument("id")
     rm.set_defaults(func=_cmd_rm)
 
-    for p in (listing, add, edit, run, runs, rm):
-        p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
-        p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
-        p.add_argument("--json", action="store_true", help="print JSON")
+    client_options(listing, add, edit, run, runs, rm)
 
 
 def _definition_args(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gateway.cli import print_json
+from gateway.cli import client_options, print_json
 
 __all__ = ["register"]
 
@@ -37,10 +37,7 @@ def register(subparsers: Any) -> None:
     revoke = tsub.add_parser("revoke", help="revoke a token by id or name")
     revoke.add_argument("id", help="the token's id or name")
     revoke.set_defaults(func=_cmd_revoke)
-    for p in (create, listing, revoke):
-        p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
-        p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
-        p.add_argument("--json", action="store_true", help="print JSON")
+    client_options(create, listing, revoke)
 
 
 def _cmd_serve(_args: argparse.Namespace) -> int:

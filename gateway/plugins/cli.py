@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gateway.cli import call_gateway, print_json
+from gateway.cli import call_gateway, client_options, print_json
 
 __all__ = ["register"]
 
@@ -29,10 +29,7 @@ def register(subparsers: Any) -> None:
     disable = sub.add_parser("disable", help="switch a plugin off")
     disable.add_argument("id")
     disable.set_defaults(func=_set, enabled=False)
-    for p in (listing, enable, disable):
-        p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
-        p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
-        p.add_argument("--json", action="store_true", help="print JSON")
+    client_options(listing, enable, disable)
 
 
 def _line(p: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gateway.cli import call_gateway, print_json
+from gateway.cli import call_gateway, client_options, print_json
 
 __all__ = ["register"]
 
@@ -35,11 +35,9 @@ def register(subparsers: Any) -> None:
     forget.set_defaults(func=_forget)
     stats = sub.add_parser("stats", help="counts per tier, index, embeddings")
     stats.set_defaults(func=_stats)
+    client_options(search, listing, forget, stats)
     for p in (search, listing, forget, stats):
         p.add_argument("--agent", help="agent id (default: the default agent)")
-        p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
-        p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
-        p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
