@@ -8,17 +8,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gateway.cli import print_json
+from gateway.cli import client_options, print_json
 
 __all__ = ["register"]
 
 _SCOPES = ["operator.pairing", "operator.read"]
-
-
-def _conn(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
-    p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
@@ -71,12 +65,12 @@ def register(subparsers: Any) -> None:
     sub.required = True
     lst = sub.add_parser("list", help="pending pairing requests")
     lst.add_argument("channel", nargs="?", help="only this channel, e.g. telegram")
-    _conn(lst)
+    client_options(lst)
     lst.set_defaults(func=cmd_list)
     for verb, fn, text in (("approve", cmd_approve, "let this sender talk to the agent"),
                            ("reject", cmd_reject, "refuse this pairing request")):
         p = sub.add_parser(verb, help=text)
         p.add_argument("channel", help="channel the code came from, e.g. telegram")
         p.add_argument("code", help="the code the sender received")
-        _conn(p)
+        client_options(p)
         p.set_defaults(func=fn)

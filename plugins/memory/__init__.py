@@ -1,5 +1,5 @@
-"""The built-in memory plugin: long-term memory for agents (see ``plugin.py`` and docs/plugins.md)."""
+"""The built-in memory plugin: long-term memory for agents (``plugin.py``; docs/plugins.md).
 
-from plugins.memory.plugin import register
-
-__all__ = ["register"]
+Nothing is imported here: ``remoteclaw memory`` (``cli.py``) loads with every extension command of the
+CLI, and must not pay for the store's SQLAlchemy and the plugin API.
+"""
