@@ -24,6 +24,7 @@ from gateway import connect
 from gateway.agents.tokens import RunTokens
 from gateway.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
 from gateway.core import Gateway
+from gateway.devices.store import REJECTED, Admission
 from gateway.events import EVENTS
 from gateway.handshake import ConnectParams
 from gateway.origins import origin_allowed
@@ -35,6 +36,7 @@ from gateway.protocol import (
     NotPaired,
     RequestFrame,
     RpcError,
+    Unavailable,
     describe_validation_error,
     error_frame,
     ok_frame,
@@ -74,6 +76,8 @@ class _Handshake:
         self.gw = gateway
         self.conn = conn
         self.nonce = str(uuid.uuid4())
+        self.node_admission: Admission | None = None
+        """For a node: what its connect found in the node store (``gateway.devices``)."""
 
     def _refuse(self, frame_id: Any, err: RpcError, close_code: int = CLOSE_POLICY) -> None:
         self.conn.send(error_frame(frame_id, err))
@@ -128,10 +132,15 @@ class _Handshake:
         try:
             conn.protocol = connect.negotiate(params)
             given = connect.given_token(params)
+            node_token_valid = None
+            if (params.role == "node" and not given and params.auth and params.auth.deviceToken
+                    and params.device and gw.nodes is not None):
+                node_token_valid = await gw.nodes.token_valid(params.device.id, params.auth.deviceToken)
             try:
                 accepted = connect.authenticate(
                     params, gateway_token=gw.token, run_grant=gw.run_tokens.grant(given), nonce=self.nonce,
-                    looks_like_run_token=RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token))
+                    looks_like_run_token=RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token),
+                    node_token_valid=node_token_valid)
             except connect.Refusal as refusal:
                 # Valid credentials always get in, whatever others did from this address; a failure from a
                 # locked address is answered AUTH_RATE_LIMITED, and only after a pause.
@@ -151,8 +160,11 @@ class _Handshake:
                      code=(refusal.error.details or {}).get("code"))
             self._refuse(frame.id, refusal.error, refusal.close_code)
             return None
-        if accepted.device_id is not None and params.device is not None:
-            from gateway import devices
+        if params.role == "node":
+            if not await self._admit_node(frame, params, accepted.device_id):
+                return None
+        elif accepted.device_id is not None and params.device is not None:
+            from gateway.devices import operators as devices
 
             auto = gw.config.gateway.auth.autoApproveLoopbackDevices and _is_loopback(conn.remote)
             status = await devices.record(gw, params, accepted.device_id, remote=conn.remote, auto_approve=auto)
@@ -165,6 +177,29 @@ class _Handshake:
                 ))
                 return None
         return frame, params, connect.caller_for(params, accepted, conn_id=conn.conn_id, remote=conn.remote)
+
+
+    async def _admit_node(self, frame: RequestFrame, params: ConnectParams, device_id: str | None) -> bool:
+        """A node needs a device identity (its node id) and must not be rejected; a pending one may connect
+        and wait for the owner, but no node method or invocation works for it until approved."""
+        gw = self.gw
+        if device_id is None or params.device is None:
+            self._refuse(frame.id, InvalidRequest(
+                "a node must prove a device identity: send connect.device signed with its Ed25519 key",
+                details={"code": "DEVICE_IDENTITY_REQUIRED"}))
+            return False
+        if gw.nodes is None:
+            self._refuse(frame.id, Unavailable("nodes are not available on this gateway"))
+            return False
+        admission = await gw.nodes.admit(params, device_id, self.conn.remote, loopback=_is_loopback(self.conn.remote))
+        if admission.status == REJECTED:
+            self._refuse(frame.id, NotPaired(
+                "node was rejected by the gateway owner (node.pair.approve or node.pair.remove undoes it)",
+                details={"code": "PAIRING_REQUIRED", "nodeId": device_id, "status": admission.status,
+                         "requestId": admission.node["requestId"]}))
+            return False
+        self.node_admission = admission
+        return True
 
 
 def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
@@ -289,8 +324,9 @@ def build_app(gateway: Gateway) -> ASGIApp:
         for stale in gateway.preauth.admit(conn.conn_id, remote, conn):
             stale.close(CLOSE_POLICY, "too many connections waiting to log in")
         try:
+            handshake = _Handshake(gateway, conn)
             try:
-                outcome = await _Handshake(gateway, conn).run()
+                outcome = await handshake.run()
             finally:
                 gateway.preauth.release(conn.conn_id, remote)
             if outcome is None:
@@ -302,7 +338,18 @@ def build_app(gateway: Gateway) -> ASGIApp:
             frame, _params, caller = outcome
             conn.caller = caller
             conn.connected_at_ms = int(time.time() * 1000)
-            conn.send(ok_frame(frame.id, _hello(gateway, conn, caller)))
+            hello = _hello(gateway, conn, caller)
+            admission = handshake.node_admission
+            if admission is not None and gateway.nodes is not None:
+                node_token = await gateway.nodes.hello_token(admission)
+                if node_token:
+                    hello["auth"]["deviceToken"] = node_token  # connect with it from now on, without the gateway token
+                hello["auth"]["nodeId"] = admission.node["nodeId"]
+                hello["auth"]["paired"] = admission.status == "approved"
+                if admission.status != "approved":
+                    hello["auth"]["requestId"] = admission.node["requestId"]
+                gateway.nodes.attach(conn, caller, admission)  # before hello-ok: its first call must find it
+            conn.send(ok_frame(frame.id, hello))
             gateway.add_connection(conn)
             conn.send_event("health", gateway.health())
             log.debug("client connected", conn_id=conn.conn_id, client=caller.client_id, role=caller.role,
@@ -315,6 +362,8 @@ def build_app(gateway: Gateway) -> ASGIApp:
             conn.close(CLOSE_INTERNAL, "internal error")
         finally:
             gateway.remove_connection(conn)
+            if gateway.nodes is not None and handshake.node_admission is not None:
+                await gateway.nodes.detach(conn)
             if conn.closed:
                 await conn.wait_closed(1.0)
             await conn.abort()

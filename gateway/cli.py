@@ -256,12 +256,14 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     apply.set_defaults(func=cmd_config_apply)
 
     from gateway.cron.cli import register as register_cron
+    from gateway.devices.cli import register as register_nodes
     from gateway.mcp_http.cli import register as register_mcp
     from gateway.plugins.cli import register as register_plugins
 
     register_mcp(sub)
     register_cron(sub)
     register_plugins(sub)
+    register_nodes(sub)
     if extensions:
         _add_plugin_commands(sub)
     return parser

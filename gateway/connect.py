@@ -107,7 +107,8 @@ def given_token(params: ConnectParams) -> str | None:
 
 
 def authenticate(params: ConnectParams, *, gateway_token: str, run_grant: RunGrantLike | None, nonce: str,
-                 now_ms: int | None = None, looks_like_run_token: bool = False) -> Accepted:
+                 now_ms: int | None = None, looks_like_run_token: bool = False,
+                 node_token_valid: bool | None = None) -> Accepted:
     """Check the token (the gateway's, or a live agent run's: ``run_grant``) and the optional device proof.
 
     Args:
@@ -117,13 +118,20 @@ def authenticate(params: ConnectParams, *, gateway_token: str, run_grant: RunGra
         nonce: the challenge this socket was sent.
         now_ms: the clock, for the device proof's freshness (tests pass a fixed one).
         looks_like_run_token: the presented token has a run token's shape (then a failure is no guess).
+        node_token_valid: for a node presenting ``auth.deviceToken`` and no gateway token, whether that is
+            its current node token (None: no node token presented). It stands in for the gateway token;
+            the device proof that follows binds it to the node's key.
 
     Raises:
         Refusal: ``AUTH_REQUIRED``, ``AUTH_TOKEN_MISMATCH`` or a ``DEVICE_AUTH_*`` code, close 1008.
     """
     given = given_token(params)
     try:
-        if run_grant is None:
+        if run_grant is None and node_token_valid is not None and not given and params.role == "node":
+            if not node_token_valid:
+                raise InvalidRequest("unauthorized: node token is not valid (pair the node again, or connect "
+                                     "with the gateway token)", details={"code": "AUTH_TOKEN_MISMATCH"})
+        elif run_grant is None:
             check_token(gateway_token, given)
         elif params.role != "operator":
             raise InvalidRequest("unauthorized: a run token is for operator connections only",

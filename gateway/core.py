@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from gateway.config.reload import Listener
     from gateway.config.watch import ConfigWatcher
     from gateway.cron.service import CronService
+    from gateway.devices.service import NodeService
     from gateway.mcp_http.transport import McpHttp
     from gateway.platforms.interface import ChatPlatforms
     from gateway.plugins.service import PluginManager
@@ -112,6 +113,8 @@ class Gateway:
         """Plugin hooks (``gateway.plugins.hooks``): empty, and free to call, until a plugin adds one."""
         self.plugins: PluginManager | None = None
         """The plugins found and loaded (``gateway.plugins``)."""
+        self.nodes: NodeService | None = None
+        """Paired nodes and their live sockets (``gateway.devices``)."""
         self.recovered: dict[str, int] = {}
         """What start-up recovery did with the previous process's unfinished turns (``gateway.runs.recovery``)."""
         self.background: set[asyncio.Task[None]] = set()

@@ -33,6 +33,7 @@ SUBSYSTEMS: list[str] = [
     "gateway.agents.executor",
     "gateway.cron.service",
     "gateway.plugins.service",
+    "gateway.devices.service",
     "gateway.mcp_http.transport",
 ]
 

@@ -68,6 +68,7 @@ class GatewayClient:
         timeout: default per-request timeout in seconds.
         extra_connect: more ``connect`` params (``caps``, ``commands``... for nodes).
         device_signer: builds the ``device`` proof from the connect params and the challenge nonce.
+        display_name: ``client.displayName`` (how a node or device is listed).
     """
 
     def __init__(
@@ -84,6 +85,7 @@ class GatewayClient:
         timeout: float = 30.0,
         extra_connect: dict[str, Any] | None = None,
         device_signer: Callable[[dict[str, Any], str], dict[str, Any]] | None = None,
+        display_name: str | None = None,
     ) -> None:
         self.url = url
         self.token = token
@@ -96,6 +98,7 @@ class GatewayClient:
         self.timeout = timeout
         self.extra_connect = extra_connect or {}
         self.device_signer = device_signer
+        self.display_name = display_name
         self.hello: dict[str, Any] | None = None
         self._ws: Any = None
         self._reader: asyncio.Task[None] | None = None
@@ -124,7 +127,7 @@ class GatewayClient:
                     "minProtocol": 3,
                     "maxProtocol": PROTOCOL_VERSION,
                     "client": {"id": self.client_id, "version": self.version, "platform": _platform(),
-                               "mode": self.mode},
+                               "mode": self.mode, **({"displayName": self.display_name} if self.display_name else {})},
                     "role": self.role,
                     "scopes": self.scopes,
                     **self.extra_connect,
@@ -233,6 +236,13 @@ class GatewayClient:
                     raise Unavailable(f"cannot reach the gateway at {self.url}: {exc}", retryable=True) from None
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+    async def wait_closed(self) -> None:
+        """Return when the connection has closed (at once if it is not open)."""
+        reader = self._reader
+        if reader is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(reader)
 
     async def close(self) -> None:
         ws, self._ws = self._ws, None

@@ -33,6 +33,7 @@ from pydantic_settings import (
 
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
+from gateway.devices.config import NodesConfig
 from gateway.plugins.config import PluginsConfig
 from gateway.protocol import InvalidRequest, describe_validation_error
 from gateway.redaction import REDACTED, redact, restore_redacted, schema_secret_paths, secret_values
@@ -223,7 +224,7 @@ class Config(BaseSettings):
     session: SessionConfig = SessionConfig()
     messages: MessagesConfig = MessagesConfig()
     cron: CronConfig = CronConfig()
-    nodes: OpenSection = OpenSection()
+    nodes: NodesConfig = NodesConfig()
     plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()
     logging: LoggingConfig = LoggingConfig()

@@ -12,6 +12,7 @@ CAPABILITY_METHODS: list[str] = [
     "gateway.mcp_http.methods",
     "gateway.cron.methods",
     "gateway.plugins.methods",
+    "gateway.devices.methods",
 ]
 """Method modules that live in a capability's own subpackage (``gateway/<capability>/methods.py``)."""
 

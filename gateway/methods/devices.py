@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway import devices
 from gateway.connection import CLOSE_POLICY
+from gateway.devices import operators as devices
 from gateway.protocol import InvalidRequest
 from gateway.rpc import PAIRING, CallContext, NoParams, Params, method
 

@@ -34,3 +34,17 @@ class Device(Base):
     scopes: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    # The same key as a node (``gateway.devices``): its pairing, what it declared, and where it is connected.
+    node_status: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)  # pending|approved|rejected
+    node_request_id: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True, index=True)
+    node_alias: Mapped[str | None] = mapped_column(String(256), nullable=True)  # the owner's name for it
+    node_version: Mapped[str] = mapped_column(String(128), default="", server_default="")
+    node_caps: Mapped[str] = mapped_column(Text, default="[]", server_default="[]")  # JSON list
+    node_commands: Mapped[str] = mapped_column(Text, default="[]", server_default="[]")  # JSON list
+    node_token_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)  # sha256 hex of the node token
+    node_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    node_approved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    node_connected_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    node_replica: Mapped[str | None] = mapped_column(String(64), nullable=True)  # replica holding its socket
+    node_instance: Mapped[str | None] = mapped_column(String(64), nullable=True)  # that replica's process (bus id)

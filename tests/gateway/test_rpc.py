@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from gateway.methods import load_all
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, NODE, READ, Caller, Dispatcher, IdempotencyCache, MethodSpec, Params, registry
+from tests.support.devices import DeviceKey
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, connect_params, operator
 
@@ -276,8 +277,12 @@ async def test_non_string_ids_are_refused_and_echoed(gateway: GatewayProcess) ->
 
 
 async def test_node_role_cannot_call_operator_methods(gateway: GatewayProcess) -> None:
-    node = await operator(gateway.url, gateway.token or "", role="node", client_id="node-host", mode="node")
-    assert node.hello is not None and node.hello["auth"] == {"role": "node", "scopes": []}
+    node = await RawClient.open(gateway.url)
+    assert node.challenge is not None
+    params = DeviceKey().connect_params(gateway.token or "", node.challenge["payload"]["nonce"], role="node",
+                                        scopes=[], client_id="node-host", mode="node")
+    hello = await node.connect_with(params)
+    assert hello["ok"] and hello["payload"]["auth"]["role"] == "node" and hello["payload"]["auth"]["scopes"] == []
     for name in ("health", "config.get", "device.pair.list", "gateway.restart"):
         frame = await node.req(name)
         assert frame["error"]["code"] == "FORBIDDEN", name

@@ -32,7 +32,7 @@ async def test_hooks_before_and_after_reach_operators(agent_gateway: GatewayProc
     error_text(await shim.call("node_describe", {"nodeId": "n9"}))
     events = await _hook_events(watcher, 2)
     assert events[0] == {**events[0], "phase": "before", "toolName": "node_describe", "params": {"nodeId": "n9"}}
-    assert events[1]["phase"] == "after" and "nodes are not available" in events[1]["error"]
+    assert events[1]["phase"] == "after" and "unknown node: n9" in events[1]["error"]
 
 
 async def test_a_failing_hook_never_fails_the_call(agent_gateway: GatewayProcess, start_shim: ShimFactory) -> None:

@@ -2,8 +2,8 @@
 
 Effects are checked where they land: session rows and transcripts (a fake agent CLI answers), stored
 webchat messages, config on the gateway, side-effect records, gateway logs, or the exact UNAVAILABLE
-answer of the capabilities that come later (nodes, canvas, browser, tts, plugin invoke); cron has its own
-tests in tests/gateway/cron.
+answer of the capabilities that come later (browser, tts); cron and nodes have their own tests (tests/gateway/cron,
+tests/nodes, tests/compat/test_openclaw_nodes.py); here the node and canvas tools meet a gateway with no node.
 """
 
 from __future__ import annotations
@@ -25,25 +25,10 @@ from tests.support.ws import RawClient
 pytestmark = pytest.mark.timeout(90)
 
 MAIN = "agent:main:main"
-NODES = "nodes are not available on this gateway yet (no node host support)"
 BROWSER = "the browser is not available on this gateway yet (no browser-capable node)"
 TTS = "text-to-speech is not available on this gateway yet (no TTS providers)"
 
 LATER: dict[str, tuple[dict[str, Any], str]] = {
-    "node_list": ({}, NODES),
-    "node_describe": ({"nodeId": "n1"}, NODES),
-    "node_invoke": ({"nodeId": "n1", "command": "system.run", "params": {"argv": ["true"]}, "timeoutMs": 1000}, NODES),
-    "node_rename": ({"nodeId": "n1", "displayName": "Laptop"}, NODES),
-    "node_pair_list": ({}, NODES),
-    "node_pair_approve": ({"requestId": "r1"}, NODES),
-    "node_pair_reject": ({"requestId": "r1"}, NODES),
-    "canvas_present": ({"nodeId": "n1", "url": "http://127.0.0.1/", "x": 0, "width": 640}, NODES),
-    "canvas_hide": ({"nodeId": "n1"}, NODES),
-    "canvas_navigate": ({"nodeId": "n1", "url": "http://127.0.0.1/"}, NODES),
-    "canvas_eval": ({"nodeId": "n1", "javaScript": "1+1"}, NODES),
-    "canvas_snapshot": ({"nodeId": "n1", "format": "png", "maxWidth": 800}, NODES),
-    "canvas_a2ui_push": ({"nodeId": "n1", "jsonl": "{}"}, NODES),
-    "canvas_a2ui_reset": ({"nodeId": "n1"}, NODES),
     "browser_request": ({"method": "GET", "path": "/tabs", "query": {"a": 1}}, BROWSER),
     "tts_status": ({}, TTS),
     "tts_convert": ({"text": "hello", "channel": "telegram"}, TTS),
@@ -62,6 +47,35 @@ async def test_later_capabilities_answer_unavailable(agent_gateway: GatewayProce
     for (tool, (_args, message)), result in zip(LATER.items(), results, strict=True):
         assert error_text(result) == f"Tool error ({tool}): UNAVAILABLE: {message}"
     assert side_effects(tmp_path) == []
+
+
+NO_NODE: dict[str, dict[str, Any]] = {
+    "node_describe": {"nodeId": "n1"},
+    "node_invoke": {"nodeId": "n1", "command": "system.run", "params": {"argv": ["true"]}, "timeoutMs": 1000},
+    "node_rename": {"nodeId": "n1", "displayName": "Laptop"},
+    "canvas_present": {"nodeId": "n1", "url": "http://127.0.0.1/", "x": 0, "width": 640},
+    "canvas_hide": {"nodeId": "n1"},
+    "canvas_navigate": {"nodeId": "n1", "url": "http://127.0.0.1/"},
+    "canvas_eval": {"nodeId": "n1", "javaScript": "1+1"},
+    "canvas_snapshot": {"nodeId": "n1", "format": "png", "maxWidth": 800},
+    "canvas_a2ui_push": {"nodeId": "n1", "jsonl": "{}"},
+    "canvas_a2ui_reset": {"nodeId": "n1"},
+}
+
+
+async def test_node_tools_reach_the_node_service(agent_gateway: GatewayProcess, start_shim: ShimFactory) -> None:
+    """With no node paired, every tool that names one says so; the listings are empty, not errors."""
+    shim = await start_shim(agent_gateway, plugin_manifest={"tools": []})
+    listed = await shim.call_ok("node_list")
+    assert listed["nodes"] == [] and listed["ts"] > 0
+    assert await shim.call_ok("node_pair_list") == {"pending": [], "paired": [], "rejected": []}
+    results = await asyncio.gather(*(shim.call(tool, args) for tool, args in NO_NODE.items()))
+    for tool, result in zip(NO_NODE, results, strict=True):
+        assert error_text(result).startswith(f"Tool error ({tool}): INVALID_REQUEST: unknown node: n1"), tool
+    for tool in ("node_pair_approve", "node_pair_reject"):
+        text = error_text(await shim.call(tool, {"requestId": "r1"}))
+        assert text == (f"Tool error ({tool}): INVALID_REQUEST: unknown pairing request: r1 (node.pair.list shows "
+                        "the pending ones)")
 
 
 async def test_session_tools(agent_gateway: GatewayProcess, start_shim: ShimFactory, tmp_path: Path) -> None:

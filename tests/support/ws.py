@@ -56,7 +56,11 @@ class RawClient:
 
     async def handshake(self, token: str | None, **kw: Any) -> dict[str, Any]:
         """Send connect; return the whole response frame (ok or not). Starts the reader on success."""
-        await self.send_raw({"type": "req", "id": "c1", "method": "connect", "params": connect_params(token, **kw)})
+        return await self.connect_with(connect_params(token, **kw))
+
+    async def connect_with(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``handshake`` with connect params built by the caller (a signed device proof, a node's manifest)."""
+        await self.send_raw({"type": "req", "id": "c1", "method": "connect", "params": params})
         while True:
             frame = await self.recv()
             if frame.get("type") == "res":

@@ -71,7 +71,7 @@ async def test_a_non_owner_run_sees_only_its_own_conversations(gw: GatewayProces
 async def test_an_owner_run_gets_admin_and_the_token_dies_with_the_run(gw: GatewayProcess) -> None:
     probe = await run_once(gw, ["operator.admin"])
     assert "operator.admin" in probe["scopes"] and probe["env"]["REMOTECLAW_SENDER_IS_OWNER"] == "true"
-    assert probe["tried"]["config.get"] == "ok" and probe["tried"]["node.invoke"] == "UNAVAILABLE"
+    assert probe["tried"]["config.get"] == "ok" and probe["tried"]["node.invoke"] == "UNKNOWN_NODE"
     late = await RawClient.open(gw.url)
     frame = await late.handshake(probe["env"]["REMOTECLAW_GATEWAY_TOKEN"])
     await late.close()

@@ -1,0 +1,52 @@
+"""Which commands the gateway lets callers invoke on a node: platform defaults, widened by
+``nodes.allowCommands`` and narrowed by ``nodes.denyCommands`` (deny wins).
+
+A command must also be declared by the node itself: the gateway never sends a node a command it did
+not offer. The defaults follow what each kind of machine can do safely; anything that records the
+user (camera, screen recording, microphone) or reaches their data (contacts, SMS) is off until the
+owner allows it by name.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+__all__ = ["PLATFORM_DEFAULTS", "allowed", "platform_family"]
+
+_SYSTEM = ("system.run", "system.run.prepare", "system.which", "system.notify", "system.execApprovals.get",
+           "system.execApprovals.set")
+_CANVAS = ("canvas.present", "canvas.hide", "canvas.navigate", "canvas.eval", "canvas.snapshot",
+           "canvas.a2ui.push", "canvas.a2ui.pushJSONL", "canvas.a2ui.reset")
+_BROWSER = ("browser.proxy",)
+_DESKTOP = (*_SYSTEM, *_CANVAS, *_BROWSER, "screen.snapshot")
+_MOBILE = ("system.notify", "location.get", "camera.list", "device.info", "device.status", *_CANVAS)
+
+PLATFORM_DEFAULTS: dict[str, tuple[str, ...]] = {
+    "linux": _DESKTOP,
+    "macos": _DESKTOP,
+    "windows": _DESKTOP,
+    "ios": _MOBILE,
+    "android": _MOBILE,
+    "unknown": ("system.notify", *_CANVAS),
+}
+
+_FAMILIES = (("ios", ("iphone", "ipad", "ios")), ("android", ("android",)), ("macos", ("darwin", "mac")),
+             ("windows", ("win",)), ("linux", ("linux",)))
+
+
+def platform_family(platform: str, device_family: str = "") -> str:
+    """The defaults' key for a node's reported platform (``linux``, ``darwin``, ``win32``, ``iOS 18``...)."""
+    text = f"{platform} {device_family}".strip().lower()
+    for family, tokens in _FAMILIES:
+        if any(token in text for token in tokens):
+            return family
+    return "unknown"
+
+
+def allowed(command: str, platform: str, *, allow: list[str], deny: list[str]) -> bool:
+    """Whether the gateway's policy lets ``command`` be invoked on a node of ``platform``."""
+    if any(fnmatchcase(command, pattern) for pattern in deny):
+        return False
+    if command in PLATFORM_DEFAULTS[platform_family(platform)]:
+        return True
+    return any(fnmatchcase(command, pattern) for pattern in allow)

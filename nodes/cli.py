@@ -1,0 +1,105 @@
+"""``remoteclaw node``: run this machine as a node, and edit what it lets the gateway execute.
+
+    remoteclaw node run --host H --port P [--tls] [--display-name N] [--token T]
+    remoteclaw node approvals list
+    remoteclaw node approvals add PATTERN      e.g. git, python3*, /usr/local/bin/*
+    remoteclaw node approvals remove PATTERN
+
+``remoteclaw-node`` is the same without the ``node`` word, for a machine with only the node host installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+__all__ = ["main", "register"]
+
+
+def register(subparsers: Any) -> None:
+    node = subparsers.add_parser("node", help="run this machine as a node: run, approvals")
+    _build(node)
+
+
+def _build(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="node_command", metavar="ACTION")
+    sub.required = True
+    run = sub.add_parser("run", help="pair with a gateway and serve its commands")
+    run.add_argument("--host", default="127.0.0.1", help="the gateway's host")
+    run.add_argument("--port", type=int, default=18789, help="the gateway's port")
+    run.add_argument("--tls", action="store_true", help="connect with wss:// (the gateway is behind TLS)")
+    run.add_argument("--path", default="/", help="the gateway's WebSocket path (behind a proxy)")
+    run.add_argument("--display-name", default=socket.gethostname(), help="how the node is listed")
+    run.add_argument("--token", help="gateway token for the first pairing (default: $REMOTECLAW_GATEWAY_TOKEN)")
+    run.set_defaults(func=_cmd_run)
+    approvals = sub.add_parser("approvals", help="what system.run may execute on this machine")
+    asub = approvals.add_subparsers(dest="approvals_command", metavar="ACTION")
+    asub.required = True
+    asub.add_parser("list", help="the allowed patterns").set_defaults(func=_cmd_approvals_list)
+    add = asub.add_parser("add", help="allow a program: a name (git), a glob (python3*) or a path glob")
+    add.add_argument("pattern")
+    add.set_defaults(func=_cmd_approvals_add)
+    remove = asub.add_parser("remove", help="stop allowing a pattern")
+    remove.add_argument("pattern")
+    remove.set_defaults(func=_cmd_approvals_remove)
+
+
+def _approvals() -> Any:
+    from nodes.approvals import ExecApprovals
+    from nodes.state import state_dir
+
+    return ExecApprovals(state_dir() / "exec-approvals.json")
+
+
+def _cmd_approvals_list(_args: argparse.Namespace) -> int:
+    print(json.dumps(_approvals().describe(), indent=2))
+    return 0
+
+
+def _cmd_approvals_add(args: argparse.Namespace) -> int:
+    added = _approvals().add(args.pattern)
+    print(f"allowed {args.pattern}" if added else f"{args.pattern} was already allowed")
+    return 0
+
+
+def _cmd_approvals_remove(args: argparse.Namespace) -> int:
+    removed = _approvals().remove(args.pattern)
+    print(f"removed {args.pattern}" if removed else f"{args.pattern} was not in the list")
+    return 0 if removed else 1
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from nodes.host import NodeHost
+    from nodes.state import state_dir
+
+    host = f"[{args.host}]" if ":" in args.host and not args.host.startswith("[") else args.host
+    path = args.path if args.path.startswith("/") else "/" + args.path
+    url = f"{'wss' if args.tls else 'ws'}://{host}:{args.port}{path}"
+    token = args.token or os.environ.get("REMOTECLAW_GATEWAY_TOKEN") or None
+
+    async def go() -> int:
+        node = NodeHost(url, gateway_token=token, display_name=args.display_name, state=state_dir())
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, node.stop)
+        return await node.run()
+
+    try:
+        return asyncio.run(go())
+    except ValueError as exc:  # a corrupt state file: say which
+        print(f"node-host: {exc}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``remoteclaw-node``: the node host's own entry point (imports nothing of the gateway server)."""
+    parser = argparse.ArgumentParser(prog="remoteclaw-node", description="remoteclaw node host")
+    _build(parser)
+    args = parser.parse_args(argv)
+    return int(args.func(args))

@@ -1,0 +1,284 @@
+"""The node host's life: connect as a node, wait to be paired, serve invocations, reconnect when the link drops.
+
+It speaks the OpenClaw node protocol (role ``node``, a signed device proof, ``node.invoke.request`` events
+answered with ``node.invoke.result``), so it pairs with a remoteclaw gateway or with OpenClaw's own. The
+first connect needs the gateway token; a remoteclaw gateway then hands the approved node a node token
+(saved in the state dir), and later connects use that alone, so the gateway token need not stay on the
+machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import sys
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from gateway.protocol import RpcError
+from mcp_shim.client import GatewayClient
+from nodes.approvals import ExecApprovals
+from nodes.commands import CAPS, COMMANDS, CommandError, Commands
+from nodes.identity import NodeIdentity
+from nodes.state import read_json, write_private
+
+__all__ = ["NodeHost"]
+
+CLIENT_ID = "node-host"
+"""The client id OpenClaw's own node host uses: both gateways accept it."""
+
+BACKOFF_MIN_S = 0.5
+BACKOFF_MAX_S = 30.0
+STABLE_AFTER_S = 10.0
+"""A connection that lasted this long resets the back-off."""
+
+DEDUPE_KEYS = 256
+DEDUPE_TTL_S = 600.0
+
+FATAL_CODES = frozenset({"AUTH_REQUIRED", "DEVICE_IDENTITY_REQUIRED", "PROTOCOL_MISMATCH"})
+
+
+def _version() -> str:
+    """The installed remoteclaw's version (the node host ships in the same package)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("remoteclaw")
+    except PackageNotFoundError:
+        return "0+source"
+
+
+class NoCredentials(Exception):
+    """Neither a node token nor the gateway token: nothing to connect with."""
+
+
+def log(message: str) -> None:
+    print(f"node-host: {message}", file=sys.stderr, flush=True)
+
+
+class NodeHost:
+    """One node: its identity, credentials, commands, and the connection loop.
+
+    Args:
+        url: the gateway's WebSocket URL.
+        gateway_token: the gateway token (needed until this node holds a node token).
+        display_name: how the node introduces itself.
+        state: the state dir (identity, node token, exec approvals).
+    """
+
+    def __init__(self, url: str, *, gateway_token: str | None, display_name: str, state: Path) -> None:
+        self.url = url
+        self.gateway_token = gateway_token
+        self.display_name = display_name
+        self.state = state
+        self.identity = NodeIdentity.load_or_create(state / "identity.json")
+        self.commands = Commands(ExecApprovals(state / "exec-approvals.json"))
+        self.client: GatewayClient | None = None
+        self.paired = False
+        self._stop = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._recent: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+        self._last_frame = time.monotonic()
+        self._reconnect_now = asyncio.Event()
+
+    @property
+    def node_id(self) -> str:
+        return self.identity.node_id
+
+    # -- credentials ---------------------------------------------------------------------------
+
+    def _saved_token(self) -> str | None:
+        data = read_json(self.state / "node.json")
+        token = data.get("token")
+        return str(token) if token and data.get("url") == self.url else None
+
+    def _save_token(self, token: str) -> None:
+        write_private(self.state / "node.json", {"url": self.url, "nodeId": self.node_id, "token": token,
+                                                 "savedAtMs": int(time.time() * 1000)})
+        log("saved the node token: later connects no longer need the gateway token")
+
+    def _forget_token(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.state / "node.json").unlink()
+
+    def _client(self) -> GatewayClient:
+        node_token = self._saved_token()
+        extra: dict[str, Any] = {"caps": list(CAPS), "commands": list(COMMANDS)}
+        token = None
+        if node_token:
+            extra["auth"] = {"deviceToken": node_token}
+        elif self.gateway_token:
+            token = self.gateway_token
+        else:
+            raise NoCredentials("no credentials: pass --token (or set REMOTECLAW_GATEWAY_TOKEN) for the first "
+                                "pairing; the gateway then issues this node its own token")
+        client = GatewayClient(self.url, token, client_id=CLIENT_ID, mode="node", version=_version(), scopes=(),
+                               role="node", on_event=self._on_event, extra_connect=extra,
+                               device_signer=self.identity.proof, display_name=self.display_name)
+        return client
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Connect and serve until stopped; returns the exit code."""
+        log(f"node id {self.node_id}, state in {self.state}")
+        delay = BACKOFF_MIN_S
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self._reconnect_now.clear()
+            try:
+                client = self._client()
+                hello = await client.connect()
+            except RpcError as err:
+                code = (err.details or {}).get("code")
+                if code == "AUTH_TOKEN_MISMATCH" and self._saved_token():
+                    log("the gateway refused this node's token (it was re-paired or removed): using the gateway "
+                        "token again")
+                    self._forget_token()
+                    continue
+                if code in FATAL_CODES or code == "AUTH_TOKEN_MISMATCH":
+                    log(f"connect refused: {err.message} ({code}); giving up")
+                    return 2
+                log(f"connect refused: {err.message} ({code or err.code}); retrying in {delay:.1f}s")
+            except NoCredentials as exc:
+                log(str(exc))
+                return 2
+            except Exception as exc:  # the gateway is down or unreachable
+                log(f"cannot reach {self.url}: {exc or type(exc).__name__}; retrying in {delay:.1f}s")
+            else:
+                await self._serve(client, hello)
+                if time.monotonic() - started > STABLE_AFTER_S:
+                    delay = BACKOFF_MIN_S
+                if self._stop.is_set():
+                    break
+                if self._reconnect_now.is_set():  # asked to (pairing approved): at once, no back-off
+                    delay = BACKOFF_MIN_S
+                    continue
+                log(f"disconnected; reconnecting in {delay:.1f}s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), delay * random.uniform(0.8, 1.2))
+            delay = min(delay * 2, BACKOFF_MAX_S)
+        return 0
+
+    async def _serve(self, client: GatewayClient, hello: dict[str, Any]) -> None:
+        self.client = client
+        auth = hello.get("auth") or {}
+        if auth.get("deviceToken"):
+            self._save_token(str(auth["deviceToken"]))
+        self.paired = auth.get("paired") is not False
+        tick_s = ((hello.get("policy") or {}).get("tickIntervalMs") or 30_000) / 1000
+        if auth.get("paired"):
+            log(f"connected to {self.url} as {self.display_name}; paired")
+        elif "paired" not in auth:  # a gateway that does not say (OpenClaw): approval shows in its node list
+            log(f"connected to {self.url} as {self.display_name}")
+        else:
+            request = auth.get("requestId")
+            log(f"connected to {self.url}; waiting for the owner to approve this node"
+                + (f" (remoteclaw nodes approve {request})" if request else ""))
+        self._last_frame = time.monotonic()
+        watchdog = asyncio.create_task(self._watch(client, tick_s))
+        try:
+            waits = [asyncio.create_task(client.wait_closed()), asyncio.create_task(self._stop.wait()),
+                     asyncio.create_task(self._reconnect_now.wait())]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for w in waits:
+                w.cancel()
+        finally:
+            watchdog.cancel()
+            self.client = None
+            await client.close()
+
+    async def _watch(self, client: GatewayClient, tick_s: float) -> None:
+        """Two missed ticks mean a dead link, even if TCP has not noticed: reconnect."""
+        while True:
+            await asyncio.sleep(tick_s)
+            if time.monotonic() - self._last_frame > 2.5 * tick_s:
+                log("no tick from the gateway for two intervals; reconnecting")
+                await client.close()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _on_event(self, event: str, payload: Any) -> None:
+        self._last_frame = time.monotonic()
+        if not isinstance(payload, dict):
+            return
+        if event == "node.invoke.request":
+            self._spawn(self._invoke(payload))
+        elif event == "node.invoke.cancel":
+            if self.commands.cancel(str(payload.get("invokeId"))):
+                log(f"cancelled invocation {payload.get('invokeId')}: the caller stopped waiting")
+        elif event == "node.pair.resolved" and payload.get("nodeId") == self.node_id:
+            self._pairing_resolved(payload)
+
+    def _pairing_resolved(self, payload: dict[str, Any]) -> None:
+        decision = payload.get("decision")
+        if decision != "approved":
+            log(f"pairing {decision} by the gateway owner")
+            return
+        self.paired = True
+        if payload.get("token"):
+            self._save_token(str(payload["token"]))
+            log("paired: serving invocations")
+        else:
+            # A gateway that does not hand out a token here (OpenClaw) settles the node's commands at connect.
+            log("paired: reconnecting to take up the approved commands")
+            self._reconnect_now.set()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _invoke(self, frame: dict[str, Any]) -> None:
+        invoke_id = str(frame.get("id") or "")
+        command = str(frame.get("command") or "")
+        key = frame.get("idempotencyKey")
+        answer: dict[str, Any] = {"id": invoke_id, "nodeId": self.node_id}
+        remembered = self._remembered(key)
+        if remembered is not None:
+            answer.update(remembered)  # a retried call: the first answer, not a second run
+        else:
+            try:
+                raw = frame.get("paramsJSON")
+                params = orjson.loads(raw) if isinstance(raw, str) else frame.get("params")
+                payload = await self.commands.run(command, params, invoke_id)
+                answer.update(ok=True, payloadJSON=orjson.dumps(payload).decode())
+            except CommandError as err:
+                answer.update(ok=False, error={"code": err.code, "message": err.message})
+            except orjson.JSONDecodeError:
+                answer.update(ok=False, error={"code": "INVALID_REQUEST", "message": "paramsJSON is not JSON"})
+            except Exception as exc:
+                log(f"{command} failed: {exc!r}")
+                answer.update(ok=False, error={"code": "UNAVAILABLE", "message": f"{command} failed on the node: "
+                                                                                 f"{exc}"})
+            if isinstance(key, str) and key and answer.get("ok"):
+                self._remember(key, {k: answer[k] for k in ("ok", "payloadJSON")})
+        client = self.client
+        if client is None:
+            log(f"the connection closed before the answer to {command} could be sent")
+            return
+        try:
+            await client.request("node.invoke.result", answer, reconnect=False, timeout=15)
+        except RpcError as err:
+            log(f"the gateway did not take the answer to {command}: {err.message}")
+
+    def _remembered(self, key: Any) -> dict[str, Any] | None:
+        if not isinstance(key, str) or key not in self._recent:
+            return None
+        at, answer = self._recent[key]
+        return answer if time.monotonic() - at < DEDUPE_TTL_S else None
+
+    def _remember(self, key: str, answer: dict[str, Any]) -> None:
+        self._recent[key] = (time.monotonic(), answer)
+        while len(self._recent) > DEDUPE_KEYS:
+            self._recent.popitem(last=False)
+
