@@ -77,7 +77,12 @@ async def record(gw: Gateway, params: ConnectParams, device_id: str, *, remote: 
                 dev.remote = remote
                 if dev.status == PENDING and auto_approve:
                     dev.status = APPROVED
-                return dev.status
+                if dev.role != "node" or params.role == "node":
+                    return dev.status
+                # A key known so far only as a node now asks for operator access: that is a new request.
+                dev.role, dev.client_id, dev.scopes = params.role, params.client.id, ",".join(params.scopes)
+                status = dev.status
+                info = as_dict(dev)
     except IntegrityError:
         # Two first connects of the same device raced; the other one created the row.
         async with gw.db.session() as s:
@@ -90,7 +95,8 @@ async def record(gw: Gateway, params: ConnectParams, device_id: str, *, remote: 
 
 async def list_devices(gw: Gateway, status: str | None = None) -> list[dict[str, Any]]:
     async with gw.db.session() as s:
-        query = select(Device).order_by(Device.created_at, Device.id)
+        # Keys known only as nodes never asked for operator access: they are listed by node.pair.list.
+        query = select(Device).where(Device.role != "node").order_by(Device.created_at, Device.id)
         if status is not None:
             query = query.where(Device.status == status)
         return [as_dict(d) for d in (await s.execute(query)).scalars()]

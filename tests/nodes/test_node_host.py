@@ -270,6 +270,9 @@ async def test_node_connections_need_a_device_and_unpaired_nodes_can_do_nothing(
     hello = await raw.connect_with(node_params(device, gateway.token or "", nonce_of(raw), name="stranger"))
     assert hello["ok"] and hello["payload"]["auth"]["paired"] is False
     assert hello["payload"]["auth"]["requestId"]
+    # One store, but a node is not an operator device waiting for approval.
+    devices = await admin.call("device.pair.list")
+    assert all(d["deviceId"] != device.id for section in devices.values() for d in section)
     for method, body in (("node.event", {"event": "host.stats", "payloadJSON": "{}"}),
                          ("node.invoke.result", {"id": "x", "ok": True})):
         answer = await raw.req(method, body)
