@@ -24,7 +24,7 @@ from gateway import connect
 from gateway.agents.tokens import RunTokens
 from gateway.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
 from gateway.core import Gateway
-from gateway.devices.store import REJECTED, Admission
+from gateway.devices.store import APPROVED, REJECTED, Admission
 from gateway.events import EVENTS
 from gateway.handshake import ConnectParams
 from gateway.origins import origin_allowed
@@ -345,8 +345,8 @@ def build_app(gateway: Gateway) -> ASGIApp:
                 if node_token:
                     hello["auth"]["deviceToken"] = node_token  # connect with it from now on, without the gateway token
                 hello["auth"]["nodeId"] = admission.node["nodeId"]
-                hello["auth"]["paired"] = admission.status == "approved"
-                if admission.status != "approved":
+                hello["auth"]["paired"] = admission.status == APPROVED
+                if admission.status != APPROVED:
                     hello["auth"]["requestId"] = admission.node["requestId"]
                 gateway.nodes.attach(conn, caller, admission)  # before hello-ok: its first call must find it
             conn.send(ok_frame(frame.id, hello))

@@ -169,11 +169,11 @@ class NodeService:
             raise Unavailable("this node connection is not registered (reconnect)", retryable=True)
         return session
 
-    def require_paired(self, session: NodeSession) -> None:
+    @staticmethod
+    def require_paired(session: NodeSession) -> None:
         if not session.paired:
-            node = self.sessions.get(session.node_id)
             raise NotPaired("this node is not paired yet: the gateway owner must approve its pairing request",
-                            details={"code": "PAIRING_REQUIRED", "nodeId": node.node_id if node else None})
+                            details={"code": "PAIRING_REQUIRED", "nodeId": session.node_id})
 
     # -- what nodes send ---------------------------------------------------------------------
 
