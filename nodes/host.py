@@ -79,7 +79,6 @@ class NodeHost:
         self.identity = NodeIdentity.load_or_create(state / "identity.json")
         self.commands = Commands(ExecApprovals(state / "exec-approvals.json"))
         self.client: GatewayClient | None = None
-        self.paired = False
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._recent: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
@@ -170,7 +169,6 @@ class NodeHost:
         auth = hello.get("auth") or {}
         if auth.get("deviceToken"):
             self._save_token(str(auth["deviceToken"]))
-        self.paired = auth.get("paired") is not False
         tick_s = ((hello.get("policy") or {}).get("tickIntervalMs") or 30_000) / 1000
         if auth.get("paired"):
             log(f"connected to {self.url} as {self.display_name}; paired")
@@ -224,7 +222,6 @@ class NodeHost:
         if decision != "approved":
             log(f"pairing {decision} by the gateway owner")
             return
-        self.paired = True
         if payload.get("token"):
             self._save_token(str(payload["token"]))
             log("paired: serving invocations")
