@@ -34,6 +34,7 @@ SUBSYSTEMS: list[str] = [
     "gateway.cron.service",
     "gateway.plugins.service",
     "gateway.devices.service",
+    "gateway.canvas.service",
     "gateway.mcp_http.transport",
 ]
 

@@ -13,11 +13,25 @@ import functools
 import hashlib
 from importlib import resources
 
-__all__ = ["index_html", "page_headers"]
+__all__ = ["index_html", "page_headers", "stitch"]
 
 
-def _asset(name: str) -> str:
-    return resources.files("gateway").joinpath("static", name).read_text(encoding="utf-8")
+def stitch(package: str, html: str, css: str, js: str, directives: list[str]) -> str:
+    """One document from ``<package>/static/{html,css,js}``: the CSS and JS inlined at ``{{CSS}}`` and
+    ``{{JS}}``, and a Content-Security-Policy at ``{{CSP}}`` that pins both by hash, plus ``directives``."""
+    def asset(name: str) -> str:
+        return resources.files(package).joinpath("static", name).read_text(encoding="utf-8")
+
+    style, script = asset(css), asset(js)
+    if "</script" in script.lower() or "</style" in style.lower():
+        raise RuntimeError(f"{package} page assets must not contain closing script/style tags")
+    csp = "; ".join(["default-src 'none'", f"script-src {_sha256(script)}", f"style-src {_sha256(style)}",
+                     *directives])
+    # CSP first: the CSS and JS are inserted verbatim and must not be scanned for placeholders.
+    head, _, tail = asset(html).partition("{{CSS}}")
+    head = head.replace("{{CSP}}", csp)
+    middle, _, end = tail.partition("{{JS}}")
+    return head + style + middle + script + end
 
 
 def _sha256(text: str) -> str:
@@ -27,24 +41,8 @@ def _sha256(text: str) -> str:
 @functools.cache
 def index_html() -> str:
     """The assembled page (cached: the assets do not change while the process runs)."""
-    css, js = _asset("style.css"), _asset("app.js")
-    if "</script" in js.lower() or "</style" in css.lower():
-        raise RuntimeError("web chat assets must not contain closing script/style tags")
-    csp = "; ".join([
-        "default-src 'none'",
-        f"script-src {_sha256(js)}",
-        f"style-src {_sha256(css)}",
-        "connect-src 'self'",
-        "img-src 'self' data:",
-        "base-uri 'none'",
-        "form-action 'none'",
-    ])
-    page = _asset("index.html")
-    # CSP first: the CSS and JS are inserted verbatim and must not be scanned for placeholders.
-    head, _, tail = page.partition("{{CSS}}")
-    head = head.replace("{{CSP}}", csp)
-    middle, _, end = tail.partition("{{JS}}")
-    return head + css + middle + js + end
+    return stitch("gateway", "index.html", "style.css", "app.js",
+                  ["connect-src 'self'", "img-src 'self' data:", "base-uri 'none'", "form-action 'none'"])
 
 
 def page_headers() -> dict[str, str]:

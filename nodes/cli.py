@@ -4,6 +4,8 @@
     remoteclaw node approvals list
     remoteclaw node approvals add PATTERN      e.g. git, python3*, /usr/local/bin/*
     remoteclaw node approvals remove PATTERN
+    remoteclaw node browser show
+    remoteclaw node browser set KEY VALUE      evaluateEnabled, allowPrivateNetwork, allowedHosts, downloadsDir
 
 ``remoteclaw-node`` is the same without the ``node`` word, for a machine with only the node host installed.
 """
@@ -37,6 +39,8 @@ def _build(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--path", default="/", help="the gateway's WebSocket path (behind a proxy)")
     run.add_argument("--display-name", default=socket.gethostname(), help="how the node is listed")
     run.add_argument("--token", help="gateway token for the first pairing (default: $REMOTECLAW_GATEWAY_TOKEN)")
+    run.add_argument("--no-browser", action="store_true",
+                     help="do not offer the canvas and browser commands even where Chromium is installed")
     run.set_defaults(func=_cmd_run)
     approvals = sub.add_parser("approvals", help="what system.run may execute on this machine")
     asub = approvals.add_subparsers(dest="approvals_command", metavar="ACTION")
@@ -48,6 +52,16 @@ def _build(parser: argparse.ArgumentParser) -> None:
     remove = asub.add_parser("remove", help="stop allowing a pattern")
     remove.add_argument("pattern")
     remove.set_defaults(func=_cmd_approvals_remove)
+    browser = sub.add_parser("browser", help="what this node's browser may do (evaluate, private addresses)")
+    bsub = browser.add_subparsers(dest="browser_command", metavar="ACTION")
+    bsub.required = True
+    bsub.add_parser("show", help="the browser settings and whether Chromium was found").set_defaults(
+        func=_cmd_browser_show)
+    bset = bsub.add_parser("set", help="set evaluateEnabled, allowPrivateNetwork (true|false), allowedHosts "
+                                       "(comma-separated) or downloadsDir")
+    bset.add_argument("key")
+    bset.add_argument("value")
+    bset.set_defaults(func=_cmd_browser_set)
 
 
 def _approvals() -> Any:
@@ -74,6 +88,41 @@ def _cmd_approvals_remove(args: argparse.Namespace) -> int:
     return 0 if removed else 1
 
 
+def _cmd_browser_show(_args: argparse.Namespace) -> int:
+    from nodes.browser.chromium import find
+    from nodes.browser.settings import BrowserSettings
+    from nodes.state import state_dir
+
+    settings = BrowserSettings.load(state_dir())
+    executable, reason = find()
+    print(json.dumps({"chromium": executable, "unavailableBecause": reason,
+                      "evaluateEnabled": settings.evaluate_enabled,
+                      "allowPrivateNetwork": settings.allow_private_network,
+                      "allowedHosts": settings.allowed_hosts, "downloadsDir": str(settings.downloads_dir)}, indent=2))
+    return 0
+
+
+def _cmd_browser_set(args: argparse.Namespace) -> int:
+    from nodes.browser.settings import BrowserSettings
+    from nodes.state import state_dir
+
+    value: Any = args.value
+    if args.key in ("evaluateEnabled", "allowPrivateNetwork"):
+        if args.value.lower() not in ("true", "false"):
+            print(f"{args.key} takes true or false", file=sys.stderr)
+            return 2
+        value = args.value.lower() == "true"
+    elif args.key == "allowedHosts":
+        value = [h.strip().lower() for h in args.value.split(",") if h.strip()]
+    try:
+        BrowserSettings.update(state_dir(), args.key, value)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(f"{args.key} = {json.dumps(value)} (applies to the next request; no restart needed)")
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from nodes.host import NodeHost
     from nodes.state import state_dir
@@ -84,7 +133,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("REMOTECLAW_GATEWAY_TOKEN") or None
 
     async def go() -> int:
-        node = NodeHost(url, gateway_token=token, display_name=args.display_name, state=state_dir())
+        node = NodeHost(url, gateway_token=token, display_name=args.display_name, state=state_dir(),
+                        browser=not args.no_browser)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, node.stop)

@@ -15,9 +15,12 @@ import shutil
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodes.approvals import ExecApprovals
+
+if TYPE_CHECKING:
+    from nodes.browser.service import BrowserCommands
 
 __all__ = ["COMMANDS", "CommandError", "Commands"]
 
@@ -95,9 +98,17 @@ class _Capped:
 class Commands:
     """Serves the node's commands. ``running`` maps an invocation id to its process, for cancellation."""
 
-    def __init__(self, approvals: ExecApprovals) -> None:
+    def __init__(self, approvals: ExecApprovals, browser: BrowserCommands | None = None) -> None:
         self.approvals = approvals
+        self.browser = browser
         self.running: dict[str, asyncio.subprocess.Process] = {}
+
+    @property
+    def declared(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(caps, commands)`` this node announces at connect."""
+        if self.browser is None:
+            return CAPS, COMMANDS
+        return (*CAPS, *self.browser.caps), (*COMMANDS, *self.browser.commands)
 
     async def run(self, command: str, params: Any, invoke_id: str) -> Any:
         if params is None:
@@ -110,6 +121,8 @@ class Commands:
             return self.system_which(params)
         if command == "system.notify":
             return await self.system_notify(params)
+        if self.browser is not None and command in self.browser.commands:
+            return await self.browser.run(command, params)
         raise CommandError("UNAVAILABLE", f"this node does not serve {command}")
 
     async def system_run(self, params: dict[str, Any], invoke_id: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import orjson
 from gateway.protocol import RpcError
 from mcp_shim.client import GatewayClient
 from nodes.approvals import ExecApprovals
-from nodes.commands import CAPS, COMMANDS, CommandError, Commands
+from nodes.commands import CommandError, Commands
 from nodes.identity import NodeIdentity
 from nodes.state import read_json, write_private
 
@@ -39,6 +39,8 @@ STABLE_AFTER_S = 10.0
 
 DEDUPE_KEYS = 256
 DEDUPE_TTL_S = 600.0
+
+UNAVAILABLE_EVENT = "capabilities.unavailable"
 
 FATAL_CODES = frozenset({"AUTH_REQUIRED", "DEVICE_IDENTITY_REQUIRED", "PROTOCOL_MISMATCH"})
 
@@ -71,19 +73,46 @@ class NodeHost:
         state: the state dir (identity, node token, exec approvals).
     """
 
-    def __init__(self, url: str, *, gateway_token: str | None, display_name: str, state: Path) -> None:
+    def __init__(self, url: str, *, gateway_token: str | None, display_name: str, state: Path,
+                 browser: bool = True) -> None:
         self.url = url
         self.gateway_token = gateway_token
         self.display_name = display_name
         self.state = state
         self.identity = NodeIdentity.load_or_create(state / "identity.json")
-        self.commands = Commands(ExecApprovals(state / "exec-approvals.json"))
+        self._unavailable: str | None = None
+        self.commands = Commands(ExecApprovals(state / "exec-approvals.json"), self._browser(browser))
         self.client: GatewayClient | None = None
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._recent: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
         self._last_frame = time.monotonic()
         self._reconnect_now = asyncio.Event()
+
+    def _browser(self, wanted: bool) -> Any:
+        """The canvas and browser control, when this machine can run Chromium (else say why, once)."""
+        if not wanted:
+            return None
+        from nodes.browser.canvas import canvas_host_url
+        from nodes.browser.service import BrowserCommands
+
+        browser, reason = BrowserCommands.create(self.state, canvas_host_url(self.url), self._emit)
+        if browser is None:
+            log(f"canvas and browser commands are off: {reason}")
+            self._unavailable = reason
+        return browser
+
+    async def _emit(self, event: str, payload: dict[str, Any]) -> None:
+        """Send the gateway a node event (an A2UI button press, say); dropped, with a log line, when offline."""
+        client = self.client
+        if client is None:
+            log(f"not connected: the {event} event was dropped")
+            return
+        try:
+            await client.request("node.event", {"event": event, "payloadJSON": orjson.dumps(payload).decode()},
+                                 reconnect=False, timeout=15)
+        except RpcError as err:
+            log(f"the gateway did not take the {event} event: {err.message}")
 
     @property
     def node_id(self) -> str:
@@ -107,7 +136,8 @@ class NodeHost:
 
     def _client(self) -> GatewayClient:
         node_token = self._saved_token()
-        extra: dict[str, Any] = {"caps": list(CAPS), "commands": list(COMMANDS)}
+        caps, commands = self.commands.declared
+        extra: dict[str, Any] = {"caps": list(caps), "commands": list(commands)}
         token = None
         if node_token:
             extra["auth"] = {"deviceToken": node_token}
@@ -126,6 +156,14 @@ class NodeHost:
     async def run(self) -> int:
         """Connect and serve until stopped; returns the exit code."""
         log(f"node id {self.node_id}, state in {self.state}")
+        try:
+            return await self._loop()
+        finally:
+            if self.commands.browser is not None:
+                with contextlib.suppress(Exception):
+                    await self.commands.browser.close()
+
+    async def _loop(self) -> int:
         delay = BACKOFF_MIN_S
         while not self._stop.is_set():
             started = time.monotonic()
@@ -179,6 +217,8 @@ class NodeHost:
             log(f"connected to {self.url}; waiting for the owner to approve this node"
                 + (f" (remoteclaw nodes approve {request})" if request else ""))
         self._last_frame = time.monotonic()
+        if auth.get("paired", True):
+            self._say_unavailable()
         watchdog = asyncio.create_task(self._watch(client, tick_s))
         try:
             waits = [asyncio.create_task(client.wait_closed()), asyncio.create_task(self._stop.wait()),
@@ -225,10 +265,17 @@ class NodeHost:
         if payload.get("token"):
             self._save_token(str(payload["token"]))
             log("paired: serving invocations")
+            self._say_unavailable()
         else:
             # A gateway that does not hand out a token here (OpenClaw) settles the node's commands at connect.
             log("paired: reconnecting to take up the approved commands")
             self._reconnect_now.set()
+
+    def _say_unavailable(self) -> None:
+        """Why the canvas and browser commands are missing: the gateway quotes it to whoever calls them."""
+        if self._unavailable:
+            self._spawn(self._emit(UNAVAILABLE_EVENT, {"commands": ["canvas.*", "browser.*"],
+                                                       "reason": self._unavailable}))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)

@@ -26,3 +26,6 @@ class NodesConfig(Section):
                                  description="How long node.invoke waits for a node when the call gives no timeoutMs.")
     maxPendingRequests: int = Field(100, ge=1, le=10_000,
                                     description="Pending pairing requests kept at most (the oldest are dropped).")
+    browserNode: str | None = Field(
+        None, max_length=256, description="The node browser.request uses when several offer a browser (id, id "
+                                          "prefix or name); unset: the only browser node connected.")

@@ -18,7 +18,9 @@ import contextlib
 import hashlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -26,6 +28,7 @@ import structlog
 
 from gateway.connection import CLOSE_POLICY, Connection
 from gateway.devices import policy
+from gateway.devices.requests import agent_request
 from gateway.devices.store import APPROVED, PENDING, REJECTED, Admission, NodeStore
 from gateway.protocol import Forbidden, InvalidRequest, NotPaired, RpcError, Unavailable
 from gateway.rpc import PAIRING, READ, Caller
@@ -34,7 +37,10 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
     from gateway.handshake import ConnectParams
 
-__all__ = ["NodeService", "NodeSession", "start"]
+__all__ = ["EventHandler", "NodeService", "NodeSession", "ParamCheck", "start"]
+
+ParamCheck = Callable[[Any], None]
+EventHandler = Callable[["Gateway", str, Any], Awaitable[None]]
 
 log = structlog.get_logger("gateway.devices")
 
@@ -87,6 +93,11 @@ class NodeService:
         self._remote: dict[str, asyncio.Future[Any]] = {}
         self._inflight: dict[str, tuple[str, asyncio.Future[Any]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.param_checks: dict[str, ParamCheck] = {}
+        """Per command, a check of ``node.invoke`` params made before the call leaves the gateway (a
+        capability registers its own: the canvas checks every A2UI line). It raises ``InvalidRequest``."""
+        self.event_handlers: dict[str, EventHandler] = {"agent.request": agent_request}
+        """Per node event name, what the gateway does with it besides relaying it to operators."""
 
     # -- connect and disconnect ----------------------------------------------------------------
 
@@ -191,6 +202,15 @@ class NodeService:
         session.events[event] = payload
         self.gw.broadcast("node.event", {"nodeId": session.node_id, "event": event, "payload": payload,
                                          "ts": int(time.time() * 1000)}, scope=READ, drop_if_slow=True)
+        handler = self.event_handlers.get(event)
+        if handler is not None:
+            self._spawn(self._handle_event(handler, session, event, payload))
+
+    async def _handle_event(self, handler: EventHandler, session: NodeSession, event: str, payload: Any) -> None:
+        try:
+            await handler(self.gw, session.node_id, payload)
+        except Exception:
+            log.exception("node event handler failed", node=session.node_id, event_name=event)
 
     # -- listing -------------------------------------------------------------------------------
 
@@ -306,7 +326,8 @@ class NodeService:
                             f"request {node['requestId']} with node.pair.approve first",
                             details={"code": "NODE_NOT_PAIRED", "nodeId": node_id, "requestId": node["requestId"]})
         if command not in node["commands"]:
-            raise InvalidRequest(f"node {node['displayName']} does not offer {command}; it offers: "
+            raise InvalidRequest(f"node {node['displayName']} does not offer {command}"
+                                 f"{self._why_missing(node_id, command)}; it offers: "
                                  f"{', '.join(node['commands']) or 'nothing'}",
                                  details={"code": "COMMAND_NOT_DECLARED", "nodeId": node_id, "command": command})
         if command not in node["allowedCommands"]:
@@ -316,10 +337,23 @@ class NodeService:
         if not node["connected"]:
             raise Unavailable(f"node {node['displayName']} is not connected",
                               details={"code": "NODE_NOT_CONNECTED", "nodeId": node_id}, retryable=True)
+        check = self.param_checks.get(command)
+        if check is not None:
+            check(params)
         timeout_ms = timeout_ms or self.gw.config.nodes.invokeTimeoutMs
         fingerprint = _fingerprint(node_id, command, params)
         return await self._once(idempotency_key, fingerprint, lambda: self._route(
             node, instance, command, params, timeout_ms, idempotency_key))
+
+    def _why_missing(self, node_id: str, command: str) -> str:
+        """The reason a node gave for not offering a command (``capabilities.unavailable``), if it gave one."""
+        session = self.sessions.get(node_id)
+        said = session.events.get("capabilities.unavailable") if session is not None else None
+        if not isinstance(said, dict) or not isinstance(said.get("commands"), list):
+            return ""
+        if any(isinstance(p, str) and fnmatchcase(command, p) for p in said["commands"]):
+            return f" ({str(said.get('reason'))[:300]})"
+        return ""
 
     async def _once(self, key: str, fingerprint: str, call: Any) -> dict[str, Any]:
         """Run a call once per idempotency key: a repeat gets the first answer marked ``replayed``; the same

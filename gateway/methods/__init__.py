@@ -13,6 +13,7 @@ CAPABILITY_METHODS: list[str] = [
     "gateway.cron.methods",
     "gateway.plugins.methods",
     "gateway.devices.methods",
+    "gateway.browser.methods",
 ]
 """Method modules that live in a capability's own subpackage (``gateway/<capability>/methods.py``)."""
 

@@ -39,7 +39,7 @@ class RunRequest:
     session_key: str
     agent_id: str
     message: str
-    source: str = "agent"  # agent | chat | channel | spawn | cron
+    source: str = "agent"  # agent | chat | channel | spawn | cron | node
     is_owner: bool = False
     tool_profile: str | None = None
     origin: Origin | None = None

@@ -79,7 +79,9 @@ async def canvas_snapshot(call: Call, a: dict[str, Any]) -> Any:
 @tool("canvas_a2ui_push", "Push A2UI content", "Push A2UI JSONL to a node's canvas renderer.",
       obj({"nodeId": NODE_ID, "jsonl": string("A2UI messages, one JSON object per line")}, ("nodeId", "jsonl")))
 async def canvas_a2ui_push(call: Call, a: dict[str, Any]) -> Any:
-    return await invoke(call, a["nodeId"], "canvas.a2ui.pushJSONL", {"jsonl": a["jsonl"]})
+    # The session rides along so a button pressed on this UI comes back to the agent that drew it.
+    params = compact(jsonl=a["jsonl"], sessionKey=call.ctx.session_key or None)
+    return await invoke(call, a["nodeId"], "canvas.a2ui.pushJSONL", params)
 
 
 @tool("canvas_a2ui_reset", "Reset A2UI", "Clear the A2UI renderer state on a node.",

@@ -25,7 +25,8 @@ from tests.support.ws import RawClient
 pytestmark = pytest.mark.timeout(90)
 
 MAIN = "agent:main:main"
-BROWSER = "the browser is not available on this gateway yet (no browser-capable node)"
+BROWSER = ("no browser-capable node is connected: run `remoteclaw node run` on a machine with Chromium (and the "
+           "browser extra) and approve it")
 TTS = "text-to-speech is not available on this gateway yet (no TTS providers)"
 
 LATER: dict[str, tuple[dict[str, Any], str]] = {

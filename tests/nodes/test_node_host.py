@@ -51,7 +51,7 @@ async def pair(admin: RawClient, node: NodeHostProcess) -> str:
     """Wait for the node's request, approve it, and wait until the node holds its token; returns its id."""
     request = await pending_request(admin, node.name)
     await admin.call("node.pair.approve", {"requestId": request["requestId"]})
-    await until(lambda: token_file(node).get("token"), 15, "the node to save its token")
+    await until(lambda: token_file(node).get("token"), 30, "the node to save its token")
     return str(request["nodeId"])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,8 +19,11 @@ __all__ = ["NodeHostProcess", "OpenClawNodeHost", "openclaw_paths"]
 class NodeHostProcess:
     """``python -m nodes run`` with its own state dir; ``token`` None starts it without the gateway token."""
 
-    def __init__(self, state: Path, port: int, *, token: str | None, name: str = "testbox") -> None:
+    def __init__(self, state: Path, port: int, *, token: str | None, name: str = "testbox",
+                 browser: bool = False) -> None:
         self.state = state
+        self.browser = browser
+        self.extra_env: dict[str, str] = {}
         self.port = port
         self.token = token
         self.name = name
@@ -31,12 +35,14 @@ class NodeHostProcess:
         env["REMOTECLAW_NODE_STATE_DIR"] = str(self.state)
         if self.token:
             env["REMOTECLAW_GATEWAY_TOKEN"] = self.token
+        env.update(self.extra_env)
         return env
 
     def start(self) -> NodeHostProcess:
         self.state.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nodes", "run", "--port", str(self.port), "--display-name", self.name],
+            [sys.executable, "-m", "nodes", "run", "--port", str(self.port), "--display-name", self.name,
+             *([] if self.browser else ["--no-browser"])],
             cwd=ROOT, env=self.env(), stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
         return self
 
@@ -44,6 +50,11 @@ class NodeHostProcess:
         """``remoteclaw-node approvals ...`` against this node's state dir."""
         return subprocess.run([sys.executable, "-m", "nodes", "approvals", *args], cwd=ROOT, env=self.env(),
                               capture_output=True, text=True, timeout=30, check=False)
+
+    def browser_settings(self, **settings: Any) -> None:
+        """Write the node's ``browser.json`` (what its owner would set with ``remoteclaw node browser set``)."""
+        self.state.mkdir(parents=True, exist_ok=True)
+        (self.state / "browser.json").write_text(json.dumps(settings))
 
     def output(self) -> str:
         return self.log.read_text() if self.log.exists() else ""
@@ -107,6 +118,11 @@ class OpenClawNodeHost:
              "--no-tls", "--display-name", self.name],
             env=self.env(), stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
         return self
+
+    def browser_settings(self, **settings: Any) -> None:
+        """Write the node's ``browser.json`` (what its owner would set with ``remoteclaw node browser set``)."""
+        self.state.mkdir(parents=True, exist_ok=True)
+        (self.state / "browser.json").write_text(json.dumps(settings))
 
     def output(self) -> str:
         return self.log.read_text() if self.log.exists() else ""

@@ -54,7 +54,7 @@ async def test_a_non_owner_run_cannot_get_admin_with_its_token(gw: GatewayProces
     # Owner-only capabilities stay closed even where write scope would do: the token lists its methods.
     tried = {k: v for k, v in probe["tried"].items() if k not in ("sessions.list.keys", "chat.history")}
     assert tried == {"sessions.list": "ok", "node.invoke": "RUN_TIER_FORBIDDEN",
-                     "browser.request": "RUN_TIER_FORBIDDEN", "config.get": "RUN_TIER_FORBIDDEN",
+                     "browser.request": "MISSING_SCOPE", "config.get": "RUN_TIER_FORBIDDEN",
                      "logs.tail": "RUN_TIER_FORBIDDEN"}
 
 
