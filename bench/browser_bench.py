@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.node_bench import pair, summary  # noqa: E402
-from bench.procs import tree_rss_mb  # noqa: E402
+from bench.procs import tree_pss_mb, tree_rss_mb  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
 from tests.support.node_host import NodeHostProcess  # noqa: E402
 from tests.support.pages import PageServer  # noqa: E402
@@ -88,8 +88,9 @@ async def main(args: Any) -> None:
                 print("canvas snapshot: ", summary(shots))
                 await asyncio.sleep(2)
                 assert node.proc is not None
-                print(f"node RSS idle, with Chromium (node host + browser processes): "
-                      f"{tree_rss_mb(node.proc.pid):.0f} MiB")
+                print(f"node memory idle, with Chromium (node host + browser processes): PSS "
+                      f"{tree_pss_mb(node.proc.pid):.0f} MiB (RSS summed per process: "
+                      f"{tree_rss_mb(node.proc.pid):.0f} MiB)")
             await admin.close()
 
 

@@ -61,6 +61,19 @@ def tree_rss_mb(pid: int) -> float:
     return sum(_rss_kb(p) for p in children_of(pid)) / 1024
 
 
+def tree_pss_mb(pid: int) -> float:
+    """Proportional set size of a process and its descendants, in MiB: each shared page is split among the
+    processes sharing it, so a multi-process program (Chromium) is not counted several times over."""
+    total = 0
+    for child in children_of(pid):
+        try:
+            with open(f"/proc/{child}/smaps_rollup") as fh:
+                total += next((int(line.split()[1]) for line in fh if line.startswith("Pss:")), 0)
+        except OSError:  # gone, or not ours to read
+            continue
+    return total / 1024
+
+
 def stop_tree(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
     """SIGTERM the process group we started, then SIGKILL what is left."""
     if proc.poll() is not None:
