@@ -96,8 +96,9 @@ def openclaw_paths() -> tuple[Path, Path]:
 class OpenClawNodeHost:
     """OpenClaw's headless node host, ``openclaw node run``, with a private HOME (its identity lives there)."""
 
-    def __init__(self, home: Path, port: int, token: str, *, name: str = "ocnode") -> None:
+    def __init__(self, home: Path, port: int, token: str, *, name: str = "ocnode", browser: bool = False) -> None:
         self.node, self.entry = openclaw_paths()
+        self.browser = browser
         self.home = home
         self.port = port
         self.token = token
@@ -109,20 +110,22 @@ class OpenClawNodeHost:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
         env.update(OPENCLAW_OFFLINE_ENV, HOME=str(self.home), OPENCLAW_GATEWAY_TOKEN=self.token,
                    PATH=f"{self.node.parent}:{env.get('PATH', '')}")
+        if self.browser:
+            env.pop("OPENCLAW_SKIP_BROWSER_CONTROL_SERVER")
         return env
 
     def start(self) -> OpenClawNodeHost:
         self.home.mkdir(parents=True, exist_ok=True)
+        if self.browser:  # its browser control, on Debian's Chromium, allowed to open loopback test pages
+            config = {"browser": {"executablePath": "/usr/bin/chromium", "headless": True, "noSandbox": True,
+                                  "ssrfPolicy": {"dangerouslyAllowPrivateNetwork": True}}}
+            (self.home / ".openclaw").mkdir(exist_ok=True)
+            (self.home / ".openclaw" / "openclaw.json").write_text(json.dumps(config))
         self.proc = subprocess.Popen(
             [str(self.node), str(self.entry), "node", "run", "--host", "127.0.0.1", "--port", str(self.port),
              "--no-tls", "--display-name", self.name],
             env=self.env(), stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
         return self
-
-    def browser_settings(self, **settings: Any) -> None:
-        """Write the node's ``browser.json`` (what its owner would set with ``remoteclaw node browser set``)."""
-        self.state.mkdir(parents=True, exist_ok=True)
-        (self.state / "browser.json").write_text(json.dumps(settings))
 
     def output(self) -> str:
         return self.log.read_text() if self.log.exists() else ""
