@@ -2,7 +2,8 @@
 
 Any write-scope caller, including an agent a stranger talks to, can ask ``message.sendAttachment``
 to send a path. So the path must be absolute and an ordinary file, and never one of the gateway's
-own secrets: the state directory (token, database), the config file, or the kernel's views of
+own secrets: the state directory (token, database; only its ``outbound/`` folder of media the gateway made
+to be shared may be sent), the config file, or the kernel's views of
 processes and devices (``/proc/self/environ`` reads as a file and holds the gateway's environment).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from channels.base import ChannelError
+from gateway.platforms import OUTBOUND
 
 __all__ = ["MAX_ATTACHMENT_BYTES", "check_outbound_file"]
 
@@ -28,7 +30,8 @@ def check_outbound_file(file: str, *, state_dir: Path, config_path: Path) -> str
                            details={"field": "file"})
     path = path.resolve()
     state = state_dir.resolve()
-    if path == state or state in path.parents:
+    shareable = state / OUTBOUND  # media the gateway made to be sent (voice notes, screenshots)
+    if (path == state or state in path.parents) and shareable not in path.parents:
         raise ChannelError("refusing to send a file from the gateway's state directory", details={"field": "file"})
     if path.parts[1:2] in (("proc",), ("sys",), ("dev",)) or path == config_path.resolve():
         raise ChannelError(f"refusing to send {path}: it is a system or gateway file", details={"field": "file"})

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch
     from gateway.sessions import SessionsService
+    from gateway.voice.service import VoiceService
 
 __all__ = ["Gateway"]
 
@@ -115,6 +116,8 @@ class Gateway:
         """The plugins found and loaded (``gateway.plugins``)."""
         self.nodes: NodeService | None = None
         """Paired nodes and their live sockets (``gateway.devices``)."""
+        self.voice: VoiceService | None = None
+        """Text to speech and speech to text (``gateway.voice``)."""
         self.recovered: dict[str, int] = {}
         """What start-up recovery did with the previous process's unfinished turns (``gateway.runs.recovery``)."""
         self.background: set[asyncio.Task[None]] = set()

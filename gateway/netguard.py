@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 
-__all__ = ["is_public_address"]
+__all__ = ["check_public_url", "is_public_address"]
 
 
 def is_public_address(address: str) -> bool:
@@ -18,3 +18,25 @@ def is_public_address(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_global and not ip.is_multicast
+
+
+async def check_public_url(url: str) -> None:
+    """Refuse (``InvalidRequest`` naming ``url``) a URL that is not http(s) or whose host resolves to any
+    address that is not public."""
+    import asyncio
+    import socket
+    from urllib.parse import urlsplit
+
+    from gateway.protocol import InvalidRequest
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequest(f"url: not an http(s) URL: {url}", details={"field": "url"})
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise InvalidRequest(f"url: cannot resolve {parts.hostname}: {exc}", details={"field": "url"}) from None
+    if not all(is_public_address(str(info[4][0])) for info in infos):
+        raise InvalidRequest(f"url: {parts.hostname} is a private or reserved address; not fetching it",
+                             details={"field": "url"})

@@ -6,7 +6,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["config_path", "ensure_token", "logs_dir", "state_dir", "token_path"]
+__all__ = ["OUTBOUND", "config_path", "ensure_token", "logs_dir", "outbound_dir", "state_dir", "token_path"]
 
 
 def state_dir() -> Path:
@@ -23,6 +23,18 @@ def config_path() -> Path:
 
 def logs_dir() -> Path:
     path = state_dir() / "logs"
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+OUTBOUND = "outbound"
+"""The one folder of the state dir whose files may be sent to chats: media the gateway made to be shared
+(voice notes, browser screenshots and PDFs). Nothing secret is ever written there."""
+
+
+def outbound_dir(state: Path, kind: str) -> Path:
+    """``<state>/outbound/<kind>``, created private; ``message.sendAttachment`` accepts files from it."""
+    path = state / OUTBOUND / kind
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
 

@@ -42,7 +42,8 @@ def _sha256(text: str) -> str:
 def index_html() -> str:
     """The assembled page (cached: the assets do not change while the process runs)."""
     return stitch("gateway", "index.html", "style.css", "app.js",
-                  ["connect-src 'self'", "img-src 'self' data:", "base-uri 'none'", "form-action 'none'"])
+                  ["connect-src 'self'", "img-src 'self' data:", "media-src data:", "base-uri 'none'",
+                   "form-action 'none'"])
 
 
 def page_headers() -> dict[str, str]:

@@ -16,6 +16,7 @@ sub-agent or cron) goes through the same steps:
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import shutil
 import sys
@@ -37,6 +38,7 @@ from gateway.agents.runtimes.driver import run_turn
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
+from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.store.transcripts import SessionRepo
 
@@ -200,6 +202,9 @@ class AgentExecutor:
     async def after_run(self, run: Run) -> None:
         """Deliver a channel run's reply, or one line saying why it failed."""
         origin = run.last.origin
+        if origin is None and run.last.source == "chat" and run.status == "ok" and self.gw.voice is not None:
+            await self._speak_to_page(run)
+            return
         if origin is None or not run.last.deliver or run.status == "aborted":
             return
         if run.status != "ok":
@@ -215,8 +220,45 @@ class AgentExecutor:
             log.info("reply already sent by a message tool", run_id=run.id)
             return
         reply_to_id = origin.reply_to_id if reply_to == "current" else reply_to
+        speak = False
+        if self.gw.voice is not None:
+            body, speak = await self.gw.voice.auto_reply(body, inbound_voice=run.last.voice_in)
         # Through the outbox: written down before it is sent, so a crash in between loses no reply.
         await outbox.deliver(self.gw, origin, body, run.session_key, run_id=run.id, reply_to_id=reply_to_id)
+        if speak:
+            await self._speak(origin, body, run)
+
+    async def _speak_to_page(self, run: Run) -> None:
+        """Auto-TTS for the web chat: the clip goes to the page's viewers as a ``chat.audio`` event."""
+        assert self.gw.voice is not None
+        body, silent, _reply_to = clean_reply(run.reply)
+        text, wanted = await self.gw.voice.auto_reply(body, inbound_voice=run.last.voice_in)
+        if silent or not wanted:
+            return
+        try:
+            speech = await self.gw.voice.speak(text)
+            data = await asyncio.to_thread(Path(speech.path).read_bytes)
+        except (RpcError, OSError) as exc:
+            log.warning("spoken reply not made for the web chat", run_id=run.id, error=str(exc))
+            return
+        self.gw.broadcast("chat.audio", {"runId": run.id, "sessionKey": run.session_key, "mimeType": "audio/ogg",
+                                         "durationS": round(speech.duration_s, 2), "provider": speech.provider,
+                                         "base64": base64.b64encode(data).decode()})
+
+    async def _speak(self, origin: Origin, text: str, run: Run) -> None:
+        """The reply as a voice message after its text (auto-TTS); a failure costs only the voice."""
+        assert self.gw.voice is not None
+        platforms = self.gw.platforms
+        if platforms is None:
+            return
+        try:
+            speech = await self.gw.voice.speak(text)
+            await platforms.send_attachment(origin.channel, origin.account_id, origin.to, speech.path,
+                                            thread_id=origin.thread_id, session_key=run.session_key)
+        except RpcError as exc:
+            log.warning("spoken reply not sent; the text went alone", run_id=run.id, error=exc.message)
+        else:
+            log.info("spoken reply sent", run_id=run.id, provider=speech.provider, seconds=speech.duration_s)
 
     async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int:
         """Send ``text`` to the chat behind ``origin``; how many messages that took (0: no platforms)."""

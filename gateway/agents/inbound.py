@@ -65,6 +65,7 @@ class InboundRouter:
                 return
             text = rest  # "/new <text>": the first message of the new conversation
         files: list[str] = []
+        voice_in = False
         for m in msg.media:
             if m.path:  # downloaded: the agent reads its copy in the workspace
                 files.append(m.path)
@@ -72,12 +73,26 @@ class InboundRouter:
             else:
                 where = m.url or "(not downloaded)"
             text += f"\n[attachment: {m.kind} {where}]"
+            if m.kind in ("voice", "audio") and m.path:
+                voice_in = voice_in or m.kind == "voice"
+                text += await self._transcript(m.path, origin, key)
         if msg.chat_type != "dm" and msg.sender_name:
             text = f"[{msg.sender_name}] {text}"
         await gw.runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="channel",
                                         is_owner=is_owner, tool_profile=tool_profile, origin=origin,
-                                        deliver=True, files=tuple(files), inbound=msg.ref))
+                                        deliver=True, files=tuple(files), inbound=msg.ref, voice_in=voice_in))
         await gw.agents.typing(origin)
+
+    async def _transcript(self, path: str, origin: Origin, key: str) -> str:
+        """The words of a voice message for the prompt; a failure is told to the user (the message still goes
+        through, with the audio in the workspace)."""
+        if self.gw.voice is None:
+            return ""
+        note, error = await self.gw.voice.hear(path)
+        if error:
+            await self.gw.agents.notify(origin, f"⚠️ I could not transcribe your voice message ({error}); "
+                                                "the agent gets the audio file instead.", key)
+        return note
 
     async def _answer_command(self, cmd: commands.Command, key: str) -> str:
         gw = self.gw

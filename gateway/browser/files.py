@@ -2,9 +2,10 @@
 
 The node's answer names each file by its path on the node and carries its bytes (``files: [{path,
 base64, mimeType}]``, the envelope OpenClaw's node host uses). They are written under
-``<state dir>/browser/`` and the answer's paths rewritten to those copies, so an agent on the gateway's
-machine can open them. Every path in the answer must come with its file and every file must be named in
-the answer: anything else is a malformed envelope, refused whole.
+``<state dir>/outbound/browser/`` and the answer's paths rewritten to those copies, so an agent on the
+gateway's machine can open them and ``message_send_attachment`` can send them. Every path in the answer
+must come with its file and every file must be named in the answer: anything else is a malformed
+envelope, refused whole.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from pathlib import Path, PurePath
 from typing import Any
 
-from gateway.paths import state_dir
+from gateway.paths import outbound_dir
 
 __all__ = ["FileEnvelopeError", "persist"]
 
@@ -47,16 +48,15 @@ def _named_paths(result: Any) -> list[tuple[dict[str, Any], str]]:
     return spots
 
 
-def _folder() -> Path:
-    folder = state_dir() / "browser"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+def _folder(state: Path) -> Path:
+    folder = outbound_dir(state, "browser")
     kept = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime)
     for stale in kept[:-KEEP_FILES]:
         stale.unlink(missing_ok=True)
     return folder
 
 
-def persist(result: Any, files: Any) -> Any:
+def persist(result: Any, files: Any, state: Path) -> Any:
     """Write the files of a proxied answer and point the answer at them (blocking: run in a thread)."""
     spots = _named_paths(result)
     if files is None and not spots:
@@ -79,7 +79,7 @@ def persist(result: Any, files: Any) -> Any:
         by_path[entry["path"]] = data
     if {path for owner, key in spots for path in [owner[key]]} != set(by_path):
         raise FileEnvelopeError("the browser node's files do not match the paths in its answer")
-    folder = _folder()
+    folder = _folder(state)
     saved: dict[str, str] = {}
     for path, data in by_path.items():
         name = re.sub(r"[^\w.\-]", "_", PurePath(path.replace("\\", "/")).name)[-80:] or "file"

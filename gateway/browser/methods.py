@@ -91,6 +91,7 @@ async def browser_request(p: BrowserRequestParams, ctx: CallContext) -> Any:
     if "result" not in payload:
         raise Unavailable("the browser node answered without a result", details={"nodeId": target["nodeId"]})
     try:
-        return await asyncio.to_thread(persist, payload["result"], payload.get("files"))
+        return await asyncio.to_thread(persist, payload["result"], payload.get("files"),
+                                       ctx.gateway.state_dir)
     except FileEnvelopeError as exc:
         raise Unavailable(str(exc), details={"nodeId": target["nodeId"]}) from None

@@ -37,6 +37,7 @@ from gateway.devices.config import NodesConfig
 from gateway.plugins.config import PluginsConfig
 from gateway.protocol import InvalidRequest, describe_validation_error
 from gateway.redaction import REDACTED, redact, restore_redacted, schema_secret_paths, secret_values
+from gateway.voice.config import SttConfig, TtsConfig
 
 __all__ = [
     "REDACTED",
@@ -184,13 +185,9 @@ class SessionConfig(OpenSection):
                                                     "fresh agent conversation (0: conversations never expire).")
 
 
-class TtsConfig(OpenSection):
-    enabled: bool = False
-    provider: str = "edge"
-
-
 class MessagesConfig(OpenSection):
     tts: TtsConfig = TtsConfig()
+    stt: SttConfig = SttConfig()
     progress: bool = Field(True, description="While an agent works on a Telegram or Discord message, keep one "
                                              "message updated with its current step; deleted when the reply comes.")
     commands: bool = Field(True, description="Answer /stop, /new, /status and /help typed in Telegram or Discord "

@@ -2,25 +2,66 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import binascii
+import uuid
+from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.methods.agent import delivery_origin
 from gateway.methods.sessions import check_visible, is_owner
+from gateway.protocol import InvalidRequest
 from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.runs import RunRequest
 from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo
 
+MAX_CLIP_BYTES = 10 * 1024 * 1024
+CLIP_TYPES = {"audio/webm": ".webm", "audio/ogg": ".ogg", "audio/mp4": ".m4a", "audio/mpeg": ".mp3",
+              "audio/wav": ".wav"}
+
+
+class VoiceClip(Params):
+    """A recording from the page's microphone button."""
+
+    base64: str = Field(min_length=4, max_length=MAX_CLIP_BYTES * 4 // 3 + 4)
+    mimeType: str = Field("audio/webm", max_length=100)
+
 
 class SendParams(Params):
     sessionKey: str = Field(min_length=1, max_length=512)
-    message: str = Field(min_length=1, max_length=200_000)
+    message: str = Field("", max_length=200_000)
+    audio: VoiceClip | None = None
     idempotencyKey: str = Field(min_length=1, max_length=256)
     deliver: bool = False
     thinking: str | None = Field(None, max_length=32)
     timeoutMs: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _something(self) -> SendParams:
+        if not self.message and self.audio is None:
+            raise ValueError("message: give a message (or a voice clip in audio)")
+        return self
+
+
+def _save_clip(clip: VoiceClip, state: Path) -> str:
+    """Write a recording under the web chat's media folder (pruned with the channels' media)."""
+    try:
+        data = base64.b64decode(clip.base64, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest("audio.base64: not base64", details={"field": "audio.base64"}) from None
+    if len(data) > MAX_CLIP_BYTES:
+        raise InvalidRequest("audio: the recording is larger than 10 MB", details={"field": "audio"})
+    folder = state / "media" / "webchat"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    suffix = CLIP_TYPES.get(clip.mimeType.split(";", 1)[0].strip().lower(), ".audio")
+    path = folder / f"voice-{uuid.uuid4().hex[:12]}{suffix}"
+    path.write_bytes(data)
+    return str(path)
 
 
 @method("chat.send", params=SendParams, scope=WRITE, idempotent=True)
@@ -32,10 +73,18 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     origin = None
     if p.deliver:
         origin = await delivery_origin(ctx, key, channel=None, account_id=None, to=None, thread_id=None)
+    message, heard = p.message, None
+    files: tuple[str, ...] = ()
+    if p.audio is not None:  # a recording: the agent gets the file and, when it can be had, the words
+        path = await asyncio.to_thread(_save_clip, p.audio, ctx.gateway.state_dir)
+        files = (path,)
+        note, error = await ctx.gateway.voice.hear(path) if ctx.gateway.voice is not None else ("", None)
+        message = f"{message}\n[attachment: voice {ATTACHMENTS_DIR}/{Path(path).name}]{note}".strip()
+        heard = {"transcript": note.strip(), **({"transcriptError": error} if error else {})}
     run, status = await ctx.gateway.runs.submit(RunRequest(
-        session_key=key, agent_id=parse_key(key)[0], message=p.message, source="chat", is_owner=is_owner(ctx),
-        origin=origin, deliver=origin is not None))
-    return {"runId": run.id, "status": status, "sessionKey": key}
+        session_key=key, agent_id=parse_key(key)[0], message=message, source="chat", is_owner=is_owner(ctx),
+        origin=origin, deliver=origin is not None, files=files, voice_in=p.audio is not None))
+    return {"runId": run.id, "status": status, "sessionKey": key, **(heard or {})}
 
 
 class HistoryParams(Params):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from gateway.agents.commands import COMMANDS, Command
 from gateway.config import ChannelAccessConfig, Config
 from gateway.netguard import is_public_address
+from gateway.paths import OUTBOUND
 from gateway.platforms.host import PlatformHost
 from gateway.platforms.interface import ChatPlatforms, ProgressSink
 from gateway.platforms.journal import InboundJournal
@@ -19,6 +20,7 @@ from gateway.runs import Origin
 
 __all__ = [
     "COMMANDS",
+    "OUTBOUND",
     "ChannelAccessConfig",
     "ChatPlatforms",
     "ChatType",

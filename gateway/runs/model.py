@@ -53,6 +53,8 @@ class RunRequest:
     # The chat message this request carries, (channel, account, chat, message id): marked handled in the
     # transaction that stores the turn, so after a crash it is neither lost nor run twice.
     inbound: tuple[str, str, str, str] | None = None
+    # The user spoke (a voice note): auto-TTS in ``inbound`` mode answers with a voice note too.
+    voice_in: bool = False
 
 
 @dataclass(slots=True)

@@ -306,6 +306,12 @@
       else if (p.state === 'final') { turn.setFinal(p.text || ''); turn.finish('final'); setActive(null, p.runId); }
       else if (p.state === 'error') { turn.finish('error', p.errorMessage || p.text); setActive(null, p.runId); }
       else if (p.state === 'aborted') { turn.finish('aborted'); setActive(null, p.runId); }
+    } else if (name === 'chat.audio' && p.runId && p.base64) {
+      var clip = el('audio', 'clip');
+      clip.controls = true;
+      clip.src = 'data:' + (p.mimeType || 'audio/ogg') + ';base64,' + p.base64;
+      turnFor(p.runId).node.appendChild(clip);
+      scrollDown();
     } else if (name === 'agent' && p.runId) {
       var data = p.data || {};
       if (p.stream === 'tool') turnFor(p.runId).tool(data);
@@ -400,6 +406,52 @@
       })
       .catch(function (err) { bubble.classList.add('failed'); showError('not sent: ' + err.message); });
   }
+
+  // Voice messages: the microphone button records (MediaRecorder, Opus) until pressed again; the gateway
+  // transcribes the clip before the agent sees it, and a spoken reply comes back as a chat.audio event.
+  var recorder = null;
+  function recordingMime() {
+    var kinds = ['audio/webm;codecs=opus', 'audio/ogg;codecs=opus', 'audio/webm', 'audio/mp4'];
+    for (var i = 0; i < kinds.length; i++) { if (window.MediaRecorder && MediaRecorder.isTypeSupported(kinds[i])) return kinds[i]; }
+    return '';
+  }
+  function sendClip(blob, mime) {
+    var reader = new FileReader();
+    reader.onload = function () {
+      var b64 = String(reader.result).split(',')[1] || '';
+      var bubble = addUser('Voice message');
+      request('chat.send', { sessionKey: state.sessionKey, message: input.value.trim(), idempotencyKey: randomId(),
+                             audio: { base64: b64, mimeType: mime.split(';')[0] } })
+        .then(function (res) {
+          input.value = ''; grow();
+          if (res.transcript) bubble.appendChild(el('div', 'transcript', res.transcript.replace(/^\[|\]$/g, '')));
+          if (res.transcriptError) showError('could not transcribe: ' + res.transcriptError);
+          if (res.runId) { turnFor(res.runId); setActive(res.runId); }
+        })
+        .catch(function (err) { bubble.classList.add('failed'); showError('not sent: ' + err.message); });
+    };
+    reader.readAsDataURL(blob);
+  }
+  $('record').addEventListener('click', function () {
+    var button = $('record');
+    if (recorder) { recorder.stop(); return; }
+    if (!navigator.mediaDevices || !window.MediaRecorder) { showError('this browser cannot record audio'); return; }
+    navigator.mediaDevices.getUserMedia({ audio: true }).then(function (stream) {
+      var mime = recordingMime();
+      var chunks = [];
+      recorder = mime ? new MediaRecorder(stream, { mimeType: mime }) : new MediaRecorder(stream);
+      recorder.ondataavailable = function (ev) { if (ev.data && ev.data.size) chunks.push(ev.data); };
+      recorder.onstop = function () {
+        stream.getTracks().forEach(function (t) { t.stop(); });
+        button.classList.remove('recording'); button.setAttribute('aria-pressed', 'false');
+        var type = recorder.mimeType || mime || 'audio/webm';
+        recorder = null;
+        if (chunks.length) sendClip(new Blob(chunks, { type: type }), type);
+      };
+      recorder.start();
+      button.classList.add('recording'); button.setAttribute('aria-pressed', 'true');
+    }).catch(function (err) { showError('no microphone: ' + err.message); });
+  });
 
   $('abort').addEventListener('click', function () {
     request('chat.abort', { sessionKey: state.sessionKey, runId: state.activeRun || undefined })

@@ -210,7 +210,7 @@ def test_a_field_marked_secret_in_the_schema_is_hidden_whatever_its_name() -> No
 
 async def test_secrets_in_open_sections_are_hidden_from_config_get_and_the_log(tmp_path: Path) -> None:
     key, sub = "sk-live-" + "k" * 20, "azure-" + "s" * 20
-    config = {"messages": {"tts": {"openai": {"key": key}, "azure": {"subscriptionKey": sub, "region": "west"}}},
+    config = {"messages": {"tts": {"openai": {"apiKey": key}, "azure": {"subscriptionKey": sub, "region": "west"}}},
               "logging": {"level": "debug"}}
     with GatewayProcess(tmp_path / "gw", config=config) as gw:
         client = await operator(gw.url, gw.token or "", scopes=["operator.read"])

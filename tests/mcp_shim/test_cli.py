@@ -26,9 +26,9 @@ def test_call_prints_the_result_and_exits_by_outcome(agent_gateway: GatewayProce
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["anythingDone"] is True
     assert side_effects(tmp_path)[0]["summary"] == "from the shell"
-    failed = _run(env, "call", "tts_status")
+    failed = _run(env, "call", "browser_request", '{"method": "GET", "path": "/tabs"}')
     assert failed.returncode == 1
-    assert failed.stdout.decode().startswith("Tool error (tts_status): UNAVAILABLE: text-to-speech is not available")
+    assert failed.stdout.decode().startswith("Tool error (browser_request): UNAVAILABLE: no browser-capable node")
     bad = _run(env, "call", "sessions_list", '{"limit": 0}')
     assert bad.returncode == 1 and b"at /limit: must be >= 1" in bad.stdout
     assert _run(env, "call", "no_such_tool").returncode == 2

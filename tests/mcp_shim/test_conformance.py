@@ -38,8 +38,8 @@ async def test_official_python_sdk_client(agent_gateway: GatewayProcess, tmp_pat
         ok = await client.call_tool("agents_list", {})
         assert not ok.is_error
         assert json.loads(ok.content[0].text)["defaultAgentId"] == "main"
-        failed = await client.call_tool("tts_status", {})
-        assert failed.is_error and failed.content[0].text.startswith("Tool error (tts_status): UNAVAILABLE")
+        failed = await client.call_tool("browser_request", {"method": "GET", "path": "/tabs"})
+        assert failed.is_error and failed.content[0].text.startswith("Tool error (browser_request): UNAVAILABLE")
 
 
 def _inspector(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -76,6 +76,7 @@ def test_inspector_calls_tools(agent_gateway: GatewayProcess, tmp_path: Path) ->
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["anythingDone"] is False
     record = json.loads((tmp_path / "side-effects.ndjson").read_text())
     assert record["type"] == "heartbeat_report" and record["summary"] == "nothing new"
-    failed = _inspector(env, "--method", "tools/call", "--tool-name", "tts_status", "--tool-args-json", "{}")
+    failed = _inspector(env, "--method", "tools/call", "--tool-name", "browser_request", "--tool-args-json",
+                        '{"method": "GET", "path": "/tabs"}')
     assert failed.returncode == 5  # the Inspector's exit code for an isError result
-    assert "text-to-speech is not available" in failed.stdout + failed.stderr
+    assert "no browser-capable node" in failed.stdout + failed.stderr

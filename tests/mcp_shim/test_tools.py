@@ -27,26 +27,27 @@ pytestmark = pytest.mark.timeout(90)
 MAIN = "agent:main:main"
 BROWSER = ("no browser-capable node is connected: run `remoteclaw node run` on a machine with Chromium (and the "
            "browser extra) and approve it")
-TTS = "text-to-speech is not available on this gateway yet (no TTS providers)"
-
-LATER: dict[str, tuple[dict[str, Any], str]] = {
-    "browser_request": ({"method": "GET", "path": "/tabs", "query": {"a": 1}}, BROWSER),
-    "tts_status": ({}, TTS),
-    "tts_convert": ({"text": "hello", "channel": "telegram"}, TTS),
-    "tts_providers": ({}, TTS),
-    "tts_set_provider": ({"provider": "edge"}, TTS),
-    "tts_enable": ({}, TTS),
-    "tts_disable": ({}, TTS),
-}
 
 
-async def test_later_capabilities_answer_unavailable(agent_gateway: GatewayProcess, start_shim: ShimFactory,
-                                                     tmp_path: Path) -> None:
+async def test_browser_without_a_node_is_unavailable_and_the_tts_tools_work(
+        agent_gateway: GatewayProcess, start_shim: ShimFactory, tmp_path: Path) -> None:
     shim = await start_shim(agent_gateway, plugin_manifest={"tools": []})
-    # All at once, on the shim's one connection.
-    results = await asyncio.gather(*(shim.call(tool, args) for tool, (args, _msg) in LATER.items()))
-    for (tool, (_args, message)), result in zip(LATER.items(), results, strict=True):
-        assert error_text(result) == f"Tool error ({tool}): UNAVAILABLE: {message}"
+    browser, status, providers, unknown = await asyncio.gather(  # all at once, on the shim's one connection
+        shim.call("browser_request", {"method": "GET", "path": "/tabs", "query": {"a": 1}}),
+        shim.call("tts_status"), shim.call("tts_providers"), shim.call("tts_set_provider", {"provider": "siri"}))
+    assert error_text(browser) == f"Tool error (browser_request): UNAVAILABLE: {BROWSER}"
+    assert json.loads(status["content"][0]["text"])["auto"] == "inbound"
+    listed = json.loads(providers["content"][0]["text"])["providers"]
+    assert [p["id"] for p in listed] == ["openai", "elevenlabs", "edge", "local"]
+    assert "valid: openai, elevenlabs, edge, local" in error_text(unknown)
+    on = json.loads((await shim.call("tts_enable"))["content"][0]["text"])
+    assert on["enabled"] is True
+    await shim.call("tts_set_provider", {"provider": "local"})
+    converted = await shim.call("tts_convert", {"text": "hello", "channel": "telegram"})
+    spoken = json.loads(converted["content"][0]["text"])
+    assert spoken["provider"] == "local" and spoken["audioPath"].endswith(".ogg") and spoken["durationS"] > 0
+    off = json.loads((await shim.call("tts_disable"))["content"][0]["text"])
+    assert off["enabled"] is False
     assert side_effects(tmp_path) == []
 
 

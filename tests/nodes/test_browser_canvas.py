@@ -98,7 +98,7 @@ async def test_an_agent_drives_a_loopback_page_through_the_shim_gateway_and_node
 
             shot = payload(await browser(shim, "POST", "/screenshot", {}))
             saved = Path(shot["path"])  # rewritten to the gateway's copy
-            assert saved.is_relative_to(gateway.state_dir)
+            assert saved.is_relative_to(gateway.state_dir / "outbound" / "browser")
             assert (await asyncio.to_thread(saved.read_bytes))[:8] == b"\x89PNG\r\n\x1a\n"
 
             evaluate = {"kind": "evaluate", "fn": "() => document.title"}

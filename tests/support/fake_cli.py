@@ -74,7 +74,7 @@ def main() -> int:
             out({"type": "user", "session_id": sid, "message": {"content": [
                 {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": "done"}]}]}})
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 2, "cache_creation_input_tokens": 1}
-    if "fail" in prompt:
+    if re.search(r"\bfail\b", prompt):  # the word, so a prompt that merely says "failed" is not a directive
         out({"type": "result", "subtype": "error_during_execution", "is_error": True, "session_id": sid,
              "result": "model overloaded", "usage": usage})
         return 1

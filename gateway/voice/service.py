@@ -1,0 +1,207 @@
+"""The voice service: speak with the first provider that works, transcribe voice messages, decide when a
+reply is spoken.
+
+Speaking tries the active provider first (the owner's choice, else ``messages.tts.provider``), then every
+other configured one in the order openai, elevenlabs, edge, local; each failure is recorded with its
+reason, and all failing answers ``UNAVAILABLE`` listing them. Whatever the provider returns is re-encoded
+to OGG/Opus (``codec``), the one format every channel plays as a voice message, and written under
+``<state dir>/outbound/voice/`` (pruned after a week) so ``message_send_attachment`` can deliver it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from gateway.paths import outbound_dir
+from gateway.protocol import InvalidRequest, Unavailable
+from gateway.voice import codec, prefs, stt
+from gateway.voice.config import PROVIDERS, TtsConfig
+from gateway.voice.providers import TtsFailure, make_provider
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["Speech", "VoiceService", "spoken_text", "start"]
+
+log = structlog.get_logger("gateway.voice")
+
+KEEP_AUDIO_S = 7 * 24 * 3600
+TAG = re.compile(r"\[\[\s*tts\s*\]\]", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Speech:
+    path: str
+    provider: str
+    duration_s: float
+    attempts: list[dict[str, str]]
+    took_ms: float
+    summarized: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"audioPath": self.path, "provider": self.provider, "format": "ogg", "codec": "opus",
+                "mimeType": "audio/ogg", "durationS": round(self.duration_s, 2), "voiceCompatible": True,
+                "summarized": self.summarized, "fallbacks": self.attempts, "tookMs": round(self.took_ms, 1)}
+
+
+def spoken_text(text: str, max_length: int) -> tuple[str, bool]:
+    """What is read out: the reply without Markdown clutter, or, when longer than ``max_length``, its
+    opening cut at a sentence end plus a pointer to the text (True: it was shortened)."""
+    clean = TAG.sub("", text)
+    clean = re.sub(r"```.*?```", " (code in the text) ", clean, flags=re.DOTALL)
+    clean = re.sub(r"`([^`]*)`", r"\1", clean)
+    clean = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", clean)
+    clean = re.sub(r"[*_#>|]+", " ", clean)
+    clean = re.sub(r"\s+", " ", clean).strip()
+    if len(clean) <= max_length:
+        return clean, False
+    cut = clean[:max_length]
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    head = cut[: end + 1] if end > max_length // 3 else cut.rsplit(" ", 1)[0] + "…"
+    return f"{head} The full answer is in the text.", True
+
+
+class VoiceService:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+        self.state_dir = gateway.state_dir
+
+    @property
+    def cfg(self) -> TtsConfig:
+        return self.gw.config.messages.tts
+
+    # -- preferences ---------------------------------------------------------------------------
+
+    async def settings(self) -> tuple[bool, str]:
+        """(enabled, active provider): the owner's stored choice, else the config."""
+        stored = await prefs.load(self.gw.db)
+        enabled = stored.enabled if stored.enabled is not None else self.cfg.enabled
+        provider = stored.provider if stored.provider is not None else self.cfg.provider
+        return enabled, provider if provider in PROVIDERS else "local"
+
+    async def set_enabled(self, enabled: bool) -> dict[str, Any]:
+        await prefs.save(self.gw.db, enabled=enabled)
+        return await self.status()
+
+    async def set_provider(self, provider: str) -> dict[str, Any]:
+        if provider not in PROVIDERS:
+            raise InvalidRequest(f"provider: unknown provider {provider!r} (valid: {', '.join(PROVIDERS)})",
+                                 details={"field": "provider", "valid": list(PROVIDERS)})
+        await prefs.save(self.gw.db, provider=provider)
+        return await self.status()
+
+    def order(self, active: str) -> list[str]:
+        return [active, *(p for p in PROVIDERS if p != active)]
+
+    async def status(self) -> dict[str, Any]:
+        enabled, active = await self.settings()
+        fallbacks = [p for p in self.order(active)[1:] if make_provider(p, self.cfg).configured()[0]]
+        stt_cfg = self.gw.config.messages.stt
+        return {"enabled": enabled, "provider": active, "fallbacks": fallbacks, "auto": self.cfg.auto,
+                "maxLength": self.cfg.maxLength, "format": "ogg/opus",
+                "stt": {"enabled": stt_cfg.enabled, "provider": stt.pick(stt_cfg)}}
+
+    async def providers(self) -> dict[str, Any]:
+        _enabled, active = await self.settings()
+        out = []
+        for name in PROVIDERS:
+            provider = make_provider(name, self.cfg)
+            ok, why = provider.configured()
+            out.append({"id": name, "configured": ok, "active": name == active, **({"missing": why} if why else {}),
+                        "settings": provider.describe()})
+        return {"providers": out, "active": active}
+
+    # -- speaking ------------------------------------------------------------------------------
+
+    async def speak(self, text: str) -> Speech:
+        """Text -> an OGG/Opus file, from the first provider that works (``Unavailable`` lists every reason)."""
+        if not text.strip():
+            raise InvalidRequest("text: nothing to speak", details={"field": "text"})
+        spoken, summarized = spoken_text(text, self.cfg.maxLength)
+        _enabled, active = await self.settings()
+        attempts: list[dict[str, str]] = []
+        started = time.perf_counter()
+        for name in self.order(active):
+            provider = make_provider(name, self.cfg)
+            ok, why = provider.configured()
+            if not ok:
+                if name == active:
+                    attempts.append({"provider": name, "kind": "missing", "reason": str(why)})
+                continue
+            try:
+                raw = await asyncio.wait_for(provider.synthesize(spoken), self.cfg.timeoutMs / 1000)
+                encoded = await asyncio.to_thread(codec.to_ogg_opus, raw)
+            except TtsFailure as exc:
+                attempts.append({"provider": name, "kind": exc.kind, "reason": exc.reason})
+            except TimeoutError:
+                attempts.append({"provider": name, "kind": "timeout", "reason": f"no audio in {self.cfg.timeoutMs} ms"})
+            except ValueError as exc:  # audio we could not decode
+                attempts.append({"provider": name, "kind": "error", "reason": f"unreadable audio: {exc}"})
+            else:
+                if attempts:
+                    log.info("tts fell back", provider=name, passed_over=[a["provider"] for a in attempts])
+                path = await asyncio.to_thread(self._write, encoded.data)
+                return Speech(str(path), name, encoded.duration_s, attempts,
+                              (time.perf_counter() - started) * 1000, summarized)
+        reasons = "; ".join(f"{a['provider']}: {a['reason']}" for a in attempts) or "no provider is configured"
+        raise Unavailable(f"text-to-speech failed with every provider ({reasons})",
+                          details={"capability": "tts", "attempts": attempts})
+
+    def _write(self, data: bytes) -> Path:
+        folder = outbound_dir(self.state_dir, "voice")
+        cutoff = time.time() - KEEP_AUDIO_S
+        for old in folder.glob("*.ogg"):
+            if old.stat().st_mtime < cutoff:
+                old.unlink(missing_ok=True)
+        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.ogg"
+        path.write_bytes(data)
+        return path
+
+    async def auto_reply(self, reply: str, *, inbound_voice: bool) -> tuple[str, bool]:
+        """Auto-TTS: the reply's text to send (``[[tts]]`` removed) and whether it is also to be spoken."""
+        tagged = bool(TAG.search(reply))
+        text = TAG.sub("", reply).strip() if tagged else reply
+        enabled, _active = await self.settings()
+        mode = self.cfg.auto
+        wanted = enabled and bool(text.strip()) and (
+            mode == "always" or (mode == "inbound" and inbound_voice) or (mode == "tagged" and tagged))
+        return text, wanted
+
+    # -- listening -----------------------------------------------------------------------------
+
+    async def transcribe(self, data: bytes, name: str = "audio.ogg") -> stt.Transcript:
+        cfg = self.gw.config.messages.stt
+        try:
+            return await stt.transcribe(cfg, data, name)
+        except stt.SttFailure as exc:
+            raise Unavailable(f"speech to text failed ({stt.pick(cfg)}: {exc.reason})",
+                              details={"capability": "stt", "kind": exc.kind}) from None
+
+
+    async def hear(self, path: str) -> tuple[str, str | None]:
+        """A voice message for the agent's prompt: ``(note, error)``. The note holds the transcript, or says
+        why there is none (the message goes through either way; the caller tells the user ``error``)."""
+        if not self.gw.config.messages.stt.enabled:
+            return "", None
+        try:
+            data = await asyncio.to_thread(Path(path).read_bytes)
+            heard = await self.transcribe(data, Path(path).name)
+        except (OSError, Unavailable) as exc:
+            why = exc.message if isinstance(exc, Unavailable) else str(exc)
+            log.warning("voice message not transcribed", path=path, error=why)
+            return f"\n[voice transcript unavailable: {why}]", why
+        log.info("voice message transcribed", provider=heard.provider, seconds=round(heard.duration_s, 1))
+        return f"\n[voice transcript ({heard.provider}): {heard.text or '(no words recognised)'}]", None
+
+
+async def start(gateway: Gateway) -> None:
+    """Subsystem entry: the voice service."""
+    gateway.voice = VoiceService(gateway)
