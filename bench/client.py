@@ -72,6 +72,8 @@ class BenchClient:
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
+        self.on_event: Any = None
+        """Called with each event frame (and the monotonic time it arrived), when set."""
 
     @classmethod
     async def connect(cls, url: str, token: str, *, device: DeviceKey | None = None,
@@ -116,6 +118,8 @@ class BenchClient:
                     fut = self._pending.pop(frame.get("id"), None)
                     if fut is not None and not fut.done():
                         fut.set_result(frame)
+                elif self.on_event is not None and frame.get("type") == "event":
+                    self.on_event(frame, time.perf_counter())
         except Exception:
             pass
         finally:

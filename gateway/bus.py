@@ -133,22 +133,28 @@ class EventBus:
     # -- publishing ----------------------------------------------------------------------------
 
     def publish(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
-        """Deliver locally now and queue the event for the other replicas; returns local sockets reached."""
-        sent = self.deliver(event, payload, scope, drop_if_slow)
+        """Queue the event for the other replicas, then deliver it locally; returns local sockets reached.
+
+        Queued first, so the Redis sender is woken before this replica's socket writers: the other replicas
+        start their own delivery while this one is still writing, instead of after it.
+        """
         if self.connected and event not in LOCAL_EVENTS:
-            try:
-                body = encode({"o": self.replica_id, "e": event, "p": payload, "s": scope, "d": drop_if_slow})
-            except TypeError as exc:
-                log.warning("event not relayed: payload is not JSON", bus_event=event, error=str(exc))
-                return sent
-            try:
-                self._outbox.put_nowait(body)
-            except asyncio.QueueFull:
-                self.dropped += 1
-                if self.dropped % 1000 == 1:
-                    log.warning("Redis is not keeping up; events are reaching this replica only",
-                                dropped=self.dropped)
-        return sent
+            self._queue_remote(event, payload, scope, drop_if_slow)
+        return self.deliver(event, payload, scope, drop_if_slow)
+
+    def _queue_remote(self, event: str, payload: Any, scope: str, drop_if_slow: bool) -> None:
+        try:
+            body = encode({"o": self.replica_id, "e": event, "p": payload, "s": scope, "d": drop_if_slow})
+        except TypeError as exc:
+            log.warning("event not relayed: payload is not JSON", bus_event=event, error=str(exc))
+            return
+        try:
+            self._outbox.put_nowait(body)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.dropped % 1000 == 1:
+                log.warning("Redis is not keeping up; events are reaching this replica only",
+                            dropped=self.dropped)
 
     def _receive(self, data: bytes | str) -> None:
         try:

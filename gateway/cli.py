@@ -206,6 +206,38 @@ def _conn_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print compact JSON")
 
 
+def cmd_backup(args: argparse.Namespace) -> int:
+    import time
+
+    from gateway import paths
+    from gateway.backup import BackupError, create
+
+    state = paths.state_dir()
+    output = args.output or Path(f"remoteclaw-backup-{time.strftime('%Y%m%d-%H%M%S')}.tar.gz")
+    try:
+        manifest = create(state, output)
+    except BackupError as exc:
+        raise CliError(str(exc)) from None
+    size = output.stat().st_size
+    print(f"backed up {state} ({manifest['database']} database, {', '.join(manifest['files']) or 'no files'}) "
+          f"to {output} ({size / 1024:.0f} KiB)")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from gateway import paths
+    from gateway.backup import BackupError, restore
+
+    state = paths.state_dir()
+    try:
+        manifest = restore(args.archive, state, force=args.force)
+    except BackupError as exc:
+        raise CliError(str(exc)) from None
+    print(f"restored {args.archive} (taken by remoteclaw {manifest['remoteclawVersion']}) into {state}; "
+          f"start the gateway to use it")
+    return 0
+
+
 def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     """The whole command tree; ``extensions=False`` leaves out other packages' commands (their lookup
     costs ~30 ms of start-up that ``remoteclaw gateway call`` need not pay)."""
@@ -255,6 +287,15 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     _conn_opts(apply)
     apply.set_defaults(func=cmd_config_apply)
 
+    backup = sub.add_parser("backup", help="write a consistent snapshot of the gateway's state (it may be running)")
+    backup.add_argument("--output", "-o", type=Path, default=None,
+                        help="the archive to write (default: ./remoteclaw-backup-<date>.tar.gz)")
+    backup.set_defaults(func=cmd_backup)
+    restore = sub.add_parser("restore", help="put a backup back into the state dir (stop the gateway first)")
+    restore.add_argument("archive", type=Path)
+    restore.add_argument("--force", action="store_true", help="replace the database and files already there")
+    restore.set_defaults(func=cmd_restore)
+
     from gateway.cron.cli import register as register_cron
     from gateway.devices.cli import register as register_nodes
     from gateway.mcp_http.cli import register as register_mcp
@@ -282,7 +323,7 @@ def _add_plugin_commands(sub: Any) -> None:
         register(sub)
 
 
-BUILTIN_COMMANDS = frozenset({"gateway", "config", "mcp"})
+BUILTIN_COMMANDS = frozenset({"gateway", "config", "mcp", "backup", "restore"})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,7 +76,12 @@ class Connection:
         """Queue a frame; returns False when the connection is closed or was just closed as too slow."""
         if self.closed:
             return False
-        text = encode(frame)
+        return self.send_text(encode(frame))
+
+    def send_text(self, text: str) -> bool:
+        """Queue an already encoded frame (see ``send``)."""
+        if self.closed:
+            return False
         size = len(text)
         if self.buffered + size > self.max_buffered:
             log.warning("closing slow consumer", conn_id=self.conn_id, buffered=self.buffered)
@@ -94,6 +99,15 @@ class Connection:
             return False
         self.seq += 1
         return self.send(event_frame(event, payload, self.seq))
+
+    def send_event_head(self, head: str, *, drop_if_slow: bool = False) -> bool:
+        """``send_event`` for a frame encoded once for many sockets (``protocol.event_head``)."""
+        if self.closed:
+            return False
+        if drop_if_slow and self.buffered > self.max_buffered // 2:
+            return False
+        self.seq += 1
+        return self.send_text(f"{head}{self.seq}}}")
 
     def close(self, code: int, reason: str = "") -> None:
         """Close after the frames already queued have been written."""

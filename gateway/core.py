@@ -25,6 +25,7 @@ from gateway.config import Config, ConfigStore
 from gateway.connection import CLOSE_RESTART, Connection
 from gateway.plugins.hooks import HookRunner
 from gateway.preauth import PreAuthSockets
+from gateway.protocol import event_head
 from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
 from gateway.store import Database, database_url
 from gateway.store.idempotency import MISSING, DurableOutcomes
@@ -255,11 +256,14 @@ class Gateway:
     def deliver_local(self, event: str, payload: Any = None, scope: str = READ, drop_if_slow: bool = False) -> int:
         """Send an event to this replica's authenticated operators holding ``scope``; returns how many got it."""
         sent = 0
+        head: str | None = None  # the frame, encoded once for every socket (only its seq differs)
         for conn in list(self.connections.values()):
             caller = conn.caller
             if caller is None or caller.role != "operator" or not grants(caller.scopes, scope):
                 continue
-            if conn.send_event(event, payload, drop_if_slow=drop_if_slow):
+            if head is None:
+                head = event_head(event, payload)
+            if conn.send_event_head(head, drop_if_slow=drop_if_slow):
                 sent += 1
         return sent
 

@@ -227,6 +227,16 @@ def error_frame(id: Any, error: RpcError) -> dict[str, Any]:
     return {"type": "res", "id": id, "ok": False, "error": error.shape()}
 
 
+def event_head(event: str, payload: Any = None) -> str:
+    """An event frame encoded up to its sequence number: ``head + str(seq) + "}"`` is the whole frame.
+
+    A broadcast encodes its payload once this way and each connection only appends its own ``seq``,
+    instead of re-encoding the same payload for every socket.
+    """
+    body = encode(event_frame(event, payload))
+    return body[:-1] + ',"seq":'
+
+
 def event_frame(event: str, payload: Any = None, seq: int | None = None) -> dict[str, Any]:
     frame: dict[str, Any] = {"type": "event", "event": event}
     if payload is not None:

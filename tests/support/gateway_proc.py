@@ -138,6 +138,8 @@ class GatewayProcess:
         return code
 
     def __enter__(self) -> GatewayProcess:
+        if self.proc is not None and self.proc.poll() is None:  # ``with gw.start(30):`` already started it
+            return self
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
