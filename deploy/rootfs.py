@@ -145,10 +145,10 @@ class Image:
     # -- running ---------------------------------------------------------------------------------
 
     def mount(self) -> None:
-        for target, argv in (("dev", ["mount", "--bind", "/dev", str(self.root / "dev")]),
-                             ("proc", ["mount", "-t", "proc", "proc", str(self.root / "proc")])):
-            subprocess.run(argv, check=True)
-            self.mounted.append(self.root / target)
+        # /proc only. /dev is never bind-mounted: debootstrap made the device nodes a build needs, and a
+        # left-over bind mount of the host's /dev inside a temp dir would let its clean-up delete them.
+        subprocess.run(["mount", "-t", "proc", "proc", str(self.root / "proc")], check=True)
+        self.mounted.append(self.root / "proc")
 
     def unmount(self) -> None:
         for path in reversed(self.mounted):

@@ -206,6 +206,22 @@ def _conn_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print compact JSON")
 
 
+def cmd_setup(args: argparse.Namespace) -> int:
+    from gateway.setup import run
+
+    return run(args)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from gateway.doctor import render, run_checks
+
+    checks = asyncio.run(run_checks())
+    print(render(checks, args.json))
+    return 1 if any(c.status == "fail" for c in checks) else 0
+
+
 def cmd_backup(args: argparse.Namespace) -> int:
     import time
 
@@ -287,6 +303,14 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     _conn_opts(apply)
     apply.set_defaults(func=cmd_config_apply)
 
+    setup = sub.add_parser("setup", help="choose the agent CLI and connect Telegram or Discord (edits the config)")
+    from gateway.setup import add_arguments as setup_arguments
+
+    setup_arguments(setup)
+    setup.set_defaults(func=cmd_setup)
+    doctor = sub.add_parser("doctor", help="check this installation and say what to fix")
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+    doctor.set_defaults(func=cmd_doctor)
     backup = sub.add_parser("backup", help="write a consistent snapshot of the gateway's state (it may be running)")
     backup.add_argument("--output", "-o", type=Path, default=None,
                         help="the archive to write (default: ./remoteclaw-backup-<date>.tar.gz)")
@@ -323,7 +347,7 @@ def _add_plugin_commands(sub: Any) -> None:
         register(sub)
 
 
-BUILTIN_COMMANDS = frozenset({"gateway", "config", "mcp", "backup", "restore"})
+BUILTIN_COMMANDS = frozenset({"gateway", "config", "mcp", "backup", "restore", "doctor", "setup"})
 
 
 def main(argv: list[str] | None = None) -> int:

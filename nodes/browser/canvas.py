@@ -221,9 +221,14 @@ class Canvas:
             await page.evaluate("() => window.remoteclawA2UI.reset()")
         return {"ok": True}
 
-    async def _action(self, _source: Any, action: Any) -> bool:
-        """A button on an A2UI surface was pressed: hand it to the agent as a message."""
-        if not isinstance(action, dict):
+    async def _action(self, source: Any, action: Any) -> bool:
+        """A button on an A2UI surface was pressed: hand it to the agent as a message.
+
+        Only the gateway's own canvas host page may: any other page the canvas shows (``canvas.navigate``
+        can load anything) sees the binding too, and must not be able to speak to the agent as the owner.
+        """
+        frame = source.get("frame") if isinstance(source, dict) else None
+        if frame is None or not str(frame.url).startswith(self.host_url) or not isinstance(action, dict):
             return False
         name = str(action.get("name") or "action")
         context = action.get("context") or {}

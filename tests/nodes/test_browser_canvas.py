@@ -181,6 +181,15 @@ async def test_a2ui_drawn_on_the_canvas_is_seen_and_a_button_press_reaches_the_s
             assert 'pressed "submit"' in message["text"] and '"name": "Ada Lovelace"' in message["text"]
             assert message["role"] == "user"
 
+            # Another page shown on the canvas sees the binding too, but may not speak for the user.
+            evil = ("data:text/html,<script>window.remoteclawA2UIAction({name: 'evil', surfaceId: 'x', "
+                    "sourceComponentId: 'y', context: {}})</script>")
+            await call(shim, "canvas_navigate", {"nodeId": "canvasbox", "url": evil})
+            await asyncio.sleep(1.5)
+            history = await admin.call("chat.history", {"sessionKey": "agent:main:canvas-test"})
+            assert not [m for m in history["messages"] if 'pressed "evil"' in (m.get("text") or "")]
+            await call(shim, "canvas_present", {"nodeId": "canvasbox", "url": "/__remoteclaw__/canvas/"})
+
             await call(shim, "canvas_a2ui_reset", {"nodeId": "canvasbox"})
             cleared = await call(shim, "canvas_eval", {"nodeId": "canvasbox", "javaScript":
                                                        "document.querySelectorAll('[data-a2ui-id]').length"})
