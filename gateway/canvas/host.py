@@ -23,11 +23,13 @@ PATH = "/__remoteclaw__/canvas/"
 @functools.cache
 def page_html() -> str:
     return stitch("gateway.canvas", "canvas.html", "a2ui.css", "a2ui.js",
-                  ["img-src https: http: data:", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"])
+                  ["img-src https: http: data:", "base-uri 'none'", "form-action 'none'"])
 
 
 async def canvas_page(request: Request) -> Response:
     if request.url.path != PATH:
         return RedirectResponse(PATH, status_code=308)
+    # Framing can only be refused by headers (browsers ignore frame-ancestors in a meta tag).
     return HTMLResponse(page_html(), headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
-                                              "X-Content-Type-Options": "nosniff"})
+                                              "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+                                              "Content-Security-Policy": "frame-ancestors 'none'"})

@@ -13,6 +13,7 @@ import base64
 import io
 import json
 import shutil
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,14 @@ async def test_a2ui_drawn_on_the_canvas_is_seen_and_a_button_press_reaches_the_s
             assert cleared["payload"]["result"] == 0
         finally:
             await shim.close()
+
+
+def test_the_canvas_host_page_cannot_be_framed(gateway: GatewayProcess) -> None:
+    with urllib.request.urlopen(f"{gateway.http}/__remoteclaw__/canvas/", timeout=10) as response:
+        page = response.read().decode()
+        assert response.headers["X-Frame-Options"] == "DENY"
+        assert response.headers["Content-Security-Policy"] == "frame-ancestors 'none'"
+    assert "window.remoteclawA2UI" in page and "script-src 'sha256-" in page
 
 
 async def test_a_node_without_chromium_offers_neither_and_says_why(
