@@ -148,6 +148,10 @@ class Channel(ABC):
         self.require(Capability.PIN)
         raise NotImplementedError
 
+    async def read_history(self, to: str, *, limit: int, thread_id: str | None = None) -> list[dict[str, Any]] | None:
+        """Recent messages of a chat when the channel keeps them itself; None: read the gateway's message log."""
+        return None
+
     async def typing(self, to: str, *, thread_id: str | None = None) -> None:
         """Show a typing indicator if the platform has one (best effort)."""
         return None

@@ -333,9 +333,12 @@ class ChannelManager:
     async def read(self, channel: str, account_id: str | None, to: str, *, limit: int = 20,
                    thread_id: str | None = None) -> list[dict[str, Any]]:
         """Stored messages of one chat, oldest first (works while the channel is down, too)."""
-        if account_id is None:
-            with contextlib.suppress(ChannelNotLinked):
-                account_id = self.get(channel).account_id
+        with contextlib.suppress(ChannelNotLinked):
+            ch = self.get(channel, account_id)
+            account_id = ch.account_id
+            own = await ch.read_history(to, limit=limit, thread_id=thread_id)
+            if own is not None:
+                return own
         return await self.history.read(channel, account_id, to, limit=limit, thread_id=thread_id)
 
     # -- inbound -----------------------------------------------------------------------------------

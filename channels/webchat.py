@@ -1,10 +1,16 @@
-"""The built-in web chat as a channel, so ``message.send`` can reach people reading the page.
+"""The built-in web chat as a channel: the agent's message tools act on the page people are reading.
 
-People on the web chat page talk through ``chat.send`` directly, so there is no inbound side here.
-Outbound, a target is a session key (``main`` means the default agent's main session): the text
-is added to that session's transcript as an assistant message (so it is still there after a
-reload) and pushed as a ``chat`` event with ``state: "final"`` to every connected viewer, which is
-exactly how the page shows a finished reply.
+People on the page talk through ``chat.send``, which gives the run this channel as its origin, so there is
+no inbound side here. A target is a session key (``main`` means the default agent's main session) and a
+message id is the number of the message in that session's transcript (what ``message_read`` shows). Every
+operation goes through ``PlatformHost.webchat`` (``gateway.webchat``), which writes the transcript first and
+then pushes the change to every open page, so a reload shows what the live page showed:
+
+- send / reply / thread reply: a new message, quoting the one it answers (a thread reply is shown as a
+  reply under the thread's first message: the page has no separate threads);
+- send attachment: the file is copied into the gateway's store at once (the agent's workspace does not
+  outlive its turn); images show inline, other files download;
+- react (one reaction of the agent's per message, an empty emoji removes it), pin, delete.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import structlog
 from channels.base import Capability, Channel, ChannelError, ChannelUnavailable, InboundHandler, Sent
 
 if TYPE_CHECKING:
-    from gateway.platforms import PlatformHost
+    from gateway.platforms import PlatformHost, WebchatPosts
 
 __all__ = ["WebchatChannel"]
 
@@ -28,7 +34,8 @@ class WebchatChannel(Channel):
 
     name = "webchat"
     text_limit = 100_000
-    capabilities = frozenset({Capability.SEND, Capability.READ})
+    capabilities = frozenset({Capability.SEND, Capability.READ, Capability.REPLY, Capability.THREAD_REPLY,
+                              Capability.REACT, Capability.DELETE, Capability.PIN, Capability.ATTACHMENT})
 
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, host: PlatformHost | None) -> None:
         super().__init__(account_id, on_inbound)
@@ -46,14 +53,36 @@ class WebchatChannel(Channel):
     async def stop(self) -> None:
         return None
 
-    async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
-                   effect_id: str | None = None) -> Sent:
+    def _posts(self, to: str) -> WebchatPosts:
         if self._host is None:
             raise ChannelUnavailable("webchat channel is not running")
-        if thread_id:
-            self.require(Capability.THREAD_REPLY)
         if not to.strip():
             raise ChannelError("webchat target must be a session key, e.g. agent:main:main", details={"field": "to"})
-        key, message_id = await self._host.post_to_session(to, text)
+        return self._host.webchat
+
+    async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
+                   effect_id: str | None = None) -> Sent:
+        posts = self._posts(to)
+        key, message_id = await posts.post(to, text, reply_to=thread_id or reply_to_id, thread=thread_id is not None)
         log.info("webchat message sent", session_key=key, message_id=message_id)
-        return Sent(message_id=message_id, chat_id=key)
+        return Sent(message_id=message_id, chat_id=key, thread_id=thread_id)
+
+    async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
+                              thread_id: str | None = None) -> Sent:
+        posts = self._posts(to)
+        key, message_id = await posts.post(to, caption or "", reply_to=thread_id, thread=thread_id is not None,
+                                           file=file)
+        log.info("webchat file sent", session_key=key, message_id=message_id)
+        return Sent(message_id=message_id, chat_id=key, thread_id=thread_id)
+
+    async def react(self, to: str, message_id: str, emoji: str) -> None:
+        await self._posts(to).react(to, message_id, emoji)
+
+    async def delete(self, to: str, message_id: str, *, thread_id: str | None = None) -> None:
+        await self._posts(to).delete(to, message_id)
+
+    async def pin(self, to: str, message_id: str) -> None:
+        await self._posts(to).pin(to, message_id)
+
+    async def read_history(self, to: str, *, limit: int, thread_id: str | None = None) -> list[dict[str, Any]] | None:
+        return await self._posts(to).read(to, limit=limit)

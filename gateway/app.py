@@ -43,6 +43,7 @@ from gateway.protocol import (
     parse_request,
 )
 from gateway.rpc import Caller
+from gateway.webchat.files import FILES_PATH, serve_file
 
 __all__ = ["build_app"]
 
@@ -376,9 +377,13 @@ def build_app(gateway: Gateway) -> ASGIApp:
 
         return HTMLResponse(web.index_html(), headers=web.page_headers())
 
+    async def webchat_file(request: Request) -> Response:
+        return await serve_file(request, gateway.db)
+
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/", index),
+        Route(FILES_PATH + "/{fid}/{name:path}", webchat_file),
     ]
     routes += gateway.http_routes
     return _RpcFront(Starlette(routes=routes), ws_endpoint, gateway)

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from gateway import paths
+from gateway.agents.cli import INSTALL, cli_argv
 
 __all__ = ["Check", "run_checks"]
 
@@ -36,8 +37,6 @@ CREDENTIALS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
                "run `gemini` once and log in (or set GEMINI_API_KEY)"),
     "opencode": ((), (".local/share/opencode/auth.json",), "run `opencode auth login`"),
 }
-INSTALL = {"claude": "npm install -g @anthropic-ai/claude-code", "codex": "npm install -g @openai/codex",
-           "gemini": "npm install -g @google/gemini-cli", "opencode": "npm install -g opencode-ai"}
 
 
 @dataclass
@@ -172,10 +171,7 @@ async def _bots(client: httpx.AsyncClient, config: Any) -> list[Check]:
 
 
 def _agent(agent: Any) -> Check:
-    from gateway.agents.runtimes import get_runtime
-
-    runtime = get_runtime(agent.runtime)
-    argv = list(agent.command) if agent.command else [runtime.executable]
+    argv = cli_argv(agent)
     label = f"agent {agent.id} ({agent.runtime})"
     binary = shutil.which(argv[0])
     if binary is None:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from gateway.agents.cli import cli_facts
 from gateway.protocol import InvalidRequest
 from gateway.store.models import utcnow
 from gateway.store.transcripts import SessionRecord, SessionRepo
+from gateway.webchat.files import delete_files
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig
@@ -110,7 +112,7 @@ class SessionsService:
         return [
             {"id": a.id, "name": a.name or a.id, "runtime": a.runtime, "model": a.model,
              "toolProfile": a.toolProfile, "default": a.id == self.default_agent_id,
-             "mainSessionKey": main_key(a.id)}
+             "mainSessionKey": main_key(a.id), "cli": cli_facts(a)}
             for a in self.gw.config.agents.list
         ]
 
@@ -182,6 +184,7 @@ class SessionsService:
             if row is not None:
                 row.cli_sessions = "{}"
                 row.updated_at = utcnow()
+        await delete_files(self.gw.db, session_key=key)  # what agents sent to its web chat went with its messages
         self.gw.hooks.fire("session_end", {"sessionKey": key, "agentId": parse_key(key)[0], "reason": "reset"})
         return removed
 

@@ -30,6 +30,7 @@ import orjson
 import structlog
 
 from gateway.agents import outbox
+from gateway.agents.cli import cli_argv
 from gateway.agents.context import context_env, issue_run_token, prompt_for
 from gateway.agents.inbound import InboundRouter
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
@@ -114,6 +115,9 @@ class AgentExecutor:
         gw = self.gw
         agent = gw.sessions.agent(run.agent_id, field="sessionKey")
         runtime = get_runtime(agent.runtime)
+        run.answer_facts = {"agentId": agent.id, "runtime": runtime.name, "cli": cli_argv(agent)[0]}
+        if agent.model:
+            run.answer_facts["model"] = agent.model
         row = await gw.sessions.get(run.session_key)
         resume_id = row.cli_session(runtime.name) if row is not None else None
         if resume_id and await self._idle_expired(run.session_key):
@@ -188,22 +192,43 @@ class AgentExecutor:
             await SessionRepo.record_usage(s, run.session_key, runtime=runtime.name,
                                            cli_session_id=res.session_id if res.ok or res.session_id else None,
                                            usage=res.usage, model=res.model)
-            if res.ok:
-                await SessionRepo.add_entry(s, run.session_key, "assistant", res.reply, run_id=run.id)
+            if res.model:
+                run.answer_facts["model"] = res.model
+            reply = self._page_reply(run, res.reply) if res.ok else res.reply
+            if res.ok and reply:
+                entry = await SessionRepo.add_entry(s, run.session_key, "assistant", reply, run_id=run.id,
+                                                    meta=dict(run.answer_facts))
+                await s.flush()
+                run.answer_entry_id = entry.id
         gw.hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
                                     "ok": res.ok, "reply": res.reply if res.ok else None, "error": res.error,
                                     "durationMs": round((time.monotonic() - started) * 1000)})
         if not res.ok:
             return RunOutcome(status="error", error=res.error or "the agent failed")
-        return RunOutcome(status="ok", reply=res.reply)
+        return RunOutcome(status="ok", reply=reply)
+
+    def _page_reply(self, run: Run, reply: str) -> str:
+        """A web chat reply as the page shows it: reply tags become ``replyTo`` (the message it quotes) and
+        ``NO_REPLY`` becomes nothing. Channel replies keep their tags: delivery applies them."""
+        origin = run.last.origin
+        if origin is None or origin.channel != "webchat" or run.last.deliver:
+            return reply
+        body, silent, reply_to = clean_reply(reply)
+        target = origin.reply_to_id if reply_to == "current" else reply_to
+        if target and not silent:
+            run.answer_facts["replyTo"] = target
+        return "" if silent else body
 
     # -- delivery ------------------------------------------------------------------------------
 
     async def after_run(self, run: Run) -> None:
-        """Deliver a channel run's reply, or one line saying why it failed."""
+        """Keep a failed turn in the transcript; deliver a channel run's reply, or one line saying why it failed."""
+        if run.status != "ok":
+            await self._record_failure(run)
         origin = run.last.origin
-        if origin is None and run.last.source == "chat" and run.status == "ok" and self.gw.voice is not None:
-            await self._speak_to_page(run)
+        if run.last.source == "chat" and not run.last.deliver:  # the web chat page (or an API client) watches
+            if run.status == "ok" and self.gw.voice is not None:
+                await self._speak_to_page(run)
             return
         if origin is None or not run.last.deliver or run.status == "aborted":
             return
@@ -227,6 +252,22 @@ class AgentExecutor:
         await outbox.deliver(self.gw, origin, body, run.session_key, run_id=run.id, reply_to_id=reply_to_id)
         if speak:
             await self._speak(origin, body, run)
+
+    async def _record_failure(self, run: Run) -> None:
+        """A failed or stopped turn as a transcript entry, so a reload still shows why nothing was answered."""
+        aborted = run.status == "aborted"
+        text = "stopped" if aborted else (run.error or "the run failed")
+        meta: dict[str, object] = {"aborted": True} if aborted else {"error": True}
+        try:
+            async with self.gw.db.session() as s:
+                if await SessionRepo.get(s, run.session_key) is None:  # the session was deleted under the run
+                    return
+                entry = await SessionRepo.add_entry(s, run.session_key, "assistant", text, run_id=run.id,
+                                                    meta={**meta, **run.answer_facts})
+                await s.flush()
+                run.answer_entry_id = entry.id
+        except Exception:
+            log.exception("failed turn not written to the transcript", run_id=run.id)
 
     async def _speak_to_page(self, run: Run) -> None:
         """Auto-TTS for the web chat: the clip goes to the page's viewers as a ``chat.audio`` event."""

@@ -16,7 +16,7 @@ from gateway.methods.agent import delivery_origin
 from gateway.methods.sessions import check_visible, is_owner
 from gateway.protocol import InvalidRequest
 from gateway.rpc import READ, WRITE, CallContext, Params, method
-from gateway.runs import RunRequest
+from gateway.runs import Origin, RunRequest
 from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo
 
@@ -70,9 +70,13 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     svc = ctx.gateway.sessions
     key = svc.normalize_key(p.sessionKey)
     await svc.ensure(key)
-    origin = None
-    if p.deliver:
-        origin = await delivery_origin(ctx, key, channel=None, account_id=None, to=None, thread_id=None)
+    # deliver: the reply goes to the chat the session came from (Telegram, Discord ...). Otherwise the page is
+    # the chat, and the agent's message tools (reply, react, send a file ...) act on it.
+    origin = await delivery_origin(ctx, key, channel=None, account_id=None, to=None, thread_id=None) \
+        if p.deliver else None
+    deliver = origin is not None
+    if origin is None:
+        origin = Origin(channel="webchat", account_id=None, to=key, chat_type="dm")
     message, heard = p.message, None
     files: tuple[str, ...] = ()
     if p.audio is not None:  # a recording: the agent gets the file and, when it can be had, the words
@@ -81,10 +85,17 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
         note, error = await ctx.gateway.voice.hear(path) if ctx.gateway.voice is not None else ("", None)
         message = f"{message}\n[attachment: voice {ATTACHMENTS_DIR}/{Path(path).name}]{note}".strip()
         heard = {"transcript": note.strip(), **({"transcriptError": error} if error else {})}
-    run, status = await ctx.gateway.runs.submit(RunRequest(
-        session_key=key, agent_id=parse_key(key)[0], message=message, source="chat", is_owner=is_owner(ctx),
-        origin=origin, deliver=origin is not None, files=files, voice_in=p.audio is not None))
-    return {"runId": run.id, "status": status, "sessionKey": key, **(heard or {})}
+    req = RunRequest(session_key=key, agent_id=parse_key(key)[0], message=message, source="chat",
+                     is_owner=is_owner(ctx), origin=origin, deliver=deliver, files=files,
+                     voice_in=p.audio is not None)
+    run, status = await ctx.gateway.runs.submit(req)
+    out = {"runId": run.id, "status": status, "sessionKey": key, **(heard or {})}
+    if req.entry_id is not None:
+        out["messageId"] = str(req.entry_id)
+        # Other pages open on this session show the message too (the sender's page knows its idempotency key).
+        ctx.gateway.broadcast("chat.user", {"sessionKey": key, "runId": run.id, "messageId": out["messageId"],
+                                            "text": message, "idempotencyKey": p.idempotencyKey}, scope=READ)
+    return out
 
 
 class HistoryParams(Params):

@@ -195,9 +195,19 @@ async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
     }
 
 
+def _own_chat(p: ReactParams | DeleteParams | PinParams, ctx: CallContext) -> None:
+    """A confined caller (a non-owner agent run) may change messages only in the chat its turn came from:
+    a stranger's agent must not delete or pin messages in the owner's conversations."""
+    scope = ctx.caller.confined_to
+    if scope is not None and not scope.allows_chat(p.channel, p.to):
+        raise Forbidden(f"chat '{p.to}' on {p.channel} is not the conversation this agent run came from",
+                        details={"code": "SESSION_FORBIDDEN", "field": "to"})
+
+
 @method("message.react", params=ReactParams, scope=WRITE, idempotent=True, aliases=("message:react",), baseline=True)
 async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
     """Set (or with an empty emoji, remove) the bot's reaction on a message."""
+    _own_chat(p, ctx)
     await ctx.platforms.react(p.channel, p.accountId, p.to, p.messageId, p.emoji)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "emoji": p.emoji,
             "removed": p.emoji == ""}
@@ -206,6 +216,7 @@ async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
 @method("message.delete", params=DeleteParams, scope=WRITE, idempotent=True, aliases=("message:delete",), baseline=True)
 async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
     """Delete a message (the bot's own, or any where it has the right)."""
+    _own_chat(p, ctx)
     await ctx.platforms.delete(p.channel, p.accountId, p.to, p.messageId)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "deleted": True}
 
@@ -233,6 +244,7 @@ async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[st
 @method("message.pin", params=PinParams, scope=WRITE, idempotent=True, aliases=("message:pin",), baseline=True)
 async def pin(p: PinParams, ctx: CallContext) -> dict[str, Any]:
     """Pin a message in its chat."""
+    _own_chat(p, ctx)
     await ctx.platforms.pin(p.channel, p.accountId, p.to, p.messageId)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "pinned": True}
 

@@ -13,6 +13,7 @@ from gateway.runs import RunRequest
 from gateway.sessions import parse_key
 from gateway.store.models import utcnow
 from gateway.store.transcripts import SessionRepo
+from gateway.webchat.files import delete_files
 
 Key = Field(None, min_length=1, max_length=512)
 
@@ -37,6 +38,13 @@ async def check_visible(ctx: CallContext, key: str, field: str = "sessionKey") -
                     details={"code": "SESSION_FORBIDDEN", "field": field})
 
 
+def _shorten(text: str | None, limit: int) -> str | None:
+    if not text:
+        return None
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
 def is_owner(ctx: CallContext) -> bool:
     """Runs an operator starts are the owner's only when the operator holds admin."""
     return "operator.admin" in ctx.caller.scopes
@@ -47,6 +55,8 @@ class ListParams(Params):
     limit: int | None = Field(None, ge=1, le=1000)
     includeGlobal: bool = False
     includeUnknown: bool = False
+    includeDerivedTitles: bool = Field(False, description="Add derivedTitle: the first user message, shortened.")
+    includeLastMessage: bool = Field(False, description="Add lastMessagePreview: the newest message, shortened.")
     agentId: str | None = None
 
 
@@ -56,6 +66,9 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     runs = ctx.gateway.runs
     async with ctx.gateway.db.session() as s:
         rows = await SessionRepo.search(s, search=p.search, limit=p.limit)
+        keys = [r.key for r in rows]
+        titles = await SessionRepo.first_user_texts(s, keys) if p.includeDerivedTitles else {}
+        latest = await SessionRepo.last_texts(s, keys) if p.includeLastMessage else {}
     out = []
     for row in rows:
         if p.agentId and row.agent_id != p.agentId:
@@ -67,6 +80,10 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
         d = row.to_dict()
         if runs is not None:
             d["run"] = runs.lane_state(row.key)
+        if p.includeDerivedTitles:
+            d["derivedTitle"] = _shorten(titles.get(row.key), 60)
+        if p.includeLastMessage:
+            d["lastMessagePreview"] = _shorten(latest.get(row.key), 120)
         out.append(d)
     return {"sessions": out, "count": len(out), "defaultAgentId": ctx.gateway.sessions.default_agent_id}
 
@@ -142,6 +159,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     await sessions.stop_runs(key)
     async with ctx.gateway.db.session() as s:
         deleted = await SessionRepo.delete(s, key)
+    await delete_files(ctx.gateway.db, session_key=key)
     if deleted:
         ctx.gateway.hooks.fire("session_end", {"sessionKey": key, "agentId": key.split(":")[1], "reason": "deleted"})
     return {"ok": True, "key": key, "deleted": deleted}

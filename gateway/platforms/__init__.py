@@ -17,6 +17,7 @@ from gateway.platforms.interface import ChatPlatforms, ProgressSink
 from gateway.platforms.journal import InboundJournal
 from gateway.platforms.messages import ChatType, Inbound, InboundHandler, Media, MediaKind, Sent
 from gateway.runs import Origin
+from gateway.webchat.posts import WebchatPosts
 
 __all__ = [
     "COMMANDS",
@@ -35,5 +36,6 @@ __all__ = [
     "PlatformHost",
     "ProgressSink",
     "Sent",
+    "WebchatPosts",
     "is_public_address",
 ]

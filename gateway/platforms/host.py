@@ -2,14 +2,13 @@
 
 A platform package (``channels/``, or a plugin's) gets one of these in its subsystem's
 ``start(host)`` instead of the whole ``Gateway``: it can read the config, hand allowed messages to
-the agents, keep the message log, store pairing requests, publish to the web chat, add HTTP routes
+the agents, keep the message log, store pairing requests, post to the web chat, add HTTP routes
 and clean-up, and attach its ``ChatPlatforms`` implementation. Everything else of the gateway stays
 out of its reach, so the two sides can change independently.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 from gateway.platforms import pairing
 from gateway.platforms.history import MessageLog
 from gateway.platforms.journal import InboundJournal
+from gateway.webchat.posts import WebchatPosts
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -38,6 +38,8 @@ class PlatformHost:
         self._gw = gateway
         self.history = MessageLog(gateway.db)
         self.journal = InboundJournal(gateway.db)
+        # The web chat's messages are session transcripts: post, react, pin, delete, read them.
+        self.webchat = WebchatPosts(gateway)
 
     # -- facts -----------------------------------------------------------------------------------
 
@@ -87,29 +89,3 @@ class PlatformHost:
     async def request_pairing_code(self, msg: Inbound) -> tuple[str, bool] | None:
         """The sender's pending pairing code ``(code, created)``; None when too many are pending."""
         return await pairing.request_code(self._gw.db, msg)
-
-    # -- the web chat ----------------------------------------------------------------------------
-
-    async def post_to_session(self, to: str, text: str) -> tuple[str, str]:
-        """Show ``text`` as an assistant message in a session's web chat: kept in the transcript (so a
-        reload still shows it) and pushed to every viewer. ``to`` is a session key or ``main``.
-
-        Returns:
-            ``(session key, message id)``.
-
-        Raises:
-            InvalidRequest: naming ``sessionKey`` when the key's agent does not exist.
-        """
-        from gateway.rpc import READ
-        from gateway.store.transcripts import SessionRepo
-
-        sessions = self._gw.sessions
-        key = sessions.normalize_key(to)
-        message_id = uuid.uuid4().hex
-        await sessions.ensure(key)
-        async with self._gw.db.session() as s:
-            await SessionRepo.add_entry(s, key, "assistant", text, run_id=f"msg-{message_id}")
-        self._gw.broadcast("chat", {"runId": f"msg-{message_id}", "sessionKey": key, "state": "final",
-                                    "text": text, "messageId": message_id}, scope=READ)
-        return key, message_id
-

@@ -55,6 +55,8 @@ class RunRequest:
     inbound: tuple[str, str, str, str] | None = None
     # The user spoke (a voice note): auto-TTS in ``inbound`` mode answers with a voice note too.
     voice_in: bool = False
+    # Set by ``RunQueue.submit``: the transcript entry that holds this message (its id on the web chat).
+    entry_id: int | None = None
 
 
 @dataclass(slots=True)
@@ -83,6 +85,10 @@ class Run:
     lease: Lease | None = None  # the session lease held while this turn runs (gateway.runs.lease)
     stopping: bool = False  # its task was cancelled once: a second cancel could cut its clean-up short
     cut_by_shutdown: bool = False  # stopped because the gateway stops: left for recovery at the next start
+    # Who answered ({agentId, runtime, cli, model}, and replyTo on the web chat) and the transcript entry of the
+    # answer (or of the failure): set by the executor, carried by the final ``chat`` event for open pages.
+    answer_facts: dict[str, str] = field(default_factory=dict)
+    answer_entry_id: int | None = None
 
     def stop(self, why: str) -> bool:
         """Cancel the running turn once, and only before it starts finishing; whether this call did it."""

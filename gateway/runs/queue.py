@@ -22,7 +22,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -94,7 +94,12 @@ class RunQueue:
             run = lane.current = self._new_run(req)
         async with self.gw.db.session() as s:
             if not req.stored:
-                await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
+                entry = await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
+                await s.flush()
+                req.entry_id = entry.id
+                if req.origin is not None and req.origin.reply_to_id is None:
+                    # A web chat message has no platform id: its transcript entry's id is its id.
+                    req.origin = replace(req.origin, reply_to_id=str(entry.id))
             await SessionRepo.save_run(s, run.id, run.session_key, "queued", source=req.source,
                                        is_owner=req.is_owner, only_if_new=True, replica_id=self.gw.replica_id)
             if req.inbound is not None:
@@ -231,6 +236,10 @@ class RunQueue:
         payload: dict[str, Any] = {"runId": run.id, "sessionKey": run.session_key, "state": state, "text": text}
         if error:
             payload["errorMessage"] = error
+        if state != "delta":
+            payload.update(run.answer_facts)
+            if run.answer_entry_id is not None:
+                payload["messageId"] = str(run.answer_entry_id)
         self.gw.broadcast("chat", payload)
 
     # -- control -----------------------------------------------------------------------------

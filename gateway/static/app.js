@@ -6,6 +6,7 @@
   var TOKEN_KEY = 'remoteclaw.token';
   var SESSION_KEY = 'remoteclaw.sessionKey';
   var CLIENT_KEY = 'remoteclaw.clientId';
+  var AGENT_KEY = 'remoteclaw.newChatAgent';
   var PROTOCOL_MIN = 3, PROTOCOL_MAX = 4;
   var REQUEST_TIMEOUT_MS = 30000;
 
@@ -43,7 +44,8 @@
   var state = {
     ws: null, ready: false, nextId: 1, pending: {}, backoffMs: 500, retryTimer: null, watchdog: null,
     tickMs: 30000, lastFrameAt: 0, sessionKey: load(SESSION_KEY), defaults: null, runs: {}, activeRun: null,
-    authFailed: false, historyLoaded: false
+    authFailed: false, historyLoaded: false, wasOnline: false, agents: [], sessions: [], listTimer: null,
+    newAgent: load(AGENT_KEY), sentKeys: {}
   };
 
   // -- markdown-lite: code fences, inline code, bold/italic, headings, lists, links ---------------
@@ -96,11 +98,35 @@
       if (m.index > last) renderBlocks(parent, text.slice(last, m.index));
       var pre = el('pre'), code = el('code', null, m[2]);
       if (m[1]) code.dataset.lang = m[1];
-      pre.appendChild(code); parent.appendChild(pre);
+      pre.appendChild(code); pre.appendChild(copyButton(code)); parent.appendChild(pre);
       last = fence.lastIndex;
       if (m[0].length === 0) break;
     }
     if (last < text.length) renderBlocks(parent, text.slice(last));
+  }
+
+  // Copy: the Clipboard API where the page is a secure context (https, localhost), else a hidden selection.
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    return new Promise(function (resolve, reject) {
+      var area = el('textarea'); area.value = text; area.setAttribute('readonly', '');
+      area.style.position = 'fixed'; area.style.opacity = '0';
+      document.body.appendChild(area); area.select();
+      var ok = false;
+      try { ok = document.execCommand('copy'); } catch (e) { ok = false; }
+      document.body.removeChild(area);
+      if (ok) resolve(); else reject(new Error('copy refused'));
+    });
+  }
+  function copyButton(code) {
+    var button = el('button', 'copy', 'Copy');
+    button.type = 'button'; button.setAttribute('aria-label', 'Copy the code');
+    button.addEventListener('click', function () {
+      copyText(code.textContent).then(function () { button.textContent = 'Copied'; },
+                                      function () { button.textContent = 'Copy failed'; });
+      setTimeout(function () { button.textContent = 'Copy'; }, 1500);
+    });
+    return button;
   }
 
   // -- the message list --------------------------------------------------------------------------
@@ -110,10 +136,78 @@
   function scrollDown(force) { if (force || nearBottom()) scroller.scrollTop = scroller.scrollHeight; }
   function refreshEmpty() { $('empty').hidden = messages.children.length > 0 || !state.ready; }
 
-  function addUser(text) {
+  // A message's node by its id in the session (the transcript entry's number).
+  function byId(id) {
+    var clean = String(id == null ? '' : id).replace(/[^0-9]/g, '');
+    return clean ? messages.querySelector('[data-id="' + clean + '"]') : null;
+  }
+  function humanSize(n) {
+    if (!n && n !== 0) return '';
+    if (n < 1024) return n + ' B';
+    if (n < 1024 * 1024) return (n / 1024).toFixed(n < 10240 ? 1 : 0) + ' KB';
+    return (n / 1024 / 1024).toFixed(1) + ' MB';
+  }
+
+  // What surrounds a message: the message it answers, its files, the agent's reaction, pinned, deleted.
+  function decorate(node, facts) {
+    node.dataset.id = facts.id != null ? String(facts.id) : (facts.messageId || node.dataset.id || '');
+    if (facts.deleted) { setDeleted(node); return; }
+    if (facts.replyTo) {
+      var target = byId(facts.replyTo);
+      var excerpt = target ? (target.plainText || target.textContent || '') : 'message ' + facts.replyTo;
+      var quote = el('button', 'quote', (facts.thread ? '↳ in thread: ' : '↩ ') + excerpt.slice(0, 140));
+      quote.type = 'button'; quote.dataset.replyTo = String(facts.replyTo);
+      quote.addEventListener('click', function () {
+        var t = byId(quote.dataset.replyTo);
+        if (!t) return;
+        t.scrollIntoView({ block: 'center', behavior: 'smooth' });
+        t.classList.remove('flash'); void t.offsetWidth; t.classList.add('flash');
+      });
+      node.insertBefore(quote, node.firstChild);
+    }
+    (facts.attachments || []).forEach(function (a) {
+      var link = el('a', a.inline && !a.external ? 'attachment' : 'file');
+      link.href = a.url; link.rel = 'noopener noreferrer nofollow';
+      if (a.inline && !a.external) {
+        link.target = '_blank';
+        var img = el('img'); img.src = a.url; img.alt = a.name || 'image'; img.loading = 'lazy';
+        img.addEventListener('load', function () { scrollDown(); });
+        link.appendChild(img);
+      } else {
+        if (a.external) link.target = '_blank'; else link.setAttribute('download', a.name || 'file');
+        link.textContent = '📄 ' + (a.name || 'file') + (a.size != null ? ' · ' + humanSize(a.size) : '');
+      }
+      node.appendChild(link);
+    });
+    setReaction(node, facts.reaction);
+    setPinned(node, facts.pinned);
+  }
+  function setReaction(node, emoji) {
+    var old = node.querySelector(':scope > .reaction');
+    if (old) old.remove();
+    node.classList.toggle('reacted', !!emoji);
+    if (emoji) { var r = el('span', 'reaction', emoji); r.title = 'the agent reacted'; node.appendChild(r); }
+  }
+  function setPinned(node, pinned) {
+    var old = node.querySelector(':scope > .pin-label');
+    if (old) old.remove();
+    node.classList.toggle('pinned', !!pinned);
+    if (pinned) node.insertBefore(el('span', 'pin-label', 'pinned'), node.firstChild);
+  }
+  function setDeleted(node) {
+    node.textContent = ''; node.plainText = '';
+    node.className = node.className.replace(/\b(streaming|pinned|reacted)\b/g, '').trim() + ' deleted';
+    node.appendChild(document.createTextNode('message deleted'));
+  }
+
+  function addUser(text, facts) {
     var stick = nearBottom();
-    var node = el('div', 'msg user', text);
-    messages.appendChild(node); refreshEmpty(); scrollDown(stick);
+    var node = el('div', 'msg user');
+    node.appendChild(el('span', 'body', text));
+    node.plainText = text;
+    messages.appendChild(node);
+    if (facts) decorate(node, facts);
+    refreshEmpty(); scrollDown(stick);
     return node;
   }
 
@@ -150,6 +244,18 @@
     return card;
   }
 
+  var RUNTIMES = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode' };
+  // "main · Claude Code (claude) · sonnet": which agent and which CLI answered a turn.
+  function answeredLine(facts) {
+    if (!facts || !facts.agentId) return null;
+    var runtime = RUNTIMES[facts.runtime] || facts.runtime || '';
+    var text = facts.agentId + ' · ' + runtime + (facts.cli ? ' (' + facts.cli + ')' : '') +
+      (facts.model ? ' · ' + facts.model : '');
+    var line = el('div', 'answered', text);
+    line.title = 'answered by agent ' + facts.agentId + ' with ' + (facts.cli || runtime);
+    return line;
+  }
+
   // One assistant turn: text segments interleaved with tool cards, as the run produced them.
   function Turn(runId) {
     this.runId = runId;
@@ -165,15 +271,37 @@
     if (!this.segment && part.trim()) { this.segment = el('div', 'msg assistant'); this.node.appendChild(this.segment); }
     if (this.segment) {
       renderMarkdown(this.segment, part);
+      this.segment.plainText = part;
       this.segment.classList.toggle('streaming', !!streaming);
     }
     scrollDown(stick);
   };
+  // A finished message of its own (from the history, or posted by a message tool): one bubble.
+  Turn.prototype.bubble = function (text, facts) {
+    if (this.segment) this.segment.classList.remove('streaming');
+    var node = el('div', 'msg assistant');
+    if (text) renderMarkdown(node, text);
+    node.plainText = text || '';
+    this.node.appendChild(node);
+    this.segment = null; this.offset = this.text.length;
+    decorate(node, facts || {});
+    return node;
+  };
   // The final text is the reply itself (what follows the last tool call, cleaned), not everything streamed.
-  Turn.prototype.setFinal = function (reply) {
+  Turn.prototype.setFinal = function (reply, facts) {
     var text = this.text;
-    if (!reply.trim() || text.slice(this.offset).trim() === reply.trim()) { this.setText(text, false); return; }
-    this.setText(text.slice(0, this.offset) + reply, false);
+    if (!reply.trim() && text.slice(this.offset).trim() === 'NO_REPLY' && this.segment) {
+      this.segment.remove(); this.segment = null;  // the agent chose to stay silent
+    } else if (!reply.trim() || text.slice(this.offset).trim() === reply.trim()) this.setText(text, false);
+    else this.setText(text.slice(0, this.offset) + reply, false);
+    if (this.segment && facts && facts.messageId) decorate(this.segment, facts);
+    this.answered(facts);
+  };
+  Turn.prototype.answered = function (facts) {
+    var old = this.node.querySelector(':scope > .answered');
+    if (old) old.remove();
+    var line = answeredLine(facts);
+    if (line) this.node.appendChild(line);
   };
   Turn.prototype.tool = function (data) {
     var stick = nearBottom();
@@ -189,11 +317,18 @@
     else card.setInput(data.input);
     scrollDown(stick);
   };
-  Turn.prototype.finish = function (kind, message) {
+  Turn.prototype.finish = function (kind, message, facts) {
     if (this.segment) this.segment.classList.remove('streaming');
+    if (this.done && kind !== 'final') return;  // already shown (e.g. from the history)
     this.done = true;
-    if (kind === 'error') this.node.appendChild(el('div', 'msg error', message || 'the run failed'));
-    else if (kind === 'aborted') this.node.appendChild(el('div', 'note', 'stopped'));
+    var node = null;
+    if (kind === 'error') node = el('div', 'msg error', message || 'the run failed');
+    else if (kind === 'aborted') node = el('div', 'note', 'stopped');
+    if (node) {
+      if (facts && (facts.messageId || facts.id)) node.dataset.id = String(facts.messageId || facts.id);
+      this.node.appendChild(node);
+      this.answered(facts);
+    }
     Object.keys(this.tools).forEach(function (k) {
       var c = this.tools[k];
       if (c.dataset.state === 'running') { c.dataset.state = 'done'; c.querySelector('.tstate').textContent = ''; }
@@ -210,19 +345,39 @@
     messages.textContent = ''; state.runs = {};
     var turn = null;
     list.forEach(function (m) {
-      if (m.role === 'user') { addUser(m.text || ''); turn = null; return; }
+      if (m.role === 'user') { addUser(m.text || '', m); turn = null; return; }
       var key = m.runId || ('h' + Math.random());
       if (!turn || turn.runId !== key) { turn = new Turn(key); if (m.runId) state.runs[m.runId] = turn; }
       if (m.role === 'tool') {
         var t = m.tool || {};
         turn.tool({ phase: 'result', id: m.id, name: t.name, input: t.input, output: t.output == null ? '' : t.output, isError: t.isError });
+      } else if (m.error || m.aborted) {
+        turn.done = false; turn.finish(m.error ? 'error' : 'aborted', m.text, m);
       } else {
-        var sep = turn.text && turn.offset < turn.text.length ? '\n\n' : '';
-        turn.setText(turn.text + sep + (m.text || ''), false);
+        turn.bubble(m.text || '', m);
+        turn.answered(m);
       }
     });
     Object.keys(state.runs).forEach(function (k) { state.runs[k].done = true; });
     refreshEmpty(); scrollDown(true);
+  }
+
+  // A message a tool posted (message_send, message_reply, a file ...): a turn of one bubble.
+  function showPosted(p) {
+    if (byId(p.messageId)) return;
+    var stick = nearBottom();
+    var turn = turnFor(p.runId);
+    turn.bubble(p.text || '', p);
+    turn.done = true;
+    scrollDown(stick);
+  }
+
+  function applyChange(p) {
+    var node = byId(p.messageId);
+    if (!node) return;
+    if (p.deleted) { setDeleted(node); return; }
+    setReaction(node, p.reaction);
+    setPinned(node, p.pinned);
   }
 
   // -- the protocol ----------------------------------------------------------------------------
@@ -275,12 +430,21 @@
     state.defaults = (hello.snapshot && hello.snapshot.sessionDefaults) || {};
     if (!state.sessionKey) state.sessionKey = state.defaults.mainSessionKey || 'agent:main:main';
     $('token-form').hidden = true; $('composer').hidden = false;
+    state.wasOnline = true; $('banner').hidden = true;
     setStatus('online', 'connected');
     showSession();
     loadHistory();
+    loadAgents();
+    loadSessions();
   }
 
-  function showSession() { $('session-label').textContent = state.sessionKey || ''; }
+  function showSession() {
+    $('session-label').textContent = state.sessionKey || '';
+    var title = sessionTitle(findSession(state.sessionKey) || { key: state.sessionKey || '' });
+    $('session-title').textContent = title;
+    document.title = title + ' · remoteclaw';
+    showAgent();
+  }
 
   function loadHistory() {
     return request('chat.history', { sessionKey: state.sessionKey, limit: 200 }).then(function (res) {
@@ -299,13 +463,19 @@
     if (!p) return;
     if (name === 'tick') return;
     if (name === 'shutdown') { setStatus('connecting', 'gateway restarting…'); return; }
+    if (name === 'chat' && p.state !== 'delta') refreshSessionsSoon();
     if (p.sessionKey && p.sessionKey !== state.sessionKey) return;
-    if (name === 'chat' && p.runId) {
+    if (name === 'chat' && p.runId && /^msg-/.test(p.runId) && p.state === 'final') showPosted(p);
+    else if (name === 'chat' && p.runId) {
       var turn = turnFor(p.runId);
       if (p.state === 'delta') { turn.setText(p.text || '', true); setActive(p.runId); }
-      else if (p.state === 'final') { turn.setFinal(p.text || ''); turn.finish('final'); setActive(null, p.runId); }
-      else if (p.state === 'error') { turn.finish('error', p.errorMessage || p.text); setActive(null, p.runId); }
-      else if (p.state === 'aborted') { turn.finish('aborted'); setActive(null, p.runId); }
+      else if (p.state === 'final') { turn.setFinal(p.text || '', p); turn.finish('final'); setActive(null, p.runId); }
+      else if (p.state === 'error') { turn.finish('error', p.errorMessage || p.text, p); setActive(null, p.runId); }
+      else if (p.state === 'aborted') { turn.finish('aborted', null, p); setActive(null, p.runId); }
+    } else if (name === 'chat.message' && p.messageId) {
+      applyChange(p);
+    } else if (name === 'chat.user' && p.messageId) {  // sent from another page (or a client) into this session
+      if (!state.sentKeys[p.idempotencyKey] && !byId(p.messageId)) addUser(p.text || '', { id: p.messageId });
     } else if (name === 'chat.audio' && p.runId && p.base64) {
       var clip = el('audio', 'clip');
       clip.controls = true;
@@ -375,6 +545,12 @@
       var wait = state.backoffMs;
       state.backoffMs = Math.min(state.backoffMs * 2, 10000);
       setStatus('offline', 'offline, retrying in ' + Math.ceil(wait / 1000) + 's');
+      if (state.wasOnline) {  // it worked before: say so where the reader looks, not only in the corner
+        $('banner-text').textContent = 'Connection to the gateway lost. Reconnecting in ' + Math.ceil(wait / 1000) +
+          ' s… (messages you send now are not delivered)';
+        $('banner').hidden = false;
+      }
+      if (state.activeRun) setActive(null);
       state.retryTimer = setTimeout(connect, wait);
     };
   }
@@ -399,10 +575,14 @@
     if (!text || !state.ready) return;
     input.value = ''; grow();
     var bubble = addUser(text);
-    request('chat.send', { sessionKey: state.sessionKey, message: text, idempotencyKey: randomId() })
+    var key = randomId();
+    state.sentKeys[key] = true;
+    request('chat.send', { sessionKey: state.sessionKey, message: text, idempotencyKey: key })
       .then(function (res) {
         if (res.sessionKey && res.sessionKey !== state.sessionKey) { state.sessionKey = res.sessionKey; showSession(); }
+        if (res.messageId) bubble.dataset.id = res.messageId;
         if (res.runId) { turnFor(res.runId); setActive(res.runId); }
+        refreshSessionsSoon();
       })
       .catch(function (err) { bubble.classList.add('failed'); showError('not sent: ' + err.message); });
   }
@@ -420,10 +600,13 @@
     reader.onload = function () {
       var b64 = String(reader.result).split(',')[1] || '';
       var bubble = addUser('Voice message');
-      request('chat.send', { sessionKey: state.sessionKey, message: input.value.trim(), idempotencyKey: randomId(),
+      var key = randomId();
+      state.sentKeys[key] = true;
+      request('chat.send', { sessionKey: state.sessionKey, message: input.value.trim(), idempotencyKey: key,
                              audio: { base64: b64, mimeType: mime.split(';')[0] } })
         .then(function (res) {
           input.value = ''; grow();
+          if (res.messageId) bubble.dataset.id = res.messageId;
           if (res.transcript) bubble.appendChild(el('div', 'transcript', res.transcript.replace(/^\[|\]$/g, '')));
           if (res.transcriptError) showError('could not transcribe: ' + res.transcriptError);
           if (res.runId) { turnFor(res.runId); setActive(res.runId); }
@@ -458,18 +641,201 @@
       .catch(function (err) { showError('could not stop: ' + err.message); });
   });
 
+  // -- conversations: the list beside the chat (a drawer on a phone) -------------------------------
+  function mainKey() { return (state.defaults && state.defaults.mainSessionKey) || 'agent:main:main'; }
+  function agentOf(key) { var parts = String(key || '').split(':'); return parts[0] === 'agent' ? parts[1] : null; }
+  function findSession(key) {
+    for (var i = 0; i < state.sessions.length; i++) { if (state.sessions[i].key === key) return state.sessions[i]; }
+    return null;
+  }
+  function findAgent(id) {
+    for (var i = 0; i < state.agents.length; i++) { if (state.agents[i].id === id) return state.agents[i]; }
+    return null;
+  }
+  function sessionTitle(s) {
+    if (s.label) return s.label;
+    var parts = String(s.key || '').split(':');
+    if (s.derivedTitle && !(parts.length === 3 && parts[2] === 'main')) return s.derivedTitle;
+    if (parts.length === 3 && parts[2] === 'main') {
+      return parts[1] === ((state.defaults && state.defaults.defaultAgentId) || 'main') ? 'Main session' : 'Main session · ' + parts[1];
+    }
+    if (parts[2] === 'webchat') return 'New conversation';
+    return parts.slice(2).join(':') || s.key || '';
+  }
+  function badgeOf(s) {
+    if (s.channel) return s.channel;
+    var kind = s.kind || '';
+    return kind === 'direct' || kind === 'main' ? '' : kind;
+  }
+  function ago(ms) {
+    if (!ms) return '';
+    var s = Math.max(0, (Date.now() - ms) / 1000);
+    if (s < 60) return 'just now';
+    if (s < 3600) return Math.floor(s / 60) + ' min ago';
+    if (s < 86400) return Math.floor(s / 3600) + ' h ago';
+    return new Date(ms).toLocaleDateString();
+  }
+
+  function loadSessions() {
+    return request('sessions.list', { limit: 100, includeDerivedTitles: true, includeLastMessage: true })
+      .then(function (res) { state.sessions = res.sessions || []; renderSessions(); showSession(); })
+      .catch(function () { /* the list is a convenience: the chat itself still works */ });
+  }
+  function refreshSessionsSoon() {
+    clearTimeout(state.listTimer);
+    state.listTimer = setTimeout(function () { if (state.ready) loadSessions(); }, 400);
+  }
+
+  function renderSessions() {
+    var nav = $('sessions');
+    nav.textContent = '';
+    var list = state.sessions.slice();
+    if (!findSession(mainKey())) list.unshift({ key: mainKey(), kind: 'main' });
+    if (state.sessionKey && !findSession(state.sessionKey) && state.sessionKey !== mainKey()) {
+      list.unshift({ key: state.sessionKey, kind: 'webchat' });
+    }
+    list.forEach(function (s) { nav.appendChild(sessionItem(s)); });
+  }
+
+  function sessionItem(s) {
+    var item = el('div', 'session-item' + (s.key === state.sessionKey ? ' active' : ''));
+    item.dataset.key = s.key;
+    var open = el('button', 'open');
+    open.type = 'button';
+    open.title = s.key + (s.updatedAt ? ' · ' + ago(s.updatedAt) : '');
+    open.appendChild(el('span', 's-title', sessionTitle(s)));
+    var sub = el('span', 's-sub');
+    var badge = badgeOf(s);
+    if (badge) sub.appendChild(el('span', 's-badge', badge));
+    sub.appendChild(document.createTextNode(
+      (s.lastMessagePreview || '').replace(/[*_`#>]+/g, '') || ago(s.updatedAt) || s.key));
+    open.appendChild(sub);
+    open.addEventListener('click', function () { switchSession(s.key); closeMenu(); });
+    item.appendChild(open);
+    if (!s.createdAt) return item;  // not stored yet: nothing to rename or delete
+    var tools = el('span', 'tools');
+    var rename = el('button', 'rename', '✎');
+    rename.type = 'button'; rename.title = 'Rename'; rename.setAttribute('aria-label', 'Rename ' + sessionTitle(s));
+    rename.addEventListener('click', function () { startRename(item, s); });
+    var del = el('button', 'delete', '✕');
+    del.type = 'button'; del.title = 'Delete'; del.setAttribute('aria-label', 'Delete ' + sessionTitle(s));
+    del.addEventListener('click', function () {
+      if (!del.classList.contains('confirm')) {  // a second click within 4 s deletes: no accidental loss
+        del.classList.add('confirm'); del.textContent = 'Delete?';
+        setTimeout(function () { del.classList.remove('confirm'); del.textContent = '✕'; }, 4000);
+        return;
+      }
+      request('sessions.delete', { key: s.key }).then(function () {
+        if (s.key === state.sessionKey) switchSession(mainKey());
+        loadSessions();
+      }).catch(function (err) { showError('could not delete: ' + err.message); });
+    });
+    tools.appendChild(rename); tools.appendChild(del);
+    item.appendChild(tools);
+    return item;
+  }
+
+  function startRename(item, s) {
+    var field = el('input');
+    field.value = s.label || ''; field.placeholder = sessionTitle(s); field.maxLength = 256;
+    field.setAttribute('aria-label', 'New name');
+    item.textContent = ''; item.appendChild(field); field.focus();
+    var done = false;
+    function finish(save) {
+      if (done) return;
+      done = true;
+      if (!save) { renderSessions(); return; }
+      request('sessions.patch', { key: s.key, label: field.value.trim() || null })
+        .then(function () { loadSessions(); })
+        .catch(function (err) { showError('could not rename: ' + err.message); renderSessions(); });
+    }
+    field.addEventListener('keydown', function (ev) {
+      if (ev.key === 'Enter') { ev.preventDefault(); finish(true); }
+      else if (ev.key === 'Escape') { ev.preventDefault(); ev.stopPropagation(); finish(false); }
+    });
+    field.addEventListener('blur', function () { finish(true); });
+  }
+
   function switchSession(key) {
     state.sessionKey = key; store(SESSION_KEY, key); state.activeRun = null; setActive(null);
-    showSession();
+    messages.textContent = ''; state.runs = {};
+    showSession(); renderSessions();
     if (state.ready) loadHistory();
   }
-  $('new-chat').addEventListener('click', function () {
-    var agent = (state.defaults && state.defaults.defaultAgentId) || 'main';
+  function newChat() {
+    var agent = state.newAgent && findAgent(state.newAgent) ? state.newAgent
+      : (state.defaults && state.defaults.defaultAgentId) || 'main';
     switchSession('agent:' + agent + ':webchat:' + randomId().slice(0, 12));
+    closeMenu();
+    input.focus();
+  }
+  $('new-chat').addEventListener('click', newChat);
+  $('side-new').addEventListener('click', newChat);
+  $('agent-pick').addEventListener('change', function () {
+    state.newAgent = $('agent-pick').value; store(AGENT_KEY, state.newAgent);
   });
-  $('main-chat').addEventListener('click', function () {
-    switchSession((state.defaults && state.defaults.mainSessionKey) || 'agent:main:main');
+
+  // -- the agent: who answers here, and what to do when its CLI is missing --------------------------
+  function loadAgents() {
+    return request('agents.list', {}).then(function (res) {
+      state.agents = res.agents || [];
+      var pick = $('agent-pick');
+      pick.textContent = '';
+      state.agents.forEach(function (a) {
+        var opt = el('option', null, a.name || a.id); opt.value = a.id;
+        if (a.id === (state.newAgent || res.defaultAgentId)) opt.selected = true;
+        pick.appendChild(opt);
+      });
+      pick.hidden = state.agents.length < 2;
+      showAgent();
+    }).catch(function () { /* older gateways: the generic empty state stays */ });
+  }
+
+  function showAgent() {
+    var agent = findAgent(agentOf(state.sessionKey));
+    var missing = $('empty-missing');
+    if (!agent) { missing.hidden = true; return; }
+    var runtime = RUNTIMES[agent.runtime] || agent.runtime;
+    var cli = agent.cli || {};
+    var line = $('empty-agent');
+    line.textContent = '';
+    line.appendChild(document.createTextNode('Your messages go to the agent '));
+    line.appendChild(el('strong', null, agent.name || agent.id));
+    line.appendChild(document.createTextNode(', which answers with ' + runtime + ' ('));
+    line.appendChild(el('code', null, cli.command || agent.runtime));
+    line.appendChild(document.createTextNode(')' + (agent.model ? ', model ' + agent.model : '') +
+      '. Replies stream in here, with every tool call it makes.'));
+    missing.hidden = cli.found !== false;
+    if (cli.found === false) {
+      $('missing-title').textContent = (cli.command || agent.runtime) + ' is not installed on the gateway\u2019s machine, so ' +
+        (agent.name || agent.id) + ' cannot answer yet.';
+      var code = $('missing-install');
+      code.textContent = cli.install || ('install ' + cli.command);
+      var pre = code.parentNode;
+      if (!pre.querySelector('button.copy')) pre.appendChild(copyButton(code));
+    }
+    $('side-foot').textContent = (agent.name || agent.id) + ' · ' + runtime +
+      (cli.found === false ? ' · CLI missing' : (cli.path ? ' · ' + cli.path : ''));
+  }
+
+  // -- the drawer on a phone, and the keyboard -------------------------------------------------------
+  function openMenu() {
+    $('app').classList.add('menu-open'); $('scrim').hidden = false; $('menu').setAttribute('aria-expanded', 'true');
+  }
+  function closeMenu() {
+    $('app').classList.remove('menu-open'); $('scrim').hidden = true; $('menu').setAttribute('aria-expanded', 'false');
+  }
+  $('menu').addEventListener('click', function () {
+    if ($('app').classList.contains('menu-open')) closeMenu(); else openMenu();
   });
+  $('close-menu').addEventListener('click', closeMenu);
+  $('scrim').addEventListener('click', closeMenu);
+  document.addEventListener('keydown', function (ev) {
+    if (ev.key !== 'Escape' || ev.isComposing) return;
+    if ($('app').classList.contains('menu-open')) { closeMenu(); return; }
+    if (state.activeRun) { ev.preventDefault(); $('abort').click(); }
+  });
+  $('retry-now').addEventListener('click', function () { if (!state.ws) { state.backoffMs = 500; connect(); } });
 
   $('token-form').addEventListener('submit', function (ev) {
     ev.preventDefault();

@@ -31,7 +31,11 @@ from sqlalchemy.orm import Mapped, mapped_column
 from gateway.store.db import rowcount
 from gateway.store.models import Base, utcnow
 
-__all__ = ["AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
+__all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
+
+ENTRY_META = frozenset({"replyTo", "thread", "reaction", "pinned", "deleted", "attachments", "error", "aborted",
+                        "agentId", "runtime", "cli", "model"})
+"""The keys a transcript entry's ``meta`` may hold (each is also a key of the entry in ``chat.history``)."""
 
 
 class SessionRecord(Base):
@@ -97,6 +101,13 @@ class TranscriptEntry(Base):
     text: Mapped[str] = mapped_column(Text, default="")
     tool: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON {name, input, output, isError}
     ts: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # JSON of what a chat shows around the message (``ENTRY_META``): replyTo, reaction, pinned, deleted,
+    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered).
+    meta: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return orjson.loads(self.meta) if self.meta else {}
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "role": self.role, "text": self.text, "ts": _ms(self.ts)}
@@ -104,6 +115,7 @@ class TranscriptEntry(Base):
             out["runId"] = self.run_id
         if self.tool:
             out["tool"] = orjson.loads(self.tool)
+        out.update(self.facts)
         return out
 
 
@@ -129,6 +141,15 @@ class AgentRun(Base):
         if self.ended_at:
             out["endedAt"] = _ms(self.ended_at)
         return out
+
+
+def _meta_json(meta: dict[str, Any] | None) -> str | None:
+    if not meta:
+        return None
+    unknown = set(meta) - ENTRY_META
+    if unknown:  # a programming error: the page and chat.history only know ENTRY_META
+        raise ValueError(f"unknown transcript meta keys: {sorted(unknown)}")
+    return orjson.dumps(meta).decode()
 
 
 def _ms(dt: datetime | None) -> int | None:
@@ -182,9 +203,10 @@ class SessionRepo:
 
     @staticmethod
     async def add_entry(s: AsyncSession, key: str, role: str, text: str, *, run_id: str | None = None,
-                        tool: dict[str, Any] | None = None) -> TranscriptEntry:
+                        tool: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> TranscriptEntry:
         entry = TranscriptEntry(session_key=key, role=role, text=text, run_id=run_id,
-                                tool=orjson.dumps(tool).decode() if tool is not None else None)
+                                tool=orjson.dumps(tool).decode() if tool is not None else None,
+                                meta=_meta_json(meta))
         s.add(entry)
         row = await s.get(SessionRecord, key)
         if row is not None:
@@ -192,11 +214,50 @@ class SessionRepo:
         return entry
 
     @staticmethod
+    async def entry(s: AsyncSession, key: str, entry_id: int) -> TranscriptEntry | None:
+        """One entry of the session ``key`` (None when the id belongs to another session or to none)."""
+        row = await s.get(TranscriptEntry, entry_id)
+        return row if row is not None and row.session_key == key else None
+
+    @staticmethod
+    def update_meta(entry: TranscriptEntry, **changes: Any) -> dict[str, Any]:
+        """Merge ``changes`` into the entry's facts (a None value removes the key); returns the new facts."""
+        facts = entry.facts
+        for k, v in changes.items():
+            if v is None:
+                facts.pop(k, None)
+            else:
+                facts[k] = v
+        entry.meta = _meta_json(facts)
+        return facts
+
+    @staticmethod
     async def history(s: AsyncSession, key: str, limit: int | None) -> list[TranscriptEntry]:
         q = select(TranscriptEntry).where(TranscriptEntry.session_key == key).order_by(TranscriptEntry.id.desc())
         if limit:
             q = q.limit(limit)
         return list(reversed(list((await s.execute(q)).scalars())))
+
+    @staticmethod
+    async def first_user_texts(s: AsyncSession, keys: Sequence[str]) -> dict[str, str]:
+        """Each session's first user message (what a list of conversations names them by)."""
+        return await SessionRepo._texts_at(s, keys, func.min(TranscriptEntry.id), TranscriptEntry.role == "user")
+
+    @staticmethod
+    async def last_texts(s: AsyncSession, keys: Sequence[str]) -> dict[str, str]:
+        """Each session's newest user or assistant message."""
+        return await SessionRepo._texts_at(s, keys, func.max(TranscriptEntry.id),
+                                           TranscriptEntry.role.in_(("user", "assistant")))
+
+    @staticmethod
+    async def _texts_at(s: AsyncSession, keys: Sequence[str], pick: Any, where: Any) -> dict[str, str]:
+        if not keys:
+            return {}
+        ids = (select(pick).where(TranscriptEntry.session_key.in_(list(keys)), where, TranscriptEntry.text != "")
+               .group_by(TranscriptEntry.session_key))
+        res = await s.execute(select(TranscriptEntry.session_key, TranscriptEntry.text)
+                              .where(TranscriptEntry.id.in_(ids)))
+        return {k: t for k, t in res.all()}
 
     @staticmethod
     async def clear_history(s: AsyncSession, key: str) -> int:

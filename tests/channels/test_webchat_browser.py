@@ -1,7 +1,9 @@
 """The web chat page in real headless Chromium against a real gateway whose agent is a scripted CLI.
 
 The CLI stand-in prints Claude Code's stream-json (text, a tool call, its result, more text) with
-pauses, so the page has something to stream. Chromium only ever talks to 127.0.0.1.
+pauses, so the page has something to stream. Chromium only ever talks to 127.0.0.1. Pages are opened at
+a phone's size (390x844, touch) and a desktop's (1280x800); screenshots go to ``WEBCHAT_SCREENSHOT_DIR``
+(``./scripts/test`` sets it to ``.artifacts/webchat``) so a reviewer can look at them.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ AGENT = textwrap.dedent('''
     sid = str(uuid.uuid4())
     out({"type": "system", "subtype": "init", "session_id": sid, "model": "scripted", "mcp_servers": []})
     usage = {"input_tokens": 1, "output_tokens": 1}
+    if "quote me" in prompt:
+        reply = "[[reply_to_current]] Quoting you."
+        say(reply)
+        out({"type": "result", "subtype": "success", "session_id": sid, "result": reply, "usage": usage})
+        sys.exit(0)
     if "slow please" in prompt:
         say("Thinking hard")
         time.sleep(60)
@@ -96,16 +103,45 @@ async def browser() -> AsyncIterator[Any]:
     await pw.stop()
 
 
-@pytest.fixture
-async def page(browser: Any) -> AsyncIterator[Any]:
-    ctx = await browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2,
-                                    is_mobile=True, has_touch=True)
+PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
+
+
+async def new_page(browser: Any, **options: Any) -> tuple[Any, Any]:
+    ctx = await browser.new_context(**options)
     pg = await ctx.new_page()
     pg.errors = []
     pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))
     pg.on("console", lambda msg: pg.errors.append(msg.text) if msg.type == "error" else None)
+    return ctx, pg
+
+
+@pytest.fixture
+async def page(browser: Any) -> AsyncIterator[Any]:
+    ctx, pg = await new_page(browser, **PHONE)
     yield pg
     await ctx.close()
+
+
+@pytest.fixture
+async def desktop(browser: Any) -> AsyncIterator[Any]:
+    ctx, pg = await new_page(browser, **DESKTOP)
+    yield pg
+    await ctx.close()
+
+
+def shots_dir(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("WEBCHAT_SCREENSHOT_DIR") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+async def goto_session(page: Any, key: str) -> None:
+    """Pick a conversation from the list (behind the ☰ menu on a phone)."""
+    if await page.is_visible("#menu"):
+        await page.click("#menu")
+    await page.click(f'.session-item[data-key="{key}"] .open')
+    await page.wait_for_function("k => document.getElementById('session-label').textContent === k", arg=key)
 
 
 async def open_chat(page: Any, link: str) -> None:
@@ -158,7 +194,7 @@ async def test_streamed_reply_tool_card_history_and_phone_layout(
     assert '"limit": 5' in (await card.locator(".tinput").text_content() or "")
     assert "agent:main:main" in (await card.locator(".toutput").text_content() or "")
 
-    shots = Path(os.environ.get("WEBCHAT_SCREENSHOT_DIR") or tmp_path)
+    shots = shots_dir(tmp_path)
     await page.screenshot(path=str(shots / "webchat-phone.png"))
     # Nothing wider than the phone's screen.
     assert await page.evaluate("document.documentElement.scrollWidth") <= 390
@@ -196,7 +232,7 @@ async def test_abort_stops_the_running_reply(chat_gateway: GatewayProcess, page:
 
 async def test_message_send_to_webchat_reaches_open_pages(chat_gateway: GatewayProcess, page: Any) -> None:
     await open_chat(page, printed_link(chat_gateway))
-    await page.click("#main-chat")
+    await goto_session(page, "agent:main:main")
     client = await operator(chat_gateway.url, chat_gateway.token or "")
     try:
         res = await client.call("message.send", {"channel": "webchat", "to": "main", "message": "note from cron"})
@@ -229,3 +265,218 @@ async def test_page_is_served_with_a_strict_policy(chat_gateway: GatewayProcess)
     assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/html")
     assert resp.headers["referrer-policy"] == "no-referrer"
     assert "script-src 'sha256-" in resp.text and "unsafe-inline" not in resp.text
+
+
+# -- the page a person keeps open all day -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def missing_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """A gateway whose agent's CLI is not installed: what a newcomer without Claude Code meets."""
+    root = tmp_path_factory.mktemp("webchat-missing")
+    config = {"agents": {"list": [{"id": "main", "runtime": "claude", "command": ["remoteclaw-no-such-cli"]}]}}
+    with GatewayProcess(root / "state", config=config, token=None) as gw:
+        yield gw
+
+
+async def test_missing_cli_is_explained_its_error_survives_a_reload_and_a_drop_shows_a_banner(
+        missing_gateway: GatewayProcess, page: Any, tmp_path: Path) -> None:
+    shots = shots_dir(tmp_path)
+    await open_chat(page, printed_link(missing_gateway))
+    await page.wait_for_selector("#empty-missing:visible")
+    assert "remoteclaw-no-such-cli is not installed" in (await page.text_content("#missing-title") or "")
+    assert await page.text_content("#missing-install") == "npm install -g @anthropic-ai/claude-code"
+    who = await page.text_content("#empty-agent") or ""
+    assert "the agent main" in who and "Claude Code" in who and "remoteclaw-no-such-cli" in who
+    await page.screenshot(path=str(shots / "webchat-phone-empty-missing-cli.png"))
+
+    await send(page, "hello")
+    error = page.locator(".turn .msg.error")
+    await error.wait_for(timeout=15_000)
+    assert "remoteclaw-no-such-cli" in (await error.text_content() or "")
+    await page.reload()
+    await page.wait_for_selector('#status[data-state="online"]')
+    await page.wait_for_selector(".msg.user >> text=hello")
+    await page.wait_for_selector(".turn .msg.error >> text=remoteclaw-no-such-cli")  # the answer is not lost
+    await page.screenshot(path=str(shots / "webchat-phone-error-after-reload.png"))
+
+    missing_gateway.stop()
+    await page.wait_for_selector("#banner:visible", timeout=10_000)
+    assert "Reconnecting" in (await page.text_content("#banner") or "")
+    await page.screenshot(path=str(shots / "webchat-phone-reconnecting.png"))
+    missing_gateway.start()
+    await page.wait_for_selector("#banner", state="hidden", timeout=30_000)
+    await page.wait_for_selector('#status[data-state="online"]')
+    assert [e for e in page.errors if "ERR_CONNECTION_REFUSED" not in e] == []  # refused: while it was down
+
+
+async def test_desktop_keys_copy_sessions_rename_switch_delete(
+        chat_gateway: GatewayProcess, desktop: Any, tmp_path: Path) -> None:
+    page = desktop
+    await open_chat(page, printed_link(chat_gateway))
+    assert await page.is_visible("#sidebar") and await page.is_hidden("#menu")
+    await page.click("#new-chat")
+    key = await page.text_content("#session-label") or ""
+    # Enter sends; Shift+Enter starts a new line.
+    await page.click("#input")
+    await page.keyboard.type("which sessions")
+    await page.keyboard.press("Shift+Enter")
+    await page.keyboard.type("exist now?")
+    assert await page.input_value("#input") == "which sessions\nexist now?"
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector(".msg.user >> text=exist now?")
+    answered = page.locator(".turn .answered")
+    await answered.wait_for(timeout=15_000)
+    assert (await answered.text_content() or "").startswith("main · Claude Code (")
+
+    # A code block's copy button puts exactly the code on the clipboard.
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=chat_gateway.http)
+    final = page.locator(".turn .msg.assistant").last
+    await final.locator("button.copy").click()
+    await final.locator("button.copy >> text=Copied").wait_for()
+    assert await page.evaluate("navigator.clipboard.readText()") == "agent:main:main"
+
+    # The list names the conversation by its first message; renaming it changes the list and the header.
+    item = f'.session-item[data-key="{key}"]'
+    await page.wait_for_selector(f"{item} .s-title >> text=which sessions exist now?")
+    assert await page.text_content("#session-title") == "which sessions exist now?"
+    await page.screenshot(path=str(shots_dir(tmp_path) / "webchat-desktop.png"))
+    await page.click(f"{item} button.rename")
+    await page.fill(f"{item} input", "Session survey")
+    await page.press(f"{item} input", "Enter")
+    await page.wait_for_selector(f"{item} .s-title >> text=Session survey")
+    await page.wait_for_function("() => document.getElementById('session-title').textContent === 'Session survey'")
+    client = await operator(chat_gateway.url, chat_gateway.token or "")
+    try:
+        listed = {s["key"]: s for s in (await client.call("sessions.list", {}))["sessions"]}
+        assert listed[key]["label"] == "Session survey"
+
+        # Switching shows each conversation's own messages.
+        await goto_session(page, "agent:main:main")
+        assert await page.locator(".msg.user >> text=exist now?").count() == 0
+        await goto_session(page, key)
+        await page.wait_for_selector(".msg.user >> text=exist now?")
+
+        # Deleting takes a second click; the page falls back to the main session.
+        await page.click(f"{item} button.delete")
+        await page.wait_for_selector(f"{item} button.delete.confirm")
+        await page.click(f"{item} button.delete")
+        await page.wait_for_function("() => document.getElementById('session-label').textContent === 'agent:main:main'")
+        await page.wait_for_selector(item, state="detached")
+        listed = {s["key"]: s for s in (await client.call("sessions.list", {}))["sessions"]}
+        assert key not in listed
+    finally:
+        await client.close()
+    assert page.errors == []
+
+
+async def test_escape_stops_a_reply_and_the_stop_is_kept(chat_gateway: GatewayProcess, desktop: Any) -> None:
+    page = desktop
+    await open_chat(page, printed_link(chat_gateway))
+    await page.click("#new-chat")
+    await page.fill("#input", "slow please")
+    await page.press("#input", "Enter")
+    await page.wait_for_selector("text=Thinking hard", timeout=15_000)
+    await page.keyboard.press("Escape")
+    await page.wait_for_selector(".turn .note >> text=stopped", timeout=10_000)
+    await page.reload()
+    await page.wait_for_selector('#status[data-state="online"]')
+    await page.wait_for_selector(".turn .note >> text=stopped")
+
+
+async def test_agent_message_tools_show_live_and_after_reload(
+        chat_gateway: GatewayProcess, page: Any, tmp_path: Path) -> None:
+    from PIL import Image
+
+    await open_chat(page, printed_link(chat_gateway))
+    await page.click("#new-chat")
+    key = await page.text_content("#session-label") or ""
+    await send(page, "quote me")
+    # [[reply_to_current]] makes the reply quote the message it answers (and the tag is not shown).
+    reply = page.locator(".turn .msg.assistant", has_text="Quoting you.")
+    await reply.wait_for(timeout=15_000)
+    assert await reply.locator(".quote").text_content() == "↩ quote me"
+    assert "reply_to_current" not in (await page.text_content("#messages") or "")
+    user_id = await page.get_attribute(".msg.user", "data-id")
+    assert user_id and user_id.isdigit()
+
+    chart, notes = tmp_path / "chart.png", tmp_path / "notes.txt"
+    Image.new("RGB", (40, 20), (220, 30, 30)).save(chart)
+    notes.write_text("plain notes")
+    client = await operator(chat_gateway.url, chat_gateway.token or "")
+    target = {"channel": "webchat", "to": key}
+    try:
+        answer = await client.call("message.reply", {**target, "message": "replying", "replyToId": user_id})
+        await client.call("message.sendAttachment", {**target, "file": str(chart), "caption": "the chart"})
+        sent_notes = await client.call("message.sendAttachment", {**target, "file": str(notes)})
+        await client.call("message.react", {**target, "messageId": user_id, "emoji": "👍"})
+        await client.call("message.pin", {**target, "messageId": answer["messageId"]})
+        await page.wait_for_selector(f'[data-id="{sent_notes["messageId"]}"] a.file >> text=notes.txt')
+        await client.call("message.delete", {**target, "messageId": sent_notes["messageId"]})
+    finally:
+        await client.close()
+
+    async def check() -> None:
+        await page.wait_for_selector(".msg.user .reaction >> text=👍", timeout=10_000)
+        pinned = page.locator(".msg.assistant.pinned", has_text="replying")
+        await pinned.wait_for()
+        assert await pinned.locator(".quote").text_content() == "↩ quote me"
+        figure = page.locator(".msg.assistant", has_text="the chart")
+        await figure.locator(".attachment img").wait_for()
+        await page.wait_for_function("() => { const i = document.querySelector('.attachment img');"
+                                     " return i && i.complete && i.naturalWidth === 40; }")
+        await page.wait_for_selector(f'[data-id="{sent_notes["messageId"]}"].deleted >> text=message deleted')
+
+    await check()
+    await page.screenshot(path=str(shots_dir(tmp_path) / "webchat-phone-message-tools.png"))
+    await page.reload()
+    await page.wait_for_selector('#status[data-state="online"]')
+    await check()
+    assert page.errors == []
+
+
+async def test_phone_menu_opens_the_list_and_closes_on_a_pick(
+        chat_gateway: GatewayProcess, page: Any, tmp_path: Path) -> None:
+    await open_chat(page, printed_link(chat_gateway))
+    box = await page.locator("#sidebar").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 0  # off screen until asked for
+    await page.click("#menu")
+    await page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().x >= 0")
+    await page.screenshot(path=str(shots_dir(tmp_path) / "webchat-phone-menu.png"))
+    await page.keyboard.press("Escape")
+    await page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().right <= 0")
+    await goto_session(page, "agent:main:main")
+    await page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().right <= 0")
+    assert await page.is_hidden("#scrim")
+
+
+async def test_dark_mode_follows_the_system(chat_gateway: GatewayProcess, browser: Any, tmp_path: Path) -> None:
+    for scheme, background in (("light", "rgb(246, 247, 249)"), ("dark", "rgb(15, 17, 21)")):
+        ctx, pg = await new_page(browser, color_scheme=scheme, **DESKTOP)
+        try:
+            await open_chat(pg, printed_link(chat_gateway))
+            assert await pg.evaluate("getComputedStyle(document.body).backgroundColor") == background
+            await pg.screenshot(path=str(shots_dir(tmp_path) / f"webchat-desktop-{scheme}.png"))
+        finally:
+            await ctx.close()
+
+
+async def test_a_second_page_on_the_session_sees_messages_sent_from_the_first(
+        chat_gateway: GatewayProcess, page: Any, desktop: Any) -> None:
+    link = printed_link(chat_gateway)
+    await open_chat(desktop, link)
+    await desktop.click("#new-chat")
+    key = await desktop.text_content("#session-label") or ""
+    await send(desktop, "quote me")
+    await desktop.wait_for_selector(".msg.assistant >> text=Quoting you.", timeout=15_000)
+    await open_chat(page, link)
+    await page.wait_for_selector(f'.session-item[data-key="{key}"]', state="attached")
+    await goto_session(page, key)
+    await page.wait_for_selector(".msg.assistant >> text=Quoting you.")
+    await send(desktop, "quote me")  # the phone shows it (and the reply) live; the desktop shows it once
+    await page.wait_for_function("() => document.querySelectorAll('.msg.user').length === 2", timeout=10_000)
+    await page.wait_for_function("() => document.querySelectorAll('.msg.assistant .quote').length === 2",
+                                 timeout=15_000)
+    assert await desktop.locator(".msg.user").count() == 2
+    ids = await page.eval_on_selector_all(".msg.user", "nodes => nodes.map(n => n.dataset.id)")
+    assert ids == await desktop.eval_on_selector_all(".msg.user", "nodes => nodes.map(n => n.dataset.id)")

@@ -117,36 +117,80 @@ async def test_session_tools(agent_gateway: GatewayProcess, start_shim: ShimFact
 
 
 async def test_message_tools_through_webchat(agent_gateway: GatewayProcess, start_shim: ShimFactory,
-                                             tmp_path: Path) -> None:
-    shim = await start_shim(agent_gateway, owner=False, channel="webchat", to=MAIN, plugin_manifest={"tools": []})
-    other = "agent:main:webchat-other"
-    sent = await shim.call_ok("message_send", {"target": MAIN, "message": "hello from a tool"})
-    assert sent["ok"] is True and sent["channel"] == "webchat" and sent["messageId"]
-    cast = await shim.call_ok("message_broadcast", {"targets": [MAIN, other], "message": "to both"})
+                                             watcher: RawClient, tmp_path: Path) -> None:
+    import httpx
+
+    key = f"agent:main:webchat:{uuid.uuid4().hex[:8]}"  # a conversation of its own: other tests post to main
+    shim = await start_shim(agent_gateway, owner=False, channel="webchat", to=key, session_key=key,
+                            plugin_manifest={"tools": []})
+    other = f"agent:main:webchat-other-{uuid.uuid4().hex[:6]}"
+    sent = await shim.call_ok("message_send", {"target": key, "message": "hello from a tool"})
+    assert sent["ok"] is True and sent["channel"] == "webchat" and sent["messageId"].isdigit()
+    cast = await shim.call_ok("message_broadcast", {"targets": [key, other], "message": "to both"})
     assert cast["delivered"] == 2
     read = await shim.call_ok("message_read", {"limit": 50})
-    texts = [m["text"] for m in read["messages"]]
-    assert "hello from a tool" in texts and "to both" in texts
+    assert [(m["id"], m["text"]) for m in read["messages"]][:1] == [(sent["messageId"], "hello from a tool")]
     read_other = await shim.call_ok("message_read", {"channelId": other})
     assert [m["text"] for m in read_other["messages"]] == ["to both"]
-    # Webchat declares what it cannot do; the refusal proves the call reached the channel with its params.
-    unsupported = {
-        "message_reply": ({"message": "re", "replyToId": sent["messageId"]}, "reply"),
-        "message_thread_reply": ({"message": "in thread", "threadId": "t1"}, "threadReply"),
-        "message_send_attachment": ({"target": MAIN, "file": "/etc/hostname", "caption": "c"}, "sendAttachment"),
-        "message_send_with_effect": ({"target": MAIN, "message": "fx", "effectId": "confetti"}, "sendWithEffect"),
-        "message_react": ({"emoji": "👍", "messageId": sent["messageId"]}, "react"),
-        "message_delete": ({"messageId": sent["messageId"]}, "delete"),
-        "message_pin": ({"messageId": sent["messageId"]}, "pin"),
-    }
-    for tool, (args, op) in unsupported.items():
-        assert error_text(await shim.call(tool, args)) == f"Tool error ({tool}): INVALID_REQUEST: webchat does " \
-                                                          f"not support {op}"
+
+    # Every message tool acts on the page's conversation, and what it did is in the stored transcript.
+    first = sent["messageId"]
+    reply = await shim.call_ok("message_reply", {"message": "re", "replyToId": first})
+    threaded = await shim.call_ok("message_thread_reply", {"message": "in thread", "threadId": first})
+    picture = tmp_path / "chart.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    notes = tmp_path / "notes.html"
+    notes.write_text("<script>alert(1)</script>")
+    attached = await shim.call_ok("message_send_attachment", {"target": key, "file": str(picture), "caption": "c"})
+    page = await shim.call_ok("message_send_attachment", {"target": key, "file": str(notes)})
+    await shim.call_ok("message_react", {"emoji": "👍", "messageId": first})
+    await shim.call_ok("message_pin", {"messageId": reply["messageId"]})
+    hist = {m["id"]: m for m in (await watcher.call("chat.history", {"sessionKey": key}))["messages"]}
+    assert hist[int(first)]["reaction"] == "👍"
+    assert hist[int(reply["messageId"])]["replyTo"] == first and hist[int(reply["messageId"])]["pinned"] is True
+    assert hist[int(threaded["messageId"])] | {"replyTo": first, "thread": True} == hist[int(threaded["messageId"])]
+    image = hist[int(attached["messageId"])]["attachments"][0]
+    assert (image["name"], image["mimeType"], image["inline"], hist[int(attached["messageId"])]["text"]) == (
+        "chart.png", "image/png", True, "c")
+    download = hist[int(page["messageId"])]["attachments"][0]
+    async with httpx.AsyncClient(base_url=agent_gateway.http) as http:
+        got = await http.get(image["url"])
+        assert got.status_code == 200 and got.content == picture.read_bytes()
+        assert got.headers["content-type"] == "image/png" and got.headers["content-disposition"].startswith("inline")
+        risky = await http.get(download["url"])
+        assert risky.status_code == 200 and risky.headers["content-type"] == "application/octet-stream"
+        assert risky.headers["content-disposition"].startswith("attachment")
+        assert "sandbox" in risky.headers["content-security-policy"]
+        # Deleting a message removes its text and its file, and the page's history says it was deleted.
+        await shim.call_ok("message_react", {"emoji": "", "messageId": first})
+        await shim.call_ok("message_delete", {"messageId": attached["messageId"]})
+        assert (await http.get(image["url"])).status_code == 404
+        assert (await http.get(image["url"].replace(image["url"].split("/")[-2], "0" * 32))).status_code == 404
+    hist = {m["id"]: m for m in (await watcher.call("chat.history", {"sessionKey": key}))["messages"]}
+    assert "reaction" not in hist[int(first)]
+    assert hist[int(attached["messageId"])]["deleted"] is True and hist[int(attached["messageId"])]["text"] == ""
+    assert "attachments" not in hist[int(attached["messageId"])]
+    read = await shim.call_ok("message_read", {"limit": 50})
+    assert attached["messageId"] not in [m["id"] for m in read["messages"]]
+
+    # Bad ids are named; an effect is still not something a page can show.
+    bad = error_text(await shim.call("message_react", {"emoji": "👍", "messageId": "abc"}))
+    assert "messageId" in bad and "INVALID_REQUEST" in bad
+    gone = error_text(await shim.call("message_pin", {"messageId": "999999999"}))
+    assert f"no message 999999999 in {key}" in gone
+    assert "threadId" in error_text(await shim.call("message_thread_reply", {"message": "x", "threadId": "t1"}))
+    effect = await shim.call("message_send_with_effect", {"target": key, "message": "fx", "effectId": "confetti"})
+    assert error_text(effect) == "Tool error (message_send_with_effect): INVALID_REQUEST: webchat does not support " \
+                                 "sendWithEffect"
     records = side_effects(tmp_path)
     assert [(r["tool"], r["provider"], r["to"], r["text"]) for r in records] == [
-        ("message_send", "webchat", MAIN, "hello from a tool"),
-        ("message_broadcast", "webchat", MAIN, "to both"),
+        ("message_send", "webchat", key, "hello from a tool"),
+        ("message_broadcast", "webchat", key, "to both"),
         ("message_broadcast", "webchat", other, "to both"),
+        ("message_reply", "webchat", key, "re"),
+        ("message_thread_reply", "webchat", key, "in thread"),
+        ("message_send_attachment", "webchat", key, "c"),
+        ("message_send_attachment", "webchat", key, None),
     ]
     assert all(set(r) == {"type", "tool", "provider", "accountId", "to", "text", "mediaUrl", "ts"} for r in records)
 

@@ -25,6 +25,8 @@ TRIES = {
     "browser.request": {"method": "GET", "path": "/"},
     "config.get": {},
     "logs.tail": {"limit": 1},
+    # a message in the owner's main conversation (none has this id: an owner run gets NOT_FOUND)
+    "message.delete": {"channel": "webchat", "to": "agent:main:main", "messageId": "999999999"},
 }
 
 

@@ -24,7 +24,8 @@ def build_system_prompt(*, agent_name: str, session_key: str, origin: Origin | N
             origin.chat_type, "a chat")
         who = f" from {origin.sender_name or origin.sender_id}" if (origin.sender_name or origin.sender_id) else ""
         lines.append(f"This turn is {where} on {origin.channel}{who}"
-                     + (f", in thread {origin.thread_id}" if origin.thread_id else "") + ".")
+                     + (f", in thread {origin.thread_id}" if origin.thread_id else "")
+                     + (f" (message id {origin.reply_to_id})" if origin.reply_to_id else "") + ".")
         lines += [
             "Your final message is sent to that chat automatically: write it for a chat app "
             "(short paragraphs, Markdown code blocks for code). Do not send it again with a message tool.",

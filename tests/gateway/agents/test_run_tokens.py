@@ -55,7 +55,7 @@ async def test_a_non_owner_run_cannot_get_admin_with_its_token(gw: GatewayProces
     tried = {k: v for k, v in probe["tried"].items() if k not in ("sessions.list.keys", "chat.history")}
     assert tried == {"sessions.list": "ok", "node.invoke": "RUN_TIER_FORBIDDEN",
                      "browser.request": "MISSING_SCOPE", "config.get": "RUN_TIER_FORBIDDEN",
-                     "logs.tail": "RUN_TIER_FORBIDDEN"}
+                     "logs.tail": "RUN_TIER_FORBIDDEN", "message.delete": "SESSION_FORBIDDEN"}
 
 
 async def test_a_non_owner_run_sees_only_its_own_conversations(gw: GatewayProcess) -> None:
@@ -66,6 +66,7 @@ async def test_a_non_owner_run_sees_only_its_own_conversations(gw: GatewayProces
     assert probe["tried"]["sessions.list.keys"] == [mine]
     owner = await run_once(gw, ["operator.admin"])  # the owner's own runs still see everything
     assert owner["tried"]["chat.history"] == "ok" and "agent:main:main" in owner["tried"]["sessions.list.keys"]
+    assert owner["tried"]["message.delete"] == "NOT_FOUND"  # allowed, and told there is no such message
 
 
 async def test_an_owner_run_gets_admin_and_the_token_dies_with_the_run(gw: GatewayProcess) -> None:

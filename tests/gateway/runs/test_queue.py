@@ -168,3 +168,35 @@ async def test_global_cap_limits_concurrent_runs(tmp_path: Path) -> None:
         await c.close()
     finally:
         proc.stop()
+
+
+async def test_chat_turns_are_web_chat_turns_and_keep_who_answered_and_why_one_failed(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    key = f"agent:main:webchat:{uuid.uuid4().hex[:8]}"
+    ok = await send(c, key, "hello there")
+    assert ok["messageId"].isdigit()
+    assert (await wait(c, ok["runId"]))["status"] == "ok"
+    # The page is the turn's chat: the shim is told so, and the prompt names the message being answered.
+    call = [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key][-1]
+    assert call["env"]["REMOTECLAW_CHANNEL"] == "webchat" and call["env"]["REMOTECLAW_TO"] == key
+    assert f"(message id {ok['messageId']})" in " ".join(call["argv"])
+
+    bad = await send(c, key, "fail please")
+    final: dict = {}
+    while not final:
+        ev = await asyncio.wait_for(c.events.get(), 15)
+        if ev["event"] == "chat" and ev["payload"]["runId"] == bad["runId"] and ev["payload"]["state"] == "error":
+            final = ev["payload"]
+    history = (await c.call("chat.history", {"sessionKey": key}))["messages"]
+    answer, failure = history[1], history[3]
+    assert answer["text"] == "echo: hello there" and answer["id"] > int(ok["messageId"])
+    assert (answer["agentId"], answer["runtime"], answer["model"]) == ("main", "claude", "fake-model")
+    assert answer["cli"] == sys.executable
+    assert failure["error"] is True and "model overloaded" in failure["text"] and failure["runId"] == bad["runId"]
+    assert final["messageId"] == str(failure["id"]) and final["agentId"] == "main"
+    listed = (await c.call("sessions.list", {"search": key, "includeDerivedTitles": True,
+                                             "includeLastMessage": True}))["sessions"]
+    assert [(s["derivedTitle"], s["lastMessagePreview"]) for s in listed] == [("hello there", failure["text"])]
+    agents = (await c.call("agents.list", {}))["agents"]
+    assert agents[0]["cli"] == {"command": sys.executable, "path": sys.executable, "found": True, "install": None}
+    await c.close()

@@ -1,0 +1,37 @@
+"""Which command runs an agent, whether this machine has it, and how to install it.
+
+Shared by ``remoteclaw doctor``, ``agents.list`` (the web chat's empty state names the agent and, when its
+CLI is missing, the command that installs it) and the per-turn facts in the transcript.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.config import AgentConfig
+
+__all__ = ["INSTALL", "cli_argv", "cli_facts"]
+
+INSTALL = {"claude": "npm install -g @anthropic-ai/claude-code", "codex": "npm install -g @openai/codex",
+           "gemini": "npm install -g @google/gemini-cli", "opencode": "npm install -g opencode-ai"}
+"""How each built-in runtime's CLI is installed."""
+
+
+def cli_argv(agent: AgentConfig) -> list[str]:
+    """The command that starts ``agent``: its configured ``command``, or its runtime's executable."""
+    from gateway.agents.runtimes import get_runtime
+
+    return list(agent.command) if agent.command else [get_runtime(agent.runtime).executable]
+
+
+def cli_facts(agent: AgentConfig) -> dict[str, Any]:
+    """``{command, path, found, install}``: ``path`` is where ``command`` resolves (None when missing)."""
+    try:
+        command = cli_argv(agent)[0]
+    except ValueError:  # an unknown runtime: the config check names it elsewhere
+        return {"command": None, "path": None, "found": False, "install": None}
+    path = shutil.which(command)
+    return {"command": command, "path": path, "found": path is not None,
+            "install": None if path else INSTALL.get(agent.runtime, f"install {command} and put it on PATH")}

@@ -1,0 +1,138 @@
+"""What the ``webchat`` channel does to a session: post, reply, react, pin, delete and read its messages.
+
+A web chat conversation is a session, so its messages are the session's transcript entries and a message
+id is the entry's id. Each change is written first, then pushed to every open page: a new message as a
+``chat`` event with ``state: "final"`` (how any client shows a finished reply), a change to an existing one
+as ``chat.message``. A reload therefore shows exactly what the live page showed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gateway.protocol import InvalidRequest
+from gateway.rpc import READ
+from gateway.store.transcripts import SessionRepo, TranscriptEntry
+from gateway.webchat.files import delete_files, link_attachment, store_file
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["WebchatPosts"]
+
+
+def _message_id(value: str, field: str = "messageId") -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise InvalidRequest(f"{field}: a web chat message id is a number (see message_read), got {value!r}",
+                             details={"field": field}) from None
+    if n <= 0:
+        raise InvalidRequest(f"{field}: a web chat message id is a positive number, got {value!r}",
+                             details={"field": field})
+    return n
+
+
+class WebchatPosts:
+    """A session's messages as a chat channel sees them (``to`` is a session key, or ``main``)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gw = gateway
+
+    async def _key(self, to: str) -> str:
+        key = self._gw.sessions.normalize_key(to)
+        await self._gw.sessions.ensure(key)
+        return key
+
+    async def _entry(self, key: str, message_id: str, field: str = "messageId") -> TranscriptEntry:
+        entry_id = _message_id(message_id, field)
+        async with self._gw.db.session() as s:
+            entry = await SessionRepo.entry(s, key, entry_id)
+        if entry is None or entry.role == "tool":
+            raise InvalidRequest(f"{field}: no message {message_id} in {key}",
+                                 details={"field": field, "code": "NOT_FOUND"})
+        return entry
+
+    async def post(self, to: str, text: str, *, reply_to: str | None = None, thread: bool = False,
+                   file: str | None = None) -> tuple[str, str]:
+        """Add an agent's message (text, and ``file``: a checked local path or an http(s) URL).
+
+        Returns:
+            ``(session key, message id)``.
+        """
+        key = await self._key(to)
+        meta: dict[str, Any] = {}
+        if reply_to is not None:
+            target = await self._entry(key, reply_to, "threadId" if thread else "replyToId")
+            meta["replyTo"] = str(target.id)
+            if thread:
+                meta["thread"] = True
+        if file is not None:
+            attachment = (link_attachment(file) if file.startswith(("http://", "https://"))
+                          else await store_file(self._gw.db, key, file))
+            meta["attachments"] = [attachment]
+        async with self._gw.db.session() as s:
+            entry = await SessionRepo.add_entry(s, key, "assistant", text, meta=meta or None)
+            await s.flush()
+            entry.run_id = f"msg-{entry.id}"
+            message_id = str(entry.id)
+        self._gw.broadcast("chat", {"runId": f"msg-{message_id}", "sessionKey": key, "state": "final", "text": text,
+                                    "messageId": message_id, **meta}, scope=READ)
+        return key, message_id
+
+    async def react(self, to: str, message_id: str, emoji: str) -> None:
+        """Set the agent's reaction on a message (an empty ``emoji`` removes it)."""
+        await self._change(to, message_id, reaction=emoji or None)
+
+    async def pin(self, to: str, message_id: str) -> None:
+        await self._change(to, message_id, pinned=True)
+
+    async def delete(self, to: str, message_id: str) -> None:
+        """Delete a message: its text and files are removed; a placeholder keeps the conversation's shape."""
+        await self._change(to, message_id, deleted=True)
+
+    async def _change(self, to: str, message_id: str, **changes: Any) -> None:
+        key = await self._key(to)
+        found = await self._entry(key, message_id)
+        files: list[str] = []
+        async with self._gw.db.session() as s:
+            entry = await SessionRepo.entry(s, key, found.id)
+            if entry is None:  # deleted meanwhile (the whole session, say)
+                raise InvalidRequest(f"messageId: no message {message_id} in {key}",
+                                     details={"field": "messageId", "code": "NOT_FOUND"})
+            if changes.get("deleted"):
+                files = [a["id"] for a in entry.facts.get("attachments", []) if a.get("id")]
+                entry.text = ""
+                changes.update(reaction=None, pinned=None, attachments=None, replyTo=None, thread=None)
+            elif entry.facts.get("deleted"):
+                raise InvalidRequest(f"messageId: message {message_id} was deleted",
+                                     details={"field": "messageId", "code": "NOT_FOUND"})
+            facts = SessionRepo.update_meta(entry, **changes)
+        if files:
+            await delete_files(self._gw.db, ids=files)
+        self._gw.broadcast("chat.message", {"sessionKey": key, "messageId": str(found.id),
+                                            "reaction": facts.get("reaction"), "pinned": bool(facts.get("pinned")),
+                                            "deleted": bool(facts.get("deleted"))}, scope=READ)
+
+    async def read(self, to: str, *, limit: int = 20) -> list[dict[str, Any]]:
+        """The session's recent messages, oldest first, in ``message.read``'s shape (tool calls left out)."""
+        key = await self._key(to)
+        async with self._gw.db.session() as s:
+            entries = await SessionRepo.history(s, key, limit * 3)
+        out: list[dict[str, Any]] = []
+        for e in entries:
+            facts = e.facts
+            if e.role == "tool" or facts.get("deleted"):
+                continue
+            msg: dict[str, Any] = {"id": str(e.id), "direction": "in" if e.role == "user" else "out",
+                                   "from": "user" if e.role == "user" else "bot", "text": e.text,
+                                   "ts": e.to_dict()["ts"], "sessionKey": key}
+            if facts.get("replyTo"):
+                msg["replyToId"] = facts["replyTo"]
+            for k in ("reaction", "pinned", "error"):
+                if facts.get(k):
+                    msg[k] = facts[k]
+            if facts.get("attachments"):
+                msg["media"] = [{"kind": "file", "name": a["name"], "url": a["url"]} for a in facts["attachments"]]
+            out.append(msg)
+        return out[-limit:]
