@@ -97,7 +97,7 @@ class RunQueue:
                 entry = await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
                 await s.flush()
                 req.entry_id = entry.id
-                if req.origin is not None and req.origin.reply_to_id is None:
+                if req.origin is not None and req.origin.channel == "webchat" and req.origin.reply_to_id is None:
                     # A web chat message has no platform id: its transcript entry's id is its id.
                     req.origin = replace(req.origin, reply_to_id=str(entry.id))
             await SessionRepo.save_run(s, run.id, run.session_key, "queued", source=req.source,

@@ -34,7 +34,10 @@
     if (!hash) return;
     var params = new URLSearchParams(hash);
     if (params.get('token')) store(TOKEN_KEY, params.get('token'));
-    if (params.get('session')) store(SESSION_KEY, params.get('session'));
+    if (params.get('session')) {  // a link to one conversation (e.g. #token=…&session=agent:main:main)
+      store(SESSION_KEY, params.get('session'));
+      if (state) state.sessionKey = params.get('session');
+    }
     history.replaceState(null, '', location.pathname + location.search);
   }
 
@@ -154,7 +157,8 @@
     if (facts.deleted) { setDeleted(node); return; }
     if (facts.replyTo) {
       var target = byId(facts.replyTo);
-      var excerpt = target ? (target.plainText || target.textContent || '') : 'message ' + facts.replyTo;
+      var excerpt = !target ? 'message ' + facts.replyTo
+        : target.classList.contains('deleted') ? 'message deleted' : (target.plainText || target.textContent || '');
       var quote = el('button', 'quote', (facts.thread ? '↳ in thread: ' : '↩ ') + excerpt.slice(0, 140));
       quote.type = 'button'; quote.dataset.replyTo = String(facts.replyTo);
       quote.addEventListener('click', function () {
@@ -845,7 +849,12 @@
     connect();
   });
 
-  window.addEventListener('hashchange', function () { takeFragment(); if (!state.ready) connect(); });
+  window.addEventListener('hashchange', function () {
+    var before = state.sessionKey;
+    takeFragment();
+    if (!state.ready) connect();
+    else if (state.sessionKey !== before) switchSession(state.sessionKey);
+  });
 
   takeFragment();
   showSession();

@@ -209,6 +209,13 @@ async def test_streamed_reply_tool_card_history_and_phone_layout(
     assert page.errors == []
 
 
+async def test_a_link_can_open_one_conversation(chat_gateway: GatewayProcess, page: Any) -> None:
+    key = f"agent:main:webchat:linked-{os.getpid()}"
+    await open_chat(page, printed_link(chat_gateway) + f"&session={key}")
+    assert await page.text_content("#session-label") == key
+    assert "token" not in page.url and "session" not in page.url
+
+
 async def test_model_text_is_never_html(chat_gateway: GatewayProcess, page: Any) -> None:
     await open_chat(page, printed_link(chat_gateway))
     await page.click("#new-chat")
