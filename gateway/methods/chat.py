@@ -19,8 +19,12 @@ from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo
+from gateway.webchat.files import store_file
 
 MAX_CLIP_BYTES = 10 * 1024 * 1024
+MAX_UPLOADS = 5
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+MAX_UPLOADS_TOTAL = 15 * 1024 * 1024  # with base64's third more, one message stays under gateway.maxPayload
 CLIP_TYPES = {"audio/webm": ".webm", "audio/ogg": ".ogg", "audio/mp4": ".m4a", "audio/mpeg": ".mp3",
               "audio/wav": ".wav"}
 
@@ -32,10 +36,19 @@ class VoiceClip(Params):
     mimeType: str = Field("audio/webm", max_length=100)
 
 
+class Upload(Params):
+    """A file attached on the page (picked, pasted or dropped): the agent finds it in its workspace."""
+
+    name: str = Field(min_length=1, max_length=255)
+    mimeType: str = Field("application/octet-stream", max_length=128)
+    base64: str = Field(min_length=1, max_length=MAX_UPLOAD_BYTES * 4 // 3 + 4)
+
+
 class SendParams(Params):
     sessionKey: str = Field(min_length=1, max_length=512)
     message: str = Field("", max_length=200_000)
     audio: VoiceClip | None = None
+    attachments: list[Upload] = Field(default_factory=list, max_length=MAX_UPLOADS)
     idempotencyKey: str = Field(min_length=1, max_length=256)
     deliver: bool = False
     thinking: str | None = Field(None, max_length=32)
@@ -43,9 +56,33 @@ class SendParams(Params):
 
     @model_validator(mode="after")
     def _something(self) -> SendParams:
-        if not self.message and self.audio is None:
-            raise ValueError("message: give a message (or a voice clip in audio)")
+        if not self.message and self.audio is None and not self.attachments:
+            raise ValueError("message: give a message (or a voice clip in audio, or attachments)")
         return self
+
+
+def _save_upload(upload: Upload, index: int, state: Path) -> str:
+    """Write an attached file under the web chat's media folder, named so the agent sees what it is."""
+    field = f"attachments[{index}]"
+    try:
+        data = base64.b64decode(upload.base64, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest(f"{field}.base64: not base64", details={"field": f"{field}.base64"}) from None
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise InvalidRequest(f"{field}: {upload.name} is larger than 10 MB", details={"field": field})
+    folder = state / "media" / "webchat"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(upload.name).name).lstrip(".") or "file"
+    path = folder / f"{uuid.uuid4().hex[:8]}-{name[-120:]}"
+    path.write_bytes(data)
+    return str(path)
+
+
+def _check_total(uploads: list[Upload]) -> None:
+    total = sum(len(u.base64) * 3 // 4 for u in uploads)
+    if total > MAX_UPLOADS_TOTAL:
+        raise InvalidRequest("attachments: more than 15 MB in one message; send the files in several",
+                             details={"field": "attachments"})
 
 
 def _save_clip(clip: VoiceClip, state: Path) -> str:
@@ -85,16 +122,28 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
         note, error = await ctx.gateway.voice.hear(path) if ctx.gateway.voice is not None else ("", None)
         message = f"{message}\n[attachment: voice {ATTACHMENTS_DIR}/{Path(path).name}]{note}".strip()
         heard = {"transcript": note.strip(), **({"transcriptError": error} if error else {})}
+    shown: list[dict[str, Any]] = []
+    if p.attachments:  # the agent reads them in its workspace; the page shows the stored copies
+        _check_total(p.attachments)
+        for i, upload in enumerate(p.attachments):
+            path = await asyncio.to_thread(_save_upload, upload, i, ctx.gateway.state_dir)
+            files += (path,)
+            kind = "image" if upload.mimeType.startswith("image/") else "file"
+            message = f"{message}\n[attachment: {kind} {ATTACHMENTS_DIR}/{Path(path).name}]".strip()
+            shown.append(await store_file(ctx.gateway.db, key, path, name=upload.name))
     req = RunRequest(session_key=key, agent_id=parse_key(key)[0], message=message, source="chat",
                      is_owner=is_owner(ctx), origin=origin, deliver=deliver, files=files,
-                     voice_in=p.audio is not None)
+                     voice_in=p.audio is not None, entry_meta={"attachments": shown} if shown else None)
     run, status = await ctx.gateway.runs.submit(req)
-    out = {"runId": run.id, "status": status, "sessionKey": key, **(heard or {})}
+    out: dict[str, Any] = {"runId": run.id, "status": status, "sessionKey": key, **(heard or {})}
     if req.entry_id is not None:
         out["messageId"] = str(req.entry_id)
         # Other pages open on this session show the message too (the sender's page knows its idempotency key).
         ctx.gateway.broadcast("chat.user", {"sessionKey": key, "runId": run.id, "messageId": out["messageId"],
-                                            "text": message, "idempotencyKey": p.idempotencyKey}, scope=READ)
+                                            "text": message, "idempotencyKey": p.idempotencyKey,
+                                            **({"attachments": shown} if shown else {})}, scope=READ)
+    if shown:
+        out["attachments"] = shown
     return out
 
 

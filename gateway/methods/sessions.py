@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from gateway.store.transcripts import SessionRepo
 from gateway.webchat.files import delete_files
 
 Key = Field(None, min_length=1, max_length=512)
+_FILE_MARKER = re.compile(r"\[attachment: (?:image|file) [^\]]*\]")
 
 
 async def check_visible(ctx: CallContext, key: str, field: str = "sessionKey") -> None:
@@ -39,9 +41,10 @@ async def check_visible(ctx: CallContext, key: str, field: str = "sessionKey") -
 
 
 def _shorten(text: str | None, limit: int) -> str | None:
+    """One line of a message for a list: file markers (meant for the agent) out, long text cut."""
     if not text:
         return None
-    line = " ".join(text.split())
+    line = " ".join(_FILE_MARKER.sub(" ", text).split()) or "(a file)"
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 

@@ -57,6 +57,8 @@ class RunRequest:
     voice_in: bool = False
     # Set by ``RunQueue.submit``: the transcript entry that holds this message (its id on the web chat).
     entry_id: int | None = None
+    # Stored with that entry (``ENTRY_META``): e.g. the files attached on the web chat, for the page to show.
+    entry_meta: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

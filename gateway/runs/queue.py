@@ -94,7 +94,8 @@ class RunQueue:
             run = lane.current = self._new_run(req)
         async with self.gw.db.session() as s:
             if not req.stored:
-                entry = await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id)
+                entry = await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id,
+                                                    meta=req.entry_meta)
                 await s.flush()
                 req.entry_id = entry.id
                 if req.origin is not None and req.origin.channel == "webchat" and req.origin.reply_to_id is None:

@@ -154,6 +154,7 @@
   // What surrounds a message: the message it answers, its files, the agent's reaction, pinned, deleted.
   function decorate(node, facts) {
     node.dataset.id = facts.id != null ? String(facts.id) : (facts.messageId || node.dataset.id || '');
+    node.title = new Date(facts.ts || Date.now()).toLocaleString();  // when it was written, on hover
     if (facts.deleted) { setDeleted(node); return; }
     if (facts.replyTo) {
       var target = byId(facts.replyTo);
@@ -204,9 +205,17 @@
     node.appendChild(document.createTextNode('message deleted'));
   }
 
+  // The "[attachment: … attachments/…]" lines are for the agent; the page shows the files themselves.
+  function shownText(text) {
+    return String(text || '').split('\n').filter(function (line) {
+      return !/^\[attachment: (image|file) attachments\/[^\]]+\]$/.test(line.trim());
+    }).join('\n').trim();
+  }
+
   function addUser(text, facts) {
     var stick = nearBottom();
     var node = el('div', 'msg user');
+    text = shownText(text);
     node.appendChild(el('span', 'body', text));
     node.plainText = text;
     messages.appendChild(node);
@@ -479,7 +488,9 @@
     } else if (name === 'chat.message' && p.messageId) {
       applyChange(p);
     } else if (name === 'chat.user' && p.messageId) {  // sent from another page (or a client) into this session
-      if (!state.sentKeys[p.idempotencyKey] && !byId(p.messageId)) addUser(p.text || '', { id: p.messageId });
+      if (!state.sentKeys[p.idempotencyKey] && !byId(p.messageId)) {
+        addUser(p.text || '', { id: p.messageId, attachments: p.attachments });
+      }
     } else if (name === 'chat.audio' && p.runId && p.base64) {
       var clip = el('audio', 'clip');
       clip.controls = true;
@@ -576,20 +587,88 @@
 
   function submit() {
     var text = input.value.trim();
-    if (!text || !state.ready) return;
+    var files = pendingFiles;
+    if ((!text && !files.length) || !state.ready) return;
     input.value = ''; grow();
+    pendingFiles = []; renderPending();
     var bubble = addUser(text);
+    if (files.length) {
+      bubble.appendChild(el('span', 'uploading', 'sending ' + files.map(function (f) { return f.name; }).join(', ') + '…'));
+    }
     var key = randomId();
     state.sentKeys[key] = true;
-    request('chat.send', { sessionKey: state.sessionKey, message: text, idempotencyKey: key })
+    Promise.all(files.map(readUpload))
+      .then(function (uploads) {
+        var params = { sessionKey: state.sessionKey, message: text, idempotencyKey: key };
+        if (uploads.length) params.attachments = uploads;
+        return request('chat.send', params);
+      })
       .then(function (res) {
+        var note = bubble.querySelector('.uploading');
+        if (note) note.remove();
         if (res.sessionKey && res.sessionKey !== state.sessionKey) { state.sessionKey = res.sessionKey; showSession(); }
         if (res.messageId) bubble.dataset.id = res.messageId;
+        if (res.attachments) decorate(bubble, { messageId: res.messageId, attachments: res.attachments });
         if (res.runId) { turnFor(res.runId); setActive(res.runId); }
         refreshSessionsSoon();
       })
       .catch(function (err) { bubble.classList.add('failed'); showError('not sent: ' + err.message); });
   }
+
+  // Files to send with the next message: picked with the paperclip, pasted, or dropped on the chat.
+  var MAX_FILES = 5, MAX_FILE_BYTES = 10 * 1024 * 1024;
+  var pendingFiles = [];
+  function readUpload(file) {
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () {
+        resolve({ name: file.name || 'pasted', mimeType: file.type || 'application/octet-stream',
+                  base64: String(reader.result).split(',')[1] || '' });
+      };
+      reader.onerror = function () { reject(new Error('could not read ' + file.name)); };
+      reader.readAsDataURL(file);
+    });
+  }
+  function addFiles(list) {
+    Array.prototype.forEach.call(list || [], function (file) {
+      if (pendingFiles.length >= MAX_FILES) { showError('at most ' + MAX_FILES + ' files in one message'); return; }
+      if (file.size > MAX_FILE_BYTES) { showError(file.name + ' is larger than 10 MB'); return; }
+      pendingFiles.push(file);
+    });
+    renderPending();
+  }
+  function renderPending() {
+    var box = $('pending');
+    box.textContent = '';
+    pendingFiles.forEach(function (file, i) {
+      var chip = el('span', 'chip');
+      chip.appendChild(el('span', 'cname', file.name || 'pasted'));
+      chip.appendChild(el('span', 'csize', humanSize(file.size)));
+      var remove = el('button', null, '✕');
+      remove.type = 'button'; remove.setAttribute('aria-label', 'Remove ' + (file.name || 'file'));
+      remove.addEventListener('click', function () { pendingFiles.splice(i, 1); renderPending(); });
+      chip.appendChild(remove);
+      box.appendChild(chip);
+    });
+    box.hidden = pendingFiles.length === 0;
+  }
+  $('attach').addEventListener('click', function () { $('file-input').click(); });
+  $('file-input').addEventListener('change', function () { addFiles(this.files); this.value = ''; });
+  input.addEventListener('paste', function (ev) {
+    var files = ev.clipboardData && ev.clipboardData.files;
+    if (files && files.length) { ev.preventDefault(); addFiles(files); }
+  });
+  var app = $('app');
+  app.addEventListener('dragover', function (ev) {
+    if (ev.dataTransfer && Array.prototype.indexOf.call(ev.dataTransfer.types, 'Files') >= 0) {
+      ev.preventDefault(); app.classList.add('dropping');
+    }
+  });
+  app.addEventListener('dragleave', function (ev) { if (ev.target === app || !app.contains(ev.relatedTarget)) app.classList.remove('dropping'); });
+  app.addEventListener('drop', function (ev) {
+    app.classList.remove('dropping');
+    if (ev.dataTransfer && ev.dataTransfer.files.length) { ev.preventDefault(); addFiles(ev.dataTransfer.files); }
+  });
 
   // Voice messages: the microphone button records (MediaRecorder, Opus) until pressed again; the gateway
   // transcribes the clip before the agent sees it, and a spoken reply comes back as a chat.audio event.

@@ -55,10 +55,11 @@ def _mime(name: str) -> str:
     return mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
-async def store_file(db: Database, session_key: str, path: str) -> dict[str, Any]:
-    """Copy a checked local file (``check_outbound_file`` ran before) into the store; its attachment facts."""
+async def store_file(db: Database, session_key: str, path: str, *, name: str | None = None) -> dict[str, Any]:
+    """Copy a checked local file (``check_outbound_file`` ran before) into the store; its attachment facts.
+    ``name`` is what the page shows (default: the file's name)."""
     data = await asyncio.to_thread(Path(path).read_bytes)
-    name = Path(path).name[:255] or "file"
+    name = (name or Path(path).name)[:255] or "file"
     fid = secrets.token_hex(16)
     mime = _mime(name)
     async with db.session() as s:

@@ -48,6 +48,12 @@ AGENT = textwrap.dedent('''
     sid = str(uuid.uuid4())
     out({"type": "system", "subtype": "init", "session_id": sid, "model": "scripted", "mcp_servers": []})
     usage = {"input_tokens": 1, "output_tokens": 1}
+    if "what did I attach" in prompt:
+        import os
+        reply = "files: " + ", ".join(sorted(n.split("-", 1)[1] for n in os.listdir("attachments")))
+        say(reply)
+        out({"type": "result", "subtype": "success", "session_id": sid, "result": reply, "usage": usage})
+        sys.exit(0)
     if "quote me" in prompt:
         reply = "[[reply_to_current]] Quoting you."
         say(reply)
@@ -487,3 +493,36 @@ async def test_a_second_page_on_the_session_sees_messages_sent_from_the_first(
     assert await desktop.locator(".msg.user").count() == 2
     ids = await page.eval_on_selector_all(".msg.user", "nodes => nodes.map(n => n.dataset.id)")
     assert ids == await desktop.eval_on_selector_all(".msg.user", "nodes => nodes.map(n => n.dataset.id)")
+
+
+async def test_files_attached_on_the_page_reach_the_agent_and_stay_in_the_conversation(
+        chat_gateway: GatewayProcess, desktop: Any, tmp_path: Path) -> None:
+    from PIL import Image
+
+    page = desktop
+    chart, notes = tmp_path / "chart.png", tmp_path / "notes.txt"
+    Image.new("RGB", (64, 32), (30, 120, 220)).save(chart)
+    notes.write_text("plain notes")
+    await open_chat(page, printed_link(chat_gateway))
+    await page.click("#new-chat")
+    await page.set_input_files("#file-input", [str(chart), str(notes)])
+    assert await page.locator("#pending .chip .cname").all_text_contents() == ["chart.png", "notes.txt"]
+    await page.fill("#input", "what did I attach?")
+    await page.press("#input", "Enter")
+    # The agent found both files in its workspace.
+    await page.wait_for_selector(".msg.assistant >> text=files: chart.png, notes.txt", timeout=15_000)
+    assert await page.is_hidden("#pending")
+
+    async def check() -> None:
+        bubble = page.locator(".msg.user", has_text="what did I attach?")
+        await page.wait_for_function("() => { const i = document.querySelector('.msg.user .attachment img');"
+                                     " return i && i.complete && i.naturalWidth === 64; }")
+        assert (await bubble.locator("a.file").text_content() or "").startswith("📄 notes.txt")
+        assert "[attachment:" not in (await bubble.text_content() or "")
+
+    await check()
+    await page.screenshot(path=str(shots_dir(tmp_path) / "webchat-desktop-attachments.png"))
+    await page.reload()
+    await page.wait_for_selector('#status[data-state="online"]')
+    await check()
+    assert page.errors == []

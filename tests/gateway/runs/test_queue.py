@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import uuid
 from collections.abc import Iterator
@@ -199,4 +200,25 @@ async def test_chat_turns_are_web_chat_turns_and_keep_who_answered_and_why_one_f
     assert [(s["derivedTitle"], s["lastMessagePreview"]) for s in listed] == [("hello there", failure["text"])]
     agents = (await c.call("agents.list", {}))["agents"]
     assert agents[0]["cli"] == {"command": sys.executable, "path": sys.executable, "found": True, "install": None}
+    await c.close()
+
+
+async def test_chat_send_attachments_are_checked_and_named(gw: GatewayProcess) -> None:
+    import base64
+
+    c = await operator(gw.url, gw.token or "")
+    key = f"agent:main:webchat:{uuid.uuid4().hex[:8]}"
+    one = {"name": "a.txt", "mimeType": "text/plain", "base64": base64.b64encode(b"hello").decode()}
+    for attachments, field in (([one] * 6, "/attachments"), ([one, {**one, "base64": "%%%"}], "attachments[1].base64")):
+        refused = await c.req("chat.send", {"sessionKey": key, "message": "x", "attachments": attachments,
+                                            "idempotencyKey": str(uuid.uuid4())})
+        assert not refused["ok"] and field in refused["error"]["message"], refused
+    sent = await c.call("chat.send", {"sessionKey": key, "attachments": [one], "idempotencyKey": str(uuid.uuid4())})
+    assert [a["name"] for a in sent["attachments"]] == ["a.txt"]
+    await wait(c, sent["runId"])
+    call = [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key][-1]
+    assert re.search(r"\[attachment: file attachments/[0-9a-f]{8}-a\.txt\]", call["prompt"])
+    assert "attachments" in call["files"]  # the folder the gateway copied it into, in the run's workspace
+    listed = (await c.call("sessions.list", {"search": key, "includeDerivedTitles": True}))["sessions"]
+    assert listed[0]["derivedTitle"] == "(a file)"
     await c.close()
