@@ -16,6 +16,8 @@ from gateway.store.transcripts import SessionRepo, TranscriptEntry
 from gateway.webchat.files import delete_files, link_attachment, store_file
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from gateway.core import Gateway
 
 __all__ = ["WebchatPosts"]
@@ -39,15 +41,10 @@ class WebchatPosts:
     def __init__(self, gateway: Gateway) -> None:
         self._gw = gateway
 
-    async def _key(self, to: str) -> str:
-        key = self._gw.sessions.normalize_key(to)
-        await self._gw.sessions.ensure(key)
-        return key
-
-    async def _entry(self, key: str, message_id: str, field: str = "messageId") -> TranscriptEntry:
-        entry_id = _message_id(message_id, field)
-        async with self._gw.db.session() as s:
-            entry = await SessionRepo.entry(s, key, entry_id)
+    @staticmethod
+    async def _entry(s: AsyncSession, key: str, message_id: str, field: str = "messageId") -> TranscriptEntry:
+        """The message ``message_id`` of session ``key``; ``InvalidRequest`` naming ``field`` when there is none."""
+        entry = await SessionRepo.entry(s, key, _message_id(message_id, field))
         if entry is None or entry.role == "tool":
             raise InvalidRequest(f"{field}: no message {message_id} in {key}",
                                  details={"field": field, "code": "NOT_FOUND"})
@@ -60,10 +57,12 @@ class WebchatPosts:
         Returns:
             ``(session key, message id)``.
         """
-        key = await self._key(to)
+        key = self._gw.sessions.normalize_key(to)
+        await self._gw.sessions.ensure(key)
         meta: dict[str, Any] = {}
         if reply_to is not None:
-            target = await self._entry(key, reply_to, "threadId" if thread else "replyToId")
+            async with self._gw.db.session() as s:
+                target = await self._entry(s, key, reply_to, "threadId" if thread else "replyToId")
             meta["replyTo"] = str(target.id)
             if thread:
                 meta["thread"] = True
@@ -92,14 +91,11 @@ class WebchatPosts:
         await self._change(to, message_id, deleted=True)
 
     async def _change(self, to: str, message_id: str, **changes: Any) -> None:
-        key = await self._key(to)
-        found = await self._entry(key, message_id)
+        key = self._gw.sessions.normalize_key(to)
         files: list[str] = []
         async with self._gw.db.session() as s:
-            entry = await SessionRepo.entry(s, key, found.id)
-            if entry is None:  # deleted meanwhile (the whole session, say)
-                raise InvalidRequest(f"messageId: no message {message_id} in {key}",
-                                     details={"field": "messageId", "code": "NOT_FOUND"})
+            entry = await self._entry(s, key, message_id)
+            entry_id = entry.id
             if changes.get("deleted"):
                 files = [a["id"] for a in entry.facts.get("attachments", []) if a.get("id")]
                 entry.text = ""
@@ -110,13 +106,13 @@ class WebchatPosts:
             facts = SessionRepo.update_meta(entry, **changes)
         if files:
             await delete_files(self._gw.db, ids=files)
-        self._gw.broadcast("chat.message", {"sessionKey": key, "messageId": str(found.id),
+        self._gw.broadcast("chat.message", {"sessionKey": key, "messageId": str(entry_id),
                                             "reaction": facts.get("reaction"), "pinned": bool(facts.get("pinned")),
                                             "deleted": bool(facts.get("deleted"))}, scope=READ)
 
     async def read(self, to: str, *, limit: int = 20) -> list[dict[str, Any]]:
         """The session's recent messages, oldest first, in ``message.read``'s shape (tool calls left out)."""
-        key = await self._key(to)
+        key = self._gw.sessions.normalize_key(to)
         async with self._gw.db.session() as s:
             entries = await SessionRepo.history(s, key, limit * 3)
         out: list[dict[str, Any]] = []
