@@ -48,7 +48,7 @@
     ws: null, ready: false, nextId: 1, pending: {}, backoffMs: 500, retryTimer: null, watchdog: null,
     tickMs: 30000, lastFrameAt: 0, sessionKey: load(SESSION_KEY), defaults: null, runs: {}, activeRun: null,
     authFailed: false, historyLoaded: false, wasOnline: false, agents: [], sessions: [], listTimer: null,
-    newAgent: load(AGENT_KEY), sentKeys: {}
+    newAgent: load(AGENT_KEY), sentKeys: {}, unread: {}, unseen: 0
   };
 
   // -- markdown-lite: code fences, inline code, bold/italic, headings, lists, links ---------------
@@ -455,7 +455,7 @@
     $('session-label').textContent = state.sessionKey || '';
     var title = sessionTitle(findSession(state.sessionKey) || { key: state.sessionKey || '' });
     $('session-title').textContent = title;
-    document.title = title + ' · remoteclaw';
+    document.title = (state.unseen ? '(' + state.unseen + ') ' : '') + title + ' · remoteclaw';
     showAgent();
   }
 
@@ -476,7 +476,11 @@
     if (!p) return;
     if (name === 'tick') return;
     if (name === 'shutdown') { setStatus('connecting', 'gateway restarting…'); return; }
-    if (name === 'chat' && p.state !== 'delta') refreshSessionsSoon();
+    if (name === 'chat' && p.state !== 'delta') {  // a turn ended, or a message was posted, somewhere
+      refreshSessionsSoon();
+      if (p.sessionKey && p.sessionKey !== state.sessionKey) state.unread[p.sessionKey] = true;
+      else if (document.hidden) { state.unseen += 1; showSession(); }
+    }
     if (p.sessionKey && p.sessionKey !== state.sessionKey) return;
     if (name === 'chat' && p.runId && /^msg-/.test(p.runId) && p.state === 'final') showPosted(p);
     else if (name === 'chat' && p.runId) {
@@ -781,7 +785,8 @@
   }
 
   function sessionItem(s) {
-    var item = el('div', 'session-item' + (s.key === state.sessionKey ? ' active' : ''));
+    var item = el('div', 'session-item' + (s.key === state.sessionKey ? ' active' : '') +
+      (state.unread[s.key] ? ' unread' : ''));
     item.dataset.key = s.key;
     var open = el('button', 'open');
     open.type = 'button';
@@ -841,6 +846,7 @@
 
   function switchSession(key) {
     state.sessionKey = key; store(SESSION_KEY, key); state.activeRun = null; setActive(null);
+    delete state.unread[key];
     messages.textContent = ''; state.runs = {};
     showSession(); renderSessions();
     if (state.ready) loadHistory();
@@ -917,6 +923,10 @@
     if (ev.key !== 'Escape' || ev.isComposing) return;
     if ($('app').classList.contains('menu-open')) { closeMenu(); return; }
     if (state.activeRun) { ev.preventDefault(); $('abort').click(); }
+  });
+  // Replies that came while the tab was in the background are counted in its title until it is looked at.
+  document.addEventListener('visibilitychange', function () {
+    if (!document.hidden && state.unseen) { state.unseen = 0; showSession(); }
   });
   $('retry-now').addEventListener('click', function () { if (!state.ws) { state.backoffMs = 500; connect(); } });
 

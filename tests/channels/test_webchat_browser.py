@@ -526,3 +526,19 @@ async def test_files_attached_on_the_page_reach_the_agent_and_stay_in_the_conver
     await page.wait_for_selector('#status[data-state="online"]')
     await check()
     assert page.errors == []
+
+
+async def test_news_in_another_conversation_is_marked_until_opened(chat_gateway: GatewayProcess, desktop: Any) -> None:
+    page = desktop
+    await open_chat(page, printed_link(chat_gateway))
+    other = f"agent:main:webchat:elsewhere-{os.getpid()}"
+    client = await operator(chat_gateway.url, chat_gateway.token or "")
+    try:
+        await client.call("message.send", {"channel": "webchat", "to": other, "message": "the build is green"})
+    finally:
+        await client.close()
+    item = f'.session-item[data-key="{other}"]'
+    await page.wait_for_selector(f"{item}.unread", timeout=10_000)
+    await goto_session(page, other)
+    await page.wait_for_selector(".msg.assistant >> text=the build is green")
+    assert "unread" not in (await page.get_attribute(item, "class") or "")
