@@ -72,15 +72,49 @@
     if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
   }
 
+  // A Markdown table: a |-separated header row, a |---| rule, then rows (cells keep inline formatting).
+  var TABLE_ROW = /^\s*\|.*\|\s*$/, TABLE_RULE = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
+  function cells(line) {
+    return line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map(function (c) { return c.trim(); });
+  }
+  function renderTable(parent, rows) {
+    var wrap = el('div', 'table-wrap'), table = el('table'), head = el('thead'), body = el('tbody');
+    var tr = el('tr');
+    cells(rows[0]).forEach(function (c) { var th = el('th'); renderInline(th, c); tr.appendChild(th); });
+    head.appendChild(tr);
+    rows.slice(2).forEach(function (row) {
+      var r = el('tr');
+      cells(row).forEach(function (c) { var td = el('td'); renderInline(td, c); r.appendChild(td); });
+      body.appendChild(r);
+    });
+    table.appendChild(head); table.appendChild(body); wrap.appendChild(table); parent.appendChild(wrap);
+  }
+
   function renderBlocks(parent, text) {
-    var lines = text.split('\n'), para = null, list = null;
-    function close() { para = null; list = null; }
+    var lines = text.split('\n'), para = null, list = null, quote = null;
+    function close() { para = null; list = null; quote = null; }
     for (var i = 0; i < lines.length; i++) {
       var line = lines[i];
       var head = /^(#{1,3})\s+(.*)$/.exec(line);
       var item = /^\s*(?:[-*+]|(\d+)[.)])\s+(.*)$/.exec(line);
+      var cite = /^\s*>\s?(.*)$/.exec(line);
       if (!line.trim()) { close(); continue; }
+      if (TABLE_ROW.test(line) && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1])) {
+        close();
+        var rows = [line, lines[i + 1]];
+        for (i += 2; i < lines.length && TABLE_ROW.test(lines[i]); i++) rows.push(lines[i]);
+        i -= 1;
+        renderTable(parent, rows);
+        continue;
+      }
       if (head) { close(); var h = el('h' + head[1].length); renderInline(h, head[2]); parent.appendChild(h); continue; }
+      if (cite) {
+        if (!quote) { close(); quote = el('blockquote'); parent.appendChild(quote); }
+        else quote.appendChild(el('br'));
+        renderInline(quote, cite[1]);
+        continue;
+      }
+      quote = null;
       if (item) {
         var kind = item[1] ? 'ol' : 'ul';
         if (!list || list.tagName.toLowerCase() !== kind) { para = null; list = el(kind); parent.appendChild(list); }

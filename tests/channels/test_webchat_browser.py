@@ -54,6 +54,12 @@ AGENT = textwrap.dedent('''
         say(reply)
         out({"type": "result", "subtype": "success", "session_id": sid, "result": reply, "usage": usage})
         sys.exit(0)
+    if "table please" in prompt:
+        reply = ("> as asked\\n\\n| tool | **state** |\\n| --- | :---: |\\n"
+                 "| sessions_list | done |\\n| cron | `idle` |\\n\\nThat is all.")
+        say(reply)
+        out({"type": "result", "subtype": "success", "session_id": sid, "result": reply, "usage": usage})
+        sys.exit(0)
     if "quote me" in prompt:
         reply = "[[reply_to_current]] Quoting you."
         say(reply)
@@ -231,6 +237,20 @@ async def test_model_text_is_never_html(chat_gateway: GatewayProcess, page: Any)
     assert "<img src=x" in (await reply.text_content() or "")
     assert await page.locator("#messages img").count() == 0
     assert await page.evaluate("window.pwned") is None
+
+
+async def test_tables_and_quotes_in_a_reply(chat_gateway: GatewayProcess, page: Any) -> None:
+    await open_chat(page, printed_link(chat_gateway))
+    await page.click("#new-chat")
+    await send(page, "table please")
+    reply = page.locator(".turn .msg.assistant", has_text="That is all.")
+    await reply.wait_for(timeout=15_000)
+    assert await reply.locator("blockquote").text_content() == "as asked"
+    assert await reply.locator("th").all_text_contents() == ["tool", "state"]
+    assert await reply.locator("th strong").text_content() == "state"
+    assert await reply.locator("tbody tr").count() == 2
+    assert await reply.locator("tbody tr").last.locator("td code").text_content() == "idle"
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
 async def test_abort_stops_the_running_reply(chat_gateway: GatewayProcess, page: Any) -> None:
