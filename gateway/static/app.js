@@ -170,7 +170,15 @@
   var messages = $('messages'), scroller = $('scroller');
 
   function nearBottom() { return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120; }
-  function scrollDown(force) { if (force || nearBottom()) scroller.scrollTop = scroller.scrollHeight; }
+  // Stay at the bottom while reading there; when scrolled up, new content shows a "New messages" button.
+  // (Growing content fires no scroll event, so "at the bottom" is what the last scroll left.)
+  var atBottom = true;
+  function scrollDown(force) {
+    if (force || atBottom) { scroller.scrollTop = scroller.scrollHeight; $('jump').hidden = true; }
+    else $('jump').hidden = false;
+  }
+  scroller.addEventListener('scroll', function () { atBottom = nearBottom(); if (atBottom) $('jump').hidden = true; });
+  $('jump').addEventListener('click', function () { scrollDown(true); });
   function refreshEmpty() { $('empty').hidden = messages.children.length > 0 || !state.ready; }
 
   // A message's node by its id in the session (the transcript entry's number).

@@ -562,3 +562,25 @@ async def test_news_in_another_conversation_is_marked_until_opened(chat_gateway:
     await goto_session(page, other)
     await page.wait_for_selector(".msg.assistant >> text=the build is green")
     assert "unread" not in (await page.get_attribute(item, "class") or "")
+
+
+async def test_scrolled_up_readers_get_a_new_messages_button(chat_gateway: GatewayProcess, page: Any) -> None:
+    await open_chat(page, printed_link(chat_gateway))
+    await page.click("#new-chat")
+    key = await page.text_content("#session-label") or ""
+    client = await operator(chat_gateway.url, chat_gateway.token or "")
+    try:
+        for i in range(25):
+            await client.call("message.send", {"channel": "webchat", "to": key, "message": f"line {i}"})
+        await page.wait_for_selector(".msg.assistant >> text=line 24")
+        assert await page.is_hidden("#jump")  # read at the bottom: it follows
+        await page.evaluate("new Promise(done => { const s = document.getElementById('scroller');"
+                            " s.addEventListener('scroll', () => done(), {once: true}); s.scrollTop = 0; })")
+        await client.call("message.send", {"channel": "webchat", "to": key, "message": "something new"})
+        await page.wait_for_selector("#jump:visible")
+        await page.click("#jump")
+        await page.wait_for_function("() => { const s = document.getElementById('scroller');"
+                                     " return s.scrollHeight - s.scrollTop - s.clientHeight < 2; }")
+        assert await page.is_hidden("#jump")
+    finally:
+        await client.close()
