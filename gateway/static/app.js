@@ -48,7 +48,8 @@
     ws: null, ready: false, nextId: 1, pending: {}, backoffMs: 500, retryTimer: null, watchdog: null,
     tickMs: 30000, lastFrameAt: 0, sessionKey: load(SESSION_KEY), defaults: null, runs: {}, activeRun: null,
     authFailed: false, historyLoaded: false, wasOnline: false, agents: [], sessions: [], listTimer: null,
-    newAgent: load(AGENT_KEY), sentKeys: {}, unread: {}, unseen: 0
+    newAgent: load(AGENT_KEY), sentKeys: {}, unread: {}, unseen: 0,
+    historySeq: 0, held: null
   };
 
   // -- markdown-lite: code fences, inline code, bold/italic, headings, lists, links ---------------
@@ -501,13 +502,25 @@
     showAgent();
   }
 
+  // The transcript of the session on screen. Events for it that arrive while the request is out are held and
+  // applied after it (they may be newer than the answer); an answer for a session left meanwhile is dropped.
   function loadHistory() {
-    return request('chat.history', { sessionKey: state.sessionKey, limit: 200 }).then(function (res) {
+    var key = state.sessionKey, seq = ++state.historySeq;
+    state.held = [];
+    return request('chat.history', { sessionKey: key, limit: 200 }).then(function (res) {
+      if (seq !== state.historySeq || key !== state.sessionKey) return;
       if (res.sessionKey) state.sessionKey = res.sessionKey;
       showSession();
       renderHistory(res.messages || []);
+      var held = state.held;
+      state.held = null;
+      held.forEach(function (ev) { onEvent(ev[0], ev[1]); });
       state.historyLoaded = true;
-    }).catch(function (err) { showError('could not load history: ' + err.message); });
+    }).catch(function (err) {
+      if (seq !== state.historySeq) return;
+      state.held = null;
+      showError('could not load history: ' + err.message);
+    });
   }
 
   function showError(text) {
@@ -524,6 +537,9 @@
       else if (document.hidden) { state.unseen += 1; showSession(); }
     }
     if (p.sessionKey && p.sessionKey !== state.sessionKey) return;
+    if (state.held) { state.held.push([name, p]); return; }
+    var known = p.runId && state.runs[p.runId];
+    if (name === 'chat' && known && known.done && (p.state === 'delta' || p.state === 'final')) return;  // in history
     if (name === 'chat' && p.runId && /^msg-/.test(p.runId) && p.state === 'final') showPosted(p);
     else if (name === 'chat' && p.runId) {
       var turn = turnFor(p.runId);
@@ -655,7 +671,7 @@
         if (res.sessionKey && res.sessionKey !== state.sessionKey) { state.sessionKey = res.sessionKey; showSession(); }
         if (res.messageId) bubble.dataset.id = res.messageId;
         if (res.attachments) decorate(bubble, { messageId: res.messageId, attachments: res.attachments });
-        if (res.runId) { turnFor(res.runId); setActive(res.runId); }
+        if (res.runId && !turnFor(res.runId).done) setActive(res.runId);  // it may have ended already
         refreshSessionsSoon();
       })
       .catch(function (err) { bubble.classList.add('failed'); showError('not sent: ' + err.message); });
@@ -738,7 +754,7 @@
           if (res.messageId) bubble.dataset.id = res.messageId;
           if (res.transcript) bubble.appendChild(el('div', 'transcript', res.transcript.replace(/^\[|\]$/g, '')));
           if (res.transcriptError) showError('could not transcribe: ' + res.transcriptError);
-          if (res.runId) { turnFor(res.runId); setActive(res.runId); }
+          if (res.runId && !turnFor(res.runId).done) setActive(res.runId);  // it may have ended already
         })
         .catch(function (err) { bubble.classList.add('failed'); showError('not sent: ' + err.message); });
     };
