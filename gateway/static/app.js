@@ -398,6 +398,8 @@
   }
 
   function renderHistory(list) {
+    // Messages sent from this page that the answer does not hold yet (it was read before they were stored).
+    var local = Array.prototype.slice.call(messages.querySelectorAll('.msg.user.local'));
     messages.textContent = ''; state.runs = {};
     var turn = null;
     list.forEach(function (m) {
@@ -415,6 +417,7 @@
       }
     });
     Object.keys(state.runs).forEach(function (k) { state.runs[k].done = true; });
+    local.forEach(function (node) { if (!node.dataset.id || !byId(node.dataset.id)) messages.appendChild(node); });
     refreshEmpty(); scrollDown(true);
   }
 
@@ -654,6 +657,7 @@
     input.value = ''; grow();
     pendingFiles = []; renderPending();
     var bubble = addUser(text);
+    bubble.classList.add('local');
     if (files.length) {
       bubble.appendChild(el('span', 'uploading', 'sending ' + files.map(function (f) { return f.name; }).join(', ') + '…'));
     }
@@ -745,6 +749,7 @@
     reader.onload = function () {
       var b64 = String(reader.result).split(',')[1] || '';
       var bubble = addUser('Voice message');
+      bubble.classList.add('local');
       var key = randomId();
       state.sentKeys[key] = true;
       request('chat.send', { sessionKey: state.sessionKey, message: input.value.trim(), idempotencyKey: key,
@@ -902,17 +907,18 @@
     field.addEventListener('blur', function () { finish(true); });
   }
 
-  function switchSession(key) {
+  function switchSession(key, fresh) {
     state.sessionKey = key; store(SESSION_KEY, key); state.activeRun = null; setActive(null);
     delete state.unread[key];
     messages.textContent = ''; state.runs = {};
     showSession(); renderSessions();
-    if (state.ready) loadHistory();
+    if (fresh) { ++state.historySeq; state.held = null; renderHistory([]); }  // a new key: nothing to load
+    else if (state.ready) loadHistory();
   }
   function newChat() {
     var agent = state.newAgent && findAgent(state.newAgent) ? state.newAgent
       : (state.defaults && state.defaults.defaultAgentId) || 'main';
-    switchSession('agent:' + agent + ':webchat:' + randomId().slice(0, 12));
+    switchSession('agent:' + agent + ':webchat:' + randomId().slice(0, 12), true);
     closeMenu();
     input.focus();
   }
