@@ -47,7 +47,7 @@
   var state = {
     ws: null, ready: false, nextId: 1, pending: {}, backoffMs: 500, retryTimer: null, watchdog: null,
     tickMs: 30000, lastFrameAt: 0, sessionKey: load(SESSION_KEY), defaults: null, runs: {}, activeRun: null,
-    authFailed: false, historyLoaded: false, wasOnline: false, agents: [], sessions: [], listTimer: null,
+    authFailed: false, wasOnline: false, agents: [], sessions: [], listTimer: null,
     newAgent: load(AGENT_KEY), sentKeys: {}, unread: {}, unseen: 0,
     historySeq: 0, held: null
   };
@@ -518,7 +518,6 @@
       var held = state.held;
       state.held = null;
       held.forEach(function (ev) { onEvent(ev[0], ev[1]); });
-      state.historyLoaded = true;
     }).catch(function (err) {
       if (seq !== state.historySeq) return;
       state.held = null;
