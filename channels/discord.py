@@ -43,6 +43,7 @@ from channels.chunking import split_text
 from channels.fetch import FetchRefused, fetch_public
 from channels.media import account_media_dir
 from channels.ordering import KeyedLocks
+from gateway.extras import MissingExtra
 from gateway.platforms import ChatType
 
 with warnings.catch_warnings():
@@ -113,7 +114,7 @@ class DiscordChannel(Channel):
                  ready_timeout: float = 30.0, media_dir: Path | None = None) -> None:
         super().__init__(account_id, on_inbound)
         if discord is None:
-            raise ChannelUnavailable("discord support is not installed: pip install 'remoteclaw[discord]'")
+            raise MissingExtra("discord", "the Discord channel")
         if not token or not token.strip():
             raise ChannelError("channels.discord: token is required (the bot token from the Developer Portal)")
         self._token = token.strip()

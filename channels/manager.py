@@ -33,6 +33,7 @@ from channels.files import check_outbound_file
 from channels.media import keep_pruned
 from channels.progress import ProgressNote
 from gateway.extensions import CHANNELS
+from gateway.extras import MissingExtra, extra_for_module
 from gateway.platforms import ChannelAccessConfig, Origin, PlatformHost
 
 if TYPE_CHECKING:
@@ -65,13 +66,17 @@ def register_channel_type(name: str, cls: str | type[Channel]) -> None:
     CHANNELS.register(name, cls)
 
 
-def _load_type(name: str) -> type[Channel] | None:
+def _load_type(name: str) -> tuple[type[Channel] | None, str | None]:
+    """The channel type, or None and why not: a library that is not part of this install names its extra."""
     try:
         cls: type[Channel] = CHANNELS.load(name)
     except ModuleNotFoundError as exc:
-        log.warning("channel type not installed", channel=name, error=str(exc))
-        return None  # that channel's library is not part of this install
-    return cls
+        extra = extra_for_module(exc.name)
+        why = (MissingExtra(extra, f"the {name} channel").message if extra
+               else f"the {name} channel cannot be loaded: {exc}")
+        log.warning("channel type not installed", channel=name, error=why)
+        return None, why
+    return cls, None
 
 
 def _plain(value: Any, *, unset: bool = False) -> dict[str, Any]:
@@ -123,25 +128,32 @@ class ChannelManager:
         self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._lock = asyncio.Lock()
         self.history = host.history
+        self.unloadable: dict[str, str] = {}
+        """Configured channel types this install cannot load, and why (the extra to install)."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def wanted(self, config: Config) -> dict[tuple[str, str], tuple[type[Channel], dict[str, Any]]]:
         out: dict[tuple[str, str], tuple[type[Channel], dict[str, Any]]] = {}
+        unloadable: dict[str, str] = {}
         for name, (given, section) in channel_sections(config).items():
             if not (given or name in AUTOSTART_TYPES):
                 continue
-            cls = None
+            cls, why = None, None
             try:
-                cls = _load_type(name)
-            except Exception:
+                cls, why = _load_type(name)
+            except Exception as exc:
                 log.exception("cannot load channel type", channel=name)
+                why = f"the {name} channel cannot be loaded: {exc}"
             if cls is None:
+                if given and why:
+                    unloadable[name] = why
                 continue
             for acct_id, cfg in account_configs(section).items():
                 if not cls.configured(cfg):
                     continue
                 out[(name, acct_id)] = (cls, cfg)
+        self.unloadable = unloadable
         return out
 
     async def apply(self, config: Config) -> None:
@@ -181,7 +193,7 @@ class ChannelManager:
             except Exception as exc:
                 self.channels.pop(key, None)
                 message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-                permanent = isinstance(exc, ChannelError | ValueError | TypeError)
+                permanent = isinstance(exc, ChannelError | MissingExtra | ValueError | TypeError)
                 self.status[key] = {"state": "error", "error": message, "retrying": not permanent}
                 log.warning("channel account failed to start", channel=name, account=acct_id, error=message,
                             retry_in_s=None if permanent else delay)
@@ -215,7 +227,10 @@ class ChannelManager:
                 await self._stop_account(key)
 
     def describe(self) -> list[dict[str, Any]]:
-        return [{"channel": n, "accountId": a, **st} for (n, a), st in sorted(self.status.items())]
+        out = [{"channel": n, "accountId": a, **st} for (n, a), st in sorted(self.status.items())]
+        out += [{"channel": n, "accountId": "default", "state": "error", "error": why, "retrying": False}
+                for n, why in sorted(self.unloadable.items())]
+        return out
 
     # -- lookup ------------------------------------------------------------------------------------
 
@@ -244,6 +259,8 @@ class ChannelManager:
             return f"{channel} account {key[1]} is still starting"
         if st and st["state"] == "error":
             return f"{channel} account {key[1]} is not running: {st.get('error')}"
+        if channel in self.unloadable:
+            return self.unloadable[channel]
         if channel not in CHANNELS:
             return CHANNELS.unknown(channel)
         what = f"{channel} account {account_id}" if account_id else channel

@@ -41,6 +41,7 @@ from channels.base import (
 )
 from channels.media import account_media_dir
 from channels.ordering import KeyedLocks
+from gateway.extras import MissingExtra
 from gateway.platforms import COMMANDS, ChatType, InboundJournal, MediaKind
 
 try:
@@ -115,7 +116,7 @@ class TelegramChannel(Channel):
                  menu_commands: bool = False, journal: InboundJournal | None = None) -> None:
         super().__init__(account_id, on_inbound)
         if telegram is None:
-            raise ChannelUnavailable("telegram support is not installed: pip install 'remoteclaw[telegram]'")
+            raise MissingExtra("telegram", "the Telegram channel")
         if not token or not token.strip():
             raise ChannelError("channels.telegram: botToken is required (the token @BotFather gave you)")
         self._token = token.strip()

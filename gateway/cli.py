@@ -49,10 +49,16 @@ def _configured_port() -> int:
 
 
 def resolve_url(given: str | None) -> str:
+    """``--url``, else ``REMOTECLAW_GATEWAY_URL``, else where the gateway running on this state dir says it
+    listens (``gateway.listen.json``: a ``--port`` given on its command line included), else the config's port."""
     if given:
         return given
     env = os.environ.get("REMOTECLAW_GATEWAY_URL")
-    return env or f"ws://127.0.0.1:{_configured_port()}/"
+    if env:
+        return env
+    from gateway.paths import running_url
+
+    return running_url(_state_dir()) or f"ws://127.0.0.1:{_configured_port()}/"
 
 
 def resolve_token(given: str | None) -> str | None:
@@ -195,13 +201,15 @@ def client_options(*parsers: argparse.ArgumentParser) -> None:
     """``--url``, ``--token`` and ``--json`` on each sub-command that is a client of a running gateway (the
     ``call_gateway`` defaults apply when they are not given)."""
     for p in parsers:
-        p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or the config's port)")
+        p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL, else the gateway "
+                                     "running on this state dir, else the config's port)")
         p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
         p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _conn_opts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL or ws://127.0.0.1:18789/)")
+    p.add_argument("--url", help="gateway WebSocket URL (default: $REMOTECLAW_GATEWAY_URL, else the gateway running "
+                                 "on this state dir, else ws://127.0.0.1:<config port>/)")
     p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
     p.add_argument("--json", action="store_true", help="print compact JSON")
 

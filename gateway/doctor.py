@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from gateway import paths
+from gateway import extras, paths
 from gateway.agents.cli import INSTALL, cli_argv
 
 __all__ = ["Check", "run_checks"]
@@ -42,7 +42,7 @@ CREDENTIALS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
 @dataclass
 class Check:
     name: str
-    status: str  # ok | warn | fail
+    status: str  # ok | off (an optional part not installed, and not asked for) | warn | fail
     detail: str
     fix: str | None = None
 
@@ -199,15 +199,34 @@ def _capabilities(config: Any) -> list[Check]:
     else:
         checks.append(Check("voice (offline)", "warn" if tts.enabled else "ok",
                             "espeak-ng not installed: no offline speech", "apt-get install espeak-ng"))
-    try:
-        import av  # noqa: F401
-    except ImportError:
-        checks.append(Check("voice codecs", "warn", "PyAV not installed: no voice notes",
-                            "pip install 'remoteclaw[tts]'"))
+    if not extras.installed("browser"):
+        return checks  # the optional part's own line says how to add it
     chromium, why = _chromium()
     checks.append(Check("chromium (for a node's canvas/browser)", "ok" if chromium else "warn",
                         chromium or str(why), None if chromium else "apt-get install chromium, "
                         "pip install 'remoteclaw[browser]'"))
+    return checks
+
+
+def _extras(config: Any) -> list[Check]:
+    """One line per optional part: installed, or not (``off``, with the command), and a configured part whose
+    library is missing as ``fail`` (chat channels) or ``warn`` (voice, memory embeddings): the gateway runs
+    without it, but what the config asks for does not work."""
+    wanted = {
+        "telegram": ("fail", bool(_accounts(config.channels.telegram, "botToken"))),
+        "discord": ("fail", bool(_accounts(config.channels.discord, "token"))),
+        "tts": ("warn", bool(config.messages.tts.enabled)),
+        "embeddings": ("warn", any(e.config.get("embeddings") for e in config.plugins.entries.values())),
+    }
+    checks = []
+    for part in extras.EXTRAS:
+        name = f"optional part {part.name}"
+        if extras.installed(part.name):
+            checks.append(Check(name, "ok", f"installed: {part.purpose}"))
+            continue
+        level, configured = wanted.get(part.name, ("off", False))
+        detail = f"not installed: {part.purpose}" + (" (the config uses it)" if configured else "")
+        checks.append(Check(name, level if configured else "off", detail, extras.install_hint(part.name)))
     return checks
 
 
@@ -225,9 +244,13 @@ def _chromium() -> tuple[str | None, str | None]:
     return None, "no Chromium found"
 
 
-def _port(config: Any) -> Check:
+def _port(config: Any, state: Path) -> Check:
     port = int(os.environ.get("REMOTECLAW_PORT") or config.gateway.port)
     bind = config.gateway.bind if config.gateway.bind not in ("0.0.0.0", "::") else "127.0.0.1"
+    running = paths.running_url(state)  # a gateway on this state dir, wherever it listens (--port included)
+    if running:
+        address = running.removeprefix("ws://").rstrip("/")
+        bind, port = address.rsplit(":", 1)[0].strip("[]"), int(address.rsplit(":", 1)[1])
     try:
         with httpx.Client(timeout=2) as client:
             health = client.get(f"http://{bind}:{port}/healthz").json()
@@ -256,8 +279,9 @@ async def run_checks() -> list[Check]:
     async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
         checks += await _bots(client, config)
     checks += [await asyncio.to_thread(_agent, agent) for agent in config.agents.list]
+    checks += _extras(config)
     checks += _capabilities(config)
-    checks.append(await asyncio.to_thread(_port, config))
+    checks.append(await asyncio.to_thread(_port, config, state))
     return checks
 
 
@@ -265,7 +289,7 @@ def render(checks: list[Check], as_json: bool) -> str:
     if as_json:
         return json.dumps({"ok": not any(c.status == "fail" for c in checks), "checks": [asdict(c) for c in checks]},
                           indent=2)
-    marks = {"ok": "✓", "warn": "!", "fail": "✗"}
+    marks = {"ok": "✓", "off": "·", "warn": "!", "fail": "✗"}
     lines = []
     for c in checks:
         lines.append(f"{marks[c.status]} {c.name}: {c.detail}")

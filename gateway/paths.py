@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from pathlib import Path
 
-__all__ = ["OUTBOUND", "config_path", "ensure_token", "logs_dir", "outbound_dir", "state_dir", "token_path"]
+__all__ = ["OUTBOUND", "clear_listen", "config_path", "ensure_token", "link_shown_path", "listen_path", "logs_dir",
+           "outbound_dir", "running_url", "state_dir", "token_path", "write_listen"]
 
 
 def state_dir() -> Path:
@@ -62,7 +64,13 @@ def ensure_token() -> tuple[str, bool]:
     with os.fdopen(fd, "w") as fh:
         fh.write(token + "\n")
     os.replace(tmp, path)
+    link_shown_path().unlink(missing_ok=True)  # a new token: its link has not been shown yet
     return token, True
+
+
+def link_shown_path() -> Path:
+    """Present once the start banner has printed the signed-in web chat link for the state dir's token."""
+    return state_dir() / "gateway.token.link-shown"
 
 
 def replica_id(state: Path) -> str:
@@ -84,3 +92,44 @@ def replica_id(state: Path) -> str:
     tmp.write_text(made + "\n")
     os.replace(tmp, path)
     return made
+
+
+def listen_path(state: Path | None = None) -> Path:
+    """Where a running gateway says where it listens (``gateway.listen.json``), so client commands find it."""
+    return (state or state_dir()) / "gateway.listen.json"
+
+
+def write_listen(host: str, port: int) -> None:
+    """Record this process's address in the state dir (replaced atomically; removed by ``clear_listen``)."""
+    connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    shown = f"[{connect_host}]" if ":" in connect_host else connect_host
+    path = listen_path()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"url": f"ws://{shown}:{port}/", "host": host, "port": port, "pid": os.getpid()}))
+    os.replace(tmp, path)
+
+
+def clear_listen() -> None:
+    """Forget the address on exit, unless another gateway on this state dir has written its own since."""
+    path = listen_path()
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def running_url(state: Path) -> str | None:
+    """The URL of the gateway running on ``state``, when its address file names a live process."""
+    try:
+        found = json.loads(listen_path(state).read_text())
+        pid, url = int(found["pid"]), str(found["url"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # a gateway that died without cleaning up (kill -9)
+    except PermissionError:
+        pass  # alive, owned by another user
+    return url

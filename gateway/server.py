@@ -32,14 +32,20 @@ __all__ = ["resolve_token", "run", "serve"]
 log = structlog.get_logger("gateway.server")
 
 
-def resolve_token(store: ConfigStore) -> tuple[str, bool]:
-    """Token from ``REMOTECLAW_GATEWAY_TOKEN``, else the config, else the state dir (created once)."""
+def resolve_token(store: ConfigStore) -> tuple[str, str]:
+    """Token from ``REMOTECLAW_GATEWAY_TOKEN``, else the config, else the state dir (created once).
+
+    Returns:
+        The token and where it came from: ``env``, ``config``, ``new`` (the state dir's, created just now)
+        or ``state`` (the state dir's, from an earlier start).
+    """
     env = os.environ.get("REMOTECLAW_GATEWAY_TOKEN", "").strip()
     if env:
-        return env, False
+        return env, "env"
     if store.config.gateway.auth.token:
-        return store.config.gateway.auth.token, False
-    return paths.ensure_token()
+        return store.config.gateway.auth.token, "config"
+    token, created = paths.ensure_token()
+    return token, "new" if created else "state"
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -105,6 +111,7 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
     port = store.config.gateway.port if port is None else port
     sock = _bind(host, port)
     port = sock.getsockname()[1]
+    paths.write_listen(host, port)  # client commands on this state dir find us (removed on exit)
     good: tuple[dict[str, Any], Any] | None = None  # the config the last successful start used
     reload = False
     first = True
@@ -115,10 +122,11 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
                 sock = _rebind(sock, pinned_host or store.config.gateway.bind,
                                store.config.gateway.port if pinned_port is None else pinned_port)
                 host, port = sock.getsockname()[:2]
+                paths.write_listen(host, port)
             reload = True
             cfg = store.config
             register_secrets(store.data, cfg)
-            token, created = resolve_token(store)
+            token, origin = resolve_token(store)
             logs.add_secret(token)
             logs.configure(paths.logs_dir(), level=cfg.logging.level, console_level=cfg.logging.consoleLevel,
                            max_bytes=cfg.logging.maxFileBytes, keep=cfg.logging.keepFiles)
@@ -165,7 +173,7 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
             server.gateway = gw
             holder.append(server)
             if announce and first:
-                _announce(host, port, token, created, state)
+                _announce(host, port, token, origin, state)
             first = False
             # Everything loaded so far (modules, config, routes) lives as long as the process: move it out of
             # the cyclic collector's reach, so a full collection under load scans only what requests made.
@@ -180,22 +188,29 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
                 break
             log.info("gateway restarting in place", reason=gw.restart_reason)
     finally:
+        paths.clear_listen()
         sock.close()
         logs.shutdown()
 
 
-def _announce(host: str, port: int, token: str, created: bool, state: Path) -> None:
-    """The start banner. The signed-in web chat link carries the token, so it is printed only when the token
-    was just created or a person reads the terminal: never into a service's captured output on every start."""
+def _announce(host: str, port: int, token: str, origin: str, state: Path) -> None:
+    """The start banner. The signed-in web chat link carries the token, so it is printed only when a person reads
+    the terminal, or once for a state-dir token whose link was never shown (the first start, even one whose
+    output goes to a file or a pipe, and even when an earlier first start crashed before it got this far); never
+    into a service's captured output on every start."""
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "::1") else host
     lines = [f"remoteclaw gateway listening on ws://{shown}:{port}/  (state: {state})"]
-    if created or sys.stdout.isatty():
+    marker = paths.link_shown_path()
+    unseen = origin in ("new", "state") and not marker.exists()
+    if unseen or sys.stdout.isatty():
         lines.append(f"  web chat: http://{shown}:{port}/#token={token}")
     else:
         lines.append(f"  web chat: http://{shown}:{port}/  (sign in with the gateway token)")
-    if created:
+    if origin == "new":
         lines.append(f"  a new gateway token was written to {state / 'gateway.token'} (mode 0600)")
     print("\n".join(lines), flush=True)
+    if unseen:
+        marker.touch()
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -18,6 +18,7 @@ GATEWAY_PUBLIC = {
     "gateway.protocol",  # frames and the error family
     "gateway.platforms",  # the messages, the ChatPlatforms interface, PlatformHost, config models
     "gateway.extensions",  # the registries it adds channel types or runtimes to
+    "gateway.extras",  # which pip extra brings a library, and the error naming it
     "gateway.cli",  # call_gateway(), for CLI sub-commands that are clients of a running gateway
     "gateway.plugins",  # the plugin API: PluginApi, ToolContext, ToolFailed, text(), image(), Database
 }

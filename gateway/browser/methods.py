@@ -57,9 +57,11 @@ async def _target(ctx: CallContext, wanted: str | None) -> dict[str, Any]:
         return match
     connected = [n for n in capable if n.get("connected")]
     if not connected:
-        raise Unavailable("no browser-capable node is connected: run `remoteclaw node run` on a machine with "
-                          "Chromium (and the browser extra) and approve it",
-                          details={"code": "NO_BROWSER_NODE", "capability": "browser"})
+        raise Unavailable("no browser-capable node is connected: run `remoteclaw-node run` on a machine with "
+                          "Chromium and the optional part 'browser' (pip install 'remoteclaw[browser]'), "
+                          "then approve it",
+                          details={"code": "NO_BROWSER_NODE", "capability": "browser", "extra": "browser",
+                                   "install": "pip install 'remoteclaw[browser]'"})
     if len(connected) > 1:
         names = ", ".join(f"{n['displayName']} ({n['nodeId'][:12]})" for n in connected)
         raise InvalidRequest(f"node: several browser nodes are connected ({names}); pass node or set "

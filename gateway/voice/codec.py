@@ -3,15 +3,20 @@
 Every provider's audio (MP3, WAV, OGG...) becomes **OGG/Opus, mono, 48 kHz**: what Telegram shows as a
 voice note (the round bubble of ``sendVoice``), what Discord plays inline, and what Chromium plays in the web
 chat. For speech to text, audio is decoded to 16 kHz mono 16-bit PCM, what the recognisers take.
+
+PyAV (the ``tts`` extra) is imported by the functions that use it, not with this module: an install
+without the extra starts, and its voice methods answer ``MissingExtra`` instead.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import av
-import av.audio.resampler
+if TYPE_CHECKING:
+    import av
 
 __all__ = ["Encoded", "duration_s", "to_ogg_opus", "to_pcm16"]
 
@@ -28,7 +33,16 @@ class Encoded:
     mime: str = "audio/ogg"
 
 
+def _av() -> ModuleType:
+    """PyAV, imported on first use (``ImportError`` without the ``tts`` extra)."""
+    import av
+    import av.audio.resampler
+
+    return av
+
+
 def _input(data: bytes) -> av.container.InputContainer:
+    av = _av()
     try:
         return av.open(io.BytesIO(data), mode="r")
     except av.error.FFmpegError as exc:
@@ -37,6 +51,7 @@ def _input(data: bytes) -> av.container.InputContainer:
 
 def to_ogg_opus(data: bytes) -> Encoded:
     """Any audio FFmpeg reads -> OGG/Opus voice-note bytes and their duration (blocking: run in a thread)."""
+    av = _av()
     out_buf = io.BytesIO()
     samples = 0
     with _input(data) as source:
@@ -62,6 +77,7 @@ def to_ogg_opus(data: bytes) -> Encoded:
 
 def to_pcm16(data: bytes, rate: int = 16_000, max_seconds: float | None = None) -> bytes:
     """Any audio -> mono signed 16-bit little-endian PCM at ``rate`` (blocking)."""
+    av = _av()
     chunks: list[bytes] = []
     limit = int(max_seconds * rate * 2) if max_seconds else None
     size = 0

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from gateway.extras import require
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 from gateway.voice.service import VoiceService
@@ -21,6 +22,7 @@ MAX_AUDIO_BYTES = 25 * 1024 * 1024
 
 
 def _voice(ctx: CallContext) -> VoiceService:
+    require("tts", "voice (text to speech and speech to text)")
     if ctx.gateway.voice is None:
         raise Unavailable("voice is not available on this gateway (the voice service did not start)")
     return ctx.gateway.voice

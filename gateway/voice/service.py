@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from gateway.extras import require
 from gateway.paths import outbound_dir
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.voice import codec, prefs, stt
@@ -123,6 +124,7 @@ class VoiceService:
 
     async def speak(self, text: str) -> Speech:
         """Text -> an OGG/Opus file, from the first provider that works (``Unavailable`` lists every reason)."""
+        require("tts", "text to speech")
         if not text.strip():
             raise InvalidRequest("text: nothing to speak", details={"field": "text"})
         spoken, summarized = spoken_text(text, self.cfg.maxLength)
@@ -178,6 +180,7 @@ class VoiceService:
     # -- listening -----------------------------------------------------------------------------
 
     async def transcribe(self, data: bytes, name: str = "audio.ogg") -> stt.Transcript:
+        require("tts", "speech to text")
         cfg = self.gw.config.messages.stt
         try:
             return await stt.transcribe(cfg, data, name)

@@ -14,6 +14,7 @@ import contextlib
 import time
 from typing import Any
 
+from gateway.extras import MissingExtra, installed
 from gateway.plugins import PluginApi, ToolContext, ToolFailed
 from plugins.memory.recall import Embedder, Recall
 from plugins.memory.store import TIERS, MemoryStore
@@ -72,6 +73,11 @@ class MemoryPlugin:
         self.api = api
         self.store = MemoryStore(api.db)
         embeddings = api.config.get("embeddings")
+        self.embeddings_missing: str | None = None
+        """Embeddings configured but the ``embeddings`` extra not installed: search stays keyword-only, and says why."""
+        if embeddings and not installed("embeddings"):
+            self.embeddings_missing = MissingExtra("embeddings", "hybrid memory search").message
+            embeddings = None
         self.recall = Recall(self.store, Embedder(embeddings) if embeddings else None,
                              float(api.config.get("vectorWeight", 0.7)))
         self.sweep_s = float(api.config.get("sweepMinutes", 10)) * 60
@@ -110,8 +116,8 @@ class MemoryPlugin:
             snippet = memory.content if len(memory.content) <= 400 else memory.content[:400] + "…"
             results.append({**memory.describe(), "score": round(score, 4), "snippet": snippet})
         out: dict[str, Any] = {"query": p["query"], "mode": mode, "results": results}
-        if note:
-            out["note"] = note
+        if note or self.embeddings_missing:
+            out["note"] = note or self.embeddings_missing
         return out
 
     async def get(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
@@ -136,8 +142,8 @@ class MemoryPlugin:
                                                     embedding=vector)
         self.recall.changed()
         out = {**memory.describe(), "created": created}
-        if note:
-            out["note"] = note
+        if note or self.embeddings_missing:
+            out["note"] = note or self.embeddings_missing
         return out
 
     async def forget(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
@@ -162,6 +168,8 @@ class MemoryPlugin:
         stats["embeddings"] = ({"model": embedder.model, "baseUrl": str(embedder.base_url or "api.openai.com")}
                                if embedder else None)
         stats["search"] = "hybrid" if embedder else "keyword"
+        if self.embeddings_missing:
+            stats["embeddingsUnavailable"] = self.embeddings_missing
         return stats
 
     async def flush(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:

@@ -121,3 +121,70 @@ def test_config_commands(gateway: GatewayProcess, tmp_path: Path) -> None:
 
     res = cli("config", "schema", "--json", *conn(gateway))
     assert res.returncode == 0 and "gateway" in json.loads(res.stdout)["properties"]
+
+
+def test_client_commands_find_a_gateway_started_on_another_port(tmp_path: Path) -> None:
+    """`gateway run --port N` in one terminal, then client commands in another with the same state dir: no --url,
+    no REMOTECLAW_GATEWAY_URL, and a config that names another port. They read the address the gateway wrote."""
+    state = tmp_path / "state"
+    state.mkdir()
+    config_port = free_port()
+    (state / "remoteclaw.json").write_text(json.dumps({"gateway": {"port": config_port}}))  # not where it runs
+    gw = GatewayProcess(state, token=None)
+    with gw:
+        address = json.loads((state / "gateway.listen.json").read_text())
+        assert address["url"] == gw.url and address["pid"] == gw.proc.pid  # type: ignore[union-attr]
+        env = {"REMOTECLAW_STATE_DIR": str(state)}  # the token comes from the state dir too
+        health = cli("gateway", "call", "health", "--json", env=env)
+        assert health.returncode == 0, health.stderr
+        assert json.loads(health.stdout)["ok"] is True
+        jobs = cli("cron", "list", "--json", env=env)
+        assert jobs.returncode == 0, jobs.stderr
+        pending = cli("nodes", "pending", "--json", env=env)
+        assert pending.returncode == 0, pending.stderr
+    assert not (state / "gateway.listen.json").exists()  # removed on exit: clients fall back to the config
+    after = cli("gateway", "call", "health", env={"REMOTECLAW_STATE_DIR": str(state)})
+    assert after.returncode == 1 and f"127.0.0.1:{config_port}" in after.stderr, after.stderr
+
+
+def test_an_address_file_of_a_dead_gateway_is_ignored(tmp_path: Path) -> None:
+    """kill -9 leaves the file behind: a client must not keep knocking at that address."""
+    state = tmp_path / "state"
+    state.mkdir()
+    port = free_port()
+    (state / "remoteclaw.json").write_text(json.dumps({"gateway": {"port": port}}))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gw = GatewayProcess(state, token=None, port=port)  # on the config's port, so the fallback finds it
+    gw.start()
+    try:
+        # what a kill -9 leaves: an address file naming a process that is gone
+        (state / "gateway.listen.json").write_text(json.dumps({"url": "ws://127.0.0.1:1/", "pid": int(dead.stdout)}))
+        res = cli("gateway", "call", "health", "--json", env={"REMOTECLAW_STATE_DIR": str(state)})
+        assert res.returncode == 0, res.stderr
+    finally:
+        gw.stop()
+
+
+def test_the_first_start_prints_the_signed_in_link_even_into_a_file(tmp_path: Path) -> None:
+    """stdout is a file here (not a terminal). The link is printed the first time, also when that first start
+    died before the banner (a broken config), and not again once it was shown."""
+    state = tmp_path / "state"
+    state.mkdir()
+    port = free_port()
+    # Dies after making the token, before the banner (as a missing library once did): nothing shown yet.
+    broken = subprocess.run([sys.executable, "-m", "gateway.cli", "gateway", "run", "--port", str(port)], cwd=ROOT,
+                            env={**{k: v for k, v in os.environ.items() if not k.startswith("REMOTECLAW_")},
+                                 "REMOTECLAW_STATE_DIR": str(state), "REMOTECLAW_DATABASE_URL": "mysql://db/x"},
+                            capture_output=True, text=True, timeout=60)
+    assert broken.returncode == 1 and "#token=" not in broken.stdout, (broken.stdout, broken.stderr)
+    assert (state / "gateway.token").exists()
+    first = GatewayProcess(state, token=None, port=port)
+    with first:
+        token = (state / "gateway.token").read_text().strip()
+    assert f"web chat: http://localhost:{port}/#token={token}" in first.output()
+    again = GatewayProcess(state / "..", token=None, port=port)
+    again.state_dir, again.log_path = state, tmp_path / "again.log"
+    with again:
+        pass
+    out = again.output()
+    assert "#token=" not in out and f"web chat: http://localhost:{port}/  (sign in with the gateway token)" in out

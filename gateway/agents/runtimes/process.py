@@ -1,9 +1,10 @@
 """Spawning an agent CLI, reading its NDJSON, the no-output watchdog, and a clean stop.
 
-The CLI runs in its own process group so a stop reaches the MCP shim and anything else it
-started. Stopping is SIGTERM to the group, a grace period, then SIGKILL: it happens on abort
-(task cancelled), on the watchdog (no stdout line for ``no_output_timeout`` seconds) and when a
-run times out. Lines that are not JSON are kept as diagnostics, never fatal.
+The CLI runs in its own process group so a stop reaches the MCP shim and anything else it started (``spawn``
+starts it with vfork, at a cost that does not grow with the gateway's memory). Stopping is SIGTERM to the
+group, a grace period, then SIGKILL: it happens on abort (task cancelled), on the watchdog (no stdout line for
+``no_output_timeout`` seconds) and when a run times out. Lines that are not JSON are kept as diagnostics, never
+fatal.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import orjson
 
 from gateway.agents.runtimes.base import Invocation
+from gateway.agents.runtimes.spawn import Child, spawn
 
 __all__ = ["ProcessResult", "run_process", "stop_process"]
 
@@ -36,7 +38,7 @@ class ProcessResult:
     watchdog_fired: bool = False
 
 
-async def stop_process(proc: asyncio.subprocess.Process, grace: float = 3.0) -> None:
+async def stop_process(proc: Child, grace: float = 3.0) -> None:
     """SIGTERM the process group, wait ``grace`` seconds, then SIGKILL it."""
     if proc.returncode is not None:
         return
@@ -66,11 +68,7 @@ async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], Non
     # The gateway's own REMOTECLAW_* variables (its token, database URL, channel tokens) stay with it:
     # the agent gets only its run's context, which the adapter put in ``inv.env``.
     env = {**{k: v for k, v in os.environ.items() if not k.upper().startswith("REMOTECLAW_")}, **inv.env}
-    proc = await asyncio.create_subprocess_exec(
-        *inv.argv, cwd=str(inv.cwd), env=env, start_new_session=True, limit=STREAM_LIMIT,
-        stdin=asyncio.subprocess.PIPE if inv.stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
+    proc = await spawn(inv.argv, cwd=inv.cwd, env=env, stdin=inv.stdin is not None, limit=STREAM_LIMIT)
     started = time.monotonic()
     if on_spawn is not None:
         on_spawn(started)

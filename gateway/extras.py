@@ -1,0 +1,100 @@
+"""The optional parts of an install (pip extras), and the one error a missing part answers with.
+
+The core (web chat, SQLite, cron, nodes, the MCP shim) needs no extra. Every other capability imports its
+library only when it is configured or first used; when the library is not installed, the capability's
+methods, tools and status lines say which extra brings it and the command that installs it, and the gateway
+keeps running. This table is the single place that knows which import comes from which extra (a test keeps it
+in step with ``pyproject.toml``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+
+from gateway.protocol import Unavailable
+
+__all__ = ["DEFAULT", "EXTRAS", "Extra", "MissingExtra", "extra_for_module", "install_hint", "installed",
+           "require", "status"]
+
+
+@dataclass(frozen=True, slots=True)
+class Extra:
+    name: str
+    """The pip extra: ``pip install 'remoteclaw[<name>]'``."""
+    purpose: str
+    """What it adds, for a person reading ``remoteclaw doctor``."""
+    modules: tuple[str, ...]
+    """Top-level modules it provides; all importable means installed."""
+
+
+EXTRAS: tuple[Extra, ...] = (
+    Extra("telegram", "the Telegram channel", ("telegram", "markdown_it")),
+    Extra("discord", "the Discord channel", ("discord",)),
+    Extra("tts", "voice: spoken replies and voice notes transcribed (OGG/Opus, offline speech to text)",
+          ("av", "pocketsphinx")),
+    Extra("browser", "a node's headless browser and canvas (Playwright driving Chromium)", ("playwright",)),
+    Extra("postgres", "PostgreSQL storage (asyncpg)", ("asyncpg",)),
+    Extra("redis", "several replicas sharing events and node routing (Redis)", ("redis",)),
+    Extra("embeddings", "hybrid memory search with embeddings", ("openai", "numpy")),
+)
+_BY_NAME = {e.name: e for e in EXTRAS}
+
+DEFAULT = ("telegram", "discord", "tts")
+"""What ``./scripts/gateway`` installs when ``REMOTECLAW_EXTRAS`` is not set (the ``default`` extra): the chat
+channels and offline voice, what a person trying the project expects to work."""
+
+
+class MissingExtra(Unavailable):
+    """A capability whose library is not installed: ``UNAVAILABLE`` naming the extra and the command.
+
+    ``details``: ``{code: "EXTRA_NOT_INSTALLED", extra, install, capability}``.
+    """
+
+    def __init__(self, extra: str, what: str | None = None) -> None:
+        part = _BY_NAME[extra]
+        needs = what or part.purpose
+        super().__init__(
+            f"{needs} needs the optional part '{extra}', which is not installed: {install_hint(extra)}",
+            details={"code": "EXTRA_NOT_INSTALLED", "extra": extra, "install": f"pip install 'remoteclaw[{extra}]'",
+                     "capability": needs},
+        )
+        self.extra = extra
+
+
+def install_hint(extra: str) -> str:
+    """The two ways to add an extra: into any environment, or through the README's gateway command."""
+    return f"pip install 'remoteclaw[{extra}]' (or REMOTECLAW_EXTRAS={extra} ./scripts/gateway)"
+
+
+def installed(extra: str) -> bool:
+    """True when every module of ``extra`` can be imported (found on the path; nothing is imported)."""
+    part = _BY_NAME[extra]
+    if all(importlib.util.find_spec(m) is not None for m in part.modules):
+        return True
+    importlib.invalidate_caches()  # installed while we run? look again past the finders' stale listings
+    return all(importlib.util.find_spec(m) is not None for m in part.modules)
+
+
+def require(extra: str, what: str | None = None) -> None:
+    """Raise ``MissingExtra`` unless ``extra`` is installed.
+
+    Args:
+        extra: the pip extra's name (a key of ``EXTRAS``).
+        what: what is being attempted, for the message ("text to speech"); default: the extra's purpose.
+    """
+    if not installed(extra):
+        raise MissingExtra(extra, what)
+
+
+def extra_for_module(module: str | None) -> str | None:
+    """The extra providing ``module`` (``ImportError.name``, dotted or not), if one does."""
+    top = (module or "").split(".")[0]
+    return next((e.name for e in EXTRAS if top in e.modules), None)
+
+
+def status() -> list[dict[str, object]]:
+    """Every extra: its name, what it adds, whether it is installed, and the command that installs it."""
+    return [{"extra": e.name, "purpose": e.purpose, "installed": installed(e.name),
+             "install": f"pip install 'remoteclaw[{e.name}]'"} for e in EXTRAS]
