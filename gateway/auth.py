@@ -12,9 +12,6 @@ import hmac
 import time
 from dataclasses import dataclass, field
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from gateway.handshake import ConnectParams
 from gateway.protocol import InvalidRequest
 
@@ -133,6 +130,10 @@ def verify_device(params: ConnectParams, *, nonce: str, now_ms: int | None = Non
         raise InvalidRequest("device id is not the sha256 of its public key",
                              details={"code": "DEVICE_AUTH_DEVICE_ID_MISMATCH"})
     signature = _b64url_decode(dev.signature, "DEVICE_AUTH_SIGNATURE_INVALID")
+    # Imported here: only clients that send a device proof pay for loading the cryptography bindings.
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         key = Ed25519PublicKey.from_public_bytes(raw_key)
     except ValueError:

@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 from sqlalchemy import BigInteger, String, Text, delete
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.protocol import decode, encode
+from gateway.store import upsert
 from gateway.store.db import Database
 from gateway.store.models import Base
 
@@ -63,8 +63,7 @@ class DurableOutcomes:
             return  # not JSON: only the in-memory cache can remember it
         now = _now_ms()
         async with self.db.session() as s:
-            dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
-            await s.execute(dialect.insert(IdempotencyOutcome)
+            await s.execute(upsert.insert(s, IdempotencyOutcome)
                             .values(method=method, key=key[:256], result=body, created_at=now)
                             .on_conflict_do_nothing(index_elements=["method", "key"]))
             self._puts += 1

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import BigInteger, String, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from gateway.store import upsert
 from gateway.store.db import rowcount
 from gateway.store.models import Base
 
@@ -41,9 +41,8 @@ class LeaseRepo:
     @staticmethod
     async def acquire(s: AsyncSession, key: str, holder: str, *, now_ms: int, ttl_ms: int) -> bool:
         """Take the lease on ``key`` if it is free, expired or already ours; True when we hold it now."""
-        dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
         table = SessionLease.__table__
-        stmt = dialect.insert(table).values(session_key=key, holder=holder, expires_at=now_ms + ttl_ms,
+        stmt = upsert.insert(s, table).values(session_key=key, holder=holder, expires_at=now_ms + ttl_ms,
                                             acquired_at=now_ms)
         stmt = stmt.on_conflict_do_update(
             index_elements=[table.c.session_key],
@@ -96,9 +95,8 @@ class ReplicaRepo:
 
     @staticmethod
     async def beat(s: AsyncSession, replica_id: str, *, now_ms: int, started_ms: int) -> None:
-        dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
         table = ReplicaHeartbeat.__table__
-        stmt = dialect.insert(table).values(replica_id=replica_id, beat_at=now_ms, started_at=started_ms)
+        stmt = upsert.insert(s, table).values(replica_id=replica_id, beat_at=now_ms, started_at=started_ms)
         await s.execute(stmt.on_conflict_do_update(index_elements=[table.c.replica_id],
                                                    set_={"beat_at": now_ms, "started_at": started_ms}))
 

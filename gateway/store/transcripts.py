@@ -28,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from gateway.store import upsert
 from gateway.store.db import rowcount
 from gateway.store.models import Base, utcnow
 
@@ -174,10 +175,8 @@ class SessionRepo:
         if row is None:
             # Two first messages to a new session can race: insert-or-ignore, then read whichever won.
             values = {"key": key, **{k: v for k, v in fields.items() if v is not None}}
-            from sqlalchemy.dialects import postgresql, sqlite
 
-            dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
-            await s.execute(dialect.insert(SessionRecord).values(**values)
+            await s.execute(upsert.insert(s, SessionRecord).values(**values)
                             .on_conflict_do_nothing(index_elements=["key"]))
             row = await s.get(SessionRecord, key)
             assert row is not None
@@ -306,11 +305,9 @@ class SessionRepo:
         ``only_if_new``: leave an existing row alone (a message joining a turn must not set a row that its
         turn already moved on to ``running`` back to ``queued``).
         """
-        from sqlalchemy.dialects import postgresql, sqlite
 
-        dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
         ended = utcnow() if status not in ("queued", "running") else None
-        stmt = dialect.insert(AgentRun).values(id=run_id, session_key=session_key, status=status, source=source,
+        stmt = upsert.insert(s, AgentRun).values(id=run_id, session_key=session_key, status=status, source=source,
                                                is_owner=is_owner, error=error, reply=reply, created_at=utcnow(),
                                                ended_at=ended, replica_id=replica_id,
                                                attempts=1 if status == "running" else 0)

@@ -59,13 +59,16 @@ class GatewayProcess:
         state_dir: its state dir (config, token, database, logs).
         config: written to ``remoteclaw.json`` before start, if given.
         env: extra environment (e.g. ``REMOTECLAW_DATABASE_URL``).
+        python: the interpreter to run it with (default: this one).
         token: the gateway token (passed by env); ``None`` lets the gateway create one.
     """
 
     def __init__(self, state_dir: Path, *, config: dict[str, Any] | None = None,
                  env: dict[str, str] | None = None, token: str | None = "test-token-" + secrets.token_hex(8),
-                 port: int | None = None) -> None:
+                 port: int | None = None, python: str = sys.executable) -> None:
         self.state_dir = Path(state_dir)
+        self.python = python
+        """The interpreter that runs it (another venv's, for an install with other extras)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.token = token
@@ -94,7 +97,7 @@ class GatewayProcess:
     def start(self, timeout: float = 20.0) -> GatewayProcess:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "gateway", "run", "--port", str(self.port)],
+            [self.python, "-m", "gateway.cli", "gateway", "run", "--port", str(self.port)],
             cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
         )
         self.wait_healthy(timeout)

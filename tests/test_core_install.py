@@ -1,0 +1,105 @@
+"""A core-only install (no extras) as a user gets it from ``pip install .``: the gateway starts, and each optional
+capability that is missing answers an error naming its extra and the command, while the gateway keeps running.
+
+The venv is built once per ``pyproject.toml`` (``.cache/core-venv-<checksum>``, an editable install of this tree,
+so it always runs the code under test) with pip's ordinary resolver: a core dependency missing from
+``pyproject.toml`` fails here, where the test suite's own venv (every extra) would hide it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.waiting import until
+from tests.support.ws import operator
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+OPTIONAL_LIBRARIES = ("av", "telegram", "discord", "playwright", "asyncpg", "redis", "numpy", "openai", "pocketsphinx")
+
+
+@pytest.fixture(scope="module")
+def core_python() -> str:
+    stamp = zlib.crc32((ROOT / "pyproject.toml").read_bytes())
+    venv = ROOT / ".cache" / f"core-venv-{stamp:08x}"
+    python = venv / "bin" / "python"
+    if not (venv / ".installed").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        "--config-settings", "editable_mode=compat", "-e", str(ROOT)], check=True, timeout=540)
+        (venv / ".installed").write_text("core\n")
+    found = subprocess.run([str(python), "-c", "import importlib.util as u, json, sys; print(json.dumps("
+                            f"[m for m in {OPTIONAL_LIBRARIES!r} if u.find_spec(m)]))"],
+                           capture_output=True, text=True, check=True)
+    assert json.loads(found.stdout) == [], "the core venv must hold no optional library"
+    return str(python)
+
+
+def _extra(frame: dict[str, object], extra: str) -> str:
+    assert frame["ok"] is False, frame
+    error = frame["error"]
+    assert isinstance(error, dict) and error["code"] == "UNAVAILABLE", error
+    assert error["details"]["extra"] == extra, error  # type: ignore[index]
+    assert f"pip install 'remoteclaw[{extra}]'" in error["message"], error
+    return str(error["message"])
+
+
+async def test_the_core_starts_and_each_missing_part_names_its_extra(core_python: str, tmp_path: Path) -> None:
+    gw = GatewayProcess(tmp_path / "state", python=core_python)
+    with gw:
+        assert gw.token
+        client = await operator(gw.url, gw.token)
+        try:
+            tts = _extra(await client.req("tts.status"), "tts")
+            assert tts.startswith("voice (text to speech and speech to text) needs the optional part 'tts'")
+            _extra(await client.req("tts.convert", {"text": "hello"}), "tts")
+            _extra(await client.req("browser.request", {"method": "GET", "path": "/tabs"}), "browser")
+
+            # A Telegram account configured on an install without python-telegram-bot: said, not retried.
+            await client.call("config.patch", {"patch": {"channels": {"telegram": {"botToken": "1:x"}}},
+                                               "baseHash": (await client.call("config.get"))["hash"]})
+
+            async def telegram() -> dict[str, object] | None:
+                accounts = (await client.call("channels.status"))["accounts"]
+                return next((a for a in accounts if a["channel"] == "telegram" and a["state"] == "error"), None)
+
+            account = await until(telegram, what="the telegram account's error", timeout=20)
+            assert "the Telegram channel needs the optional part 'telegram'" in str(account["error"])
+            assert "pip install 'remoteclaw[telegram]'" in str(account["error"])
+            assert account["retrying"] is False
+            health = await client.call("health")
+            assert health["ok"] is True
+        finally:
+            await client.close()
+        assert gw.proc is not None and gw.proc.poll() is None  # still running
+
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("REMOTECLAW_")},
+               "REMOTECLAW_STATE_DIR": str(gw.state_dir)}
+        doctor = subprocess.run([core_python, "-m", "gateway.cli", "doctor", "--json"], env=env, capture_output=True,
+                                text=True, timeout=120)
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["optional part telegram"]["status"] == "fail"  # configured, and missing
+    assert "pip install 'remoteclaw[telegram]'" in checks["optional part telegram"]["fix"]
+    for part in ("discord", "tts", "browser", "postgres", "redis", "embeddings"):
+        assert checks[f"optional part {part}"]["status"] == "off", checks[f"optional part {part}"]
+    assert "is running there" in checks["gateway port"]["detail"]
+
+
+def test_extras_table_matches_pyproject() -> None:
+    """``gateway/extras.py`` is what names an extra in errors: it must list exactly the extras pyproject offers."""
+    import tomllib
+
+    from gateway import extras
+
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    offered = set(optional) - {"all", "dev", "default"}
+    assert {e.name for e in extras.EXTRAS} == offered
+    assert optional["default"] == [f"remoteclaw[{','.join(extras.DEFAULT)}]"]
