@@ -35,6 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 import structlog
 
+from gateway.extras import install_hint
 from gateway.protocol import encode
 from gateway.rpc import READ
 
@@ -273,8 +274,8 @@ async def _check_url(url: str) -> str | None:
     try:
         from redis.asyncio import Redis
     except ImportError:
-        log.error(f"{URL_ENV} is set but the redis package is missing (pip install 'remoteclaw[redis]'); "
-                  "events stay on this replica")
+        log.error(f"{URL_ENV} is set, but sharing events between replicas needs the optional part 'redis': "
+                  f"{install_hint('redis')}; events stay on this replica")
         return None
     try:
         client = Redis.from_url(url)  # parses only; no connection yet

@@ -8,6 +8,7 @@ so it always runs the code under test) with pip's ordinary resolver: a core depe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -83,8 +84,8 @@ async def test_the_core_starts_and_each_missing_part_names_its_extra(core_python
 
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("REMOTECLAW_")},
                "REMOTECLAW_STATE_DIR": str(gw.state_dir)}
-        doctor = subprocess.run([core_python, "-m", "gateway.cli", "doctor", "--json"], env=env, capture_output=True,
-                                text=True, timeout=120)
+        doctor = await asyncio.to_thread(subprocess.run, [core_python, "-m", "gateway.cli", "doctor", "--json"],
+                                         env=env, capture_output=True, text=True, timeout=120)
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["optional part telegram"]["status"] == "fail"  # configured, and missing
     assert "pip install 'remoteclaw[telegram]'" in checks["optional part telegram"]["fix"]

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from gateway.extras import install_hint
 from gateway.store import migrate as _migrate
 from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, StoreError, one_line
 from gateway.store.urls import describe_url
@@ -65,7 +66,7 @@ class Database:
             self.engine: AsyncEngine = create_async_engine(url, **kwargs)
         except ModuleNotFoundError as exc:
             raise BadDatabaseUrl(
-                f"{self.safe_url} needs the {exc.name} driver: pip install 'remoteclaw[postgres]'"
+                f"{self.safe_url} needs the {exc.name} driver (optional part 'postgres'): {install_hint('postgres')}"
             ) from None
         if self.is_sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)

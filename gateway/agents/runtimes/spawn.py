@@ -87,12 +87,13 @@ async def spawn(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str],
         readers = []
         for pipe in (popen.stdout, popen.stderr):
             reader = asyncio.StreamReader(limit=limit, loop=loop)
-            await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)
+            protocol = asyncio.StreamReaderProtocol(reader)
+            await loop.connect_read_pipe(lambda p=protocol: p, pipe)  # type: ignore[misc]
             readers.append(reader)
         writer = None
         if popen.stdin is not None:
-            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
-            writer = asyncio.StreamWriter(transport, protocol, None, loop)
+            transport, flow = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
+            writer = asyncio.StreamWriter(transport, flow, None, loop)
         return Child(popen, writer, readers[0], readers[1])
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
