@@ -121,8 +121,14 @@ class Channel(ABC):
 
     @abstractmethod
     async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
-                   effect_id: str | None = None) -> Sent:
-        """Send text (already within ``text_limit``)."""
+                   effect_id: str | None = None, silent: bool = False) -> Sent:
+        """Send text (already within ``text_limit``); ``silent``: without a notification, where the platform can
+        (a live note: the reply that follows is what notifies)."""
+
+    async def draft(self, to: str, draft_id: int, text: str, *, thread_id: str | None = None) -> bool:
+        """Show ``text`` as a draft the user watches being written (Telegram's ``sendMessageDraft``: animated,
+        ephemeral, replaced by the message sent at the end). False where this chat has no drafts."""
+        return False
 
     async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:

@@ -338,7 +338,7 @@ class DiscordChannel(Channel):
         return out
 
     async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
-                   effect_id: str | None = None) -> Sent:
+                   effect_id: str | None = None, silent: bool = False) -> Sent:
         if not text.strip():
             raise ChannelError("discord send: the message is empty", details={"field": "message"})
         channel_id = await self._channel_id(to, thread_id)
@@ -350,7 +350,7 @@ class DiscordChannel(Channel):
                 if i == 0 and reply_to_id:
                     ref = discord.MessageReference(message_id=self._snowflake(reply_to_id, "replyToId"),
                                                    channel_id=channel_id, fail_if_not_exists=False)
-                msg = await target.send(piece, reference=ref,  # type: ignore[arg-type]
+                msg = await target.send(piece, reference=ref, silent=silent,  # type: ignore[arg-type]
                                         allowed_mentions=discord.AllowedMentions(everyone=False, roles=False))
                 first = first or msg
         assert first is not None

@@ -113,8 +113,12 @@ def account_configs(section: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in out.items() if v.get("enabled", True) is not False}
 
 
+LIVE_SETTINGS = frozenset({"stream"})
+"""Account settings read at each turn: changing them must not restart the account."""
+
+
 def _runtime(cfg: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in cfg.items() if k not in ChannelAccessConfig.model_fields}
+    return {k: v for k, v in cfg.items() if k not in ChannelAccessConfig.model_fields and k not in LIVE_SETTINGS}
 
 
 class ChannelManager:
@@ -293,7 +297,12 @@ class ChannelManager:
         if not {Capability.EDIT, Capability.DELETE} <= ch.capabilities:
             return None
         thread = origin.thread_id if Capability.THREAD_REPLY in ch.capabilities else None
-        return ProgressNote(ch, origin.to, thread_id=thread)
+        return ProgressNote(ch, origin.to, thread_id=thread, stream=self._stream_mode(origin.channel, ch.account_id))
+
+    def _stream_mode(self, channel: str, account_id: str) -> str:
+        """The account's ``stream`` setting as the config says now (a live setting: no restart, next turn)."""
+        _given, section = channel_sections(self.host.config).get(channel, (False, {}))
+        return str(account_configs(section).get(account_id, {}).get("stream") or "edits")
 
     # -- outbound ----------------------------------------------------------------------------------
 

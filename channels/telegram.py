@@ -385,13 +385,15 @@ class TelegramChannel(Channel):
                                         allow_sending_without_reply=True)
 
     async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
-                   effect_id: str | None = None) -> Sent:
+                   effect_id: str | None = None, silent: bool = False) -> Sent:
         if len(text) > TEXT_LIMIT:
             raise ChannelError(f"telegram messages are at most {TEXT_LIMIT} characters", details={"field": "message"})
         bot, chat = self._bot(), _chat(to)
         thread = _int_id(thread_id, "threadId") if thread_id else None
         kw: dict[str, Any] = {"message_thread_id": thread, "reply_parameters": self._reply(reply_to_id),
                               "message_effect_id": effect_id}
+        if silent:
+            kw["disable_notification"] = True
         async with self._errors("sendMessage", to):
             try:  # agents write Markdown: show it formatted
                 msg = await bot.send_message(chat, to_html(text), parse_mode=ParseMode.HTML, **kw)
@@ -401,6 +403,19 @@ class TelegramChannel(Channel):
                 log.warning("telegram refused the formatted text; sending it as written", error=exc.message)
                 msg = await bot.send_message(chat, text, **kw)
         return self._sent(msg, thread_id)
+
+    async def draft(self, to: str, draft_id: int, text: str, *, thread_id: str | None = None) -> bool:
+        """``sendMessageDraft``: private chats only (a user's numeric id is positive); a refusal means none here."""
+        chat = _chat(to)
+        if not isinstance(chat, int) or chat <= 0:
+            return False
+        thread = _int_id(thread_id, "threadId") if thread_id else None
+        try:
+            async with self._errors("sendMessageDraft", to):
+                return bool(await self._bot().send_message_draft(chat, draft_id, text[:TEXT_LIMIT],
+                                                                 message_thread_id=thread))
+        except ChannelError:
+            return False
 
     async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:

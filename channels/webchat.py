@@ -61,7 +61,7 @@ class WebchatChannel(Channel):
         return self._host.webchat
 
     async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
-                   effect_id: str | None = None) -> Sent:
+                   effect_id: str | None = None, silent: bool = False) -> Sent:
         posts = self._posts(to)
         key, message_id = await posts.post(to, text, reply_to=thread_id or reply_to_id, thread=thread_id is not None)
         log.info("webchat message sent", session_key=key, message_id=message_id)

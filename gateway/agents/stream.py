@@ -1,4 +1,4 @@
-"""One run's event stream: runtime events -> ``agent``/``chat`` events, the progress note, tool rows."""
+"""One run's event stream: runtime events -> ``agent``/``chat`` events, the live note on the chat, tool rows."""
 
 from __future__ import annotations
 
@@ -22,15 +22,27 @@ class RunStream:
     def __init__(self, runs: RunQueue, db: Database, run: Run, progress: ProgressSink | None = None) -> None:
         self.runs, self.db, self.run, self.progress = runs, db, run, progress
         self.text = ""
+        """The complete text blocks so far."""
+        self.partial = ""
+        """The block being written (``text_delta`` pieces), until its complete ``text`` event arrives."""
         self.tools: dict[str, dict[str, Any]] = {}
         self.entries: list[dict[str, Any]] = []
 
     def on_event(self, ev: Event) -> None:
         run = self.run
-        if ev.kind == "text":
+        if ev.kind == "text_delta":
+            self.partial += ev.text
+            live = f"{self.text}\n\n{self.partial}" if self.text else self.partial
+            self.runs.emit_chat(run, "delta", live)
+            if self.progress is not None:
+                self.progress.text(live)
+        elif ev.kind == "text":
+            self.partial = ""
             self.text = f"{self.text}\n\n{ev.text}" if self.text else ev.text
             self.runs.emit_agent(run, "assistant", {"text": ev.text, "delta": ev.text})
             self.runs.emit_chat(run, "delta", self.text)
+            if self.progress is not None:
+                self.progress.text(self.text)
         elif ev.kind == "thinking":
             self.runs.emit_agent(run, "thinking", {"text": ev.text})
         elif ev.kind == "tool_use":

@@ -66,6 +66,10 @@ class TelegramAccountConfig(Section):
     apiBaseUrl: str | None = Field(None, description="Bot API base, default https://api.telegram.org/bot.")
     fileBaseUrl: str | None = Field(None, description="File download base, default .../file/bot.")
     pollTimeoutSeconds: int = Field(30, ge=0, le=300)
+    stream: Literal["off", "edits", "draft"] = Field(
+        "edits", description="Live replies while the agent works: off (only the current step), edits (the reply "
+                             "as it is written, in one message edited in place), draft (Telegram's animated "
+                             "message draft in private chats; edits elsewhere).")
 
 
 class TelegramConfig(ChannelAccessConfig, TelegramAccountConfig):
@@ -82,6 +86,9 @@ class DiscordAccountConfig(Section):
     apiBase: str | None = Field(None, description="REST base, default https://discord.com/api/v10 (tests, proxies).")
     gatewayUrl: str | None = Field(None, description="Gateway WebSocket URL, default wss://gateway.discord.gg/.")
     readyTimeoutSeconds: float = Field(30.0, gt=0, le=600)
+    stream: Literal["off", "edits"] = Field(
+        "edits", description="Live replies while the agent works: off (only the current step), edits (the reply "
+                             "as it is written, in one message edited in place).")
 
 
 class DiscordConfig(ChannelAccessConfig, DiscordAccountConfig):

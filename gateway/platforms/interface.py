@@ -18,10 +18,14 @@ __all__ = ["ChatPlatforms", "ProgressSink"]
 
 
 class ProgressSink(Protocol):
-    """A chat message that shows the agent's current step while a turn runs (edited in place)."""
+    """A chat message that shows the turn while it runs: its current step, and the reply as it is written
+    (a live reply, where the channel's ``stream`` setting allows), edited in place or shown as a draft."""
 
     def step(self, tool_name: str | None) -> None:
         """The agent started a tool call (never waits: the edit happens in the background)."""
+
+    def text(self, live: str) -> None:
+        """The reply so far (never waits; shown only when the channel streams replies)."""
 
     async def close(self) -> None:
         """Remove the note; called once, before the reply is delivered."""

@@ -12,6 +12,7 @@ Every request body is kept in ``requests`` for assertions.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tests.support.fake_http import FakeHTTPServer, Reply, json_reply, script, sse_event
@@ -64,8 +65,9 @@ def _sse(msg: dict[str, Any]) -> bytes:
     for i, block in enumerate(msg["content"]):
         if block["type"] == "text":
             parts.append(sse_event("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}}))
-            delta = {"type": "text_delta", "text": block["text"]}
-            parts.append(sse_event("content_block_delta", {"index": i, "delta": delta}))
+            for piece in re.findall(r"\S+\s*|\s+", block["text"]):  # word by word, as the real API streams
+                parts.append(sse_event("content_block_delta", {"index": i, "delta": {"type": "text_delta",
+                                                                                     "text": piece}}))
         else:
             parts.append(sse_event("content_block_start", {"index": i, "content_block": {**block, "input": {}}}))
             parts.append(sse_event("content_block_delta", {"index": i, "delta": {

@@ -10,6 +10,8 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
   would), then answer <text>;
 - ``tools:<n>`` call n (pretend) tools, ``Bash`` then ``mcp__remoteclaw__sessions_list`` in turn, 0.8 s
   apart, before answering;
+- ``stream:<n>`` write the answer in n pieces 0.5 s apart, as ``stream_event`` text deltas when run with
+  ``--include-partial-messages`` (as Claude Code does), then the whole block;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
   a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``.
 
@@ -95,6 +97,14 @@ def main() -> int:
         n = int(m.group(1))
         code = "```python\n" + "\n".join(f"x{i} = {i}" for i in range(n // 12)) + "\n```"
         reply = "Here is the code:\n\n" + code + "\n\nDone."
+    if m := re.search(r"stream:(\d+)", prompt):
+        pieces = [f"Part {i + 1} of the answer. " for i in range(int(m.group(1)))]
+        reply = "".join(pieces).strip()
+        for piece in pieces:
+            if "--include-partial-messages" in argv:
+                out({"type": "stream_event", "session_id": sid, "event": {
+                    "type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}})
+            time.sleep(0.5)
     if "silent" in prompt:
         reply = "NO_REPLY"
     if "tag" in prompt:

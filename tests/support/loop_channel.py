@@ -47,7 +47,7 @@ class LoopChannel(Channel):
             fh.write(json.dumps({**rec, "ts": time.time()}) + "\n")
 
     async def send(self, to: str, text: str, *, thread_id: str | None = None, reply_to_id: str | None = None,
-                   effect_id: str | None = None) -> Sent:
+                   effect_id: str | None = None, silent: bool = False) -> Sent:
         if self.slow_text and self.slow_text in text:
             await asyncio.sleep(3)
         self.count += 1

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 __all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "mcp_server_name"]
 
-EventKind = Literal["text", "thinking", "tool_use", "tool_result", "error", "done"]
+EventKind = Literal["text", "text_delta", "thinking", "tool_use", "tool_result", "error", "done"]
 
 mcp_server_name = "remoteclaw"
 """The name our MCP server has in every CLI's config (Claude then calls tools ``mcp__remoteclaw__<tool>``)."""
@@ -24,7 +24,8 @@ mcp_server_name = "remoteclaw"
 class Event:
     """One thing the agent did, in our vocabulary.
 
-    ``text``/``thinking`` carry a complete block (adapters join partial deltas); ``tool_use`` and
+    ``text``/``thinking`` carry a complete block; ``text_delta`` is a piece of a text block as the model writes
+    it (where the CLI streams them: a live reply shows it; the complete ``text`` block still follows); ``tool_use`` and
     ``tool_result`` share ``tool_id``; ``done`` carries ``usage`` (input/output/cacheRead/cacheWrite),
     the CLI's ``session_id`` and, when the CLI states it, the final reply in ``text``.
     """

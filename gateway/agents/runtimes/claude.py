@@ -5,6 +5,8 @@ never load; ``--allowedTools mcp__remoteclaw`` with ``--permission-mode dontAsk`
 run without a prompt and refuses everything else that would ask. Claude passes its whole
 environment to MCP servers, so the ``REMOTECLAW_*`` context goes both in the server's ``env`` and
 in the CLI's own environment. The prompt goes on stdin (argv has a per-argument size limit).
+``--include-partial-messages`` adds ``stream_event`` lines with the text as the model writes it
+(``text_delta`` events: what live replies on chat apps show).
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ class ClaudeParser(Parser):
                     out.append(Event("tool_use", tool_id=block.get("id"), tool_name=block.get("name"),
                                      tool_input=block.get("input")))
             return out
+        if kind == "stream_event":  # --include-partial-messages: the text as it is written
+            event = obj.get("event") or {}
+            delta = event.get("delta") or {}
+            if event.get("type") == "content_block_delta" and delta.get("type") == "text_delta" and delta.get("text"):
+                return [Event("text_delta", text=str(delta["text"]))]
+            return []
         if kind == "user":
             out = []
             for block in (obj.get("message") or {}).get("content") or []:
@@ -90,7 +98,7 @@ class ClaudeRuntime(Runtime):
                                                "args": list(spec.mcp.args), "env": spec.mcp.env}}}
         argv = [
             *self.command(spec), "-p",
-            "--output-format", "stream-json", "--verbose",
+            "--output-format", "stream-json", "--verbose", "--include-partial-messages",
             "--mcp-config", str(cfg_path), "--strict-mcp-config",
             "--allowedTools", f"mcp__{spec.mcp.name}",
             "--permission-mode", "dontAsk",

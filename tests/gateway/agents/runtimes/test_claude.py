@@ -53,3 +53,27 @@ async def test_tool_call_through_the_shim_spawns_a_child(gw: GatewayProcess, api
 
 async def test_channel_message_sent_by_tool_is_not_sent_twice(gw: GatewayProcess) -> None:
     await channel_reply_is_sent_once(gw, sender="pat", msg_id="in-1", text="Your build is green.")
+
+
+async def test_the_answer_streams_as_it_is_written(gw: GatewayProcess) -> None:
+    """``--include-partial-messages``: the page sees the answer grow word by word before the whole block."""
+    from tests.support.ws import operator
+
+    answer = "one two three four five six seven eight"
+    c = await operator(gw.url, gw.token or "")
+    try:
+        sent = await c.call("chat.send", {"sessionKey": "agent:main:live", "message": f"REPLY {answer}",
+                                          "idempotencyKey": "claude-live-1"})
+        deltas: list[str] = []
+        while True:
+            ev = (await c.next_event("chat", timeout=60))["payload"]
+            if ev.get("runId") != sent["runId"]:
+                continue
+            if ev["state"] != "delta":
+                break
+            deltas.append(ev["text"])
+    finally:
+        await c.close()
+    partial = [d for d in deltas if d and d != answer]
+    assert partial and all(answer.startswith(d) for d in partial), deltas
+    assert deltas[-1] == answer
