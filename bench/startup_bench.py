@@ -10,8 +10,8 @@ Run from the repo root::
     .venv/bin/python -m bench.startup_bench                      # builds .cache/core-venv-* on first use
     .venv/bin/python -m bench.startup_bench --root /path/to/other/checkout   # e.g. before a change
 
-The core venv is the one ``tests/test_core_install.py`` builds (an editable install of this tree); ``--root``
-runs another source tree with the same two interpreters. Results: printed, and ``bench/.results/startup-*.json``.
+The core venv is the one ``tests/test_core_install.py`` uses (``tests/support/core_venv.py``, an editable
+install); ``--root`` runs another source tree with the same two interpreters. Results: printed, and ``bench/.results/startup-*.json``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -35,23 +34,11 @@ from typing import Any
 from bench.gateway_bench import _launch, machine
 from bench.procs import stop_tree, tree_rss_mb
 from bench.targets import ROOT, RemoteClawTarget
+from tests.support.core_venv import core_python
 
 OPTIONAL = ("av", "telegram", "discord", "playwright", "asyncpg", "redis", "numpy", "openai", "pocketsphinx",
             "elevenlabs", "edge_tts", "alembic", "jsonschema")
 """Libraries a plain start should not need (alembic: only when a migration is due; jsonschema: plugin manifests)."""
-
-
-def core_python() -> Path:
-    """The core-only venv's interpreter, built like the test does (once per pyproject.toml)."""
-    stamp = zlib.crc32((ROOT / "pyproject.toml").read_bytes())
-    venv = ROOT / ".cache" / f"core-venv-{stamp:08x}"
-    python = venv / "bin" / "python"
-    if not (venv / ".installed").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "--config-settings", "editable_mode=compat", "-e", str(ROOT)], check=True)
-        (venv / ".installed").write_text("core\n")
-    return python
 
 
 def import_profile(python: Path, root: Path, state: Path) -> dict[str, Any]:

@@ -1,10 +1,6 @@
-"""A core-only install (no extras) as a user gets it from ``pip install .``: the gateway starts, and each optional
-capability that is missing answers an error naming its extra and the command, while the gateway keeps running.
-
-The venv is built once per ``pyproject.toml`` (``.cache/core-venv-<checksum>``, an editable install of this tree,
-so it always runs the code under test) with pip's ordinary resolver: a core dependency missing from
-``pyproject.toml`` fails here, where the test suite's own venv (every extra) would hide it.
-"""
+"""A core-only install (no extras) as a user gets it from ``pip install .`` (``tests/support/core_venv.py``): the
+gateway starts, and each optional capability that is missing answers an error naming its extra and the command,
+while the gateway keeps running."""
 
 from __future__ import annotations
 
@@ -12,12 +8,11 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
-import zlib
 from pathlib import Path
 
 import pytest
 
+from tests.support.core_venv import core_python as built_core_python
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.waiting import until
 from tests.support.ws import operator
@@ -29,14 +24,7 @@ OPTIONAL_LIBRARIES = ("av", "telegram", "discord", "playwright", "asyncpg", "red
 
 @pytest.fixture(scope="module")
 def core_python() -> str:
-    stamp = zlib.crc32((ROOT / "pyproject.toml").read_bytes())
-    venv = ROOT / ".cache" / f"core-venv-{stamp:08x}"
-    python = venv / "bin" / "python"
-    if not (venv / ".installed").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "--config-settings", "editable_mode=compat", "-e", str(ROOT)], check=True, timeout=540)
-        (venv / ".installed").write_text("core\n")
+    python = built_core_python()
     found = subprocess.run([str(python), "-c", "import importlib.util as u, json, sys; print(json.dumps("
                             f"[m for m in {OPTIONAL_LIBRARIES!r} if u.find_spec(m)]))"],
                            capture_output=True, text=True, check=True)
