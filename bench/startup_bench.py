@@ -11,7 +11,8 @@ Run from the repo root::
     .venv/bin/python -m bench.startup_bench --root /path/to/other/checkout   # e.g. before a change
 
 The core venv is the one ``tests/test_core_install.py`` uses (``tests/support/core_venv.py``, an editable
-install); ``--root`` runs another source tree with the same two interpreters. Results: printed, and ``bench/.results/startup-*.json``.
+install); ``--root`` runs another source tree with the same two interpreters. Results: printed, and
+``bench/.results/startup-*.json``.
 """
 
 from __future__ import annotations
