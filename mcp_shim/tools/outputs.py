@@ -47,7 +47,7 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "sessions_list": _out({"sessions": _A, "count": _I}, {"defaultAgentId": _S}),
     "sessions_history": _out({"sessionKey": _S, "messages": _A}),
     "sessions_send": _out({"status": _S}, {"runId": _S, "reply": _S0, "error": {}}),
-    "sessions_spawn": _out({"sessionKey": _S, "runId": _S, "status": _S}, {"parent": _S, "label": _S}),
+    "sessions_spawn": _out({"sessionKey": _S, "runId": _S, "status": _S}, {"parent": _S0, "label": _S0}),
     "session_status": _out({"key": _S, "sessionKey": _S, "agentId": _S}),
     "agents_list": _out({"agents": _A, "defaultAgentId": _S}),
     # message
