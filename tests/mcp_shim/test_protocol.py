@@ -258,3 +258,11 @@ async def test_node_tools_report_progress_and_match_their_schemas(gateway: Gatew
         rejected = await check("node_pair_reject", {"requestId": request["requestId"]})
         assert rejected["decision"] == "rejected"
     await asyncio.sleep(0)
+
+
+def test_the_output_schema_table_names_only_real_tools() -> None:
+    from mcp_shim.tools import BUILTIN
+    from mcp_shim.tools.outputs import OUTPUT_SCHEMAS
+
+    assert set(OUTPUT_SCHEMAS) <= {t.name for t in BUILTIN}
+    assert sum(1 for t in BUILTIN if t.output_schema is not None) == len(OUTPUT_SCHEMAS) == 45
