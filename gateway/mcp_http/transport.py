@@ -296,7 +296,10 @@ class McpHttp:
         task.add_done_callback(lambda _t: session.calls.pop(key, None))
         token = protocol.progress_token(params)
         if "text/event-stream" not in request.headers.get("accept", ""):
-            return _json(await self._outcome(task, req_id, name, envelope))
+            outcome = await self._outcome(task, req_id, name, envelope)
+            error = outcome.get("error")
+            status = protocol.HTTP_STATUS.get(error["code"], 200) if error and envelope else 200
+            return _json(outcome, status)
         return StreamingResponse(self._call_stream(task, req_id, name, token, envelope),
                                  media_type="text/event-stream", headers={"cache-control": "no-store"})
 

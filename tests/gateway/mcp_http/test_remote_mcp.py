@@ -219,6 +219,8 @@ async def test_stateless_requests_need_no_session(gateway: GatewayProcess) -> No
         missing = await post("resources/list", 9)
         assert missing.status_code == 404 and missing.json()["error"]["code"] == -32601
         assert (await post("ping", 10)).status_code == 404  # no ping at 2026-07-28
+        no_tool = await post("tools/call", 13, {"accept": "application/json"}, name="no_such_tool", arguments={})
+        assert no_tool.status_code == 400 and no_tool.json()["error"]["code"] == -32602
         # Still behind the token.
         headers, body = modern("server/discover", 11)
         assert (await client.post(url(gateway), headers={**HEADERS, **headers}, json=body)).status_code == 401
