@@ -127,7 +127,7 @@ class Engine:
                         step += 1
                         elapsed = self.loop.time() - started
                         self.writer.send(protocol.progress_notification(
-                            progress, step, f"{name}: still waiting for the gateway ({elapsed:.0f} s)"))
+                            progress, step, f"{name}: still running ({elapsed:.0f} s)"))
                 result = await task
             except UnknownTool:
                 self.writer.send(error_message(req_id, INVALID_PARAMS, f"Unknown tool: {name}"))

@@ -329,8 +329,7 @@ class McpHttp:
                 step += 1
                 if progress_token is not None:
                     yield _sse(protocol.progress_notification(
-                        progress_token, step, f"{name}: still waiting for the gateway "
-                                              f"({time.monotonic() - started:.0f} s)"))
+                        progress_token, step, f"{name}: still running ({time.monotonic() - started:.0f} s)"))
                 else:
                     yield b": still running\n\n"
             yield _sse(await self._outcome(task, req_id, name, envelope))
