@@ -262,6 +262,8 @@ class McpHttp:
                                  protocol=envelope.version)
             self.stateless[grant.id] = session
             await session.refresh_plugins()
+            log.info("mcp stateless runner ready", token=grant.name, owner=grant.owner, profile=grant.profile,
+                     protocol=envelope.version)
         session.touch()
         if method == "tools/list":
             result = protocol.tools_list_result(session.catalog.listing(), envelope)
