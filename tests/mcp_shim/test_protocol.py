@@ -21,7 +21,7 @@ from mcp_types import methods as wire
 from tests.mcp_shim.conftest import ShimFactory
 from tests.mcp_shim.shim import Shim
 from tests.support import FAKE_CLI
-from tests.support.gateway_proc import GatewayProcess
+from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.node_host import NodeHostProcess
 from tests.support.waiting import until
 from tests.support.ws import RawClient
@@ -31,6 +31,7 @@ pytestmark = pytest.mark.timeout(120)
 GATEWAY_CONFIG = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
 MAIN = "agent:main:main"
 MODERN = "2026-07-28"
+EXAMPLES = ROOT / "gateway" / "canvas" / "examples"
 
 
 def envelope(version: str = MODERN, **extra: Any) -> dict[str, Any]:
@@ -141,7 +142,7 @@ NEEDS_A_NODE = {"node_invoke", "node_pair_approve", "node_pair_reject"}
 """Called in ``test_node_tools_report_progress_and_match_their_schemas`` below, with a real node."""
 NEEDS_A_BROWSER_NODE = {"canvas_present", "canvas_hide", "canvas_navigate", "canvas_eval", "canvas_a2ui_push",
                         "canvas_a2ui_reset"}
-"""Their answer is ``node.invoke``'s (the same schema as ``node_invoke``); a canvas needs Chromium on a node."""
+"""Their answer is ``node.invoke``'s; called in ``test_canvas_tools_match_their_schemas`` (Chromium on a node)."""
 NOT_CALLED = {"gateway_restart", "message_send_with_effect"}
 """``gateway_restart`` would end the shared gateway; web chat refuses effects (no success to check)."""
 
@@ -258,6 +259,34 @@ async def test_node_tools_report_progress_and_match_their_schemas(gateway: Gatew
         rejected = await check("node_pair_reject", {"requestId": request["requestId"]})
         assert rejected["decision"] == "rejected"
     await asyncio.sleep(0)
+
+
+async def test_canvas_tools_match_their_schemas(gateway: GatewayProcess, admin: RawClient, start_shim: ShimFactory,
+                                               tmp_path: Path) -> None:
+    """The canvas tools on our node with real headless Chromium, called as a 2026-07-28 client."""
+    import shutil
+
+    from tests.nodes.test_node_host import pair
+    from tests.support.requires import require
+
+    require(shutil.which("chromium") is not None, "Debian's chromium is not installed")
+    shim = await start_shim(gateway, initialize=False, plugin_manifest={"tools": []})
+    validators = schema_checker((await modern(shim, "tools/list"))["result"]["tools"])
+    with NodeHostProcess(tmp_path / "node", gateway.port, token=gateway.token, name="schemabox",
+                         browser=True) as node:
+        await pair(admin, node)
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("canvas_present", {"width": 640, "height": 480}),
+            ("canvas_navigate", {"url": "/__remoteclaw__/canvas/"}),
+            ("canvas_eval", {"javaScript": "1 + 1"}),
+            ("canvas_a2ui_push", {"jsonl": (EXAMPLES / "hello-v08.jsonl").read_text()}),
+            ("canvas_a2ui_reset", {}),
+            ("canvas_hide", {}),
+        ]
+        for name, arguments in calls:
+            answer = await modern_call(shim, name, {"nodeId": "schemabox", **arguments})
+            validators[name].validate(answer)
+        assert {name for name, _ in calls} == NEEDS_A_BROWSER_NODE
 
 
 def test_the_output_schema_table_names_only_real_tools() -> None:
