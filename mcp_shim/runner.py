@@ -36,8 +36,15 @@ class UnknownTool(LookupError):
 
 
 def text_result(payload: Any) -> dict[str, Any]:
+    """A tool's JSON payload as an MCP result: the text copy every client reads and, for an object, the same
+    value as ``structuredContent`` (MCP 2025-06-18 and later; validated by clients against the tool's
+    ``outputSchema`` where it declares one). The text copy stays: older clients and many agent CLIs show
+    the model only ``content``."""
     text = orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode()
-    return {"content": [{"type": "text", "text": text}]}
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if isinstance(payload, dict):  # structuredContent must be an object before 2026-07-28
+        result["structuredContent"] = payload
+    return result
 
 
 def error_result(tool: str, message: str) -> dict[str, Any]:

@@ -9,9 +9,13 @@ first call), so concurrent calls and cancellation work and the process still sta
 It uses the stdlib ``json`` on this path on purpose: importing orjson loads ``dataclasses``, ``uuid``
 and ``json`` anyway (~20 ms). The call path (``mcp_shim.runner``) uses orjson.
 
-Handled: ``initialize`` (version negotiation), ``notifications/initialized``, ``ping``,
-``tools/list``, ``tools/call``, ``notifications/cancelled``; ``server/discover`` and anything else
-get -32601 so clients that probe first fall back to ``initialize``. Notifications are never answered.
+Handled, per request (``mcp_shim.protocol`` decides the revision of each one, never of the connection):
+the handshake era's ``initialize``, ``notifications/initialized``, ``ping``, ``tools/list``, ``tools/call``
+and ``notifications/cancelled``; and 2026-07-28's ``server/discover``, ``tools/list`` and ``tools/call``
+with their ``_meta`` envelope. ``server/discover`` without the envelope (it does not exist before
+2026-07-28) and anything else get -32601, so a client that probes first and falls back to ``initialize``
+on -32601 still does. Notifications are never answered. A call whose request carries a ``progressToken``
+gets ``notifications/progress`` every ``PROGRESS_EVERY_S`` while it waits on the gateway.
 """
 
 from __future__ import annotations
@@ -21,8 +25,18 @@ import json
 import os
 import threading
 
-from gateway import __version__
+from mcp_shim import protocol
 from mcp_shim.catalog import Catalog
+from mcp_shim.protocol import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    Envelope,
+    ProtocolError,
+    error_message,
+    initialize_result,
+)
 
 TYPE_CHECKING = False  # typing costs ~7 ms at start; annotations only need it for type checkers
 if TYPE_CHECKING:
@@ -31,10 +45,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PROTOCOL_VERSIONS", "StdioServer", "Writer", "error_message", "initialize_result"]
 
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-"""MCP revisions we speak over the ``initialize`` handshake, newest first."""
+PROTOCOL_VERSIONS = (*protocol.MODERN_VERSIONS, *protocol.HANDSHAKE_VERSIONS)
+"""Every MCP revision we speak, newest first (2026-07-28 per request, the others over ``initialize``)."""
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+PROGRESS_EVERY_S = 1.0
+"""How often a call that asked for progress hears that it is still running (keeps client timeouts at bay)."""
 
 
 class Writer:
@@ -89,18 +104,37 @@ class Engine:
         self._ready.wait()
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def call(self, req_id: Any, name: str, arguments: Any) -> None:
-        """Start a tool call; its response is written when it finishes (not at all if cancelled)."""
+    def call(self, req_id: Any, name: str, arguments: Any, *, envelope: Envelope | None = None,
+             progress: Any = None) -> None:
+        """Start a tool call; its response is written when it finishes (not at all if cancelled).
+
+        With a ``progress`` token, ``notifications/progress`` goes out every ``PROGRESS_EVERY_S`` while
+        the call runs: a node command, a browser action or a wait for another session's reply can take
+        longer than a client's request timeout, and progress is what lets a client keep waiting.
+        """
 
         async def run() -> None:
+            import asyncio
+
             from mcp_shim.runner import UnknownTool
 
+            task = asyncio.ensure_future(self.runner.call(name, arguments))
             try:
-                result = await self.runner.call(name, arguments)
+                if progress is not None:
+                    started = self.loop.time()
+                    step = 0
+                    while not (await asyncio.wait({task}, timeout=PROGRESS_EVERY_S))[0]:
+                        step += 1
+                        elapsed = self.loop.time() - started
+                        self.writer.send(protocol.progress_notification(
+                            progress, step, f"{name}: still running ({elapsed:.0f} s)"))
+                result = await task
             except UnknownTool:
                 self.writer.send(error_message(req_id, INVALID_PARAMS, f"Unknown tool: {name}"))
                 return
-            self.writer.send({"jsonrpc": "2.0", "id": req_id, "result": result})
+            finally:
+                task.cancel()  # a cancelled request takes its call with it; a finished task ignores this
+            self.writer.send({"jsonrpc": "2.0", "id": req_id, "result": protocol.finish(result, envelope)})
 
         future = self._submit(run())
         with self._lock:
@@ -142,28 +176,6 @@ class Engine:
             asyncio.run_coroutine_threadsafe(drain(), self.loop).result(timeout=grace + 0.5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=0.5)
-
-
-def initialize_result(params: dict[str, Any]) -> dict[str, Any]:
-    """The ``initialize`` answer (shared with the gateway's HTTP transport): the client's protocol
-    version when we speak it, else our newest."""
-    asked = params.get("protocolVersion")
-    version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
-    return {
-        "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": True}},
-        "serverInfo": {"name": "remoteclaw", "title": "RemoteClaw", "version": __version__},
-        "instructions": "RemoteClaw tools act on the gateway this agent runs under: sessions, chat "
-                        "messages, and (for the owner) cron, config, nodes, canvas, browser and speech.",
-    }
-
-
-def error_message(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    """A JSON-RPC error response."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": req_id, "error": error}
 
 
 def _valid_id(value: Any) -> bool:
@@ -222,18 +234,28 @@ class StdioServer:
         # notifications/initialized and anything else: nothing to do, and never an answer.
 
     def _request(self, req_id: Any, method: str, params: dict[str, Any]) -> None:
+        envelope: Envelope | None = None
+        if method != "initialize":  # the handshake is the handshake, whatever its _meta says
+            try:
+                envelope = protocol.modern_envelope(params)
+            except ProtocolError as exc:
+                self.writer.send(error_message(req_id, exc.code, exc.message, exc.data))
+                return
         if method == "tools/call":
             name = params.get("name")
             if not isinstance(name, str):
                 self.writer.send(error_message(req_id, INVALID_PARAMS, "Invalid params: 'name' must be a string"))
                 return
-            self._engine().call(req_id, name, params.get("arguments"))
+            self._engine().call(req_id, name, params.get("arguments"), envelope=envelope,
+                                progress=protocol.progress_token(params))
             return
         if method == "tools/list":
-            result: dict[str, Any] = {"tools": self.catalog.listing()}
+            result = protocol.tools_list_result(self.catalog.listing(), envelope)
+        elif method == "server/discover" and envelope is not None:
+            result = protocol.discover_result()
         elif method == "initialize":
-            result = self._initialize(params)
-        elif method == "ping":
+            result = initialize_result(params)
+        elif method == "ping" and envelope is None:  # 2026-07-28 has no ping
             result = {}
         else:
             self.writer.send(error_message(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"))
@@ -241,10 +263,6 @@ class StdioServer:
         self.writer.send({"jsonrpc": "2.0", "id": req_id, "result": result})
         if method == "tools/list":
             self._engine()  # warm up the call path now that the client has what it needs
-
-    @staticmethod
-    def _initialize(params: dict[str, Any]) -> dict[str, Any]:
-        return initialize_result(params)
 
     def close(self, grace: float) -> None:
         if self.engine is not None:

@@ -9,6 +9,13 @@
   SSE comments. Claude Code opens it while it initializes and hangs on a 405, so it is always served.
 - ``DELETE /mcp``: ends the session.
 
+MCP 2026-07-28 needs none of that: a request whose ``params._meta`` carries
+``io.modelcontextprotocol/protocolVersion`` is served on its own, with no ``initialize`` and no
+``Mcp-Session-Id`` (``mcp_shim.protocol`` checks its envelope and its ``MCP-Protocol-Version``,
+``Mcp-Method`` and ``Mcp-Name`` headers). Such requests share one catalog and runner per token (the token
+decides what they may do, not a connection), kept while they are used. ``server/discover`` answers them;
+closing a ``tools/call``'s response stream cancels the call.
+
 Every request needs ``Authorization: Bearer <token>`` (``remoteclaw mcp token create``); a missing,
 unknown, revoked or expired token is 401 with a ``WWW-Authenticate`` header pointing at the RFC 9728
 protected-resource metadata, served at ``/.well-known/oauth-protected-resource``. A browser page
@@ -35,8 +42,9 @@ from starlette.routing import Route
 from gateway.mcp_http import tokens
 from gateway.mcp_http.session import McpSession
 from gateway.origins import origin_allowed
+from mcp_shim import protocol
+from mcp_shim.protocol import Envelope, ProtocolError, error_message, initialize_result
 from mcp_shim.runner import UnknownTool
-from mcp_shim.server import error_message, initialize_result
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -80,6 +88,8 @@ class McpHttp:
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
         self.sessions: dict[str, McpSession] = {}
+        self.stateless: dict[str, McpSession] = {}
+        """2026-07-28 requests' catalog and runner, one per token id (they carry no session id)."""
         self._grants: dict[str, tuple[float, tokens.TokenGrant | None]] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -151,7 +161,8 @@ class McpHttp:
     def _session(self, request: Request, grant: tokens.TokenGrant) -> McpSession | Response:
         sid = request.headers.get(SESSION_HEADER)
         if not sid:
-            return _problem(400, "Bad Request: Mcp-Session-Id header is required (send initialize first)")
+            return _problem(400, "Bad Request: Mcp-Session-Id header is required (send initialize first, "
+                                 "or use MCP 2026-07-28 requests, which need no session)")
         session = self.sessions.get(sid)
         # Another token's session is as unknown to this caller as one that never existed.
         if session is None or session.grant.id != grant.id:
@@ -209,6 +220,15 @@ class McpHttp:
         params = params or {}
         if method == "initialize" and "id" in message:
             return await self._initialize(request, grant, message["id"], params)
+        if "id" not in message and request.headers.get("mcp-protocol-version") in protocol.MODERN_VERSIONS:
+            return Response(status_code=202)  # 2026-07-28 defines no client notification over HTTP
+        try:
+            envelope = protocol.modern_envelope(params, method, dict(request.headers))
+        except ProtocolError as exc:
+            return _json(error_message(message.get("id"), exc.code, exc.message, exc.data),
+                         protocol.HTTP_STATUS.get(exc.code, 200))
+        if envelope is not None and "id" in message:
+            return await self._modern(request, grant, message["id"], method, params, envelope)
         found = self._session(request, grant)
         if isinstance(found, Response):
             return found
@@ -228,6 +248,28 @@ class McpHttp:
             return _json({"jsonrpc": "2.0", "id": req_id, "result": {}})
         return _json(error_message(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"))
 
+    async def _modern(self, request: Request, grant: tokens.TokenGrant, req_id: Any, method: str,
+                      params: dict[str, Any], envelope: Envelope) -> Response:
+        """One self-contained 2026-07-28 request."""
+        if method == "server/discover":
+            return _json({"jsonrpc": "2.0", "id": req_id, "result": protocol.discover_result()})
+        if method not in ("tools/list", "tools/call"):
+            return _json(error_message(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"), 404)
+        session = self.stateless.get(grant.id)
+        if session is None or session.grant != grant:
+            client = request.client
+            session = McpSession(self.gw, grant, remote=client.host if client else "unknown",
+                                 protocol=envelope.version)
+            self.stateless[grant.id] = session
+            await session.refresh_plugins()
+            log.info("mcp stateless runner ready", token=grant.name, owner=grant.owner, profile=grant.profile,
+                     protocol=envelope.version)
+        session.touch()
+        if method == "tools/list":
+            result = protocol.tools_list_result(session.catalog.listing(), envelope)
+            return _json({"jsonrpc": "2.0", "id": req_id, "result": result})
+        return await self._call(request, session, req_id, params, envelope)
+
     async def _initialize(self, request: Request, grant: tokens.TokenGrant, req_id: Any,
                           params: dict[str, Any]) -> Response:
         await self._sweep()
@@ -243,47 +285,59 @@ class McpHttp:
                  profile=grant.profile, protocol=session.protocol)
         return _json({"jsonrpc": "2.0", "id": req_id, "result": result}, headers={"mcp-session-id": session.id})
 
-    async def _call(self, request: Request, session: McpSession, req_id: Any, params: dict[str, Any]) -> Response:
+    async def _call(self, request: Request, session: McpSession, req_id: Any, params: dict[str, Any],
+                    envelope: Envelope | None = None) -> Response:
         name = params.get("name")
         if not isinstance(name, str):
-            return _json(error_message(req_id, INVALID_PARAMS, "Invalid params: 'name' must be a string"))
+            return _json(error_message(req_id, INVALID_PARAMS, "Invalid params: 'name' must be a string"),
+                         400 if envelope else 200)
         task = asyncio.create_task(session.runner.call(name, params.get("arguments")))
-        session.calls[req_id] = task
-        task.add_done_callback(lambda _t: session.calls.pop(req_id, None))
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        # 2026-07-28 requests share a runner and cancel by closing the stream, not by id: key them apart.
+        key: Any = req_id if envelope is None else object()
+        session.calls[key] = task
+        task.add_done_callback(lambda _t: session.calls.pop(key, None))
+        token = protocol.progress_token(params)
         if "text/event-stream" not in request.headers.get("accept", ""):
-            return _json(await self._outcome(task, req_id, name))
-        return StreamingResponse(self._call_stream(session, task, req_id, name, token),
+            outcome = await self._outcome(task, req_id, name, envelope)
+            error = outcome.get("error")
+            status = protocol.HTTP_STATUS.get(error["code"], 200) if error and envelope else 200
+            return _json(outcome, status)
+        return StreamingResponse(self._call_stream(task, req_id, name, token, envelope),
                                  media_type="text/event-stream", headers={"cache-control": "no-store"})
 
     @staticmethod
-    async def _outcome(task: asyncio.Task[Any], req_id: Any, name: str) -> dict[str, Any]:
+    async def _outcome(task: asyncio.Task[Any], req_id: Any, name: str, envelope: Envelope | None) -> dict[str, Any]:
         try:
-            return {"jsonrpc": "2.0", "id": req_id, "result": await asyncio.shield(task)}
+            result = await asyncio.shield(task)
         except UnknownTool:
             return error_message(req_id, INVALID_PARAMS, f"Unknown tool: {name}")
         except asyncio.CancelledError:
             if not task.cancelled():
-                raise  # the client went away: the call keeps running to its end
+                if envelope is not None:
+                    task.cancel()  # 2026-07-28: closing the response stream is how a client cancels
+                raise  # a handshake-era client went away: the call keeps running to its end
             return error_message(req_id, INVALID_REQUEST, "Request cancelled")
+        return {"jsonrpc": "2.0", "id": req_id, "result": protocol.finish(result, envelope)}
 
-    async def _call_stream(self, session: McpSession, task: asyncio.Task[Any], req_id: Any, name: str,
-                           progress_token: Any) -> AsyncIterator[bytes]:
+    async def _call_stream(self, task: asyncio.Task[Any], req_id: Any, name: str, progress_token: Any,
+                           envelope: Envelope | None) -> AsyncIterator[bytes]:
         started = time.monotonic()
         step = 0
-        while not task.done():
-            done, _ = await asyncio.wait({task}, timeout=PROGRESS_EVERY_S)
-            if done:
-                break
-            step += 1
-            if progress_token is not None:
-                yield _sse({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                    "progressToken": progress_token, "progress": step,
-                    "message": f"{name} still running ({time.monotonic() - started:.0f} s)"}})
-            else:
-                yield b": still running\n\n"
-        yield _sse(await self._outcome(task, req_id, name))
+        try:
+            while not task.done():
+                done, _ = await asyncio.wait({task}, timeout=PROGRESS_EVERY_S)
+                if done:
+                    break
+                step += 1
+                if progress_token is not None:
+                    yield _sse(protocol.progress_notification(
+                        progress_token, step, f"{name}: still running ({time.monotonic() - started:.0f} s)"))
+                else:
+                    yield b": still running\n\n"
+            yield _sse(await self._outcome(task, req_id, name, envelope))
+        finally:
+            if envelope is not None and not task.done():
+                task.cancel()
 
     async def _stream(self, request: Request, grant: tokens.TokenGrant) -> Response:
         if "text/event-stream" not in request.headers.get("accept", "text/event-stream"):
@@ -314,10 +368,14 @@ class McpHttp:
             await session.close()
 
     async def _sweep(self) -> None:
-        """End sessions idle past ``gateway.mcp.sessionIdleMinutes``."""
+        """End sessions (and 2026-07-28 runners) idle past ``gateway.mcp.sessionIdleMinutes``."""
         idle_s = self.gw.config.gateway.mcp.sessionIdleMinutes * 60
         for session in [s for s in self.sessions.values() if s.idle_for() > idle_s and not s.calls]:
             await self._end(session)
+        for grant_id, runner in list(self.stateless.items()):
+            if runner.idle_for() > idle_s and not runner.calls:
+                self.stateless.pop(grant_id, None)
+                await runner.close()
 
     async def _sweep_forever(self) -> None:
         while True:
@@ -334,6 +392,9 @@ class McpHttp:
                 await self._sweeper
         for session in list(self.sessions.values()):
             await self._end(session)
+        for session in list(self.stateless.values()):
+            await session.close()
+        self.stateless.clear()
 
 
 async def start(gateway: Gateway) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mcp_shim.tools import browser, canvas, cron, gateway, heartbeat, message, nodes, session, tts
 from mcp_shim.tools._base import Call, Content, Tool, ToolError
+from mcp_shim.tools.outputs import OUTPUT_SCHEMAS
 
 __all__ = ["BASELINE_GROUPS", "BUILTIN", "OWNER_GROUPS", "Call", "Content", "Tool", "ToolError"]
 
@@ -17,3 +18,6 @@ BUILTIN: tuple[Tool, ...] = (
     *session.TOOLS, *message.TOOLS, *heartbeat.TOOLS,
     *cron.TOOLS, *gateway.TOOLS, *nodes.TOOLS, *canvas.TOOLS, *browser.TOOLS, *tts.TOOLS,
 )
+
+for _tool in BUILTIN:
+    _tool.output_schema = OUTPUT_SCHEMAS.get(_tool.name)

@@ -50,7 +50,7 @@ class Tool:
     """One MCP tool: its listing (schema, annotations) and its handler."""
 
     __slots__ = ("description", "destructive", "group", "handler", "idempotent", "input_schema", "name",
-                 "open_world", "owner_only", "read_only", "title")
+                 "open_world", "output_schema", "owner_only", "read_only", "title")
 
     def __init__(self, name: str, group: str, title: str, description: str, input_schema: dict[str, Any],
                  handler: Handler, *, read_only: bool = False, destructive: bool = False,
@@ -69,13 +69,15 @@ class Tool:
         self.open_world = open_world
         self.owner_only = owner_only
         """Only for owner runs, whatever its group (a plugin tool registered with ``owner=True``)."""
+        self.output_schema: dict[str, Any] | None = None
+        """The shape of its ``structuredContent`` when the answer is always one (``tools.outputs``)."""
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r}, group={self.group!r})"
 
     def listing(self) -> dict[str, Any]:
         """The entry for ``tools/list``. Every hint is spelled out: MCP's defaults assume the worst."""
-        return {
+        entry: dict[str, Any] = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
@@ -88,6 +90,9 @@ class Tool:
                 "openWorldHint": self.open_world,
             },
         }
+        if self.output_schema is not None:
+            entry["outputSchema"] = self.output_schema
+        return entry
 
 
 def group(name: str, into: list[Tool]) -> Callable[..., Callable[[Handler], Handler]]:

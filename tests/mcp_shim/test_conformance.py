@@ -21,15 +21,20 @@ pytestmark = pytest.mark.timeout(120)
 INSPECTOR = ROOT / ".tools" / "mcp" / "node_modules" / ".bin"
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_official_python_sdk_client(agent_gateway: GatewayProcess, tmp_path: Path, mode: str) -> None:
-    """``legacy`` sends initialize; ``auto`` probes server/discover first and must fall back."""
+@pytest.mark.parametrize(("mode", "revision"), [("legacy", "2025-11-25"), ("auto", "2026-07-28"),
+                                               ("2026-07-28", "2026-07-28")])
+async def test_official_python_sdk_client(agent_gateway: GatewayProcess, tmp_path: Path, mode: str,
+                                          revision: str) -> None:
+    """``legacy`` sends initialize; ``auto`` probes server/discover and goes stateless on its answer; a
+    client pinned to 2026-07-28 sends no handshake at all. The SDK checks structuredContent against each
+    tool's outputSchema itself."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     env = shim_env(agent_gateway, tmp_path, plugin_manifest={"tools": []})
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_shim"], env=env, cwd=str(ROOT))
     async with Client(params, mode=mode) as client:
+        assert client.protocol_version == revision
         listed = await client.list_tools()
         assert len(listed.tools) == 51
         by_name = {t.name: t for t in listed.tools}
@@ -38,15 +43,19 @@ async def test_official_python_sdk_client(agent_gateway: GatewayProcess, tmp_pat
         ok = await client.call_tool("agents_list", {})
         assert not ok.is_error
         assert json.loads(ok.content[0].text)["defaultAgentId"] == "main"
+        assert ok.structured_content == json.loads(ok.content[0].text)
+        assert by_name["agents_list"].output_schema["required"] == ["agents", "defaultAgentId"]
         failed = await client.call_tool("browser_request", {"method": "GET", "path": "/tabs"})
         assert failed.is_error and failed.content[0].text.startswith("Tool error (browser_request): UNAVAILABLE")
 
 
-def _inspector(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def _inspector(env: dict[str, str], *args: str, era: str = "legacy") -> subprocess.CompletedProcess[str]:
+    """``era``: ``legacy`` (initialize) or ``modern`` (2026-07-28 per-request envelopes, no handshake)."""
     node_env = {**env, "PATH": f"{INSPECTOR}:{env.get('PATH', '')}"}
     # Like the agent CLIs, the Inspector passes the server only the variables it is told to.
     passed = [arg for k, v in env.items() if k.startswith(("REMOTECLAW_", "PYTHON")) for arg in ("-e", f"{k}={v}")]
-    cmd = [str(INSPECTOR / "mcp-inspector"), "--cli", *passed, *args, "--", sys.executable, "-m", "mcp_shim"]
+    cmd = [str(INSPECTOR / "mcp-inspector"), "--cli", "--protocol-era", era, *passed, *args, "--",
+           sys.executable, "-m", "mcp_shim"]
     return subprocess.run(cmd, cwd=ROOT, env=node_env, capture_output=True, text=True, timeout=90)
 
 
@@ -58,25 +67,30 @@ def needs_inspector_installed() -> None:
 needs_inspector = pytest.mark.usefixtures("needs_inspector_installed")
 
 
+ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
+
+
 @needs_inspector
-def test_inspector_lists_tools_strictly(agent_gateway: GatewayProcess, tmp_path: Path) -> None:
+@ERAS
+def test_inspector_lists_tools_strictly(agent_gateway: GatewayProcess, tmp_path: Path, era: str) -> None:
     env = shim_env(agent_gateway, tmp_path, plugin_manifest={"tools": []})
-    proc = _inspector(env, "--method", "tools/list", "--strict")
+    proc = _inspector(env, "--method", "tools/list", "--strict", era=era)
     assert proc.returncode == 0, proc.stderr
     tools = json.loads(proc.stdout)["tools"]
     assert len(tools) == 51  # the Inspector drops tools whose schema it cannot use
 
 
 @needs_inspector
-def test_inspector_calls_tools(agent_gateway: GatewayProcess, tmp_path: Path) -> None:
+@ERAS
+def test_inspector_calls_tools(agent_gateway: GatewayProcess, tmp_path: Path, era: str) -> None:
     env = shim_env(agent_gateway, tmp_path, plugin_manifest={"tools": []})
     proc = _inspector(env, "--method", "tools/call", "--tool-name", "heartbeat_report",
-                      "--tool-args-json", '{"anything_done": false, "summary": "nothing new"}')
+                      "--tool-args-json", '{"anything_done": false, "summary": "nothing new"}', era=era)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["anythingDone"] is False
     record = json.loads((tmp_path / "side-effects.ndjson").read_text())
     assert record["type"] == "heartbeat_report" and record["summary"] == "nothing new"
     failed = _inspector(env, "--method", "tools/call", "--tool-name", "browser_request", "--tool-args-json",
-                        '{"method": "GET", "path": "/tabs"}')
+                        '{"method": "GET", "path": "/tabs"}', era=era)
     assert failed.returncode == 5  # the Inspector's exit code for an isError result
     assert "no browser-capable node" in failed.stdout + failed.stderr

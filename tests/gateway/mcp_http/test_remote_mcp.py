@@ -57,14 +57,20 @@ def sse_messages(body: str) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
 
 
-async def test_the_official_sdk_client_lists_and_calls_tools(gateway: GatewayProcess) -> None:
+@pytest.mark.parametrize(("mode", "revision"), [("legacy", "2025-11-25"), ("auto", "2026-07-28"),
+                                               ("2026-07-28", "2026-07-28")])
+async def test_the_official_sdk_client_lists_and_calls_tools(gateway: GatewayProcess, mode: str,
+                                                             revision: str) -> None:
+    """``legacy`` opens a session with initialize; ``auto`` asks server/discover and goes stateless; a
+    pinned 2026-07-28 client sends its first request with no handshake at all."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    token = mcp_token(gateway, "--name", "sdk-owner", "--owner")
+    token = mcp_token(gateway, "--name", f"sdk-owner-{mode}", "--owner")
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    async with http, Client(streamable_http_client(url(gateway), http_client=http), mode="legacy") as client:
+    async with http, Client(streamable_http_client(url(gateway), http_client=http), mode=mode) as client:
+        assert client.protocol_version == revision
         listed = await client.list_tools()
         assert len(listed.tools) == 51 + 6  # and the memory plugin's six
         assert {t.name for t in listed.tools} >= OWNER_ONLY
@@ -73,8 +79,18 @@ async def test_the_official_sdk_client_lists_and_calls_tools(gateway: GatewayPro
         ok = await client.call_tool("agents_list", {})
         assert not ok.is_error
         assert json.loads(ok.content[0].text)["defaultAgentId"] == "main"
+        assert ok.structured_content == json.loads(ok.content[0].text)  # checked against outputSchema by the SDK
         bad = await client.call_tool("sessions_history", {"limit": "many"})
         assert bad.is_error and "invalid arguments" in bad.content[0].text
+        progress: list[tuple[float, str | None]] = []
+
+        async def on_progress(done: float, _total: float | None, message: str | None) -> None:
+            progress.append((done, message))
+
+        waited = await client.call_tool("sessions_send", {"sessionKey": "agent:main:main", "message": "sleep:2.2",
+                                                          "timeout": 30}, progress_callback=on_progress)
+        assert waited.structured_content["status"] == "ok", waited
+        assert len(progress) >= 1 and "sessions_send" in (progress[0][1] or "")
 
 
 async def test_a_baseline_token_gets_neither_the_owner_tools_nor_their_methods(gateway: GatewayProcess) -> None:
@@ -149,6 +165,72 @@ async def test_a_long_call_streams_progress_and_sessions_end(gateway: GatewayPro
         assert gone.status_code == 404
 
 
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def modern(method: str, req_id: Any, **params: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """Headers and body of a 2026-07-28 request: no session, the envelope in _meta, routing headers."""
+    meta = {**MODERN_META, **params.pop("meta", {})}
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    if method == "tools/call":
+        headers["mcp-name"] = params["name"]
+    return headers, {"jsonrpc": "2.0", "id": req_id, "method": method, "params": {**params, "_meta": meta}}
+
+
+async def test_stateless_requests_need_no_session(gateway: GatewayProcess) -> None:
+    token = mcp_token(gateway, "--name", "stateless", "--owner")
+    auth = {**HEADERS, "authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(timeout=60) as client:
+        async def post(method: str, req_id: Any, extra: dict[str, str] | None = None, **params: Any) -> httpx.Response:
+            headers, body = modern(method, req_id, **params)
+            return await client.post(url(gateway), headers={**auth, **headers, **(extra or {})}, json=body)
+
+        found = await post("server/discover", 1)
+        assert found.status_code == 200 and "mcp-session-id" not in found.headers
+        result = found.json()["result"]
+        assert result["supportedVersions"] == ["2026-07-28"] and result["resultType"] == "complete"
+        listed = (await post("tools/list", 2, {"accept": "application/json"})).json()["result"]
+        assert len(listed["tools"]) == 51 + 6 and listed["cacheScope"] == "private" and listed["ttlMs"] > 0
+        call = await post("tools/call", 3, {"accept": "application/json"}, name="agents_list", arguments={})
+        answer = call.json()["result"]
+        assert answer["resultType"] == "complete" and answer["structuredContent"]["defaultAgentId"] == "main"
+        # A stateless call that waits streams progress, then its result.
+        slow = await post("tools/call", 4, name="sessions_send", meta={"progressToken": 9},
+                          arguments={"sessionKey": "agent:main:main", "message": "sleep:2.2", "timeout": 30})
+        messages = sse_messages(slow.text)
+        assert [m["params"]["progressToken"] for m in messages[:-1]] and all(
+            m["params"]["progressToken"] == 9 for m in messages[:-1])
+        assert messages[-1]["id"] == 4 and messages[-1]["result"]["structuredContent"]["status"] == "ok"
+        # The spec's errors, with the spec's HTTP statuses.
+        mismatch = await post("tools/list", 5, {"mcp-method": "tools/call"})
+        assert mismatch.status_code == 400 and mismatch.json()["error"]["code"] == -32020
+        wrong_name = await post("tools/call", 6, {"mcp-name": "cron_status"}, name="agents_list", arguments={})
+        assert wrong_name.status_code == 400 and wrong_name.json()["error"]["code"] == -32020
+        headers, body = modern("tools/list", 7)
+        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2099-01-01"
+        unknown = await client.post(url(gateway), headers={**auth, **headers, "mcp-protocol-version": "2099-01-01"},
+                                    json=body)
+        assert unknown.status_code == 400 and unknown.json()["error"]["code"] == -32022
+        assert unknown.json()["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2099-01-01"}
+        no_envelope = await client.post(url(gateway), headers={**auth, "mcp-protocol-version": "2026-07-28"},
+                                        json={"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}})
+        assert no_envelope.status_code == 400 and no_envelope.json()["error"]["code"] == -32602
+        missing = await post("resources/list", 9)
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == -32601
+        assert (await post("ping", 10)).status_code == 404  # no ping at 2026-07-28
+        no_tool = await post("tools/call", 13, {"accept": "application/json"}, name="no_such_tool", arguments={})
+        assert no_tool.status_code == 400 and no_tool.json()["error"]["code"] == -32602
+        # Still behind the token.
+        headers, body = modern("server/discover", 11)
+        assert (await client.post(url(gateway), headers={**HEADERS, **headers}, json=body)).status_code == 401
+        # Handshake-era clients are told discover does not exist for them.
+        sid = await initialize(client, gateway, token)
+        old = await client.post(url(gateway), headers={**auth, "mcp-session-id": sid},
+                                json={"jsonrpc": "2.0", "id": 12, "method": "server/discover"})
+        assert old.json()["error"]["code"] == -32601
+
+
 async def test_idle_sessions_expire(tmp_path: Any) -> None:
     config = {"gateway": {"mcp": {"sessionIdleMinutes": 0.01}}}  # 0.6 s
     with GatewayProcess(tmp_path / "gw", config=config, env={"REMOTECLAW_MCP_SWEEP_S": "0.2"}) as gw:
@@ -161,11 +243,13 @@ async def test_idle_sessions_expire(tmp_path: Any) -> None:
             assert r.status_code == 404
 
 
-def test_the_inspector_lists_and_calls_over_http(gateway: GatewayProcess) -> None:
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_inspector_lists_and_calls_over_http(gateway: GatewayProcess, era: str) -> None:
+    """``legacy``: initialize and a session; ``modern``: 2026-07-28 requests with no session."""
     require((INSPECTOR / "mcp-inspector").exists(), "MCP Inspector not installed: run scripts/install-mcp-inspector")
-    token = mcp_token(gateway, "--name", "inspector", "--owner")
+    token = mcp_token(gateway, "--name", f"inspector-{era}", "--owner")
     env = {**os.environ, "PATH": f"{INSPECTOR}:{os.environ.get('PATH', '')}"}
-    base = [str(INSPECTOR / "mcp-inspector"), "--cli", url(gateway), "--transport", "http",
+    base = [str(INSPECTOR / "mcp-inspector"), "--cli", url(gateway), "--transport", "http", "--protocol-era", era,
             "--header", f"Authorization: Bearer {token}"]
     listed = subprocess.run([*base, "--method", "tools/list", "--strict"], env=env, capture_output=True,
                             text=True, timeout=90)
