@@ -136,7 +136,7 @@ async def progress_card_get(p: ProgressCardParams, ctx: CallContext) -> dict[str
 
 
 class ObserverVisibilityParams(Params):
-    visible: bool
+    visible: bool = Field(strict=True)
 
 
 @method("sessions.observer.visibility", params=ObserverVisibilityParams, scope=READ)
