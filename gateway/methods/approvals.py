@@ -9,12 +9,9 @@ OpenClaw's Control UI reads (the approval lists are bare arrays of pending recor
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
-from gateway.rpc import APPROVALS, CallContext, NoParams, method
-
-QUESTIONS: Final = "operator.questions"
-"""OpenClaw's scope for agents' questions to the operator (admin implies it, as every scope)."""
+from gateway.rpc import APPROVALS, QUESTIONS, CallContext, NoParams, method
 
 
 @method("exec.approval.list", scope=APPROVALS)

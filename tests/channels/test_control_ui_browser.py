@@ -36,9 +36,13 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--
 UI_ROOT = ROOT / DEFAULT_ROOT
 SHOTS = Path(os.environ.get("CONTROL_UI_SCREENSHOT_DIR") or ROOT / ".artifacts/control-ui")
 
-MAIN_PAGES = ["/", "/chat", "/agents", "/sessions", "/automations", "/systems", "/plugins", "/settings/general", "/logs"]
-PENDING_PARAMS = frozenset({"sessions.list", "cron.list", "cron.runs", "cron.add", "channels.status", "logs.tail"})
+MAIN_PAGES = ["/", "/chat", "/agents", "/sessions", "/automations", "/systems", "/plugins", "/settings/general",
+              "/logs"]
+PENDING_PARAMS = frozenset({"sessions.list", "cron.list", "cron.runs", "cron.add", "channels.status", "logs.tail",
+                            "chat.history"})
 """Existing methods whose params models do not yet take every field the UI sends (being widened elsewhere)."""
+PENDING_PAGE_ERRORS = ("Cannot read properties of undefined (reading 'trim')",)
+"""Script errors from results still being aligned elsewhere: the Agents page reads ``agents.list``'s ``mainKey``."""
 
 pytestmark = [pytest.mark.slow]
 
@@ -198,6 +202,7 @@ async def test_served_by_the_gateway_every_main_page_answers(gw: GatewayProcess,
                 "plugins.catalog.browse", "themes.list"} <= wire.methods()
         assert wire.unknown() == []
         assert wire.unexpected() == []
+        assert [e for e in wire.page_errors if not e.startswith(PENDING_PAGE_ERRORS)] == []
     finally:
         await ctx.close()
 
@@ -220,7 +225,7 @@ async def test_chat_message_streams_its_reply(gw: GatewayProcess, browser: Any) 
         deltas = [e["payload"] for e in wire.events if e["event"] == "chat" and e["payload"]["state"] == "delta"]
         assert deltas and "".join(d["deltaText"] for d in deltas).endswith("hello from the control ui")
         assert any(e["event"] == "session.message" for e in wire.events)
-        assert wire.unknown() == []
+        assert wire.unknown() == [] and wire.unexpected() == []
     finally:
         await ctx.close()
 
