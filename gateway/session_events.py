@@ -127,7 +127,7 @@ class SessionSubscriptions:
         out: list[tuple[str, dict[str, Any]]] = []
         if message is not None and key in self._messages:
             body: dict[str, Any] = {"sessionKey": key, **agent, "message": message}
-            for field in ("runId", "messageId"):
+            for field in ("runId", "messageId", "idempotencyKey"):
                 if isinstance(payload.get(field), str):
                     body[field] = payload[field]
             out.append((SESSION_MESSAGE, body))
