@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from gateway import connect
+from gateway import connect, control_ui
 from gateway.agents.tokens import RunTokens
 from gateway.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
 from gateway.core import Gateway
@@ -272,16 +272,18 @@ class _RpcFront:
     The RPC socket handles its own errors, so it skips them; HTTP routes keep the full stack.
     """
 
-    def __init__(self, app: Starlette, endpoint: Callable[[WebSocket], Awaitable[None]], gateway: Gateway) -> None:
+    def __init__(self, app: Starlette, endpoint: Callable[[WebSocket], Awaitable[None]], gateway: Gateway,
+                 rpc_paths: frozenset[str] = RPC_PATHS) -> None:
         self.app = app
         self.endpoint = endpoint
         self.gw = gateway
+        self.rpc_paths = rpc_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("websocket", "http") and not self._origin_ok(scope):
             await self._refuse_origin(scope, send)
             return
-        if scope["type"] == "websocket" and scope["path"] in RPC_PATHS:
+        if scope["type"] == "websocket" and scope["path"] in self.rpc_paths:
             await self.endpoint(WebSocket(scope, receive, send))
         else:
             await self.app(scope, receive, send)
@@ -386,5 +388,10 @@ def build_app(gateway: Gateway) -> ASGIApp:
         Route(FILES_PATH + "/{fid}/{name:path}", webchat_file),
     ]
     routes += gateway.http_routes
-    return _RpcFront(Starlette(routes=routes), ws_endpoint, gateway)
+    rpc_paths = RPC_PATHS
+    ui = control_ui.for_gateway(gateway)
+    if ui is not None:  # OpenClaw's Control UI, and its socket at its base path (gateway.control_ui)
+        routes += ui.routes()
+        rpc_paths = rpc_paths | ui.socket_paths
+    return _RpcFront(Starlette(routes=routes), ws_endpoint, gateway, rpc_paths)
 

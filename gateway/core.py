@@ -27,6 +27,7 @@ from gateway.plugins.hooks import HookRunner
 from gateway.preauth import PreAuthSockets
 from gateway.protocol import event_head
 from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
+from gateway.session_events import SessionSubscriptions
 from gateway.store import Database, database_url
 from gateway.store.idempotency import MISSING, DurableOutcomes
 
@@ -92,6 +93,8 @@ class Gateway:
         """Sockets still in their handshake (capped: ``gateway.preauth``)."""
         self.dispatcher = Dispatcher(registry, IdempotencyCache(), DurableOutcomes(self.db), missing=MISSING)
         self.connections: dict[str, Connection] = {}
+        self.subscriptions = SessionSubscriptions()
+        """Which connections asked for ``sessions.changed`` and ``session.message`` (``gateway.session_events``)."""
         self.run_tokens = RunTokens()
         """Tokens of the agent runs in flight (checked by the handshake)."""
         self.bus: EventBus | None = None
@@ -224,6 +227,7 @@ class Gateway:
         self._presence_changed()
 
     def remove_connection(self, conn: Connection) -> None:
+        self.subscriptions.drop(conn.conn_id)
         if self.connections.pop(conn.conn_id, None) is not None:
             self.state_version += 1
             self._presence_changed()
@@ -257,14 +261,19 @@ class Gateway:
         """Send an event to this replica's authenticated operators holding ``scope``; returns how many got it."""
         sent = 0
         head: str | None = None  # the frame, encoded once for every socket (only its seq differs)
+        only = self.subscriptions.targets(event, payload)  # session events go to their subscribers only
         for conn in list(self.connections.values()):
             caller = conn.caller
             if caller is None or caller.role != "operator" or not grants(caller.scopes, scope):
+                continue
+            if only is not None and conn.conn_id not in only:
                 continue
             if head is None:
                 head = event_head(event, payload)
             if conn.send_event_head(head, drop_if_slow=drop_if_slow):
                 sent += 1
+        for derived, body in self.subscriptions.derive(event, payload):
+            self.deliver_local(derived, body, scope)
         return sent
 
     def presence(self) -> list[dict[str, Any]]:

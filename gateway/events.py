@@ -21,6 +21,9 @@ EVENTS: dict[str, str] = {
     "chat.user": "a message someone sent into a session (chat.send), so every open page on it shows the message",
     "chat.message": "a web chat message changed: the agent reacted to it, pinned it or deleted it",
     "chat.audio": "a web chat reply spoken (auto-TTS): the OGG/Opus clip, base64, after its final text",
+    "sessions.changed": "to sessions.subscribe callers: a session was created, changed, deleted, got a message, or "
+                        "its run started or ended",
+    "session.message": "to sessions.messages.subscribe callers of that session: a message was added to its transcript",
     "cron": "a cron job changed or ran",
     "node.invoke.request": "to a node: run a command for the gateway",
     "node.invoke.cancel": "to a node: the caller stopped waiting for an invocation (its timeout passed)",

@@ -43,6 +43,7 @@ __all__ = [
     "APPROVALS",
     "NODE",
     "PAIRING",
+    "QUESTIONS",
     "READ",
     "WRITE",
     "CallContext",
@@ -67,10 +68,12 @@ WRITE: Final = "operator.write"
 ADMIN: Final = "operator.admin"
 APPROVALS: Final = "operator.approvals"
 PAIRING: Final = "operator.pairing"
+QUESTIONS: Final = "operator.questions"
+"""Answering agents' questions (OpenClaw's ``question.*`` methods); admin implies it, as every scope."""
 NODE: Final = "node"
 """Pseudo-scope: only clients connected with role ``node`` may call the method."""
 
-OPERATOR_SCOPES: Final = (READ, WRITE, ADMIN, APPROVALS, PAIRING)
+OPERATOR_SCOPES: Final = (READ, WRITE, ADMIN, APPROVALS, PAIRING, QUESTIONS)
 
 
 def grants(granted: frozenset[str], needed: str) -> bool:

@@ -23,6 +23,7 @@ import uvicorn
 from gateway import logs, paths
 from gateway.config import ConfigError, ConfigStore
 from gateway.config.reload import register_secrets
+from gateway.control_ui import find_root
 from gateway.core import Gateway
 from gateway.preauth import GatewayWebSocketProtocol
 from gateway.store import StoreError
@@ -173,7 +174,9 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
             server.gateway = gw
             holder.append(server)
             if announce and first:
-                _announce(host, port, token, origin, state)
+                ui_root = find_root(cfg.gateway.controlUi)
+                _announce(host, port, token, origin, state,
+                          control_ui=cfg.gateway.controlUi.basePath if ui_root else None)
             first = False
             # Everything loaded so far (modules, config, routes) lives as long as the process: move it out of
             # the cyclic collector's reach, so a full collection under load scans only what requests made.
@@ -193,19 +196,25 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
         logs.shutdown()
 
 
-def _announce(host: str, port: int, token: str, origin: str, state: Path) -> None:
-    """The start banner. The signed-in web chat link carries the token, so it is printed only when a person reads
-    the terminal, or once for a state-dir token whose link was never shown (the first start, even one whose
-    output goes to a file or a pipe, and even when an earlier first start crashed before it got this far); never
-    into a service's captured output on every start."""
+def _announce(host: str, port: int, token: str, origin: str, state: Path, *, control_ui: str | None = None) -> None:
+    """The start banner. The signed-in links carry the token, so they are printed only when a person reads the
+    terminal, or once for a state-dir token whose link was never shown (the first start, even one whose output
+    goes to a file or a pipe, and even when an earlier first start crashed before it got this far); never into a
+    service's captured output on every start. ``control_ui``: the base path OpenClaw's Control UI is served at,
+    when it is installed."""
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "::1") else host
     lines = [f"remoteclaw gateway listening on ws://{shown}:{port}/  (state: {state})"]
     marker = paths.link_shown_path()
     unseen = origin in ("new", "state") and not marker.exists()
-    if unseen or sys.stdout.isatty():
+    signed_in = unseen or sys.stdout.isatty()
+    if signed_in:
         lines.append(f"  web chat: http://{shown}:{port}/#token={token}")
     else:
         lines.append(f"  web chat: http://{shown}:{port}/  (sign in with the gateway token)")
+    if control_ui is not None:
+        link = f"http://{shown}:{port}{control_ui}/"
+        lines.append(f"  control ui: {link}#token={token}" if signed_in
+                     else f"  control ui: {link}  (sign in with the gateway token)")
     if origin == "new":
         lines.append(f"  a new gateway token was written to {state / 'gateway.token'} (mode 0600)")
     print("\n".join(lines), flush=True)

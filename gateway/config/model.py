@@ -79,6 +79,16 @@ class McpHttpConfig(Section):
     maxRequestBytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")
 
 
+class ControlUiConfig(Section):
+    """OpenClaw's Control UI, served by the gateway when its files are installed (see docs/control-ui.md)."""
+
+    enabled: bool = Field(True, description="Serve the Control UI when its files are found.")
+    root: str | None = Field(None, description="Its folder (the openclaw package's dist/control-ui); unset: "
+                             ".cache/openclaw/cli/node_modules/openclaw/dist/control-ui in the project.")
+    basePath: str = Field("/openclaw", pattern=r"^/[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*$",
+                          description="Where it is served on the gateway's own origin (its socket is there too).")
+
+
 class GatewayConfig(Section):
     port: int = Field(18789, ge=0, le=65535)
     bind: str = "127.0.0.1"
@@ -90,6 +100,7 @@ class GatewayConfig(Section):
     publicUrl: str | None = Field(None, description="URL printed for clients, when behind a proxy.")
     redisUrl: str | None = Field(None, description="Redis for events between replicas (REMOTECLAW_REDIS_URL wins).")
     mcp: McpHttpConfig = McpHttpConfig()
+    controlUi: ControlUiConfig = ControlUiConfig()
     shutdownGraceSeconds: float = Field(5, ge=0, description="On stop or restart, how long running turns may "
                                         "finish before they are cut (and recovered at the next start).")
     maxUnauthenticated: int = Field(256, ge=1, description="Sockets that may be in their handshake at once.")

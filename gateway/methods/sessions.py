@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.rpc import READ, WRITE, CallContext, NoParams, Params, method
 from gateway.runs import RunRequest
+from gateway.session_events import announce
 from gateway.sessions import parse_key
 from gateway.store.models import utcnow
 from gateway.store.transcripts import SessionRepo
@@ -143,7 +144,9 @@ async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
         if "model" in p.model_fields_set:
             row.model = p.model or None
         row.updated_at = utcnow()
-        return {"ok": True, "key": key, "session": row.to_dict()}
+        out = {"ok": True, "key": key, "session": row.to_dict()}
+    announce(ctx.gateway, key, "patch")
+    return out
 
 
 @method("sessions.reset", params=KeyParams, scope=WRITE)
@@ -151,7 +154,9 @@ async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Start the session over: stop its run, clear its transcript and forget the CLI's resume ids."""
     sessions = ctx.gateway.sessions
     key = await sessions.resolve(key=p.target, label=p.label)
-    return {"ok": True, "key": key, "removedMessages": await sessions.reset(key)}
+    removed = await sessions.reset(key)
+    announce(ctx.gateway, key, "reset")
+    return {"ok": True, "key": key, "removedMessages": removed}
 
 
 @method("sessions.delete", params=KeyParams, scope=WRITE)
@@ -164,6 +169,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
         deleted = await SessionRepo.delete(s, key)
     await delete_files(ctx.gateway.db, session_key=key)
     if deleted:
+        announce(ctx.gateway, key, "delete")
         ctx.gateway.hooks.fire("session_end", {"sessionKey": key, "agentId": key.split(":")[1], "reason": "deleted"})
     return {"ok": True, "key": key, "deleted": deleted}
 

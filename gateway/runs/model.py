@@ -91,6 +91,10 @@ class Run:
     # answer (or of the failure): set by the executor, carried by the final ``chat`` event for open pages.
     answer_facts: dict[str, str] = field(default_factory=dict)
     answer_entry_id: int | None = None
+    # What the ``chat`` events of this run said so far: their sequence number and the text of the last delta,
+    # so each delta also carries only its new part (``deltaText``, as OpenClaw's clients read it).
+    chat_seq: int = 0
+    chat_text: str = ""
 
     def stop(self, why: str) -> bool:
         """Cancel the running turn once, and only before it starts finishing; whether this call did it."""

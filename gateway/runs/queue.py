@@ -30,6 +30,7 @@ import structlog
 from gateway.protocol import InvalidRequest
 from gateway.runs.lease import LeaseService, LeaseUnavailable
 from gateway.runs.model import FINISHED, Run, RunOutcome, RunRequest
+from gateway.session_events import openclaw_message
 from gateway.store.leases import LeaseRepo
 from gateway.store.messages import mark_handled
 from gateway.store.transcripts import AgentRun, SessionRepo
@@ -234,7 +235,18 @@ class RunQueue:
         self.gw.broadcast("agent", {"runId": run.id, "sessionKey": run.session_key, "stream": stream, "data": data})
 
     def emit_chat(self, run: Run, state: str, text: str, *, error: str | None = None) -> None:
-        payload: dict[str, Any] = {"runId": run.id, "sessionKey": run.session_key, "state": state, "text": text}
+        # ``text`` is the whole reply so far (our web chat reads it); ``seq``, ``agentId``, ``deltaText`` and
+        # ``message`` are what OpenClaw's clients (its Control UI) read from the same event.
+        payload: dict[str, Any] = {"runId": run.id, "sessionKey": run.session_key, "agentId": run.agent_id,
+                                   "seq": run.chat_seq, "state": state, "text": text,
+                                   "message": openclaw_message("assistant", text)}
+        run.chat_seq += 1
+        if state == "delta":
+            grown = text.startswith(run.chat_text)
+            payload["deltaText"] = text[len(run.chat_text):] if grown else text
+            if not grown:
+                payload["replace"] = True
+            run.chat_text = text
         if error:
             payload["errorMessage"] = error
         if state != "delta":

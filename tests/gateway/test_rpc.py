@@ -151,7 +151,8 @@ async def test_size_is_bounded_oldest_out() -> None:
 
 def test_every_method_is_classified_with_a_params_model() -> None:
     load_all()
-    known = {"operator.read", "operator.write", "operator.admin", "operator.approvals", "operator.pairing", NODE}
+    known = {"operator.read", "operator.write", "operator.admin", "operator.approvals", "operator.pairing",
+             "operator.questions", NODE}
     for spec in registry.specs():
         assert spec.scope in known, spec.name
         assert issubclass(spec.params, BaseModel), spec.name

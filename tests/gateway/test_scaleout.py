@@ -413,3 +413,36 @@ async def test_lease_statements(engine: str, tmp_path: Path) -> None:
         await db.close()
         if pg:
             await drop_database(pg)
+
+
+async def test_session_subscriptions_hear_changes_made_on_the_other_replica(
+        cluster: Cluster, clients: tuple) -> None:
+    """``sessions.changed`` and ``session.message`` reach a subscriber on a for a turn and a patch on b, and
+    once each: every replica derives them from the broadcasts, but only for its own subscribers."""
+    a, b = clients
+    key = "agent:main:scale:subscribed"
+    await a.call("sessions.subscribe", {})
+    await a.call("sessions.messages.subscribe", {"key": key})
+    res = await send(b, key, "hello from b")
+    await wait(b, res["runId"])
+    await b.call("sessions.patch", {"key": key, "label": "seen from a"})
+    got: list[dict] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(3):
+            while True:
+                ev = await a.events.get()
+                if ev["event"] in ("sessions.changed", "session.message"):
+                    got.append(ev)
+    messages = [(e["payload"]["message"]["role"], e["payload"]["message"]["text"]) for e in got
+                if e["event"] == "session.message"]
+    assert messages == [("user", "hello from b"), ("assistant", "echo: hello from b")]
+    changed = [e["payload"].get("reason") or e["payload"].get("phase") for e in got if e["event"] == "sessions.changed"]
+    assert changed.count("patch") == 1 and changed.count("start") == 1 and changed.count("end") == 1, changed
+    assert not [e for e in await _drain(b) if e["event"] in ("sessions.changed", "session.message")]
+
+
+async def _drain(c: RawClient) -> list[dict]:
+    out = []
+    while not c.events.empty():
+        out.append(c.events.get_nowait())
+    return out

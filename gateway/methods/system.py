@@ -1,0 +1,135 @@
+"""The gateway's host and build: ``system.info``, ``update.status``, ``environments.list``, ``talk.catalog``.
+
+OpenClaw's Control UI shows these on its Systems and Settings pages. ``system.info`` describes the machine
+the gateway runs on (the schema calls the runtime version ``nodeVersion``: ours is Python's).
+``update.status`` has no update channel to check (remoteclaw is updated by its package manager), so it
+reports none available. ``environments.list`` is this gateway's own host, where every agent run happens.
+``talk.catalog`` lists our speech providers, with no live talk modes: voice notes are spoken and heard,
+but there is no realtime talk session.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
+
+_ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64", "i686": "ia32", "armv7l": "arm"}
+"""Machine names as OpenClaw's clients expect them (Node's ``process.arch``)."""
+
+
+def _os_label() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.release()}".strip()
+
+
+def _memory() -> tuple[int, int]:
+    """Total and available bytes (``MemAvailable``, not just free pages, where Linux reports it)."""
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+        kib = int(info["MemTotal"].split()[0]), int(info.get("MemAvailable", info["MemFree"]).split()[0])
+        return kib[0] * 1024, kib[1] * 1024
+    except (OSError, KeyError, ValueError):
+        page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 0
+        try:
+            return os.sysconf("SC_PHYS_PAGES") * page, os.sysconf("SC_AVPHYS_PAGES") * page
+        except (ValueError, OSError, AttributeError):
+            return 0, 0
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def host_facts(state_dir: Path) -> dict[str, Any]:
+    """The machine, as ``SystemInfoResult`` describes it (blocking reads of /proc: call in a thread)."""
+    total, free = _memory()
+    out: dict[str, Any] = {
+        "machineName": socket.gethostname(), "hostname": socket.getfqdn(), "platform": sys.platform,
+        "release": platform.release(), "arch": _ARCH.get(platform.machine().lower(), platform.machine().lower()),
+        "osLabel": _os_label(), "nodeVersion": f"Python {platform.python_version()}", "pid": os.getpid(),
+        "cpuCount": os.cpu_count() or 1, "memoryTotalBytes": total, "memoryFreeBytes": free,
+    }
+    if model := _cpu_model():
+        out["cpuModel"] = model
+    if hasattr(os, "getloadavg"):
+        out["loadAverage"] = [round(x, 2) for x in os.getloadavg()]
+    try:
+        disk = shutil.disk_usage(state_dir)
+        out.update(diskTotalBytes=disk.total, diskAvailableBytes=disk.free, diskPath=str(state_dir))
+    except OSError:
+        pass
+    return out
+
+
+@method("system.info", scope=READ)
+async def system_info(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
+    """The gateway's host: OS, CPU, memory, disk of the state dir, process id and uptime."""
+    import asyncio
+
+    gw = ctx.gateway
+    facts = await asyncio.to_thread(host_facts, gw.state_dir)
+    facts.update(uptimeMs=gw.uptime_ms(), port=gw.listen[1], processInstanceId=gw.instance_id)
+    return facts
+
+
+class UpdateStatusParams(Params):
+    refreshCheckout: bool | None = Field(None, description="Accepted and ignored: there is no checkout to refresh.")
+
+
+@method("update.status", params=UpdateStatusParams, scope=ADMIN)
+async def update_status(_p: UpdateStatusParams, ctx: CallContext) -> dict[str, Any]:
+    """No update channel: never an update available; installed as a package at ``server.version``."""
+    return {"sentinel": None, "updateAvailable": None,
+            "schedule": {"channel": "none", "autoEnabled": False, "install": {"kind": "package"}}}
+
+
+class EnvironmentsListParams(Params):
+    includeDesktopSetup: bool | None = Field(None, description="Sent by the Control UI; accepted and ignored.")
+
+
+@method("environments.list", params=EnvironmentsListParams, scope=READ)
+async def environments_list(_p: EnvironmentsListParams, ctx: CallContext) -> dict[str, Any]:
+    """Where agent runs happen: this gateway's host (paired nodes are listed by ``node.list``)."""
+    gw = ctx.gateway
+    slots = gw.config.agents.maxConcurrentRuns
+    busy = gw.runs.active_count if gw.runs is not None else 0
+    return {"environments": [{
+        "id": "local", "type": "local", "label": socket.gethostname() or "gateway host", "status": "available",
+        "platform": sys.platform, "sessionHost": True, "trust": "persistent",
+        "workerSlots": {"total": max(1, min(slots, 1024)), "available": max(0, min(slots - busy, 1024))},
+        "capabilities": sorted({a.runtime for a in gw.config.agents.list}),
+    }]}
+
+
+@method("talk.catalog", scope=READ)
+async def talk_catalog(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
+    """Speech providers we have (for voice notes); no talk modes, since there is no live talk session."""
+    speech: list[dict[str, Any]] = []
+    active = None
+    if ctx.gateway.voice is not None:
+        listed = await ctx.gateway.voice.providers()
+        active = listed.get("active")
+        speech = [{"id": p["id"], "label": p["id"], "configured": bool(p["configured"])} for p in listed["providers"]]
+    return {"modes": [], "transports": [], "brains": [],
+            "speech": {"ready": False, "providers": speech, **({"activeProvider": active} if active else {})},
+            "transcription": {"ready": False, "providers": []}, "realtime": {"ready": False, "providers": []}}

@@ -1,0 +1,94 @@
+"""Token usage for OpenClaw's Control UI Home page: ``usage.status`` and ``sessions.usage``.
+
+Our agent CLIs report tokens per turn, which we add up per session (``sessions`` table); they report no
+cost and no provider quota. So ``usage.status`` (provider quota windows) lists no providers, and
+``sessions.usage`` gives real token totals of the sessions active in the range, per agent and per
+channel, with every cost at 0. Per-session, per-day and per-model breakdowns are left empty: we keep
+session totals, not a timeline.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import Field
+
+from gateway.rpc import READ, CallContext, NoParams, Params, method
+from gateway.store.transcripts import SessionRepo
+
+_DATE = r"^\d{4}-\d{2}-\d{2}$"
+_RANGES = {"7d": 7, "30d": 30, "90d": 90, "1y": 365}
+
+
+def _totals() -> dict[str, float]:
+    return dict.fromkeys(("input", "output", "cacheRead", "cacheWrite", "totalTokens", "totalCost", "inputCost",
+                          "outputCost", "cacheReadCost", "cacheWriteCost", "missingCostEntries"), 0)
+
+
+@method("usage.status", params=NoParams, scope=READ)
+async def usage_status(_p: NoParams, _ctx: CallContext) -> dict[str, Any]:
+    """Provider quota windows: none known (the CLIs hold their own accounts)."""
+    return {"updatedAt": int(time.time() * 1000), "providers": []}
+
+
+class SessionsUsageParams(Params):
+    key: str | None = Field(None, min_length=1)
+    agentId: str | None = Field(None, min_length=1)
+    agentScope: Literal["all"] | None = None
+    startDate: str | None = Field(None, pattern=_DATE)
+    endDate: str | None = Field(None, pattern=_DATE)
+    mode: Literal["utc", "gateway", "specific"] | None = Field(None, description="Accepted; days are UTC days.")
+    range: Literal["7d", "30d", "90d", "1y", "all"] | None = None
+    groupBy: Literal["instance", "family"] | None = Field(None, description="Accepted and ignored.")
+    includeHistorical: bool | None = Field(None, description="Accepted and ignored.")
+    utcOffset: str | None = Field(None, pattern=r"^UTC[+-]\d{1,2}(?::[0-5]\d)?$", description="Accepted and ignored.")
+    timeZone: str | None = Field(None, min_length=1, description="Accepted and ignored.")
+    limit: int | None = Field(None, ge=1)
+    includeContextWeight: bool | None = Field(None, description="Accepted and ignored.")
+
+
+def _window(p: SessionsUsageParams) -> tuple[date, date]:
+    today = datetime.now(UTC).date()
+    end = date.fromisoformat(p.endDate) if p.endDate else today
+    if p.startDate:
+        return date.fromisoformat(p.startDate), end
+    days = _RANGES.get(p.range or "30d")
+    return (end - timedelta(days=days - 1) if days else date(1970, 1, 1)), end
+
+
+@method("sessions.usage", params=SessionsUsageParams, scope=READ)
+async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, Any]:
+    """Token totals of the sessions active in the date range, overall, per agent and per channel."""
+    start, end = _window(p)
+    async with ctx.gateway.db.session() as s:
+        rows = await SessionRepo.search(s, search=None, limit=None)
+    totals, count = _totals(), 0
+    by_agent: dict[str, dict[str, float]] = {}
+    by_channel: dict[str, dict[str, float]] = {}
+    scope = ctx.caller.confined_to
+    for row in rows:
+        day = row.updated_at.date() if row.updated_at else None
+        if day is None or not start <= day <= end or (p.key and row.key != p.key):
+            continue
+        if (p.agentId and row.agent_id != p.agentId) or (scope is not None and not scope.allows(row.key)):
+            continue
+        count += 1
+        used = {"input": row.input_tokens, "output": row.output_tokens, "cacheRead": row.cache_read_tokens,
+                "cacheWrite": row.cache_write_tokens, "totalTokens": row.input_tokens + row.output_tokens}
+        for bucket in (totals, by_agent.setdefault(row.agent_id, _totals()),
+                       by_channel.setdefault(row.channel or "webchat", _totals())):
+            for k, v in used.items():
+                bucket[k] += v or 0
+    aggregates = {
+        "sessionCount": count,
+        "messages": {"total": 0, "user": 0, "assistant": 0, "toolCalls": 0, "toolResults": 0, "errors": 0},
+        "tools": {"totalCalls": 0, "uniqueTools": 0, "tools": []},
+        "byModel": [], "byProvider": [],
+        "byAgent": [{"agentId": a, "totals": t} for a, t in sorted(by_agent.items())],
+        "byChannel": [{"channel": c, "totals": t} for c, t in sorted(by_channel.items())],
+        "byCreator": [], "costDaily": [], "dailyLatency": [], "modelDaily": [], "daily": [],
+    }
+    return {"updatedAt": int(time.time() * 1000), "startDate": start.isoformat(), "endDate": end.isoformat(),
+            "sessions": [], "totals": totals, "aggregates": aggregates, "creatorOptions": []}
