@@ -34,7 +34,7 @@ LIFT_FRAME_LIMIT = "remoteclaw.lift_frame_limit"
 PEER_SPOKE = "remoteclaw.peer_spoke"
 """ASGI scope extension: returns whether a whole message from the peer has arrived since the upgrade."""
 
-GRACE_S = 1.0
+GRACE_S = 2.0
 """A waiting stranger younger than this is never dropped to make room (its challenge may still be queued)."""
 
 
