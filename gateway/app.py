@@ -213,7 +213,7 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
         methods=gw.dispatcher.registry.names(),
         events=list(EVENTS),
         snapshot={
-            "presence": gw.presence(),
+            "presence": gw.presence_board.snapshot_for(conn.conn_id),
             "health": gw.health(),
             "stateVersion": gw.presence_board.state_version(),
             "uptimeMs": gw.uptime_ms(),

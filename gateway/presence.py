@@ -4,8 +4,9 @@ Broadcasting the whole list to every client on every connect costs O(clients²) 
 storm: at 1,000 clients that was 818 MB of events and an event loop too busy to accept anyone. So the
 board keeps the list, and sends out only what changed:
 
-* ``snapshot()`` is the whole list (``system-presence``, and ``snapshot.presence`` in ``hello-ok``);
-  ``version`` is the presence half of ``snapshot.stateVersion``.
+* ``snapshot()`` is the whole list (``system-presence``, and ``snapshot.presence`` in a watcher's
+  ``hello-ok``; other clients get ``[]`` there); ``version`` is the presence half of
+  ``snapshot.stateVersion``.
 * Changes made within ``COALESCE_S`` are flushed together as ONE ``presence`` event, encoded once for
   all watchers, whose payload holds the entries that joined or changed (``presence``) and the
   ``instanceId`` of those that left (``left``); the frame's ``stateVersion.presence`` is the version the
@@ -96,6 +97,14 @@ class PresenceBoard:
     def snapshot(self) -> list[dict[str, Any]]:
         """Every entry, oldest first."""
         return list(self._entries.values())
+
+    def snapshot_for(self, conn_id: str) -> list[dict[str, Any]]:
+        """``hello-ok``'s ``snapshot.presence``: the list for a watcher, empty for anyone else.
+
+        A CLI or backend client (an agent run's MCP shim, a probe) would only throw the list away, and
+        at thousands of clients it is the largest part of ``hello-ok``; ``system-presence`` gives it.
+        """
+        return self.snapshot() if conn_id in self._watchers else []
 
     def join(self, conn: Connection, caller: Caller) -> None:
         """A connection finished its handshake: list it, and watch if its mode wants presence."""

@@ -54,7 +54,7 @@ async def test_challenge_then_hello_ok(gateway: GatewayProcess) -> None:
     snapshot = hello["snapshot"]
     assert snapshot["sessionDefaults"]["defaultAgentId"] == "main"
     assert snapshot["health"]["ok"] is True and snapshot["stateVersion"]["presence"] >= 1
-    assert any(p["instanceId"] == hello["server"]["connId"] for p in snapshot["presence"])
+    assert snapshot["presence"] == []  # a test-mode client does not watch presence (issue #28); a UI does
     health = await client.next_event("health")
     assert health["payload"]["ok"] is True and health["seq"] >= 1
     await client.close()
