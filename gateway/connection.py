@@ -179,7 +179,11 @@ class Connection:
         return True
 
     def _skip(self, drop_if_slow: bool) -> bool:
-        return drop_if_slow and (self.buffered > self.max_buffered // 2 or self.budget.crowded())
+        """Skip a droppable event: this client is half its budget behind, or behind at all while the
+        process-wide budget is half used (clients that keep up still get their ticks)."""
+        if not drop_if_slow or self.buffered == 0:
+            return False
+        return self.buffered > self.max_buffered // 2 or self.budget.crowded()
 
     def send_event(self, event: str, payload: Any = None, *, drop_if_slow: bool = False) -> bool:
         """Send an event with the next sequence number. ``drop_if_slow`` skips it rather than closing."""

@@ -23,6 +23,7 @@ from gateway.agents.tokens import RunTokens
 from gateway.auth import AuthThrottle
 from gateway.config import Config, ConfigStore
 from gateway.connection import CLOSE_RESTART, Connection
+from gateway.memory import ReleaseAfterCrowd
 from gateway.outbound import OutboundBudget
 from gateway.plugins.hooks import HookRunner
 from gateway.preauth import PreAuthSockets
@@ -94,6 +95,8 @@ class Gateway:
         self.outbound = OutboundBudget(gw.maxBufferedBytesTotal)
         """Bytes queued for all clients together, and who to cut off past it (``gateway.outbound``)."""
         self.presence_board = PresenceBoard()
+        self.memory = ReleaseAfterCrowd()
+        """Returns freed memory to the system once a crowd of clients has left (``gateway.memory``)."""
         """Who is connected, and the deltas sent to the clients that watch (``gateway.presence``)."""
         self.dispatcher = Dispatcher(registry, IdempotencyCache(), DurableOutcomes(self.db), missing=MISSING)
         self.connections: dict[str, Connection] = {}
@@ -179,6 +182,7 @@ class Gateway:
         if self._tick_task:
             self._tick_task.cancel()
         self.presence_board.close()
+        self.memory.close()
         for task in list(self.background):
             task.cancel()
         runs = getattr(self, "runs", None)
@@ -228,9 +232,11 @@ class Gateway:
         self.connections[conn.conn_id] = conn
         if conn.caller is not None and conn.conn_id not in self.presence_board:
             self.presence_board.join(conn, conn.caller)
+        self.memory.changed(len(self.connections))
 
     def remove_connection(self, conn: Connection) -> None:
-        self.connections.pop(conn.conn_id, None)
+        if self.connections.pop(conn.conn_id, None) is not None:
+            self.memory.changed(len(self.connections))
         self.presence_board.leave(conn.conn_id)
 
     def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:

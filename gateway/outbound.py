@@ -4,7 +4,8 @@ Each connection already has its own budget (``gateway.maxBufferedBytes``, see ``
 but that budget multiplies by the number of sockets: 1,000 clients that stop reading (stuck tabs,
 paused phones) could hold 8 GiB between them. This is the process-wide ceiling beside it:
 
-* once half of it is used, skippable events (``tick``, ``presence``) are dropped for every client;
+* once half of it is used, skippable events (``tick``, ``presence``) are dropped for every client that
+  is behind (has anything queued);
 * a frame that would take the total past it first closes the slowest consumers (the most bytes waiting,
   close 1008 "slow consumer") until it fits, and their queues are released at once.
 
@@ -47,7 +48,7 @@ class OutboundBudget:
         self._conns.pop(conn.conn_id, None)
 
     def crowded(self) -> bool:
-        """Half the ceiling is used: skippable events are dropped for everyone."""
+        """Half the ceiling is used: skippable events are dropped for every client that is behind."""
         return self.total > self.limit // 2
 
     def make_room(self, size: int, asking: Connection) -> bool:
