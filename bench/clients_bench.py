@@ -11,6 +11,9 @@ For each count a fresh gateway starts (SQLite, default config), five presence wa
 
 * ``reading``: CLI-mode clients (an agent run's MCP shim, a script) that read every frame, then each send
   one ``health`` at the same moment (p50/p99 of those).
+  Then a real event fan-out: 20 ``hooks.tool.before`` calls (~1 KB each) from one watcher, each
+  broadcast as ``hooks.tool`` to every client: time until every client has all 20, and the gateway's CPU
+  time per delivered frame.
 * ``stalled``: web chat clients (presence watchers) that stop reading right after ``hello-ok``: what a
   stuck tab or a paused phone does. ``health`` is timed from the five watchers meanwhile (20 calls each).
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import resource
 import sys
 import tempfile
@@ -61,6 +65,9 @@ class Client:
         self.ws = ws
         self.event_bytes = 0
         self.presence_bytes = 0
+        self.fanout_seen = 0
+        self.fanout_want = 0
+        self.fanout_done = asyncio.Event()
         self.pending: dict[str, asyncio.Future[float]] = {}
         self.reader: asyncio.Task[None] | None = None
 
@@ -94,6 +101,10 @@ class Client:
                     self.event_bytes += len(text)
                     if text.startswith('{"type":"event","event":"presence"'):
                         self.presence_bytes += len(text)
+                    elif text.startswith('{"type":"event","event":"hooks.tool"'):
+                        self.fanout_seen += 1
+                        if self.fanout_seen >= self.fanout_want:
+                            self.fanout_done.set()
                     continue
                 frame = orjson.loads(text)
                 fut = self.pending.pop(frame.get("id"), None)
@@ -103,10 +114,16 @@ class Client:
             pass
 
     async def health_ms(self, rid: str) -> float:
+        return await self.call_ms(rid, "health")
+
+    async def call_ms(self, rid: str, method: str, params: Any = None) -> float:
         fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
         self.pending[rid] = fut
         started = time.perf_counter()
-        await self.ws.send(orjson.dumps({"type": "req", "id": rid, "method": "health"}).decode())
+        frame: dict[str, Any] = {"type": "req", "id": rid, "method": method}
+        if params is not None:
+            frame["params"] = params
+        await self.ws.send(orjson.dumps(frame).decode())
         return (await asyncio.wait_for(fut, 120) - started) * 1000
 
     async def close(self) -> None:
@@ -135,6 +152,27 @@ async def _crowd(url: str, token: str, n: int, mode: str, read: bool) -> tuple[l
     clients = [r for r in results if isinstance(r, Client)]
     errors = [f"{type(r).__name__}: {r}"[:120] for r in results if not isinstance(r, Client)]
     return clients, errors, elapsed
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _fanout(sender: Client, readers: list[Client], pid: int, events: int = 20) -> dict[str, float]:
+    """A real event to every reader: ``hooks.tool.before`` (what the MCP shim sends for each tool call) is
+    broadcast as ``hooks.tool`` to every operator with write scope. ~1 KB of params, like a chat delta."""
+    params = {"toolName": "message_send", "params": {"text": "x" * 1000}}
+    for r in readers:
+        r.fanout_want = r.fanout_seen + events
+    cpu0, t0 = _cpu_s(pid), time.perf_counter()
+    for i in range(events):
+        await sender.call_ms(f"f{i}", "hooks.tool.before", params)
+    await asyncio.wait_for(asyncio.gather(*(r.fanout_done.wait() for r in readers)), 120)
+    elapsed, cpu = time.perf_counter() - t0, _cpu_s(pid) - cpu0
+    frames = events * len(readers)
+    return {"fanout_all_delivered_ms": round(elapsed * 1000), "fanout_frames": frames,
+            "fanout_gateway_cpu_us_per_frame": round(cpu * 1e6 / max(1, frames), 1)}
 
 
 async def _probe(client: Client, count: int = 100) -> list[float]:
@@ -166,9 +204,10 @@ async def measure(n: int, scenario: str, workdir: Path, *, root: Path | None = N
             latencies = []
             for i in range(20):
                 latencies += await asyncio.gather(*(w.health_ms(f"h{i}") for w in watchers))
+        crowd_events = sum(c.event_bytes for c in crowd) if read else None  # before the fan-out's own events
+        fanout = await _fanout(watchers[0], crowd, proc.pid) if read else {}
         rss_peak = max(rss_with, tree_rss_mb(proc.pid))
         per_watcher = (sum(w.presence_bytes for w in watchers) - watched_before) / WATCHERS
-        crowd_events = sum(c.event_bytes for c in crowd) if read else None
         await asyncio.gather(*(c.close() for c in crowd))
         await asyncio.gather(*(w.close() for w in watchers))
         await asyncio.sleep(3.0)
@@ -182,7 +221,7 @@ async def measure(n: int, scenario: str, workdir: Path, *, root: Path | None = N
                                              if crowd_events is not None else None),
             "watcher_presence_bytes_per_connect": round(per_watcher / max(1, len(crowd)), 1),
             "rss_before_mb": round(rss_before), "rss_with_mb": round(rss_with), "rss_peak_mb": round(rss_peak),
-            "rss_after_mb": round(rss_after),
+            "rss_after_mb": round(rss_after), **fanout,
         }
     finally:
         stop_tree(proc)
@@ -200,6 +239,12 @@ def _table(rows: list[dict[str, Any]]) -> str:
                      f"| {r['health_p50_ms']} / {r['health_p99_ms']} ms | {crowd} "
                      f"| {r['watcher_presence_bytes_per_connect']} B "
                      f"| {r['rss_before_mb']} → {r['rss_with_mb']} → {r['rss_after_mb']} MB |")
+    fan = [r for r in rows if r.get("fanout_frames")]
+    if fan:
+        lines += ["", "| clients | fan-out: 20 events to all, delivered in | gateway CPU per delivered frame |",
+                  "|---|---|---|"]
+        lines += [f"| {r['clients']:,} | {r['fanout_all_delivered_ms']} ms | "
+                  f"{r['fanout_gateway_cpu_us_per_frame']} µs |" for r in fan]
     return "\n".join(lines)
 
 

@@ -98,6 +98,8 @@ class Connection:
         self.seq = 0
         self.buffered = 0
         """Bytes queued and not yet handed to the transport (counted in ``budget`` too)."""
+        self.in_transport = 0
+        """Bytes the transport held, unsent, when last looked at (``sample``; counted in ``budget`` too)."""
         self.closed = False
         self._queue: deque[str] = deque()
         self._close_request: tuple[int, str] | None = None
@@ -124,6 +126,29 @@ class Connection:
         self.buffered -= size
         self.budget.total -= size
 
+    @property
+    def backlog(self) -> int:
+        """Bytes on their way to this peer that it has not taken yet: our queue plus the transport's buffer."""
+        return self.buffered + self.in_transport
+
+    def sample(self) -> None:
+        """Bring ``in_transport`` (and the budget's total) up to date with the transport's buffer.
+
+        A frame written while the socket kept up may still sit partly in the transport (a large
+        ``hello-ok``, a burst to a peer that just stopped reading): that memory counts toward the
+        budgets like our own queue. It drains without telling us, so it is re-read whenever this
+        connection sends, and for everyone before the budget closes anybody.
+        """
+        if self._wire is None or self.closed:
+            return
+        now = self._wire.transport.get_write_buffer_size()
+        self.budget.total += now - self.in_transport
+        self.in_transport = now
+
+    def _forget_transport(self) -> None:
+        self.budget.total -= self.in_transport
+        self.in_transport = 0
+
     async def _write_loop(self) -> None:
         try:
             while True:
@@ -141,6 +166,7 @@ class Connection:
                     # what makes ``buffered`` grow for a slow consumer.
                     await self._wire.writable()
                     self._wire.write(self._take(BATCH_BYTES))
+                    self.sample()
                 else:
                     text = self._take(1)[0]
                     await self.ws.send_text(text)
@@ -159,8 +185,9 @@ class Connection:
         if self.closed:
             return False
         size = len(text)
-        if self.buffered + size > self.max_buffered:
-            log.warning("closing slow consumer", conn_id=self.conn_id, buffered=self.buffered)
+        self.sample()
+        if self.backlog + size > self.max_buffered:
+            log.warning("closing slow consumer", conn_id=self.conn_id, buffered=self.backlog)
             self.close_slow()
             return False
         budget = self.budget
@@ -169,6 +196,7 @@ class Connection:
         if not self._queue and self._wire is not None and self._wire.ready():
             try:
                 self._wire.write([text])
+                self.sample()
                 return True
             except Exception:  # closing under us: let the writer find out, in order
                 pass
@@ -181,9 +209,12 @@ class Connection:
     def _skip(self, drop_if_slow: bool) -> bool:
         """Skip a droppable event: this client is half its budget behind, or behind at all while the
         process-wide budget is half used (clients that keep up still get their ticks)."""
-        if not drop_if_slow or self.buffered == 0:
+        if not drop_if_slow:
             return False
-        return self.buffered > self.max_buffered // 2 or self.budget.crowded()
+        self.sample()
+        if self.backlog == 0:
+            return False
+        return self.backlog > self.max_buffered // 2 or self.budget.crowded()
 
     def send_event(self, event: str, payload: Any = None, *, drop_if_slow: bool = False) -> bool:
         """Send an event with the next sequence number. ``drop_if_slow`` skips it rather than closing."""
@@ -228,6 +259,7 @@ class Connection:
         if self._writer is not None:
             self._writer.cancel()
         self._drop_queue()
+        self._forget_transport()  # aborted within SLOW_CLOSE_GRACE_S at most: count it as freed now
         wire = self._wire
         if wire is None:
             self._close_request = (CLOSE_POLICY, "slow consumer")
@@ -256,4 +288,5 @@ class Connection:
         for task in list(self.tasks):
             task.cancel()
         self._drop_queue()
+        self._forget_transport()
         self.budget.unregister(self)

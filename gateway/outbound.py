@@ -36,7 +36,8 @@ class OutboundBudget:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.total = 0
-        """Bytes queued right now (the sum of every connection's ``buffered``)."""
+        """Bytes on their way right now: every connection's queue, plus what its transport held when last
+        sampled (``Connection.backlog``)."""
         self.closed_slow = 0
         """Consumers closed because the total was full (diagnostics)."""
         self._conns: dict[str, Connection] = {}
@@ -54,19 +55,22 @@ class OutboundBudget:
     def make_room(self, size: int, asking: Connection) -> bool:
         """Close the slowest consumers until ``size`` more bytes fit; False if ``asking`` was one of them.
 
-        The slowest is the connection with the most bytes waiting: it has fallen furthest behind, and
+        The slowest is the connection with the most bytes waiting (queued, or unsent in its transport): it
+        has fallen furthest behind, and
         closing it frees the most memory. ``asking`` may be it (a client that stopped reading while its
         own requests pile up).
         """
+        for conn in self._conns.values():  # their transports drained meanwhile without telling us
+            conn.sample()
         while self.total + size > self.limit:
             slowest = max(
-                (c for c in self._conns.values() if not c.closed and c.buffered > 0),
-                key=lambda c: c.buffered, default=None,
+                (c for c in self._conns.values() if not c.closed and c.backlog > 0),
+                key=lambda c: c.backlog, default=None,
             )
             if slowest is None:
                 break  # nothing queued anywhere: one frame bigger than the ceiling still goes out
             log.warning("closing slow consumer: outbound budget full", conn_id=slowest.conn_id,
-                        buffered=slowest.buffered, total=self.total, limit=self.limit)
+                        backlog=slowest.backlog, total=self.total, limit=self.limit)
             self.closed_slow += 1
             slowest.close_slow()
             if slowest is asking:
