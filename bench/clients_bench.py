@@ -14,8 +14,9 @@ For each count a fresh gateway starts (SQLite, default config), five presence wa
   Then a real event fan-out: 20 ``hooks.tool.before`` calls (~1 KB each) from one watcher, each
   broadcast as ``hooks.tool`` to every client: time until every client has all 20, and the gateway's CPU
   time per delivered frame.
-* ``stalled``: web chat clients (presence watchers) that stop reading right after ``hello-ok``: what a
-  stuck tab or a paused phone does. ``health`` is timed from the five watchers meanwhile (20 calls each).
+* ``stalled``: Control UI clients (``webchat`` mode: presence watchers) that stop reading right after
+  ``hello-ok``: what a stuck tab or a paused phone does. ``health`` is timed from the five watchers
+  meanwhile (20 calls each).
 
 Measured: clients connected and refused, seconds until all are in, ``health`` p50/p99, event bytes per
 connect (the crowd's own events, and what each watcher received per client that joined), and the
@@ -78,7 +79,7 @@ class Client:
                            max_queue=None if read else 1)
         await asyncio.wait_for(ws.recv(), 120)
         params = {"minProtocol": 3, "maxProtocol": 4, "role": "operator", "scopes": SCOPES, "auth": {"token": token},
-                  "client": {"id": "cli" if mode == "cli" else "webchat-ui", "version": "bench",
+                  "client": {"id": "cli" if mode == "cli" else "openclaw-control-ui", "version": "bench",
                              "platform": "linux", "mode": mode}}
         await ws.send(orjson.dumps({"type": "req", "id": "c", "method": "connect", "params": params}).decode())
         while True:
