@@ -183,6 +183,8 @@ class Gateway:
             self._tick_task.cancel()
         self.presence_board.close()
         self.memory.close()
+        if self.preauth_sweep is not None:
+            self.preauth_sweep.cancel()
         for task in list(self.background):
             task.cancel()
         runs = getattr(self, "runs", None)
