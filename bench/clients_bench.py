@@ -38,14 +38,17 @@ from typing import Any
 
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Origin
 
 from bench.gateway_bench import _launch
 from bench.procs import stop_tree, tree_rss_mb
-from bench.targets import RemoteClawTarget
+from bench.targets import OpenClawTarget, RemoteClawTarget, Target
 
 SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
 BATCH, BATCH_PAUSE_S = 50, 0.02
 WATCHERS = 5
+UI_CLIENT = {"id": "openclaw-control-ui", "mode": "webchat"}
+"""How the watchers and stalled clients present themselves (OpenClaw's: ``test``; see ``main``)."""
 
 
 @dataclass
@@ -75,12 +78,14 @@ class Client:
     @classmethod
     async def join(cls, url: str, token: str, mode: str, *, read: bool = True) -> Client:
         # max_queue=1: a client that stops reading stops the TCP stream soon after (backpressure).
+        # A browser page served by the gateway itself sends its own origin (OpenClaw requires one of a UI).
+        origin = url.replace("ws://", "http://").rstrip("/")
         ws = await connect(url, max_size=None, compression=None, ping_interval=None, open_timeout=120,
-                           max_queue=None if read else 1)
+                           max_queue=None if read else 1, origin=Origin(origin) if mode != "cli" else None)
         await asyncio.wait_for(ws.recv(), 120)
         params = {"minProtocol": 3, "maxProtocol": 4, "role": "operator", "scopes": SCOPES, "auth": {"token": token},
-                  "client": {"id": "cli" if mode == "cli" else "openclaw-control-ui", "version": "bench",
-                             "platform": "linux", "mode": mode}}
+                  "client": {"version": "bench", "platform": "linux",
+                             **({"id": "cli", "mode": "cli"} if mode == "cli" else UI_CLIENT)}}
         await ws.send(orjson.dumps({"type": "req", "id": "c", "method": "connect", "params": params}).decode())
         while True:
             frame = orjson.loads(await asyncio.wait_for(ws.recv(), 120))
@@ -182,10 +187,14 @@ async def _probe(client: Client, count: int = 100) -> list[float]:
 
 
 async def measure(n: int, scenario: str, workdir: Path, *, root: Path | None = None,
-                  malloc: bool = False) -> dict[str, Any]:
-    target = _Target(name="remoteclaw", state=workdir / f"gw-{n}-{scenario}", malloc=malloc)
-    if root is not None:
-        target.root = root
+                  malloc: bool = False, openclaw: bool = False) -> dict[str, Any]:
+    target: Target
+    if openclaw:
+        target = OpenClawTarget(name="openclaw", state=workdir / f"oc-{n}-{scenario}")
+    else:
+        target = _Target(name="remoteclaw", state=workdir / f"gw-{n}-{scenario}", malloc=malloc)
+        if root is not None:
+            target.root = root
     target.prepare()
     proc, _ = await _launch(target, workdir / f"gw-{n}-{scenario}.log")
     try:
@@ -206,7 +215,8 @@ async def measure(n: int, scenario: str, workdir: Path, *, root: Path | None = N
             for i in range(20):
                 latencies += await asyncio.gather(*(w.health_ms(f"h{i}") for w in watchers))
         crowd_events = sum(c.event_bytes for c in crowd) if read else None  # before the fan-out's own events
-        fanout = await _fanout(watchers[0], crowd, proc.pid) if read else {}
+        # OpenClaw has no hooks.tool.* methods: the fan-out is ours only.
+        fanout = await _fanout(watchers[0], crowd, proc.pid) if read and not openclaw else {}
         rss_peak = max(rss_with, tree_rss_mb(proc.pid))
         per_watcher = (sum(w.presence_bytes for w in watchers) - watched_before) / WATCHERS
         await asyncio.gather(*(c.close() for c in crowd))
@@ -214,7 +224,7 @@ async def measure(n: int, scenario: str, workdir: Path, *, root: Path | None = N
         await asyncio.sleep(3.0)
         rss_after = tree_rss_mb(proc.pid)
         return {
-            "clients": n, "scenario": scenario, "connected": len(crowd), "refused": len(errors),
+            "gateway": target.name, "clients": n, "scenario": scenario, "connected": len(crowd), "refused": len(errors),
             "errors": sorted(set(errors))[:3], "connect_all_s": round(elapsed, 2),
             "health_p50_ms": _pct(latencies, 0.5), "health_p99_ms": _pct(latencies, 0.99),
             "probe_p50_ms": _pct(probe, 0.5), "probe_p99_ms": _pct(probe, 0.99),
@@ -256,17 +266,23 @@ async def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
     parser.add_argument("--root", type=Path, default=None,
                         help="run the gateway from another source tree (e.g. `git archive` of an older commit)")
+    parser.add_argument("--openclaw", action="store_true",
+                        help="measure OpenClaw's gateway instead (after scripts/install-openclaw)")
     parser.add_argument("--malloc", action="store_true",
                         help="run the gateway with PYTHONMALLOC=malloc (freed memory can go back to the system)")
     args = parser.parse_args(argv)
     # Each client is a socket here and one in the gateway (which inherits this limit).
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if args.openclaw:
+        # OpenClaw wants a signed device identity from a Control UI; its presence goes to every client anyway.
+        UI_CLIENT.update(id="test", mode="test")
     rows = []
     with tempfile.TemporaryDirectory(prefix="clients-bench-") as tmp:
         for n in (int(c) for c in args.counts.split(",")):
             for scenario in args.scenarios.split(","):
-                row = await measure(n, scenario, Path(tmp), root=args.root, malloc=args.malloc)
+                row = await measure(n, scenario, Path(tmp), root=args.root, malloc=args.malloc,
+                                    openclaw=args.openclaw)
                 print(orjson.dumps(row).decode(), file=sys.stderr, flush=True)
                 rows.append(row)
     print(_table(rows))
