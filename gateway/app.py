@@ -28,7 +28,7 @@ from gateway.devices.store import APPROVED, REJECTED, Admission
 from gateway.events import EVENTS
 from gateway.handshake import ConnectParams
 from gateway.origins import origin_allowed
-from gateway.preauth import LIFT_FRAME_LIMIT
+from gateway.preauth import LIFT_FRAME_LIMIT, PEER_SPOKE
 from gateway.protocol import (
     MAX_PREAUTH_FRAME_BYTES,
     InvalidFrame,
@@ -213,9 +213,9 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
         methods=gw.dispatcher.registry.names(),
         events=list(EVENTS),
         snapshot={
-            "presence": gw.presence(),
+            "presence": gw.presence_board.snapshot_for(conn.conn_id),
             "health": gw.health(),
-            "stateVersion": gw.state_version,
+            "stateVersion": gw.presence_board.state_version(),
             "uptimeMs": gw.uptime_ms(),
             "sessionDefaults": {
                 "defaultAgentId": cfg.agents.default,
@@ -259,6 +259,21 @@ async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None
         task = asyncio.create_task(handle(frame))
         conn.tasks.add(task)
         task.add_done_callback(conn.tasks.discard)
+
+
+def _drop_waiting(gw: Gateway, stale: list[Connection]) -> None:
+    """Close the strangers ``PreAuthSockets`` gave up on; while a cap is still exceeded, look again later."""
+    for conn in stale:
+        conn.close(CLOSE_POLICY, "too many connections waiting to log in")
+    delay = gw.preauth.overdue_in()
+    if delay is None or gw.preauth_sweep is not None:
+        return
+
+    def sweep() -> None:
+        gw.preauth_sweep = None
+        _drop_waiting(gw, gw.preauth.sweep())
+
+    gw.preauth_sweep = asyncio.get_running_loop().call_later(delay, sweep)
 
 
 RPC_PATHS = frozenset({"/", "/ws"})
@@ -318,14 +333,15 @@ def build_app(gateway: Gateway) -> ASGIApp:
         client = ws.client
         remote = client.host if client else "unknown"
         conn = Connection(ws, uuid.uuid4().hex[:16], remote,
-                          max_buffered=gateway.config.gateway.maxBufferedBytes)
+                          max_buffered=gateway.config.gateway.maxBufferedBytes, budget=gateway.outbound)
         conn.start_writer()
         if gateway.stopping:
             conn.close(CLOSE_RESTART, "gateway restarting")
             await conn.wait_closed()
+            await conn.abort()
             return
-        for stale in gateway.preauth.admit(conn.conn_id, remote, conn):
-            stale.close(CLOSE_POLICY, "too many connections waiting to log in")
+        spoke = ws.scope.get("extensions", {}).get(PEER_SPOKE)
+        _drop_waiting(gateway, gateway.preauth.admit(conn.conn_id, remote, conn, spoke))
         try:
             handshake = _Handshake(gateway, conn)
             try:
@@ -341,6 +357,7 @@ def build_app(gateway: Gateway) -> ASGIApp:
             frame, _params, caller = outcome
             conn.caller = caller
             conn.connected_at_ms = int(time.time() * 1000)
+            gateway.presence_board.join(conn, caller)  # listed in its own snapshot, as OpenClaw does
             hello = _hello(gateway, conn, caller)
             admission = handshake.node_admission
             if admission is not None and gateway.nodes is not None:

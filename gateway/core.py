@@ -23,8 +23,11 @@ from gateway.agents.tokens import RunTokens
 from gateway.auth import AuthThrottle
 from gateway.config import Config, ConfigStore
 from gateway.connection import CLOSE_RESTART, Connection
+from gateway.memory import ReleaseAfterCrowd
+from gateway.outbound import OutboundBudget
 from gateway.plugins.hooks import HookRunner
 from gateway.preauth import PreAuthSockets
+from gateway.presence import PresenceBoard
 from gateway.protocol import event_head
 from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
 from gateway.session_events import SessionSubscriptions
@@ -54,8 +57,6 @@ log = structlog.get_logger("gateway.core")
 
 StopHook = Callable[[], Awaitable[None]]
 
-PRESENCE_COALESCE_S = 0.05
-
 
 class Gateway:
     """Holds config, storage, live connections, the dispatcher and the services of one server start.
@@ -82,7 +83,6 @@ class Gateway:
         """This replica's lasting name (kept in the state dir): what its session leases are held as."""
         self.started_at_ms = int(time.time() * 1000)
         self._started_mono = time.monotonic()
-        self.state_version = 1
         gw = config_store.config.gateway
         rl = gw.auth.rateLimit
         self.throttle = AuthThrottle(
@@ -91,6 +91,14 @@ class Gateway:
         self.db = Database(database_url(state_dir))
         self.preauth = PreAuthSockets(gw.maxUnauthenticated, gw.maxUnauthenticatedPerAddress)
         """Sockets still in their handshake (capped: ``gateway.preauth``)."""
+        self.preauth_sweep: asyncio.TimerHandle | None = None
+        """When a cap is exceeded by strangers too young to drop: the timer that looks again."""
+        self.outbound = OutboundBudget(gw.maxBufferedBytesTotal)
+        """Bytes queued for all clients together, and who to cut off past it (``gateway.outbound``)."""
+        self.presence_board = PresenceBoard()
+        self.memory = ReleaseAfterCrowd()
+        """Returns freed memory to the system once a crowd of clients has left (``gateway.memory``)."""
+        """Who is connected, and the deltas sent to the clients that watch (``gateway.presence``)."""
         self.dispatcher = Dispatcher(registry, IdempotencyCache(), DurableOutcomes(self.db), missing=MISSING)
         self.connections: dict[str, Connection] = {}
         self.subscriptions = SessionSubscriptions()
@@ -129,7 +137,6 @@ class Gateway:
         self.restart_reason: str | None = None
         self.stopping = False
         self._tick_task: asyncio.Task[None] | None = None
-        self._presence_pending = False
         self._stop_hooks: list[StopHook] = []
         self._exit: Callable[[], None] = lambda: None
 
@@ -177,6 +184,10 @@ class Gateway:
     async def stop(self) -> None:
         if self._tick_task:
             self._tick_task.cancel()
+        self.presence_board.close()
+        self.memory.close()
+        if self.preauth_sweep is not None:
+            self.preauth_sweep.cancel()
         for task in list(self.background):
             task.cancel()
         runs = getattr(self, "runs", None)
@@ -222,31 +233,17 @@ class Gateway:
     # -- connections and events ----------------------------------------------------------------
 
     def add_connection(self, conn: Connection) -> None:
+        """Deliver events to ``conn`` from now on (its ``hello-ok`` is queued: nothing may come before it)."""
         self.connections[conn.conn_id] = conn
-        self.state_version += 1
-        self._presence_changed()
+        if conn.caller is not None and conn.conn_id not in self.presence_board:
+            self.presence_board.join(conn, conn.caller)
+        self.memory.changed(len(self.connections))
 
     def remove_connection(self, conn: Connection) -> None:
         self.subscriptions.drop(conn.conn_id)
         if self.connections.pop(conn.conn_id, None) is not None:
-            self.state_version += 1
-            self._presence_changed()
-
-    def _presence_changed(self) -> None:
-        """Announce who is connected, once per ``PRESENCE_COALESCE_S`` however many came and went.
-
-        Sending the whole list to every client on every connect costs O(clients²) when many connect at
-        once (a restart, a burst of agent runs); one coalesced event carries the same final state.
-        """
-        if self._presence_pending:
-            return
-        self._presence_pending = True
-
-        def send() -> None:
-            self._presence_pending = False
-            self.broadcast("presence", {"presence": self.presence()}, drop_if_slow=True)
-
-        asyncio.get_running_loop().call_later(PRESENCE_COALESCE_S, send)
+            self.memory.changed(len(self.connections))
+        self.presence_board.leave(conn.conn_id)
 
     def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
         """Send an event to every operator holding ``scope``, on every replica (``gateway.bus``).
@@ -277,22 +274,8 @@ class Gateway:
         return sent
 
     def presence(self) -> list[dict[str, Any]]:
-        out = []
-        for conn in self.connections.values():
-            c = conn.caller
-            if c is None:
-                continue
-            out.append({
-                "connId": c.conn_id,
-                "role": c.role,
-                "clientId": c.client_id,
-                "mode": c.client_mode,
-                "displayName": c.display_name,
-                "deviceId": c.device_id,
-                "remote": c.remote,
-                "connectedAtMs": conn.connected_at_ms,
-            })
-        return out
+        """Every connection of this replica as an OpenClaw ``PresenceEntry`` (``gateway.presence``)."""
+        return self.presence_board.snapshot()
 
     def health(self) -> dict[str, Any]:
         return {

@@ -13,7 +13,7 @@ EVENTS: dict[str, str] = {
     "connect.challenge": "the first frame on a socket: the nonce a device signs, and the server time",
     "tick": "every gateway.tickIntervalMs: the connection is alive (two missed ticks mean a dead link)",
     "health": "the gateway's health, right after hello-ok",
-    "presence": "who is connected (coalesced: one event however many came and went)",
+    "presence": "who joined and who left (deltas, at most one per 50 ms), to clients that watch presence",
     "shutdown": "the gateway is stopping or restarting in place (restartExpectedMs), before close 1012",
     "config.changed": "a config change was applied (which sections, live or by restart)",
     "agent": "an agent run's lifecycle, assistant text, thinking and tool calls, as they happen",

@@ -97,6 +97,10 @@ class GatewayConfig(Section):
     tickIntervalMs: int = Field(30_000, ge=100)
     maxPayload: int = Field(25 * 1024 * 1024, ge=64 * 1024)
     maxBufferedBytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)
+    maxBufferedBytesTotal: int = Field(
+        128 * 1024 * 1024, ge=1024 * 1024,
+        description="Bytes queued for all clients together: past half of it skippable events are dropped, "
+                    "past all of it the slowest clients are closed (1008 slow consumer).")
     publicUrl: str | None = Field(None, description="URL printed for clients, when behind a proxy.")
     redisUrl: str | None = Field(None, description="Redis for events between replicas (REMOTECLAW_REDIS_URL wins).")
     mcp: McpHttpConfig = McpHttpConfig()

@@ -50,5 +50,13 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
 
 @method("system-presence", scope=READ)
 async def system_presence(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]]:
-    """Who is connected right now."""
-    return ctx.gateway.presence()
+    """Who is connected right now (OpenClaw ``PresenceEntry`` list).
+
+    Asking is also how a client that is not a UI opts in to the ``presence`` deltas that follow
+    (``gateway.presence``): it has the list now, and keeps it current from the events.
+    """
+    gw = ctx.gateway
+    conn = gw.connections.get(ctx.caller.conn_id)
+    if conn is not None and ctx.caller.role == "operator":
+        gw.presence_board.watch(conn)
+    return gw.presence()

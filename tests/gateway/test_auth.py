@@ -78,7 +78,7 @@ async def test_good_proof_waits_for_pairing_then_connects(pairing_gateway: Gatew
     client, frame = await _device_connect(pairing_gateway, device, version=version)
     assert frame["ok"] is True, frame
     presence = await watcher.call("system-presence")
-    assert device.id in {p["deviceId"] for p in presence}
+    assert device.id in {p.get("deviceId") for p in presence}
     await client.close()
     await watcher.close()
 

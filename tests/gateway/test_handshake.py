@@ -53,8 +53,8 @@ async def test_challenge_then_hello_ok(gateway: GatewayProcess) -> None:
         ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"])}
     snapshot = hello["snapshot"]
     assert snapshot["sessionDefaults"]["defaultAgentId"] == "main"
-    assert snapshot["health"]["ok"] is True and snapshot["stateVersion"] >= 1
-    assert any(p["connId"] == hello["server"]["connId"] for p in snapshot["presence"]) or snapshot["presence"] == []
+    assert snapshot["health"]["ok"] is True and snapshot["stateVersion"]["presence"] >= 1
+    assert snapshot["presence"] == []  # a test-mode client does not watch presence (issue #28); a UI does
     health = await client.next_event("health")
     assert health["payload"]["ok"] is True and health["seq"] >= 1
     await client.close()
@@ -189,7 +189,7 @@ async def test_loopback_device_is_approved_automatically(gateway: GatewayProcess
     listed = await admin.call("device.pair.list")
     assert [d["deviceId"] for d in listed["paired"]].count(device.id) == 1
     presence = await admin.call("system-presence")
-    assert all(p["deviceId"] in (None, device.id) for p in presence)
+    assert all(p.get("deviceId") in (None, device.id) for p in presence)
     await admin.close()
 
 

@@ -65,7 +65,7 @@ async def test_non_owner_connects_with_least_privilege(agent_gateway: GatewayPro
     shim = await start_shim(agent_gateway, owner=False, plugin_manifest={"tools": []})
     await shim.call_ok("agents_list")
     presence = await watcher.call("system-presence")
-    mine = [p for p in presence if p["clientId"] == "remoteclaw-mcp"]
+    mine = [p for p in presence if p["host"] == "remoteclaw-mcp"]
     assert mine and all(p["mode"] == "backend" for p in mine)
     assert "owner" in error_text(await shim.call("gateway_restart"))
 
@@ -83,6 +83,6 @@ async def test_gateway_restart_mid_session(tmp_path: Path, start_shim: ShimFacto
         assert after["value"] == "main"
         client = await operator(gw.url, gw.token or "")
         presence = await client.call("system-presence")
-        assert [p["clientId"] for p in presence].count("remoteclaw-mcp") == 1
+        assert [p["host"] for p in presence].count("remoteclaw-mcp") == 1
         await client.close()
         await shim.close()
