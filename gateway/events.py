@@ -20,7 +20,7 @@ EVENTS: dict[str, str] = {
     "chat": "a session's chat state: deltas while the agent writes, then final, error or aborted",
     "chat.user": "a message someone sent into a session (chat.send), so every open page on it shows the message",
     "chat.message": "a web chat message changed: the agent reacted to it, pinned it or deleted it",
-    "chat.audio": "a web chat reply spoken (auto-TTS): the OGG/Opus clip, base64, after its final text",
+    "chat.audio": "a web chat reply spoken (auto-TTS): the clip (MP3, mimeType says), base64, after its final text",
     "cron": "a cron job changed or ran",
     "node.invoke.request": "to a node: run a command for the gateway",
     "node.invoke.cancel": "to a node: the caller stopped waiting for an invocation (its timeout passed)",
