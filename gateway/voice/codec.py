@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import av
 import av.audio.resampler
+import av.audio.stream
 
 __all__ = ["FORMATS", "AudioFormat", "Encoded", "duration_s", "encode", "to_ogg_opus", "to_pcm16"]
 
@@ -74,6 +75,7 @@ def encode(data: bytes, fmt: AudioFormat) -> Encoded:
             raise ValueError("the data holds no audio stream")
         with av.open(out_buf, mode="w", format=fmt.container) as sink:
             stream = sink.add_stream(fmt.encoder, rate=fmt.rate)
+            assert isinstance(stream, av.audio.stream.AudioStream)  # an audio encoder gives an audio stream
             stream.bit_rate = fmt.bit_rate
             stream.layout = "mono"
             sample_fmt = "s16" if fmt.encoder == "libopus" else "s16p"  # what each encoder takes
