@@ -1,9 +1,10 @@
-"""Every one of the 51 tools through the real shim process against a real gateway process.
+"""The session, message, heartbeat, gateway and tts tools through the real shim process against a real gateway
+process, and the node and canvas tools meeting a gateway with no node.
 
 Effects are checked where they land: session rows and transcripts (a fake agent CLI answers), stored
-webchat messages, config on the gateway, side-effect records, gateway logs, or the exact UNAVAILABLE
-answer of the capabilities that come later (browser, tts); cron and nodes have their own tests (tests/gateway/cron,
-tests/nodes, tests/compat/test_openclaw_nodes.py); here the node and canvas tools meet a gateway with no node.
+webchat messages, config on the gateway, side-effect records, gateway logs, audio files. Which test covers
+each of the tools (cron, nodes, canvas and browser have their own) is listed in ``covered.py``, and
+``test_coverage.py`` keeps that list equal to the catalogue.
 """
 
 from __future__ import annotations

@@ -41,12 +41,16 @@ async def test_next_heartbeat_queues_the_event_for_one_heartbeat_turn(wake_gatew
     shim = await Shim.start(shim_env(gw, tmp_path, owner=True))
     try:
         await shim.initialize()
+        before = await shim.call_ok("cron_status")
+        assert before["enabled"] is True and before["jobs"] == 1  # the heartbeat job of agent main
         job = await shim.call_ok("cron_add", {"job": {
             "name": "oven", "schedule": {"kind": "cron", "expr": "0 0 1 1 *"}, "sessionTarget": "main",
             "payload": {"kind": "systemEvent", "text": "the oven timer rang"}}})
         assert job["wakeMode"] == "now"  # OpenClaw's default, and what its CLI sends
         switched = await shim.call_ok("cron_update", {"jobId": job["id"], "patch": {"wakeMode": "next-heartbeat"}})
         assert switched["wakeMode"] == "next-heartbeat"
+        after = await shim.call_ok("cron_status")
+        assert after["jobs"] == 2 and after["enabledJobs"] == 2
 
         fired = await shim.call_ok("cron_run", {"jobId": job["id"]})
         assert fired.get("ran", True) is not False, fired
