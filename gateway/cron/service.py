@@ -294,8 +294,9 @@ class CronService:
         async with self.gw.db.session() as s:
             await s.execute(update(CronJob).where(CronJob.id == job.id, CronJob.wake_pending_at.is_(None))
                             .values(wake_pending_at=now_ms()))
+        # Nothing is delivered by this run: the heartbeat turn that carries the event delivers its own reply.
         return ("ok", f"queued for the next heartbeat of agent {agent_id}", None, None, f"agent:{agent_id}:main",
-                "queued")
+                "not-requested")
 
     async def _take_queued(self, agent_id: str) -> list[str]:
         """The events queued for ``agent_id``'s heartbeat, oldest first, cleared as they are taken."""

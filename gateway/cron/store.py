@@ -62,8 +62,7 @@ class CronJob(Base):
                 ("nextRunAtMs", self.next_run_at), ("runningAtMs", self.running_at),
                 ("lastRunAtMs", self.last_run_at), ("lastStatus", self.last_status), ("lastError", self.last_error),
                 ("lastDurationMs", self.last_duration_ms), ("lastDeliveryStatus", self.last_delivery_status),
-                ("consecutiveErrors", self.consecutive_errors), ("wakePendingSinceMs", self.wake_pending_at))
-                if v is not None},
+                ("consecutiveErrors", self.consecutive_errors)) if v is not None},
         }
         if self.description:
             out["description"] = self.description

@@ -76,7 +76,7 @@ async def test_next_heartbeat_queues_the_event_for_one_heartbeat_turn(wake_gatew
                     timeout=20, what="the next heartbeat")
         assert len(heard()) == 1  # taken once, then cleared
         listed = (await shim.call_ok("cron_list", {"filter": "oven"}))["jobs"]
-        assert "wakePendingSinceMs" not in listed[0]["state"]
+        assert listed[0]["wakeMode"] == "next-heartbeat" and listed[0]["state"]["lastStatus"] == "ok"
     finally:
         await shim.close()
 
