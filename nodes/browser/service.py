@@ -20,6 +20,8 @@ __all__ = ["BROWSER_COMMANDS", "BrowserCommands"]
 BROWSER_COMMANDS = ("browser.proxy",)
 ERROR_ENVELOPE = "browser-v1"
 MAX_FILE_BYTES = 10 * 1024 * 1024
+PROXY_MARGIN_S = 2.0
+"""Past the request's timeoutMs before the proxy stops a route (inside the gateway's own 5 s margin)."""
 _FILE_KEYS = ("path", "imagePath")
 
 
@@ -87,8 +89,9 @@ class BrowserCommands:
         # The caller's own timeoutMs bounds the whole route (routes bound their waits too): a request never
         # outlives the gateway's patience, even if its node.invoke.cancel is lost on the way.
         limit_ms = params.get("timeoutMs")
-        limit = limit_ms / 1000 if isinstance(limit_ms, int) and not isinstance(limit_ms, bool) and limit_ms > 0 \
-            else None
+        # A little past it, so a route's own bounded wait (a /wait of timeoutMs) answers first.
+        limit = limit_ms / 1000 + PROXY_MARGIN_S \
+            if isinstance(limit_ms, int) and not isinstance(limit_ms, bool) and limit_ms > 0 else None
         try:
             status, body = await asyncio.wait_for(self.control.handle(method, path, query, params.get("body")),
                                                   limit)
