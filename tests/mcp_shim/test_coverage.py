@@ -53,7 +53,6 @@ def called_by(test_id: str) -> set[str]:
 
 def test_the_registry_lists_exactly_the_catalogue() -> None:
     catalogue = {t.name for t in BUILTIN} | plugin_tools()
-    assert len({t.name for t in BUILTIN}) == 51
     missing, stale = sorted(catalogue - set(COVERED)), sorted(set(COVERED) - catalogue)
     assert not missing, f"tools without a shim test (add one and list it in tests/mcp_shim/covered.py): {missing}"
     assert not stale, f"tests/mcp_shim/covered.py lists tools that do not exist: {stale}"
