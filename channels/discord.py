@@ -9,6 +9,15 @@ Targets (``to``): ``channel:<id>`` or a bare ``<id>`` is a channel (guild text c
 or DM channel); ``user:<id>`` opens (or reuses) the DM channel with that user. A ``thread_id``
 sends into that thread instead of ``to``: Discord threads are channels of their own.
 
+**After a crash.** Discord does not redeliver: a message that arrived while the gateway was down (or was
+received but not yet handled when it died) exists only in the channel's history. So at every fresh session
+(``READY``, not a ``RESUME``, which replays missed events itself) the channel reads, for every conversation
+it has handled a message in, the history after the last message handled (``GET /channels/{id}/messages
+?after=``, at most ``CATCH_UP_LIMIT`` per conversation, oldest first) and hands each message to the usual
+inbound path. The message log hands a message out only if it was never handled, so each is answered once
+even if it also arrives live. A conversation the bot never handled anything in has no point to resume
+from and is not read.
+
 ``apiBase`` and ``gatewayUrl`` exist for tests and proxies. discord.py keeps both as class
 attributes, so they apply to every Discord account in this process.
 """
@@ -22,7 +31,7 @@ import re
 import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -55,7 +64,13 @@ with warnings.catch_warnings():
     except ImportError:  # pragma: no cover - exercised only without the extra
         discord = None  # type: ignore[assignment]
 
-__all__ = ["DiscordChannel"]
+__all__ = ["DiscordChannel", "MessageHistory"]
+
+
+class MessageHistory(Protocol):
+    """What the catch-up needs of the gateway's message log (``PlatformHost.history``)."""
+
+    async def last_handled(self, channel: str, account_id: str) -> dict[str, str]: ...
 
 log = structlog.get_logger("channels.discord")
 
@@ -63,6 +78,7 @@ TEXT_LIMIT = 2000
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024
 MAX_DOWNLOAD_BYTES = 25 * 1024 * 1024  # inbound attachments larger than this are passed by URL only
 RATE_LIMIT_WAIT_S = 30.0  # the shortest limit discord.py accepts; longer 429 waits fail the call instead
+CATCH_UP_LIMIT = 100  # messages read back per conversation after a restart (one page of Discord's history)
 _TARGET = re.compile(r"^(?:(channel|user):)?(\d{1,20})$")
 
 
@@ -111,7 +127,8 @@ class DiscordChannel(Channel):
 
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str,
                  api_base: str | None = None, gateway_url: str | None = None, allow_bots: bool = False,
-                 ready_timeout: float = 30.0, media_dir: Path | None = None) -> None:
+                 ready_timeout: float = 30.0, media_dir: Path | None = None,
+                 history: MessageHistory | None = None) -> None:
         super().__init__(account_id, on_inbound)
         if discord is None:
             raise MissingExtra("discord", "the Discord channel")
@@ -128,6 +145,8 @@ class DiscordChannel(Channel):
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._dm_channels: dict[int, int] = {}
+        self._history = history
+        self._catch_up: asyncio.Task[None] | None = None
 
     @classmethod
     def configured(cls, cfg: dict[str, Any]) -> bool:
@@ -141,7 +160,8 @@ class DiscordChannel(Channel):
         return cls(account_id, on_inbound, token=str(cfg.get("token") or ""), api_base=cfg.get("apiBase"),
                    gateway_url=cfg.get("gatewayUrl"), allow_bots=bool(cfg.get("allowBots", False)),
                    ready_timeout=float(cfg.get("readyTimeoutSeconds", 30.0)),
-                   media_dir=account_media_dir(state, "discord", account_id) if state else None)
+                   media_dir=account_media_dir(state, "discord", account_id) if state else None,
+                   history=getattr(cfg.get("_host"), "history", None))
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -190,6 +210,8 @@ class DiscordChannel(Channel):
             log.exception("discord connection ended", account=self.account_id)
 
     async def stop(self) -> None:
+        if self._catch_up is not None:
+            self._catch_up.cancel()
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -220,6 +242,35 @@ class DiscordChannel(Channel):
                 await self.on_inbound(self._to_inbound(message, client.user, paths))
         except Exception:
             log.exception("inbound discord message failed", account=self.account_id, message_id=message.id)
+
+    def _start_catch_up(self) -> None:
+        """At a fresh session: read what was missed while no session was open (see the module docstring)."""
+        if self._history is None or (self._catch_up is not None and not self._catch_up.done()):
+            return
+        self._catch_up = asyncio.create_task(self._read_missed(), name=f"discord-catch-up-{self.account_id}")
+
+    async def _read_missed(self) -> None:
+        assert self._history is not None
+        try:
+            points = await self._history.last_handled(self.name, self.account_id)
+        except Exception:
+            log.exception("discord catch-up: cannot read where to resume", account=self.account_id)
+            return
+        for conversation, last in points.items():
+            try:
+                client = self._live()
+                channel = client.get_channel(int(conversation)) or await client.fetch_channel(int(conversation))
+                missed = [m async for m in channel.history(  # type: ignore[union-attr]
+                    after=discord.Object(int(last)), limit=CATCH_UP_LIMIT, oldest_first=True)]
+            except (discord.HTTPException, aiohttp.ClientError, OSError, ValueError, ChannelError) as exc:
+                log.warning("discord catch-up: cannot read a conversation's history", account=self.account_id,
+                            channel_id=conversation, error=str(exc))
+                continue
+            if missed:
+                log.info("discord catch-up: reading messages missed while away", account=self.account_id,
+                         channel_id=conversation, count=len(missed))
+            for message in missed:
+                await self._on_message(message)
 
     async def _download_attachment(self, attachment: discord.Attachment) -> str | None:
         """Save an inbound attachment in the state dir so the agent can read it; None when it cannot be had."""
@@ -424,6 +475,7 @@ if discord is not None:
         async def on_ready(self) -> None:
             log.info("discord connected", account=self._owner.account_id, user=str(self.user))
             self._owner._ready.set()
+            self._owner._start_catch_up()
 
         async def on_resumed(self) -> None:
             log.info("discord session resumed", account=self._owner.account_id)

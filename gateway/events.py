@@ -20,7 +20,7 @@ EVENTS: dict[str, str] = {
     "chat": "a session's chat state: deltas while the agent writes, then final, error or aborted",
     "chat.user": "a message someone sent into a session (chat.send), so every open page on it shows the message",
     "chat.message": "a web chat message changed: the agent reacted to it, pinned it or deleted it",
-    "chat.audio": "a web chat reply spoken (auto-TTS): the OGG/Opus clip, base64, after its final text",
+    "chat.audio": "a web chat reply spoken (auto-TTS): the clip (MP3, mimeType says), base64, after its final text",
     "sessions.changed": "to sessions.subscribe callers: a session was created, changed, deleted, got a message, or "
                         "its run started or ended",
     "session.message": "to sessions.messages.subscribe callers of that session: a message was added to its transcript",

@@ -12,6 +12,11 @@ messages map onto sessions is the operator's choice (``session.dmScope``):
 
 Groups always get their own ``agent:<id>:<channel>:group:<chat>`` and a thread or topic inside
 a group or DM appends ``:thread:<thread>``. Keys are lower-cased so they compare reliably.
+
+Two names are special, as in OpenClaw: ``agent:<id>:global`` (kind ``global``: one session shared by
+everyone, what OpenClaw's ``session.scope: global`` uses) and ``agent:<id>:unknown`` (kind ``unknown``: turns
+whose sender could not be told). ``sessions.list`` leaves them out unless asked (``includeGlobal``,
+``includeUnknown``); the ``sessions_list`` tool always asks.
 """
 
 from __future__ import annotations
@@ -77,8 +82,8 @@ def parse_key(key: str) -> tuple[str, str]:
 
 def kind_of(key: str) -> str:
     rest = parse_key(key)[1]
-    if rest == "main":
-        return "main"
+    if rest in ("main", "global", "unknown"):
+        return rest
     for marker, kind in ((":thread:", "thread"), (":group:", "group"), (":channel:", "group"),
                          ("subagent:", "subagent"), ("cron:", "cron"), ("webchat:", "webchat")):
         if marker in f":{rest}" or rest.startswith(marker):

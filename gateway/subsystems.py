@@ -35,6 +35,7 @@ SUBSYSTEMS: list[str] = [
     "gateway.plugins.service",
     "gateway.devices.service",
     "gateway.canvas.service",
+    "gateway.browser.serve",
     "gateway.voice.service",
     "gateway.mcp_http.transport",
 ]

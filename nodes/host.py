@@ -39,6 +39,8 @@ STABLE_AFTER_S = 10.0
 
 DEDUPE_KEYS = 256
 DEDUPE_TTL_S = 600.0
+INVOKE_GRACE_S = 2.0
+"""How long past the request's timeoutMs the node keeps at an invocation before giving it up itself."""
 
 UNAVAILABLE_EVENT = "capabilities.unavailable"
 
@@ -85,6 +87,8 @@ class NodeHost:
         self.client: GatewayClient | None = None
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        """Invocations in progress by id, so ``node.invoke.cancel`` can stop them."""
         self._recent: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
         self._last_frame = time.monotonic()
         self._reconnect_now = asyncio.Event()
@@ -250,10 +254,22 @@ class NodeHost:
         if not isinstance(payload, dict):
             return
         if event == "node.invoke.request":
-            self._spawn(self._invoke(payload))
+            task = self._spawn(self._invoke(payload))
+            invoke_id = str(payload.get("id") or "")
+            if invoke_id:
+                self._running[invoke_id] = task
+                task.add_done_callback(lambda _t: self._forget(invoke_id))
         elif event == "node.invoke.cancel":
-            if self.commands.cancel(str(payload.get("invokeId"))):
-                log(f"cancelled invocation {payload.get('invokeId')}: the caller stopped waiting")
+            # The caller gave up: stop the work (a process is killed with its group; a browser wait or
+            # canvas call is cancelled), so nothing keeps running for an answer nobody will read.
+            invoke_id = str(payload.get("invokeId"))
+            killed = self.commands.cancel(invoke_id)
+            running = self._running.pop(invoke_id, None)
+            if running is not None and not running.done():
+                running.cancel()
+                killed = True
+            if killed:
+                log(f"cancelled invocation {invoke_id}: the caller stopped waiting")
         elif event == "node.pair.resolved" and payload.get("nodeId") == self.node_id:
             self._pairing_resolved(payload)
 
@@ -277,10 +293,14 @@ class NodeHost:
             self._spawn(self._emit(UNAVAILABLE_EVENT, {"commands": ["canvas.*", "browser.*"],
                                                        "reason": self._unavailable}))
 
-    def _spawn(self, coro: Any) -> None:
+    def _forget(self, invoke_id: str) -> None:
+        self._running.pop(invoke_id, None)
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _invoke(self, frame: dict[str, Any]) -> None:
         invoke_id = str(frame.get("id") or "")
@@ -294,8 +314,16 @@ class NodeHost:
             try:
                 raw = frame.get("paramsJSON")
                 params = orjson.loads(raw) if isinstance(raw, str) else frame.get("params")
-                payload = await self.commands.run(command, params, invoke_id)
+                # The gateway stops waiting after the request's timeoutMs; so does the node, a moment later,
+                # in case the gateway's node.invoke.cancel never arrives (a dropped link, another replica).
+                limit = frame.get("timeoutMs")
+                deadline = limit / 1000 + INVOKE_GRACE_S if isinstance(limit, int) and limit > 0 else None
+                payload = await asyncio.wait_for(self.commands.run(command, params, invoke_id), deadline)
                 answer.update(ok=True, payloadJSON=orjson.dumps(payload).decode())
+            except TimeoutError:
+                log(f"{command} stopped: it outlasted the caller's timeoutMs ({frame.get('timeoutMs')} ms)")
+                answer.update(ok=False, error={"code": "UNAVAILABLE", "message": f"{command} took longer than "
+                                                                                 "the caller's timeoutMs"})
             except CommandError as err:
                 answer.update(ok=False, error={"code": err.code, "message": err.message})
             except orjson.JSONDecodeError:

@@ -277,12 +277,15 @@ class AgentExecutor:
         if silent or not wanted:
             return
         try:
-            speech = await self.gw.voice.speak(text)
+            from gateway.voice.service import format_for_channel  # voice (PyAV) loads only when used
+
+            # MP3, not OGG/Opus: the page must play it in Safari too (see gateway/voice/codec.py)
+            speech = await self.gw.voice.speak(text, format_for_channel("webchat"))
             data = await asyncio.to_thread(Path(speech.path).read_bytes)
         except (RpcError, OSError) as exc:
             log.warning("spoken reply not made for the web chat", run_id=run.id, error=str(exc))
             return
-        self.gw.broadcast("chat.audio", {"runId": run.id, "sessionKey": run.session_key, "mimeType": "audio/ogg",
+        self.gw.broadcast("chat.audio", {"runId": run.id, "sessionKey": run.session_key, "mimeType": speech.mime,
                                          "durationS": round(speech.duration_s, 2), "provider": speech.provider,
                                          "base64": base64.b64encode(data).decode()})
 

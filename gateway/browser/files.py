@@ -21,7 +21,7 @@ from typing import Any
 
 from gateway.paths import outbound_dir
 
-__all__ = ["FileEnvelopeError", "persist"]
+__all__ = ["FileEnvelopeError", "persist", "persist_files"]
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_TOTAL_BYTES = 16 * 1024 * 1024
@@ -58,9 +58,14 @@ def _folder(state: Path) -> Path:
 
 def persist(result: Any, files: Any, state: Path) -> Any:
     """Write the files of a proxied answer and point the answer at them (blocking: run in a thread)."""
+    return persist_files(result, files, state)[0]
+
+
+def persist_files(result: Any, files: Any, state: Path) -> tuple[Any, list[str]]:
+    """``persist``, also returning the paths of the files written (in the order the answer names them)."""
     spots = _named_paths(result)
     if files is None and not spots:
-        return result
+        return result, []
     if not isinstance(files, list) or len(files) > MAX_FILES:
         raise FileEnvelopeError("the browser node returned a malformed file list")
     by_path: dict[str, bytes] = {}
@@ -91,4 +96,4 @@ def persist(result: Any, files: Any, state: Path) -> Any:
         saved[path] = str(target)
     for owner, key in spots:
         owner[key] = saved[owner[key]]
-    return result
+    return result, list(saved.values())

@@ -4,7 +4,8 @@ The gateway has no browser of its own: the request goes, as ``browser.proxy``, t
 offers it (ours, with Chromium, or OpenClaw's node host). Which node: the ``node`` param, else
 ``nodes.browserNode`` from config, else the only browser node connected (several and no choice is an
 error that lists them). A route's refusal keeps its HTTP status in ``details.status``: 4xx answers
-``INVALID_REQUEST``, 5xx ``UNAVAILABLE``. Files the node returns are saved on the gateway (``files.py``).
+``INVALID_REQUEST``, 5xx ``UNAVAILABLE``. Files the node returns are saved on the gateway (``files.py``)
+and listed in the answer's ``files`` with the URL they are served at (``serve.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from gateway.browser.files import FileEnvelopeError, persist
+from gateway.browser.files import FileEnvelopeError, persist_files
+from gateway.browser.serve import describe
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, CallContext, Params, method
 
@@ -93,7 +95,11 @@ async def browser_request(p: BrowserRequestParams, ctx: CallContext) -> Any:
     if "result" not in payload:
         raise Unavailable("the browser node answered without a result", details={"nodeId": target["nodeId"]})
     try:
-        return await asyncio.to_thread(persist, payload["result"], payload.get("files"),
-                                       ctx.gateway.state_dir)
+        result, saved = await asyncio.to_thread(persist_files, payload["result"], payload.get("files"),
+                                                ctx.gateway.state_dir)
     except FileEnvelopeError as exc:
         raise Unavailable(str(exc), details={"nodeId": target["nodeId"]}) from None
+    if saved and isinstance(result, dict) and "files" not in result:
+        # What each saved file is and where an HTTP client fetches it (a remote MCP client cannot read path).
+        result["files"] = await asyncio.to_thread(describe, ctx.gateway, saved)
+    return result

@@ -126,6 +126,19 @@ def _target(raw: Any, payload_kind: str) -> str:
     return raw
 
 
+WAKE_MODES = ("now", "next-heartbeat")
+
+
+def _wake_mode(raw: Any) -> str:
+    """OpenClaw's ``wakeMode``: ``now`` (the default, what its CLI sends) runs a main-session job's turn at
+    its time; ``next-heartbeat`` queues its event for the agent's next heartbeat turn."""
+    if raw is None:
+        return "now"
+    if raw not in WAKE_MODES:
+        raise _bad("wakeMode", f"expected now or next-heartbeat, got {raw!r}")
+    return str(raw)
+
+
 def _bool(raw: dict[str, Any], key: str, default: bool) -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
@@ -147,6 +160,7 @@ class JobSpec:
     delivery: dict[str, Any] | None
     failure_alert: dict[str, Any] | None
     delete_after_run: bool
+    wake_mode: str = "now"
 
     def columns(self) -> dict[str, Any]:
         dump = orjson.dumps
@@ -156,12 +170,15 @@ class JobSpec:
             "payload": dump(self.payload).decode(),
             "delivery": dump(self.delivery).decode() if self.delivery else None,
             "failure_alert": dump(self.failure_alert).decode() if self.failure_alert else None,
-            "delete_after_run": self.delete_after_run,
+            "delete_after_run": self.delete_after_run, "wake_mode": self.wake_mode,
         }
 
 
-def validate_job(raw: dict[str, Any], *, now_ms: int, agent_ids: list[str]) -> JobSpec:
-    """Check a whole job definition.
+def validate_job(raw: dict[str, Any], *, now_ms: int, agent_ids: list[str],
+                 heartbeat_agents: frozenset[str] | None = None, default_agent: str | None = None) -> JobSpec:
+    """Check a whole job definition. ``heartbeat_agents``: the agents with a heartbeat configured (a
+    ``next-heartbeat`` job of any other agent would never wake, so it is refused); None skips that check.
+    ``default_agent`` is the agent of a job that names none.
 
     Raises:
         InvalidRequest: naming the field that is wrong.
@@ -179,17 +196,28 @@ def validate_job(raw: dict[str, Any], *, now_ms: int, agent_ids: list[str]) -> J
     except ScheduleError as exc:
         raise _bad(exc.field, str(exc).split(": ", 1)[1]) from exc
     payload = _payload(raw.get("payload"))
+    session_target = _target(raw.get("sessionTarget"), payload["kind"])
+    wake_mode = _wake_mode(raw.get("wakeMode"))
+    if wake_mode == "next-heartbeat":
+        if session_target != "main":
+            raise _bad("wakeMode", "next-heartbeat waits for the main session's heartbeat, so it needs sessionTarget "
+                                   "main (other jobs run at their time: use now)")
+        agent = agent_id or default_agent
+        if heartbeat_agents is not None and agent not in heartbeat_agents:
+            raise _bad("wakeMode", f"agent {agent!r} has no heartbeat (agents.list[].heartbeat), so next-heartbeat "
+                                   "would never wake: configure one or use now")
     return JobSpec(
         name=name.strip(), description=_text(raw, "description", "description", required=False, limit=2000),
         agent_id=agent_id, enabled=_bool(raw, "enabled", True), schedule=schedule,
-        session_target=_target(raw.get("sessionTarget"), payload["kind"]), payload=payload,
+        session_target=session_target, payload=payload, wake_mode=wake_mode,
         delivery=_delivery(raw.get("delivery")), failure_alert=_failure_alert(raw.get("failureAlert")),
         delete_after_run=_bool(raw, "deleteAfterRun", False),
     )
 
 
 def validate_patch(current: dict[str, Any], patch: dict[str, Any], *, now_ms: int,
-                   agent_ids: list[str]) -> JobSpec:
+                   agent_ids: list[str], heartbeat_agents: frozenset[str] | None = None,
+                   default_agent: str | None = None) -> JobSpec:
     """Apply ``patch`` to a job's current definition (``to_dict`` shape) and check the result."""
     unknown = sorted(set(patch) - PATCHABLE)
     if unknown:
@@ -205,4 +233,5 @@ def validate_patch(current: dict[str, Any], patch: dict[str, Any], *, now_ms: in
     if isinstance(delivery, dict) and delivery.get("token") == REDACTED:  # a read-back sent back unchanged
         old = (current.get("delivery") or {}).get("token")
         merged["delivery"] = {**delivery, "token": old} if old else {k: v for k, v in delivery.items() if k != "token"}
-    return validate_job(merged, now_ms=now_ms, agent_ids=agent_ids)
+    return validate_job(merged, now_ms=now_ms, agent_ids=agent_ids, heartbeat_agents=heartbeat_agents,
+                        default_agent=default_agent)

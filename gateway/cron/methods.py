@@ -71,8 +71,11 @@ def _service(ctx: CallContext) -> CronService:
     return svc
 
 
-def _agent_ids(ctx: CallContext) -> list[str]:
-    return [a.id for a in ctx.gateway.config.agents.list]
+def _agents(ctx: CallContext) -> dict[str, Any]:
+    """What a job definition is checked against: the agents, which have a heartbeat, the default one."""
+    agents = ctx.gateway.config.agents.list
+    return {"agent_ids": [a.id for a in agents], "default_agent": ctx.gateway.sessions.default_agent_id,
+            "heartbeat_agents": frozenset(a.id for a in agents if a.heartbeat is not None)}
 
 
 async def _job(ctx: CallContext, job_id: str) -> CronJob:
@@ -131,7 +134,7 @@ async def cron_add(p: AddParams, ctx: CallContext) -> dict[str, Any]:
     raw = dict(p.model_extra or {})
     raw.pop("id", None)
     raw.pop("jobId", None)
-    spec = validate_job(raw, now_ms=now, agent_ids=_agent_ids(ctx))
+    spec = validate_job(raw, now_ms=now, **_agents(ctx))
     job = CronJob(id=uuid.uuid4().hex[:16], created_at=now, updated_at=now, kind="job", consecutive_errors=0,
                   **spec.columns())
     job.next_run_at = spec.schedule.next_after(now - 1) if spec.enabled else None
@@ -154,7 +157,7 @@ async def cron_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
     if current.kind == "heartbeat":
         raise InvalidRequest("id: heartbeat jobs follow agents.<id>.heartbeat in the config; change it there",
                              details={"field": "id"})
-    spec = validate_patch(current.to_dict(redact=False), p.patch, now_ms=now, agent_ids=_agent_ids(ctx))
+    spec = validate_patch(current.to_dict(redact=False), p.patch, now_ms=now, **_agents(ctx))
     async with ctx.gateway.db.session() as s:
         job = await s.get(CronJob, p.ref)
         if job is None:

@@ -14,6 +14,11 @@ Misfires (the gateway was down over several firings) coalesce: the next firing i
 on schedule. Its agent run is not retried by run recovery (``source: cron``).
 
 Cron runs are never owner-tier: the agent gets the baseline tools only.
+
+**Wake modes** (OpenClaw's ``wakeMode``). ``now``: a job's turn runs at its time. ``next-heartbeat`` (main-session
+jobs only, for an agent with a heartbeat): the firing only queues the job's event (``wake_pending_at``, recorded
+as an ``ok`` run saying so); the agent's next heartbeat turn takes every queued event, each as a ``System:``
+line before the heartbeat prompt, and clears them, so the main session hears of them once, in one turn.
 """
 
 from __future__ import annotations
@@ -233,6 +238,8 @@ class CronService:
         agent = gw.sessions.agent(job.agent_id)
         if job.kind == "heartbeat" and not _within_active_hours(agent.heartbeat):
             return "skipped", "outside active hours", None, None, None, None
+        if job.kind == "job" and job.wake_mode == "next-heartbeat" and job.session_target == "main":
+            return await self._queue_for_heartbeat(job, agent.id)
         run_key = uuid.uuid4().hex[:12]
         target = job.session_target
         if target == "isolated":
@@ -243,6 +250,10 @@ class CronService:
             key = gw.sessions.normalize_key(target.removeprefix("session:"))
         await gw.sessions.ensure(key, kind="cron" if target == "isolated" else None)
         text = payload["message"] if payload["kind"] == "agentTurn" else f"[scheduled: {job.name}] {payload['text']}"
+        if job.kind == "heartbeat":
+            events = await self._take_queued(agent.id)
+            if events:
+                text = "\n".join(f"System: {line}" for line in events) + "\n\n" + text
         run, _ = await gw.runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="cron",
                                                  is_owner=False, deliver=False))
         limit = payload.get("timeoutSeconds") or gw.config.agents.timeoutSeconds + 30
@@ -276,6 +287,36 @@ class CronService:
                 return "ok", summary, None, run.id, key, "failed"
             return "error", summary, f"delivery failed: {exc}", run.id, key, "failed"
         return "ok", summary, None, run.id, key, delivered
+
+    async def _queue_for_heartbeat(self, job: CronJob, agent_id: str) -> tuple[str, str | None, str | None,
+                                                                                 str | None, str | None, str | None]:
+        """A ``next-heartbeat`` firing: mark the job's event queued (once, however often it fires before)."""
+        async with self.gw.db.session() as s:
+            await s.execute(update(CronJob).where(CronJob.id == job.id, CronJob.wake_pending_at.is_(None))
+                            .values(wake_pending_at=now_ms()))
+        # Nothing is delivered by this run: the heartbeat turn that carries the event delivers its own reply.
+        return ("ok", f"queued for the next heartbeat of agent {agent_id}", None, None, f"agent:{agent_id}:main",
+                "not-requested")
+
+    async def _take_queued(self, agent_id: str) -> list[str]:
+        """The events queued for ``agent_id``'s heartbeat, oldest first, cleared as they are taken."""
+        default = self.gw.sessions.default_agent_id
+        async with self.gw.db.session() as s:
+            mine = CronJob.agent_id == agent_id
+            if agent_id == default:
+                mine = mine | CronJob.agent_id.is_(None)
+            rows = list((await s.execute(
+                select(CronJob).where(CronJob.wake_pending_at.is_not(None), mine)
+                .order_by(CronJob.wake_pending_at))).scalars())
+            if not rows:
+                return []
+            await s.execute(update(CronJob).where(CronJob.id.in_([r.id for r in rows])).values(wake_pending_at=None))
+            out = []
+            for row in rows:
+                payload = orjson.loads(row.payload)
+                body = payload.get("text") if payload.get("kind") == "systemEvent" else payload.get("message")
+                out.append(f"[scheduled: {row.name}] {body}")
+            return out
 
     async def _finish(self, job: CronJob, history_id: int, started: int, status: str, summary: str | None,
                       error: str | None, run_id: str | None, session_key: str | None,

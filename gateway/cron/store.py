@@ -38,6 +38,9 @@ class CronJob(Base):
     failure_alert: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
     delete_after_run: Mapped[bool] = mapped_column(Boolean, default=False)
     kind: Mapped[str] = mapped_column(String(16), default="job")  # job | heartbeat
+    wake_mode: Mapped[str] = mapped_column(String(16), default="now", server_default="now")  # now | next-heartbeat
+    wake_pending_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    """A next-heartbeat job that fired: its event waits for the agent's next heartbeat turn (then cleared)."""
     next_run_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     running_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     running_replica: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -53,7 +56,7 @@ class CronJob(Base):
     def to_dict(self, *, redact: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id, "name": self.name, "enabled": self.enabled, "schedule": _load(self.schedule),
-            "sessionTarget": self.session_target, "payload": _load(self.payload),
+            "sessionTarget": self.session_target, "wakeMode": self.wake_mode, "payload": _load(self.payload),
             "createdAtMs": self.created_at, "updatedAtMs": self.updated_at,
             "state": {k: v for k, v in (
                 ("nextRunAtMs", self.next_run_at), ("runningAtMs", self.running_at),

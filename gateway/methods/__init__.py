@@ -14,6 +14,7 @@ CAPABILITY_METHODS: list[str] = [
     "gateway.plugins.methods",
     "gateway.devices.methods",
     "gateway.browser.methods",
+    "gateway.browser.serve",
     "gateway.voice.methods",
 ]
 """Method modules that live in a capability's own subpackage (``gateway/<capability>/methods.py``)."""

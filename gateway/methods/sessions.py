@@ -57,8 +57,8 @@ def is_owner(ctx: CallContext) -> bool:
 class ListParams(Params):
     search: str | None = Field(None, max_length=256)
     limit: int | None = Field(None, ge=1, le=1000)
-    includeGlobal: bool = False
-    includeUnknown: bool = False
+    includeGlobal: bool = Field(False, description="Also list agent:<id>:global, the session shared by everyone.")
+    includeUnknown: bool = Field(False, description="Also list agent:<id>:unknown (turns of an unknown sender).")
     includeDerivedTitles: bool = Field(False, description="Add derivedTitle: the first user message, shortened.")
     includeLastMessage: bool = Field(False, description="Add lastMessagePreview: the newest message, shortened.")
     agentId: str | None = None
@@ -66,10 +66,12 @@ class ListParams(Params):
 
 @method("sessions.list", params=ListParams, scope=READ, baseline=True)
 async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
-    """Sessions, most recently active first, filtered by a search over keys and labels."""
+    """Sessions, most recently active first, filtered by a search over keys and labels; the global and
+    unknown sessions only when asked for (see ``gateway/sessions.py``)."""
     runs = ctx.gateway.runs
     async with ctx.gateway.db.session() as s:
-        rows = await SessionRepo.search(s, search=p.search, limit=p.limit)
+        hidden = [name for name, shown in (("global", p.includeGlobal), ("unknown", p.includeUnknown)) if not shown]
+        rows = await SessionRepo.search(s, search=p.search, limit=p.limit, hide_names=hidden)
         keys = [r.key for r in rows]
         titles = await SessionRepo.first_user_texts(s, keys) if p.includeDerivedTitles else {}
         latest = await SessionRepo.last_texts(s, keys) if p.includeLastMessage else {}

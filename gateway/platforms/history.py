@@ -65,6 +65,23 @@ class MessageLog:
             return False
         return True
 
+    async def last_handled(self, channel: str, account_id: str) -> dict[str, str]:
+        """Per conversation (a thread's id, else the chat's), the id of the newest inbound message handled:
+        where a platform that does not redeliver (Discord) resumes reading its history after a crash."""
+        from sqlalchemy import func
+
+        async with self.db.session() as s:
+            newest = (await s.execute(
+                select(func.max(ChannelMessage.id)).where(
+                    ChannelMessage.channel == channel, ChannelMessage.account_id == account_id,
+                    ChannelMessage.direction == "in", ChannelMessage.handled_at.is_not(None))
+                .group_by(ChannelMessage.chat_id, ChannelMessage.thread_id))).scalars().all()
+            if not newest:
+                return {}
+            rows = (await s.execute(select(ChannelMessage.chat_id, ChannelMessage.thread_id, ChannelMessage.message_id)
+                                    .where(ChannelMessage.id.in_(newest)))).all()
+        return {str(thread or chat): str(message) for chat, thread, message in rows}
+
     async def handled(self, msg: Inbound) -> None:
         """The message is dealt with (a turn queued, a command answered, or refused): never hand it out again.
 

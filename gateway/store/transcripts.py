@@ -44,7 +44,8 @@ class SessionRecord(Base):
 
     key: Mapped[str] = mapped_column(String(512), primary_key=True)
     agent_id: Mapped[str] = mapped_column(String(128), index=True)
-    kind: Mapped[str] = mapped_column(String(16), default="direct")  # main|direct|group|thread|webchat|cron|subagent
+    # main|global|unknown|direct|group|thread|webchat|cron|subagent
+    kind: Mapped[str] = mapped_column(String(16), default="direct")
     label: Mapped[str | None] = mapped_column(String(256), nullable=True, unique=True)
     channel: Mapped[str | None] = mapped_column(String(64), nullable=True)
     account_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
@@ -184,8 +185,12 @@ class SessionRepo:
 
     @staticmethod
     async def search(s: AsyncSession, *, search: str | None, limit: int | None,
-                     kinds: Sequence[str] | None = None) -> list[SessionRecord]:
+                     kinds: Sequence[str] | None = None, hide_names: Sequence[str] = ()) -> list[SessionRecord]:
+        """Sessions newest first; ``hide_names`` leaves out ``agent:<id>:<name>`` for each name (exactly
+        that last part: agent ids hold no colon, so ``agent:%:global`` without a further colon)."""
         q = select(SessionRecord).order_by(SessionRecord.updated_at.desc())
+        for name in hide_names:
+            q = q.where(~(SessionRecord.key.like(f"agent:%:{name}") & ~SessionRecord.key.like(f"agent:%:%:{name}")))
         if search:
             like = f"%{search.lower()}%"
             q = q.where(or_(func.lower(SessionRecord.key).like(like), func.lower(SessionRecord.label).like(like)))

@@ -1,8 +1,9 @@
 """``tts.*`` and ``stt.*``: the voice service over RPC (owner tools ``tts_*``; ``stt.*`` for operators).
 
 ``tts.convert {text, channel?}`` answers the audio file's path (on the gateway's disk, for
-``message_send_attachment``), the provider that spoke, the format (OGG/Opus, which every channel takes as a
-voice message), the duration, and the providers passed over with their reasons.
+``message_send_attachment``), the provider that spoke, the format the channel wants (OGG/Opus voice notes for
+Telegram and Discord, and when no channel is named; MP3 for the web chat, which Safari must play; an unknown
+channel is refused by name), the duration, and the providers passed over with their reasons.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import Field, model_validator
 from gateway.extras import require
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
-from gateway.voice.service import VoiceService
+from gateway.voice.service import VoiceService, format_for_channel
 
 MAX_AUDIO_BYTES = 25 * 1024 * 1024
 
@@ -62,8 +63,9 @@ async def tts_providers(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
 
 @method("tts.convert", params=ConvertParams, scope=WRITE, aliases=("tts:convert",))
 async def tts_convert(p: ConvertParams, ctx: CallContext) -> dict[str, Any]:
-    """Speak text into an OGG/Opus file, with fallback across providers."""
-    speech = await _voice(ctx).speak(p.text)
+    """Speak text into a file in the channel's format, with fallback across providers."""
+    fmt = format_for_channel(p.channel)  # before any synthesis: a bad channel costs nothing
+    speech = await _voice(ctx).speak(p.text, fmt)
     return {**speech.to_dict(), **({"channel": p.channel} if p.channel else {})}
 
 

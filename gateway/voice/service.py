@@ -4,8 +4,9 @@ reply is spoken.
 Speaking tries the active provider first (the owner's choice, else ``messages.tts.provider``), then every
 other configured one in the order openai, elevenlabs, edge, local; each failure is recorded with its
 reason, and all failing answers ``UNAVAILABLE`` listing them. Whatever the provider returns is re-encoded
-to OGG/Opus (``codec``), the one format every channel plays as a voice message, and written under
-``<state dir>/outbound/voice/`` (pruned after a week) so ``message_send_attachment`` can deliver it.
+(``codec``) for the channel it is for (``FORMAT_FOR_CHANNEL``: OGG/Opus voice notes for Telegram and
+Discord, MP3 for the web chat, which Safari must play too), and written under ``<state dir>/outbound/voice/``
+(pruned after a week) so ``message_send_attachment`` can deliver it.
 """
 
 from __future__ import annotations
@@ -30,12 +31,29 @@ from gateway.voice.providers import TtsFailure, make_provider
 if TYPE_CHECKING:
     from gateway.core import Gateway
 
-__all__ = ["Speech", "VoiceService", "spoken_text", "start"]
+__all__ = ["FORMAT_FOR_CHANNEL", "Speech", "VoiceService", "format_for_channel", "spoken_text", "start"]
 
 log = structlog.get_logger("gateway.voice")
 
 KEEP_AUDIO_S = 7 * 24 * 3600
 TAG = re.compile(r"\[\[\s*tts\s*\]\]", re.IGNORECASE)
+
+FORMAT_FOR_CHANNEL: dict[str, str] = {
+    "telegram": "ogg-opus",  # sendVoice takes OGG/Opus only; anything else is sent as a plain file
+    "discord": "ogg-opus",  # Discord's voice messages are OGG/Opus; its client plays them inline
+    "webchat": "mp3",  # an <audio> element in every browser, Safari included
+}
+
+
+def format_for_channel(channel: str | None) -> codec.AudioFormat:
+    """The audio format a channel wants; no channel means a voice note. An unknown one is refused by name."""
+    if channel is None:
+        return codec.FORMATS["ogg-opus"]
+    name = FORMAT_FOR_CHANNEL.get(channel.strip().lower())
+    if name is None:
+        raise InvalidRequest(f"invalid tts.convert params: at /channel: unknown channel '{channel}' (valid: "
+                             f"{', '.join(FORMAT_FOR_CHANNEL)})", details={"field": "channel"})
+    return codec.FORMATS[name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +64,16 @@ class Speech:
     attempts: list[dict[str, str]]
     took_ms: float
     summarized: bool
+    format: codec.AudioFormat = codec.FORMATS["ogg-opus"]
+
+    @property
+    def mime(self) -> str:
+        return self.format.mime
 
     def to_dict(self) -> dict[str, Any]:
-        return {"audioPath": self.path, "provider": self.provider, "format": "ogg", "codec": "opus",
-                "mimeType": "audio/ogg", "durationS": round(self.duration_s, 2), "voiceCompatible": True,
+        fmt = self.format
+        return {"audioPath": self.path, "provider": self.provider, "format": fmt.container, "codec": fmt.codec,
+                "mimeType": fmt.mime, "durationS": round(self.duration_s, 2), "voiceCompatible": fmt.voice_note,
                 "summarized": self.summarized, "fallbacks": self.attempts, "tookMs": round(self.took_ms, 1)}
 
 
@@ -122,8 +146,10 @@ class VoiceService:
 
     # -- speaking ------------------------------------------------------------------------------
 
-    async def speak(self, text: str) -> Speech:
-        """Text -> an OGG/Opus file, from the first provider that works (``Unavailable`` lists every reason)."""
+    async def speak(self, text: str, fmt: codec.AudioFormat | None = None) -> Speech:
+        """Text -> an audio file in ``fmt`` (OGG/Opus unless told), from the first provider that works
+        (``Unavailable`` lists every reason)."""
+        fmt = fmt or codec.FORMATS["ogg-opus"]
         require("tts", "text to speech")
         if not text.strip():
             raise InvalidRequest("text: nothing to speak", details={"field": "text"})
@@ -140,7 +166,7 @@ class VoiceService:
                 continue
             try:
                 raw = await asyncio.wait_for(provider.synthesize(spoken), self.cfg.timeoutMs / 1000)
-                encoded = await asyncio.to_thread(codec.to_ogg_opus, raw)
+                encoded = await asyncio.to_thread(codec.encode, raw, fmt)
             except TtsFailure as exc:
                 attempts.append({"provider": name, "kind": exc.kind, "reason": exc.reason})
             except TimeoutError:
@@ -150,20 +176,21 @@ class VoiceService:
             else:
                 if attempts:
                     log.info("tts fell back", provider=name, passed_over=[a["provider"] for a in attempts])
-                path = await asyncio.to_thread(self._write, encoded.data)
+                path = await asyncio.to_thread(self._write, encoded.data, fmt.extension)
                 return Speech(str(path), name, encoded.duration_s, attempts,
-                              (time.perf_counter() - started) * 1000, summarized)
+                              (time.perf_counter() - started) * 1000, summarized, fmt)
         reasons = "; ".join(f"{a['provider']}: {a['reason']}" for a in attempts) or "no provider is configured"
         raise Unavailable(f"text-to-speech failed with every provider ({reasons})",
                           details={"capability": "tts", "attempts": attempts})
 
-    def _write(self, data: bytes) -> Path:
+    def _write(self, data: bytes, extension: str) -> Path:
         folder = outbound_dir(self.state_dir, "voice")
         cutoff = time.time() - KEEP_AUDIO_S
-        for old in folder.glob("*.ogg"):
-            if old.stat().st_mtime < cutoff:
-                old.unlink(missing_ok=True)
-        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.ogg"
+        for fmt in codec.FORMATS.values():
+            for old in folder.glob(f"*.{fmt.extension}"):
+                if old.stat().st_mtime < cutoff:
+                    old.unlink(missing_ok=True)
+        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.{extension}"
         path.write_bytes(data)
         return path
 

@@ -16,11 +16,18 @@ TOOLS: list[Tool] = []
 tool = group("canvas", TOOLS)
 
 _MIME = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg"}
+_PLACE = {"x": (0, 10_000), "y": (0, 10_000), "width": (1, 4096), "height": (1, 4096)}
+"""The node's ranges (``nodes/browser/canvas.py`` PLACEMENT_RANGES, checked equal by a test): a placement the
+node would refuse is refused here, naming the field, before anything is sent."""
 
 
 @tool("canvas_present", "Show the canvas", "Show the canvas on a node, optionally loading a URL at a placement.",
-      obj({"nodeId": NODE_ID, "url": string("URL to load"), "x": number("Left edge"), "y": number("Top edge"),
-           "width": number("Width", minimum=0), "height": number("Height", minimum=0)},
+      obj({"nodeId": NODE_ID, "url": string("URL to load"),
+           "x": number("Left edge of the canvas window, in pixels", minimum=_PLACE["x"][0], maximum=_PLACE["x"][1]),
+           "y": number("Top edge of the canvas window, in pixels", minimum=_PLACE["y"][0], maximum=_PLACE["y"][1]),
+           "width": number("Width of the canvas, in pixels", minimum=_PLACE["width"][0], maximum=_PLACE["width"][1]),
+           "height": number("Height of the canvas, in pixels", minimum=_PLACE["height"][0],
+                            maximum=_PLACE["height"][1])},
           ("nodeId",)),
       idempotent=True, open_world=True)
 async def canvas_present(call: Call, a: dict[str, Any]) -> Any:
@@ -60,7 +67,8 @@ def _image(result: Any) -> tuple[str, str] | None:
     return None
 
 
-@tool("canvas_snapshot", "Snapshot the canvas", "Take a picture of a node's canvas and return it as an image.",
+@tool("canvas_snapshot", "Snapshot the canvas",
+      "Take a picture of a node's canvas: the image, then whether the canvas is shown and where (its placement).",
       obj({"nodeId": NODE_ID, "format": string("Image format", enum=("png", "jpg", "jpeg")),
            "maxWidth": integer("Largest width in pixels", minimum=1, maximum=10_000),
            "quality": number("JPEG quality, 0 to 1 (or 1 to 100)", minimum=0, maximum=100)},
@@ -73,7 +81,14 @@ async def canvas_snapshot(call: Call, a: dict[str, Any]) -> Any:
     if found is None:
         raise ToolError("the node answered without an image (no base64 field)")
     fmt, data = found
-    return Content([{"type": "image", "data": data, "mimeType": _MIME.get(fmt, "image/png")}])
+    blocks: list[dict[str, Any]] = [{"type": "image", "data": data, "mimeType": _MIME.get(fmt, "image/png")}]
+    state = result.get("payload") if isinstance(result, dict) and isinstance(result.get("payload"), dict) else result
+    if isinstance(state, dict) and "visible" in state:
+        import json
+
+        where = {k: state[k] for k in ("visible", "placement", "width", "height") if k in state}
+        blocks.append({"type": "text", "text": json.dumps(where)})
+    return Content(blocks)
 
 
 @tool("canvas_a2ui_push", "Push A2UI content", "Push A2UI JSONL to a node's canvas renderer.",

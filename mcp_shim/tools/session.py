@@ -81,7 +81,13 @@ async def sessions_send(call: Call, a: dict[str, Any]) -> Any:
                                 timeout=timeout + 10)
     status = waited.get("status") if isinstance(waited, dict) else None
     if status != "ok":
-        return compact(runId=run_id, status=status or "error", error=(waited or {}).get("error"))
+        # The contract has one failure shape, {runId, status: "error", error}: a timeout is an error too,
+        # with the wait's own status kept in the message.
+        error = (waited or {}).get("error") if isinstance(waited, dict) else None
+        if not error:
+            error = (f"no reply within {timeout:g} s (the run goes on; sessions_history shows its reply later)"
+                     if status == "timeout" else f"the run ended with status {status or 'unknown'}")
+        return {"runId": run_id, "status": "error", "error": error}
     history_key = key or (accepted.get("sessionKey") if isinstance(accepted, dict) else None)
     reply = None
     if history_key:

@@ -211,31 +211,41 @@ async def run(control: BrowserControl, tab: Tab, args: dict[str, Any], *, depth:
 
 
 async def _wait(control: BrowserControl, tab: Tab, args: dict[str, Any]) -> dict[str, Any]:
+    """``act {kind: wait}``: each condition in turn, all of them within one budget of at most 30 s
+    (``timeoutMs``, capped), so a wait with several conditions is bounded as a whole too."""
     page = tab.page
-    timeout = min(_timeout({"timeoutMs": args.get("timeoutMs", MAX_WAIT_MS)}), 120_000)
+    deadline = asyncio.get_running_loop().time() + min(
+        _timeout({"timeoutMs": args.get("timeoutMs", MAX_WAIT_MS)}), MAX_WAIT_MS) / 1000
+
+    def left_ms() -> int:
+        left = int((deadline - asyncio.get_running_loop().time()) * 1000)
+        if left <= 0:
+            raise _error("wait: the conditions did not all hold within timeoutMs (at most 30000)", 504, "TIMEOUT")
+        return left
+
     done: list[str] = []
     if isinstance(args.get("timeMs"), int):
-        await asyncio.sleep(min(args["timeMs"], MAX_WAIT_MS) / 1000)
+        await asyncio.sleep(min(args["timeMs"], left_ms()) / 1000)
         done.append("timeMs")
     if isinstance(args.get("selector"), str):
-        await page.locator(args["selector"]).first.wait_for(state="visible", timeout=timeout)
+        await page.locator(args["selector"]).first.wait_for(state="visible", timeout=left_ms())
         done.append("selector")
     if isinstance(args.get("text"), str):
-        await page.get_by_text(args["text"]).first.wait_for(state="visible", timeout=timeout)
+        await page.get_by_text(args["text"]).first.wait_for(state="visible", timeout=left_ms())
         done.append("text")
     if isinstance(args.get("textGone"), str):
-        await page.get_by_text(args["textGone"]).first.wait_for(state="hidden", timeout=timeout)
+        await page.get_by_text(args["textGone"]).first.wait_for(state="hidden", timeout=left_ms())
         done.append("textGone")
     if isinstance(args.get("url"), str):
-        await page.wait_for_url(args["url"], timeout=timeout)
+        await page.wait_for_url(args["url"], timeout=left_ms())
         done.append("url")
     if args.get("loadState") in ("load", "domcontentloaded", "networkidle"):
-        await page.wait_for_load_state(args["loadState"], timeout=timeout)
+        await page.wait_for_load_state(args["loadState"], timeout=left_ms())
         done.append("loadState")
     if isinstance(args.get("fn"), str):
         if not control.settings().evaluate_enabled:
             raise _error("wait with fn runs JavaScript, which is disabled on this node", 403, "EVALUATE_DISABLED")
-        await page.wait_for_function(args["fn"], timeout=timeout)
+        await page.wait_for_function(args["fn"], timeout=left_ms())
         done.append("fn")
     if not done:
         raise _error("wait needs at least one of timeMs, text, textGone, selector, url, loadState, fn")

@@ -4,6 +4,13 @@ Commands (OpenClaw's names and params): ``canvas.present {url?, placement?}``, `
 ``canvas.navigate {url}``, ``canvas.eval {javaScript}``, ``canvas.snapshot {format, maxWidth, quality}``,
 ``canvas.a2ui.push {messages}`` / ``canvas.a2ui.pushJSONL {jsonl}``, ``canvas.a2ui.reset``.
 
+The canvas is a window of the node's Chromium. ``canvas.present``'s placement is applied to it for real: ``x``
+and ``y`` move the window (``window.screenX``/``screenY`` in the page), ``width`` and ``height`` size its
+viewport (what a snapshot captures); ``canvas.hide`` minimizes the window. ``canvas.snapshot`` reads the
+window back from Chromium (DevTools ``Browser.getWindowBounds``) and says whether it is shown and where
+(``visible``, ``placement``), beside the image of its content. ``PLACEMENT_RANGES`` are the ranges the MCP
+shim's schema states too.
+
 A2UI is drawn by the gateway's canvas host page (``/__remoteclaw__/canvas/``), which this page loads when it
 has nothing else to show. A button pressed on a surface calls back into the node (a Playwright binding),
 and the node sends the gateway an ``agent.request`` node event: the action, with its resolved context,
@@ -25,13 +32,16 @@ from nodes.commands import CommandError
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
 
-__all__ = ["CANVAS_COMMANDS", "Canvas", "canvas_host_url"]
+__all__ = ["CANVAS_COMMANDS", "PLACEMENT_RANGES", "Canvas", "canvas_host_url"]
 
 CANVAS_COMMANDS = ("canvas.present", "canvas.hide", "canvas.navigate", "canvas.eval", "canvas.snapshot",
                    "canvas.a2ui.push", "canvas.a2ui.pushJSONL", "canvas.a2ui.reset")
 HOST_PATH = "/__remoteclaw__/canvas/"
 DEFAULT_SIZE = (1280, 800)
 MAX_JSONL_BYTES = 1_000_000
+PLACEMENT_RANGES: dict[str, tuple[int, int]] = {"x": (0, 10_000), "y": (0, 10_000),
+                                                "width": (1, 4096), "height": (1, 4096)}
+"""Where the canvas window may go and how big it may be, in CSS pixels (mcp_shim/tools/canvas.py agrees)."""
 
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -43,13 +53,13 @@ def canvas_host_url(gateway_ws_url: str) -> str:
     return f"{scheme}://{parts.netloc}{HOST_PATH}"
 
 
-def _number(params: dict[str, Any], name: str, low: float, high: float) -> float | None:
+def _number(params: dict[str, Any], name: str, low: float, high: float, *, prefix: str = "") -> float | None:
     value = params.get(name)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
             or not low <= value <= high:
-        raise CommandError("INVALID_REQUEST", f"{name} must be a number from {low:g} to {high:g}")
+        raise CommandError("INVALID_REQUEST", f"{prefix}{name} must be a number from {low:g} to {high:g}")
     return float(value)
 
 
@@ -62,6 +72,7 @@ class Canvas:
         self.emit = emit
         self.visible = False
         self.placement: dict[str, float] = {}
+        self._window_id: int | None = None
         self.session_key: str | None = None
         self._context: BrowserContext | None = None
         self._page: Page | None = None
@@ -77,6 +88,7 @@ class Canvas:
                                                       device_scale_factor=1)
             await self._context.expose_binding("remoteclawA2UIAction", self._action)
             self._page = await self._context.new_page()
+            self._window_id = None
             return self._page
 
     async def close(self) -> None:
@@ -108,27 +120,61 @@ class Canvas:
             raise CommandError("UNAVAILABLE", f"the canvas could not load {url}: {str(exc).splitlines()[0]}") from None
         return page
 
+    async def _window(self, page: Page, bounds: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The canvas window's bounds in Chromium, after applying ``bounds`` (DevTools ``Browser.*``)."""
+        cdp = await page.context.new_cdp_session(page)
+        try:
+            if self._window_id is None:
+                self._window_id = int((await cdp.send("Browser.getWindowForTarget"))["windowId"])
+            if bounds:
+                await cdp.send("Browser.setWindowBounds", {"windowId": self._window_id, "bounds": bounds})
+            return dict((await cdp.send("Browser.getWindowBounds", {"windowId": self._window_id}))["bounds"])
+        finally:
+            await cdp.detach()
+
+    async def _show(self, page: Page) -> dict[str, Any]:
+        """Un-minimize the window (a minimized one cannot be moved or sized: DevTools refuses both at once)."""
+        self.visible = True
+        return await self._window(page, {"windowState": "normal"})
+
+    async def where(self, page: Page) -> dict[str, Any]:
+        """``{visible, placement}`` as Chromium has them now, not as they were asked for."""
+        bounds = await self._window(page)
+        size = page.viewport_size or {"width": DEFAULT_SIZE[0], "height": DEFAULT_SIZE[1]}
+        return {"visible": bounds.get("windowState") != "minimized",
+                "placement": {"x": bounds.get("left", 0), "y": bounds.get("top", 0),
+                              "width": size["width"], "height": size["height"]}}
+
     async def present(self, params: dict[str, Any]) -> dict[str, Any]:
         placement = params.get("placement") or {}
         if not isinstance(placement, dict):
             raise CommandError("INVALID_REQUEST", "placement must be an object {x, y, width, height}")
-        sizes = {k: _number(placement, k, 0 if k in ("x", "y") else 1, 100_000) for k in ("x", "y", "width", "height")}
-        self.placement = {k: v for k, v in sizes.items() if v is not None}
+        sizes = {k: _number(placement, k, low, high, prefix="placement.")
+                 for k, (low, high) in PLACEMENT_RANGES.items()}
         page = await self.page()
+        await self._show(page)
         if sizes["width"] or sizes["height"]:
             viewport = page.viewport_size or {"width": DEFAULT_SIZE[0], "height": DEFAULT_SIZE[1]}
-            await page.set_viewport_size({"width": int(min(sizes["width"] or viewport["width"], 4096)),
-                                          "height": int(min(sizes["height"] or viewport["height"], 4096))})
+            await page.set_viewport_size({"width": int(sizes["width"] or viewport["width"]),
+                                          "height": int(sizes["height"] or viewport["height"])})
+        if sizes["x"] is not None or sizes["y"] is not None:
+            now = await self._window(page)
+            await self._window(page, {"left": int(now["left"] if sizes["x"] is None else sizes["x"]),
+                                      "top": int(now["top"] if sizes["y"] is None else sizes["y"])})
         if params.get("url"):
             await self._goto(self._url(params["url"]))
         elif page.url in ("about:blank", ""):
             await self._goto(self.host_url)
-        self.visible = True
-        return {"ok": True, "visible": True, "url": page.url, "placement": self.placement}
+        state = await self.where(page)
+        self.placement = state["placement"]
+        return {"ok": True, "url": page.url, **state}
 
     async def hide(self, _params: dict[str, Any]) -> dict[str, Any]:
-        self.visible = False  # headless: nothing to take off a screen, but the page and its state stay
-        return {"ok": True, "visible": False}
+        """Minimize the canvas window; the page and its state stay (``canvas.present`` shows it again)."""
+        page = await self.page()
+        await self._window(page, {"windowState": "minimized"})
+        self.visible = False
+        return {"ok": True, **await self.where(page)}
 
     async def navigate(self, params: dict[str, Any]) -> dict[str, Any]:
         page = await self._goto(self._url(params.get("url")))
@@ -167,7 +213,8 @@ class Canvas:
         finally:
             await cdp.detach()
         return {"format": "jpg" if fmt == "jpeg" else "png", "base64": data,
-                "width": round(size["width"] * scale), "height": round(size["height"] * scale)}
+                "width": round(size["width"] * scale), "height": round(size["height"] * scale),
+                **await self.where(page)}
 
     # -- A2UI ------------------------------------------------------------------------------------
 
@@ -178,7 +225,7 @@ class Canvas:
             if not await page.evaluate("() => !!window.remoteclawA2UI"):
                 raise CommandError("UNAVAILABLE", f"{self.host_url} is not a remoteclaw canvas host (A2UI needs a "
                                                  f"remoteclaw gateway)")
-        self.visible = True
+        await self._show(page)  # pushing a surface shows the canvas, as presenting does
         return page
 
     async def a2ui_push(self, params: dict[str, Any]) -> dict[str, Any]:

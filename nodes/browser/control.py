@@ -31,6 +31,9 @@ __all__ = ["BrowserControl", "RouteError"]
 LOG_SIZE = 200
 NAV_TIMEOUT_MS = 30_000
 MAX_TEXT_CHARS = 200_000
+MAX_WAIT_MS = 30_000
+"""The longest any wait may be (PinchTab's cap): a wait never outlives the caller's patience by much."""
+DEFAULT_WAIT_MS = 10_000
 
 
 class RouteError(Exception):
@@ -79,6 +82,13 @@ def _int(source: dict[str, Any], name: str, *, low: int, high: int) -> int | Non
     if not low <= number <= high:
         raise RouteError(400, f"{name} must be between {low} and {high}")
     return number
+
+
+async def _holds(locator: Any, state: str) -> bool:
+    """Whether ``locator`` is in ``state`` (attached, detached, visible, hidden) right now, without waiting."""
+    if state in ("attached", "detached"):
+        return (await locator.count() > 0) == (state == "attached")
+    return bool(await locator.is_visible()) == (state == "visible")
 
 
 def _str(source: dict[str, Any], name: str) -> str | None:
@@ -417,27 +427,35 @@ class BrowserControl:
         return {"ok": True, "targetId": tab.target_id, "url": tab.page.url, **result}
 
     async def wait(self, args: dict[str, Any]) -> dict[str, Any]:
-        """PinchTab's wait: for a selector (``{present}`` either way, never an error), or a fixed time."""
+        """PinchTab's wait: for a selector (``{present}`` either way, never an error), or a fixed time.
+
+        Every wait is bounded: at most ``MAX_WAIT_MS`` (30 s, PinchTab's cap), 10 s when not told, and a
+        timeout of 0 means "look once, do not wait" (Playwright would read 0 as "wait forever").
+        """
         tab = await self.tab(args)
         selector = _str(args, "selector")
-        timeout = _int(args, "timeoutMs", low=0, high=30_000)
-        timeout = _int(args, "timeout", low=0, high=30_000) if timeout is None else timeout
+        timeout = _int(args, "timeoutMs", low=0, high=MAX_WAIT_MS)
+        timeout = _int(args, "timeout", low=0, high=MAX_WAIT_MS) if timeout is None else timeout
+        timeout = DEFAULT_WAIT_MS if timeout is None else timeout
         if selector:
             try:
                 state = _str(args, "state") or "attached"
                 if state not in ("attached", "detached", "visible", "hidden"):
                     raise RouteError(400, "state must be attached, detached, visible or hidden")
-                await tab.page.locator(selector).first.wait_for(state=state,  # type: ignore[arg-type]
-                                                                timeout=10_000 if timeout is None else timeout)
-                present = True
+                first = tab.page.locator(selector).first
+                if timeout == 0:  # one look now (Playwright's own 0 would mean no limit at all)
+                    present = await _holds(first, state)
+                else:
+                    await first.wait_for(state=state, timeout=timeout)  # type: ignore[arg-type]
+                    present = True
             except Exception as exc:
                 if type(exc).__name__ != "TimeoutError":
                     raise RouteError(400, f"selector: {str(exc).splitlines()[0]}") from None
                 present = False
             return {"ok": True, "targetId": tab.target_id, "selector": selector, "present": present}
-        ms = _int(args, "ms", low=0, high=30_000)
+        ms = _int(args, "ms", low=0, high=MAX_WAIT_MS)
         if ms is None:
-            raise RouteError(400, "wait needs selector or ms (at most 30000)")
+            raise RouteError(400, f"wait needs selector or ms (at most {MAX_WAIT_MS})")
         await asyncio.sleep(ms / 1000)
         return {"ok": True, "targetId": tab.target_id, "waitedMs": ms}
 

@@ -20,6 +20,8 @@ __all__ = ["BROWSER_COMMANDS", "BrowserCommands"]
 BROWSER_COMMANDS = ("browser.proxy",)
 ERROR_ENVELOPE = "browser-v1"
 MAX_FILE_BYTES = 10 * 1024 * 1024
+PROXY_MARGIN_S = 2.0
+"""Past the request's timeoutMs before the proxy stops a route (inside the gateway's own 5 s margin)."""
 _FILE_KEYS = ("path", "imagePath")
 
 
@@ -84,7 +86,18 @@ class BrowserCommands:
         query = params.get("query")
         if query is not None and not isinstance(query, dict):
             raise CommandError("INVALID_REQUEST", "query must be an object")
-        status, body = await self.control.handle(method, path, query, params.get("body"))
+        # The caller's own timeoutMs bounds the whole route (routes bound their waits too): a request never
+        # outlives the gateway's patience, even if its node.invoke.cancel is lost on the way.
+        limit_ms = params.get("timeoutMs")
+        # A little past it, so a route's own bounded wait (a /wait of timeoutMs) answers first.
+        limit = limit_ms / 1000 + PROXY_MARGIN_S \
+            if isinstance(limit_ms, int) and not isinstance(limit_ms, bool) and limit_ms > 0 else None
+        try:
+            status, body = await asyncio.wait_for(self.control.handle(method, path, query, params.get("body")),
+                                                  limit)
+        except TimeoutError:
+            status, body = 504, {"error": f"{method} {path} took longer than timeoutMs ({limit_ms} ms)",
+                                 "code": "TIMEOUT"}
         if status >= 400:
             if params.get("errorEnvelope") == ERROR_ENVELOPE:
                 return {"error": {"status": status, "body": body}}

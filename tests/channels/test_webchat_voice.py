@@ -72,8 +72,9 @@ async def test_a_recorded_voice_message_is_heard_and_answered_with_a_clip(
     assert api.transcriptions and api.transcriptions[-1]["model"] == "whisper-1"
     clip = await page.wait_for_selector(".turn audio", timeout=20_000)
     src = await clip.get_attribute("src")
-    assert src and src.startswith("data:audio/ogg;base64,")
-    assert base64.b64decode(src.split(",", 1)[1])[:4] == b"OggS"
+    # MP3, which Safari plays too (OGG/Opus is for Telegram and Discord voice notes)
+    assert src and src.startswith("data:audio/mpeg;base64,")
+    assert base64.b64decode(src.split(",", 1)[1])[:3] == b"ID3"
     duration = await page.evaluate("""() => new Promise((ok) => { const a = document.querySelector('.turn audio');
         if (a.readyState >= 1) ok(a.duration); else a.addEventListener('loadedmetadata', () => ok(a.duration)); })""")
     assert duration > 0.5  # Chromium itself decodes the clip

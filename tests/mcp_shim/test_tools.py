@@ -1,9 +1,10 @@
-"""Every one of the 51 tools through the real shim process against a real gateway process.
+"""The session, message, heartbeat, gateway and tts tools through the real shim process against a real gateway
+process, and the node and canvas tools meeting a gateway with no node.
 
 Effects are checked where they land: session rows and transcripts (a fake agent CLI answers), stored
-webchat messages, config on the gateway, side-effect records, gateway logs, or the exact UNAVAILABLE
-answer of the capabilities that come later (browser, tts); cron and nodes have their own tests (tests/gateway/cron,
-tests/nodes, tests/compat/test_openclaw_nodes.py); here the node and canvas tools meet a gateway with no node.
+webchat messages, config on the gateway, side-effect records, gateway logs, audio files. Which test covers
+each of the tools (cron, nodes, canvas and browser have their own) is listed in ``covered.py``, and
+``test_coverage.py`` keeps that list equal to the catalogue.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tests.mcp_shim.conftest import ShimFactory
 from tests.mcp_shim.shim import error_text, side_effects
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.waiting import until
-from tests.support.ws import RawClient
+from tests.support.ws import RawClient, operator
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -46,6 +47,15 @@ async def test_browser_without_a_node_is_unavailable_and_the_tts_tools_work(
     converted = await shim.call("tts_convert", {"text": "hello", "channel": "telegram"})
     spoken = json.loads(converted["content"][0]["text"])
     assert spoken["provider"] == "local" and spoken["audioPath"].endswith(".ogg") and spoken["durationS"] > 0
+    # The channel picks the format: voice notes (OGG/Opus) for Telegram and Discord, MP3 for the web chat.
+    for channel, (mime, magic, voice) in {"telegram": ("audio/ogg", b"OggS", True),
+                                          "discord": ("audio/ogg", b"OggS", True),
+                                          "webchat": ("audio/mpeg", b"ID3", False)}.items():
+        made = await shim.call_ok("tts_convert", {"text": "hello", "channel": channel})
+        assert (made["mimeType"], made["voiceCompatible"]) == (mime, voice), (channel, made)
+        assert (await asyncio.to_thread(Path(made["audioPath"]).read_bytes))[:len(magic)] == magic, channel
+    assert "at /channel: unknown channel 'fax'" in error_text(await shim.call("tts_convert", {"text": "hi",
+                                                                                          "channel": "fax"}))
     off = json.loads((await shim.call("tts_disable"))["content"][0]["text"])
     assert off["enabled"] is False
     assert side_effects(tmp_path) == []
@@ -91,15 +101,36 @@ async def test_session_tools(agent_gateway: GatewayProcess, start_shim: ShimFact
     quick = await shim.call_ok("sessions_send", {"sessionKey": MAIN, "message": "later", "timeout": 0})
     assert quick["status"] == "accepted" and quick["runId"] and quick["runId"] != sent["runId"]
     assert "give sessionKey or label" in error_text(await shim.call("sessions_send", {"message": "x"}))
+    # A wait that runs out is the contract's one failure shape, {runId, status: "error", error}.
+    slow_key = f"agent:main:slow-{uuid.uuid4().hex[:6]}"
+    late = await shim.call_ok("sessions_send", {"sessionKey": slow_key, "message": "sleep 3", "timeout": 0.5})
+    assert set(late) == {"runId", "status", "error"} and late["status"] == "error" and late["runId"], late
+    assert "no reply within 0.5 s" in late["error"]
     records = [r for r in side_effects(tmp_path) if r["tool"] == "sessions_send"]
     assert [(r["type"], r["provider"], r["to"], r["text"]) for r in records] == [
-        ("message_sent", "session", MAIN, "ping"), ("message_sent", "session", MAIN, "later")]
+        ("message_sent", "session", MAIN, "ping"), ("message_sent", "session", MAIN, "later"),
+        ("message_sent", "session", slow_key, "sleep 3")]
 
     history = await shim.call_ok("sessions_history", {"sessionKey": MAIN, "limit": 50})
     assert {"role": "assistant", "text": "pong: ping"}.items() <= next(
         m for m in history["messages"] if m.get("text") == "pong: ping").items()
     listed = await shim.call_ok("sessions_list", {"limit": 50})
     assert MAIN in [s["key"] for s in listed["sessions"]]
+    # The global and unknown sessions: hidden from a plain sessions.list, shown when asked (the tool asks).
+    admin = await operator(agent_gateway.url, agent_gateway.token or "")
+    try:
+        special = ["agent:main:global", "agent:main:unknown"]
+        for key in special:
+            await admin.call("sessions.patch", {"key": key, "label": f"special-{key.rsplit(':', 1)[1]}"})
+        plain = [s["key"] for s in (await admin.call("sessions.list", {"limit": 500}))["sessions"]]
+        assert not set(special) & set(plain) and MAIN in plain
+        only_global = await admin.call("sessions.list", {"limit": 500, "includeGlobal": True})
+        assert {s["key"]: s["kind"] for s in only_global["sessions"] if s["key"] in special} == {
+            "agent:main:global": "global"}
+    finally:
+        await admin.close()
+    everything = [s["key"] for s in (await shim.call_ok("sessions_list", {"limit": 500}))["sessions"]]
+    assert set(special) <= set(everything)
     filtered = await shim.call_ok("sessions_list", {"filter": "main"})
     assert MAIN in [s["key"] for s in filtered["sessions"]]
     status = await shim.call_ok("session_status")

@@ -232,3 +232,54 @@ async def test_a_node_without_chromium_offers_neither_and_says_why(
             assert "browser" in error_text(missing)
         finally:
             await shim.close()
+
+
+def test_the_shim_and_the_node_agree_on_placement_ranges() -> None:
+    from mcp_shim.tools import BUILTIN
+    from nodes.browser.canvas import PLACEMENT_RANGES
+
+    schema = next(t for t in BUILTIN if t.name == "canvas_present").input_schema["properties"]
+    assert {k: (schema[k]["minimum"], schema[k]["maximum"]) for k in PLACEMENT_RANGES} == PLACEMENT_RANGES
+
+
+async def test_present_places_the_canvas_and_hide_hides_it_as_a_snapshot_shows(
+        gateway: GatewayProcess, admin: RawClient, tmp_path: Path) -> None:
+    browser_ready()
+    with NodeHostProcess(tmp_path / "node", gateway.port, token=gateway.token, name="placebox",
+                         browser=True) as node:
+        await pair(admin, node)
+        shim = await Shim.start(shim_env(gateway, tmp_path))
+        try:
+            await shim.initialize()
+            refused = await shim.call("canvas_present", {"nodeId": "placebox", "x": -5})
+            assert "at /x: must be >= 0" in error_text(refused)  # the shim's schema, before the node is asked
+            too_wide = await shim.call("canvas_present", {"nodeId": "placebox", "width": 5000})
+            assert "at /width: must be <= 4096" in error_text(too_wide)
+
+            shown = await call(shim, "canvas_present", {"nodeId": "placebox", "x": 120, "y": 40, "width": 640,
+                                                        "height": 360})
+            assert shown["payload"]["placement"] == {"x": 120, "y": 40, "width": 640, "height": 360}
+
+            async def snapshot() -> tuple[Any, dict[str, Any]]:
+                result = await shim.call("canvas_snapshot", {"nodeId": "placebox"})
+                image, where = result["content"]
+                return decode_png(image["data"]), json.loads(where["text"])
+
+            image, where = await snapshot()
+            assert image.size == (640, 360)
+            assert where["visible"] is True and where["placement"] == {"x": 120, "y": 40, "width": 640, "height": 360}
+            inside = await call(shim, "canvas_eval", {"nodeId": "placebox", "javaScript":
+                                                      "[window.screenX, window.screenY, innerWidth, innerHeight]"})
+            assert inside["payload"]["result"] == [120, 40, 640, 360]  # the page itself sees where it is
+
+            hidden = await call(shim, "canvas_hide", {"nodeId": "placebox"})
+            assert hidden["payload"]["visible"] is False
+            _image, where = await snapshot()
+            assert where["visible"] is False  # read back from Chromium's window, not from a flag
+
+            moved = await call(shim, "canvas_present", {"nodeId": "placebox", "x": 300})
+            assert moved["payload"]["visible"] is True
+            _image, where = await snapshot()
+            assert where["visible"] is True and where["placement"] == {"x": 300, "y": 40, "width": 640, "height": 360}
+        finally:
+            await shim.close()

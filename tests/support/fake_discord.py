@@ -4,7 +4,10 @@ Point discord.py at it with ``discord.http.Route.BASE = fake.api_base`` and
 ``DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(fake.gateway_url)`` (our channel does that from its
 ``apiBase``/``gatewayUrl`` config). The fake records every REST request (``requests``), keeps the
 messages it was asked to create, answers unknown channels and messages with Discord's 404 errors,
-and lets a test push gateway events (``dispatch``) such as ``MESSAGE_CREATE``.
+and lets a test push gateway events (``dispatch``) such as ``MESSAGE_CREATE``. A message made with
+``message_payload`` and never dispatched is one that arrived while the bot was away: it is only in the
+channel's history (``GET /channels/{id}/messages?after=``, newest first as Discord answers), and
+``GET /channels/{id}`` describes a channel as ``fetch_channel`` expects.
 
 Failure modes a test can switch on: ``rate_limit(n)`` answers the next ``n`` REST calls with a 429 and a
 ``retry_after``, as Discord does; ``forbidden`` channels answer 403 Missing Permissions; ``drop_gateway()``
@@ -57,6 +60,7 @@ class Recorded:
     json: Any = None
     form: dict[str, Any] = field(default_factory=dict)
     files: list[tuple[str, bytes]] = field(default_factory=list)
+    query: dict[str, str] = field(default_factory=dict)
 
 
 class FakeDiscord:
@@ -288,7 +292,7 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         path = "/" + request.match_info["tail"]
-        rec = Recorded(request.method, path)
+        rec = Recorded(request.method, path, query=dict(request.query))
         if request.content_type == "application/json" and request.can_read_body:
             rec.json = await request.json()
         elif request.content_type.startswith("multipart/"):
@@ -340,6 +344,10 @@ class FakeDiscord:
         if cid in self.forbidden:
             return self._error(403, "Missing Permissions", 50013)
         rest = parts[2:]
+        if rest == [] and m == "GET":
+            return _json(self._channel(cid))
+        if rest == ["messages"] and m == "GET":
+            return _json(self._history(cid, rec.query))
         if rest == ["typing"]:
             return web.Response(status=204)
         if rest == ["messages"] and m == "POST":
@@ -367,6 +375,24 @@ class FakeDiscord:
             self.pins.add(rest[2])
             return web.Response(status=204)
         return self._error(404, "404: Not Found", 0)
+
+    def _channel(self, cid: str) -> dict[str, Any]:
+        """A channel object: the guild's text channel or thread, else a DM channel."""
+        guild = self._guild_create()
+        for known in (*guild["channels"], *guild["threads"]):
+            if known["id"] == cid:
+                return known
+        uid = next((u for u, c in self.dm_channels.items() if c == cid), snowflake())
+        return {"id": cid, "type": 1, "last_message_id": None, "recipients": [user(uid, "someone")]}
+
+    def _history(self, cid: str, query: dict[str, str]) -> list[dict[str, Any]]:
+        """``GET /channels/{id}/messages``: newest first; ``after`` keeps the newer ones (as Discord does, the
+        ``limit`` messages right after it); REST message objects carry no ``guild_id`` or ``member``."""
+        after = int(query.get("after") or 0)
+        limit = min(int(query.get("limit") or 50), 100)
+        newer = sorted((m for m in self.messages.values() if m["channel_id"] == cid and int(m["id"]) > after),
+                       key=lambda m: int(m["id"]))[:limit]
+        return [{k: v for k, v in m.items() if k not in ("guild_id", "member")} for m in reversed(newer)]
 
     def _create_message(self, cid: str, rec: Recorded) -> dict[str, Any]:
         body = rec.json or {}

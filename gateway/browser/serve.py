@@ -1,0 +1,128 @@
+"""Browser files for MCP clients: what a screenshot, PDF or download became on the gateway, reachable without
+reading the gateway's disk.
+
+``browser.request`` answers name each saved file (``files: [{name, path, mimeType, size, url}]``). A remote MCP
+client (``/mcp``) cannot open ``path``, so the browser tool turns each file into MCP content: images through
+``browser.file`` (the bytes, base64) as image content, other files as an embedded resource (small ones) or a
+resource link to ``url``: ``GET /__remoteclaw__/browser/files/<name>``, which answers to a bearer token, the
+gateway token or an owner MCP token (the browser tool is owner-only). The route serves files of
+``<state dir>/outbound/browser/`` only, as downloads that never run as a page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hmac
+import mimetypes
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from gateway.paths import outbound_dir
+from gateway.protocol import InvalidRequest
+from gateway.rpc import ADMIN, CallContext, Params, method
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from gateway.core import Gateway
+
+__all__ = ["FILES_PATH", "MAX_INLINE_BYTES", "browser_file", "describe", "file_url", "start"]
+
+FILES_PATH = "/__remoteclaw__/browser/files"
+MAX_INLINE_BYTES = 10 * 1024 * 1024
+"""The most ``browser.file`` hands back in one answer (the node sends at most 10 MiB per file anyway)."""
+_NAME = re.compile(r"^[\w.\-]{1,200}$")
+
+
+def base_url(gw: Gateway) -> str:
+    """Where clients reach this gateway over HTTP: ``gateway.publicUrl``, else the address it listens on."""
+    public = gw.config.gateway.publicUrl
+    if public:
+        return public.rstrip("/")
+    host, port = gw.listen
+    host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    return f"http://{host}:{port}"
+
+
+def file_url(gw: Gateway, name: str) -> str:
+    return f"{base_url(gw)}{FILES_PATH}/{name}"
+
+
+def _mime(name: str) -> str:
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def describe(gw: Gateway, saved: list[str]) -> list[dict[str, Any]]:
+    """The ``files`` list of an answer: each saved file's name, path, type, size and fetch URL."""
+    out = []
+    for path in saved:
+        p = Path(path)
+        out.append({"name": p.name, "path": path, "mimeType": _mime(p.name), "size": p.stat().st_size,
+                    "url": file_url(gw, p.name)})
+    return out
+
+
+def _find(gw: Gateway, name: str) -> Path | None:
+    if not _NAME.match(name) or name.startswith("."):
+        return None
+    path = outbound_dir(gw.state_dir, "browser") / name
+    return path if path.is_file() else None
+
+
+class FileParams(Params):
+    name: str = Field(min_length=1, max_length=200, description="A file name from browser.request's files[].name")
+
+
+@method("browser.file", params=FileParams, scope=ADMIN, aliases=("browser:file",))
+async def browser_file(p: FileParams, ctx: CallContext) -> dict[str, Any]:
+    """A saved browser file's bytes (base64), for tools that hand them to an MCP client as content."""
+    path = _find(ctx.gateway, p.name)
+    if path is None:
+        raise InvalidRequest(f"name: no browser file {p.name!r} (it may have been pruned: take it again)",
+                             details={"field": "name"})
+    data = await asyncio.to_thread(path.read_bytes)
+    if len(data) > MAX_INLINE_BYTES:
+        raise InvalidRequest(f"name: {p.name} is {len(data)} bytes, over {MAX_INLINE_BYTES} (fetch its url)",
+                             details={"field": "name"})
+    return {"name": path.name, "mimeType": _mime(path.name), "size": len(data),
+            "base64": base64.b64encode(data).decode()}
+
+
+async def _authorized(gw: Gateway, request: Request) -> bool:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    token = value.strip()
+    if scheme.lower() != "bearer" or not token:
+        return False
+    if gw.token and hmac.compare_digest(gw.token.encode(), token.encode()):
+        return True
+    from gateway.mcp_http import tokens
+
+    grant = await tokens.verify(gw.db, token)
+    return grant is not None and not grant.expired() and grant.owner
+
+
+def route(gw: Gateway) -> Route:
+    async def serve(request: Request) -> Response:
+        if not await _authorized(gw, request):
+            return PlainTextResponse("unauthorized: send Authorization: Bearer <gateway token or owner MCP token>",
+                                     status_code=401, headers={"www-authenticate": "Bearer"})
+        path = _find(gw, request.path_params["name"])
+        if path is None:
+            return PlainTextResponse("no such browser file", status_code=404)
+        data = await asyncio.to_thread(path.read_bytes)
+        return Response(data, media_type=_mime(path.name), headers={
+            "content-disposition": f'attachment; filename="{path.name}"', "x-content-type-options": "nosniff",
+            "content-security-policy": "sandbox", "cache-control": "private, no-store"})
+
+    return Route(FILES_PATH + "/{name}", serve, methods=["GET"])
+
+
+async def start(gateway: Gateway) -> None:
+    """Subsystem entry: the file route."""
+    gateway.http_routes.append(route(gateway))
