@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -58,6 +59,7 @@ __all__ = [
     "grants",
     "method",
     "registry",
+    "validate_wire",
 ]
 
 log = structlog.get_logger("gateway.rpc")
@@ -84,9 +86,27 @@ def grants(granted: frozenset[str], needed: str) -> bool:
 
 
 class Params(BaseModel):
-    """Base for method params: closed objects, so a misspelled field is an error that names it."""
+    """Base for method params: closed objects, so a misspelled field is an error that names it.
+
+    Params from the wire are also strict in type (``validate_wire``): ``"yes"`` is not a boolean, ``1.5`` or
+    ``"1"`` not an integer, as in OpenClaw's JSON Schema validators. Strictness is applied to the JSON
+    form, so arrays still fill tuples and strings still fill enums and literals.
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def validate_wire(model: type[BaseModel], raw: Any) -> BaseModel:
+    """Validate wire params (already-decoded JSON) against ``model``, strictly in type.
+
+    The one place request params are validated, for every method (ours, capabilities', plugins'): pydantic's
+    strict mode on the JSON form refuses every lax coercion (string to bool or number, float to int).
+
+    Raises:
+        ValidationError: naming the field.
+        orjson.JSONEncodeError: for values JSON cannot carry (integers past 64 bits).
+    """
+    return model.model_validate_json(orjson.dumps({} if raw is None else raw), strict=True)
 
 
 class NoParams(Params):
@@ -350,12 +370,15 @@ class Dispatcher:
             raise InvalidRequest(f"unknown method: {name}")
         self._authorize(spec, caller)
         try:
-            params = spec.params.model_validate({} if raw_params is None else raw_params)
+            params = validate_wire(spec.params, raw_params)
         except ValidationError as exc:
             raise InvalidRequest(
                 f"invalid {name} params: {describe_validation_error(exc)}",
                 details={"method": name},
             ) from None
+        except orjson.JSONEncodeError:
+            raise InvalidRequest(f"invalid {name} params: a number is out of range",
+                                 details={"method": name}) from None
         ctx = CallContext(caller=caller, gateway=gateway, request_id=request_id, method=spec.name)
 
         async def invoke() -> Any:

@@ -33,6 +33,8 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     host, port = gw.listen
     return {
         "version": gw.version,
+        "instanceId": gw.instance_id,  # this start of the gateway (hello-ok server.bootId)
+        "replicaId": gw.replica_id,  # the replica across restarts: what its session leases are held as
         "pid": os.getpid(),
         "python": sys.version.split()[0],
         "startedAtMs": gw.started_at_ms,

@@ -21,6 +21,8 @@ import pytest
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.ws import RawClient
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 # Switches that keep the CLI on loopback and out of the real home (documented by OpenClaw).
 OFFLINE_ENV = {"OPENCLAW_NO_AUTO_UPDATE": "1", "OPENCLAW_DISABLE_BONJOUR": "1",
                "OPENCLAW_CLAWHUB_URL": "http://127.0.0.1:9", "CLAWHUB_DISABLE_TELEMETRY": "1"}

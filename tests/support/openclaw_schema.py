@@ -1,0 +1,102 @@
+"""OpenClaw's ``protocol.schema.json`` for tests: load it (or fail with the command that installs it), and
+check the frames a test client saw against it.
+
+``FrameLog`` holds what ``tests.support.ws.RawClient`` received while a test ran with the
+``openclaw_frames`` marker (see ``tests/conftest.py``): every frame is checked against its frame definition,
+a response's payload against the method's ``<Method>Result`` definition, an event's payload against
+``<Event>Event``, and ``hello-ok`` against ``HelloOk``. Methods and events OpenClaw does not have (ours
+alone), and definitions the package does not publish, are skipped.
+
+Two deviations are allowed, each on purpose and documented in docs/protocol.md: a response to a malformed
+request echoes that request's id even when it is not a string (OpenClaw's own gateway does the same, so a
+client can correlate), and a node's ``hello-ok`` carries ``auth.nodeId``/``paired``/``requestId`` (its
+pairing state, which our node host reads; OpenClaw nodes ignore them).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from gateway.openclaw_schema import OpenClawSchema, default_path, load
+
+__all__ = ["FrameLog", "params_definition", "require_schema", "result_definition", "schema_or_none"]
+
+
+def schema_or_none() -> OpenClawSchema | None:
+    """The schema, or None when scripts/install-openclaw-protocol has not run."""
+    try:
+        return load()
+    except FileNotFoundError:
+        return None
+
+
+def require_schema() -> OpenClawSchema:
+    """The schema; fails the test (never skips, so CI cannot pass by accident) when it is not installed."""
+    found = schema_or_none()
+    if found is None:
+        pytest.fail(f"OpenClaw's protocol schema is not at {default_path()}: run scripts/install-openclaw-protocol")
+    return found
+
+
+def params_definition(method: str) -> str | None:
+    return require_schema().params_definition(method)
+
+
+def result_definition(method: str) -> str | None:
+    return require_schema().result_definition(method)
+
+
+@dataclass
+class FrameLog:
+    """Frames received by test clients, with the method of each request id so a result finds its definition."""
+
+    frames: list[tuple[str | None, dict[str, Any]]] = field(default_factory=list)
+    """(method of the request it answers, for a response; None otherwise), frame."""
+
+    def received(self, frame: Any, method: str | None = None) -> None:
+        if isinstance(frame, dict):
+            self.frames.append((method, frame))
+
+    def problems(self, schema: OpenClawSchema) -> list[str]:
+        """Every violation, one line each naming the frame it was found in."""
+        found: list[str] = []
+        for method, frame in self.frames:
+            kind = frame.get("type")
+            checks: list[tuple[str, Any]] = []
+            if kind == "res":
+                checks.append(("ResponseFrame", frame if isinstance(frame.get("id"), str) else {**frame, "id": "?"}))
+                payload = frame.get("payload")
+                if frame.get("ok") and method == "connect":
+                    checks.append(("HelloOk", _without_node_pairing(payload)))
+                elif frame.get("ok") and method in schema.methods:
+                    result = schema.result_definition(method)
+                    if result is not None:
+                        checks.append((result, payload))
+                label = f"response to {method}"
+            elif kind == "event":
+                checks.append(("EventFrame", frame))
+                definition = schema.event_definition(str(frame.get("event")))
+                if definition is not None:
+                    checks.append((definition, frame.get("payload")))
+                label = f"event {frame.get('event')}"
+            else:
+                checks.append(("GatewayFrame", frame))
+                label = "frame"
+            for definition, value in checks:
+                found.extend(f"{label}: {definition} {v}" for v in schema.violations(definition, value))
+        return list(dict.fromkeys(found))  # once each: a test often repeats the same call
+
+
+def _without_node_pairing(hello: Any) -> Any:
+    """hello-ok minus the pairing state a node's ``auth`` carries (our addition, see the module docstring)."""
+    auth = hello.get("auth") if isinstance(hello, dict) else None
+    if not isinstance(auth, dict) or auth.get("role") != "node":
+        return hello
+    trimmed = copy.deepcopy(hello)
+    for key in ("nodeId", "paired", "requestId"):
+        trimmed["auth"].pop(key, None)
+    return trimmed
