@@ -119,7 +119,7 @@ class OpenClawSchema:
             listed = "\n  ".join(str(v) for v in found[:20])
             raise AssertionError(f"{definition} violated:\n  {listed}")
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 -- one instance per process, kept for the session
+    @functools.cache  # noqa: B019 -- one instance per process, kept for the session
     def _validator(self, definition: str) -> Any:
         from jsonschema import Draft7Validator  # only the tests and the doc generator validate
 
