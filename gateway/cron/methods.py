@@ -9,12 +9,12 @@ latter). Every change and run is a ``cron`` event.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 from sqlalchemy import delete, func, or_, select
 
-from gateway.cron.jobs import validate_job, validate_patch
+from gateway.cron.jobs import KNOWN, validate_job, validate_patch
 from gateway.cron.service import CronService, now_ms, stored_schedule
 from gateway.cron.store import CronJob, CronRun
 from gateway.protocol import InvalidRequest, Unavailable
@@ -48,6 +48,7 @@ class ListParams(Params):
 
 class AddParams(Params):
     model_config = ConfigDict(extra="allow")  # the job object; gateway.cron.jobs checks every field
+    wire_fields: ClassVar[frozenset[str]] = KNOWN
 
 
 class UpdateParams(JobRef):

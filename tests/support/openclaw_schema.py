@@ -100,3 +100,51 @@ def _without_node_pairing(hello: Any) -> Any:
     for key in ("nodeId", "paired", "requestId"):
         trimmed["auth"].pop(key, None)
     return trimmed
+
+
+_STRING_CANDIDATES = ("x", "main", "agent:main:main", "session:x", "0" * 64, "00000000-0000-4000-8000-000000000000",
+                      "https://example.org/x", "2026-11-25T12:00:00Z")
+
+
+def sample(node: Any, *, full: bool = False, depth: int = 0) -> Any:
+    """A value valid under the JSON Schema ``node`` (draft-07 as OpenClaw writes it): its required fields only,
+    or with ``full`` every optional field of the top-level object too. Values are plain placeholders."""
+    from jsonschema import Draft7Validator
+
+    def valid(value: Any) -> bool:
+        return Draft7Validator(node).is_valid(value)
+
+    if not isinstance(node, dict) or not node:
+        return "x"
+    if "const" in node:
+        return node["const"]
+    if "enum" in node:
+        return node["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            options = [sample(branch, full=full, depth=depth) for branch in node[key]]
+            return next((o for o in options if valid(o)), options[0])
+    kind = node.get("type")
+    if isinstance(kind, list):
+        kind = kind[0]
+    if kind == "object" or "properties" in node:
+        props = node.get("properties") or {}
+        names = list(props) if full and depth == 0 else list(node.get("required") or [])
+        return {name: sample(props.get(name, {}), depth=depth + 1) for name in names}
+    if kind == "array":
+        return [sample(node.get("items", {}), depth=depth + 1) for _ in range(node.get("minItems", 0))]
+    if kind in ("integer", "number"):
+        low = node.get("minimum", 1 if node.get("exclusiveMinimum") is None else node["exclusiveMinimum"] + 1)
+        return max(int(low), 1) if node.get("maximum", 2) >= 1 else int(low)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    if kind == "string":
+        minimum = node.get("minLength", 0)
+        for text in _STRING_CANDIDATES:
+            candidate = text if len(text) >= minimum else text + "x" * (minimum - len(text))
+            if valid(candidate):
+                return candidate
+        return "x" * max(minimum, 1)
+    return "x"
