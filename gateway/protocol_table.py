@@ -27,7 +27,7 @@ import orjson
 from gateway.openclaw_schema import OpenClawSchema, default_path, load
 from gateway.rpc import MethodSpec, Registry, takes_any_field, wire_field_names
 
-__all__ = ["FIELDS_PATH", "DOC_PATH", "ignored_fields", "main", "render_table", "update_doc"]
+__all__ = ["DOC_PATH", "FIELDS_PATH", "ignored_fields", "main", "render_table", "update_doc"]
 
 ROOT = Path(__file__).resolve().parent.parent
 FIELDS_PATH = ROOT / "gateway" / "openclaw_fields.json"

@@ -103,7 +103,7 @@ class Params(BaseModel):
 def wire_field_names(model: type[BaseModel]) -> frozenset[str]:
     """The params fields a model acts on, as they appear on the wire: field names, their aliases, and for a
     model that takes an open object (``extra="allow"``) the names it lists in ``wire_fields``."""
-    names = {n for n, f in model.model_fields.items() for n in (n, f.alias) if n}
+    names = {name for key, f in model.model_fields.items() for name in (key, f.alias) if name}
     names.update(getattr(model, "wire_fields", ()))
     return frozenset(names)
 

@@ -45,6 +45,8 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         "connections": len(gw.connections),
         "methods": len(gw.dispatcher.registry.names()),
         "defaultAgentId": gw.config.agents.default,
+        # Each agent's CLI and where it resolves (agents.list is OpenClaw's closed shape: no room there).
+        "agents": [{"id": a["id"], "runtime": a["runtime"], "cli": a["cli"]} for a in gw.sessions.agents()],
         "recoveredAtStart": gw.recovered,  # turns the previous process left: interrupted, retried, requeued
         "adoptedFromReplicas": dict(gw.replicas.adopted) if gw.replicas else {},  # of replicas that died
     }

@@ -61,6 +61,7 @@ class ListParams(Params):
     includeDerivedTitles: bool = Field(False, description="Add derivedTitle: the first user message, shortened.")
     includeLastMessage: bool = Field(False, description="Add lastMessagePreview: the newest message, shortened.")
     agentId: str | None = None
+    hasBoard: bool | None = None  # sent by OpenClaw's Control UI (not in its schema); we have no boards: ignored
 
 
 @method("sessions.list", params=ListParams, scope=READ, baseline=True)
@@ -170,9 +171,18 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
 
 @method("agents.list", scope=READ, baseline=True)
 async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
-    """The configured agents and which one is the default."""
+    """The configured agents and which one is the default, in OpenClaw's shape (``AgentsListResult``): each
+    agent's CLI is its ``agentRuntime.id`` (``claude``, ``codex``...); ``status`` says where the CLI is."""
     svc = ctx.gateway.sessions
-    return {"agents": svc.agents(), "defaultAgentId": svc.default_agent_id}
+    agents = []
+    for a in svc.agents():
+        entry: dict[str, Any] = {"id": a["id"], "kind": "agent", "name": a["name"],
+                                 "agentRuntime": {"id": a["runtime"], "source": "agent"}}
+        if a.get("model"):
+            entry["model"] = {"primary": a["model"]}
+        agents.append(entry)
+    return {"defaultId": svc.default_agent_id, "mainKey": "main", "agents": agents,
+            "scope": "global" if ctx.gateway.config.session.dmScope == "main" else "per-sender"}
 
 
 # -- sub-agents ------------------------------------------------------------------------------

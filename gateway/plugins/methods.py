@@ -90,8 +90,8 @@ async def plugins_set_enabled(p: SetEnabledParams, ctx: CallContext) -> dict[str
     field = "pluginId" if p.pluginId else "id"
     if plugin_id not in manager.states:
         known = ", ".join(sorted(manager.states)) or "none"
-        raise InvalidRequest(f"invalid plugins.setEnabled params: at /{field}: no plugin {plugin_id!r} "
-                             f"(found: {known})", details={"field": field})
+        raise InvalidRequest(f"plugins.setEnabled: at /{field}: no plugin {plugin_id!r} (found: {known})",
+                             details={"field": field})
     store = ctx.gateway.config_store
     async with store.lock:
         data, config = store.prepare_patch({"plugins": {"entries": {plugin_id: {"enabled": p.enabled}}}})

@@ -105,10 +105,9 @@ def test_status_is_this_gateway(cli: OpenClawCli, gateway: GatewayProcess) -> No
 def test_method_with_params(cli: OpenClawCli, gateway: GatewayProcess) -> None:
     code, out, err = cli.call(gateway, "logs.tail", "--params", '{"limit": 2}')
     assert code == 0, err
-    assert out["count"] == 2
     assert len(out["lines"]) == 2
     # The CLI's earlier connects are in the gateway's own log: the calls really reached it.
-    assert all(isinstance(line, dict) for line in out["lines"])
+    assert all(isinstance(json.loads(line), dict) for line in out["lines"])
 
 
 def test_bad_params_name_the_field(cli: OpenClawCli, gateway: GatewayProcess) -> None:

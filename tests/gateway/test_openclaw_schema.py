@@ -81,8 +81,8 @@ async def test_an_ignored_field_is_still_checked(admin: RawClient) -> None:
     assert frame["error"]["code"] == "INVALID_REQUEST"
     assert frame["error"]["message"].startswith("invalid sessions.list params: at /archived:")
     assert frame["error"]["details"]["field"] == "archived"
-    frame = await admin.req("channels.status", {"probe": "yes"})
-    assert frame["error"]["message"] == "invalid channels.status params: at /probe: 'yes' is not of type 'boolean'"
+    frame = await admin.req("cron.list", {"compact": "yes"})
+    assert frame["error"]["message"] == "invalid cron.list params: at /compact: 'yes' is not of type 'boolean'"
     frame = await admin.req("sessions.list", {"noSuchField": 1})
     assert frame["error"]["message"] == "invalid sessions.list params: at root: unexpected property 'noSuchField'"
 
@@ -124,6 +124,9 @@ async def test_cron_add_with_the_cli_defaults(admin: RawClient) -> None:
     assert job["wakeMode"] == "now"
     fetched = await admin.call("cron.get", {"id": job["id"]})
     assert fetched["delivery"] == {"mode": "announce", "channel": "last"}
-    frame = await admin.req("cron.add", {**job, "delivery": {"mode": "announce", "channel": "telegram"}})
+    frame = await admin.req("cron.add", {"name": "half", "schedule": {"kind": "every", "everyMs": 60_000},
+                                         "sessionTarget": "isolated", "wakeMode": "now",
+                                         "payload": {"kind": "agentTurn", "message": "x"},
+                                         "delivery": {"mode": "announce", "channel": "telegram"}})
     assert frame["error"]["code"] == "INVALID_REQUEST" and "delivery.to" in frame["error"]["message"]
     await admin.call("cron.remove", {"id": job["id"]})

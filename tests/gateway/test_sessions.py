@@ -148,7 +148,7 @@ async def test_bad_input_names_the_field(gw: GatewayProcess) -> None:
 async def test_agents_list_and_spawned_subagents(gw: GatewayProcess) -> None:
     c = await operator(gw.url, gw.token or "", scopes=["operator.write"])
     agents = await c.call("agents.list", {})
-    assert [a["id"] for a in agents["agents"]] == ["main", "helper", "broken"] and agents["defaultAgentId"] == "main"
+    assert [a["id"] for a in agents["agents"]] == ["main", "helper", "broken"] and agents["defaultId"] == "main"
     parent = "agent:main:test:direct:erin"
     await run(c, "parent turn", sessionKey=parent)
     child = await c.call("sessions.spawn", {"task": "sleep:0.5 research", "agentId": "helper",

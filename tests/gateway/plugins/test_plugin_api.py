@@ -211,13 +211,18 @@ async def test_a_plugin_adds_a_chat_channel(tmp_path: Path) -> None:
         c = await operator(gw.url, gw.token or "")
         try:
             await c.call("plugins.setEnabled", {"id": "loopchan", "enabled": False})
-            assert "pluginloop" not in {a["channel"] for a in (await c.call("channels.status"))["accounts"]}
+            assert "pluginloop" not in {a["channel"] for a in _accounts(await c.call("channels.status"))}
             await c.call("plugins.setEnabled", {"id": "loopchan", "enabled": True})
 
             async def running() -> bool:
-                accounts = (await c.call("channels.status"))["accounts"]
+                accounts = _accounts(await c.call("channels.status"))
                 return any(a["channel"] == "pluginloop" and a["state"] == "running" for a in accounts)
 
             await until(running, what="the plugin's channel running again")
         finally:
             await c.close()
+
+
+def _accounts(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every account in a ``channels.status`` answer (ours, under ``channels.<name>.accounts``)."""
+    return [a for channel in status["channels"].values() for a in channel["accounts"]]
