@@ -138,3 +138,63 @@ async def test_device_proof_is_accepted_and_recorded(cli: OpenClawCli, gateway: 
     devices = await admin.call("device.pair.list")
     paired = [d for d in devices["paired"] if device_id in d.values()]
     assert paired, devices  # loopback devices are approved on first sight
+
+
+# -- the CLI's own commands, with their defaults (issue #29) --------------------------------------------------
+
+
+def _cmd(cli: OpenClawCli, gw: GatewayProcess, *args: str, json_out: bool = True) -> tuple[int, Any, str]:
+    """``openclaw <args> --url … --token …`` (and ``--json``): exit code, parsed stdout, stderr."""
+    extra = ["--json"] if json_out else []
+    return cli.run(*args, "--url", gw.url, "--token", gw.token or "", *extra)
+
+
+READ_METHODS = ["health", "status", "system-presence", "logs.tail", "config.get", "config.schema", "sessions.list",
+                "agents.list", "cron.status", "cron.list", "cron.runs", "node.list", "channels.status",
+                "plugins.list", "tts.status", "device.pair.list", "node.pair.list"]
+
+
+@pytest.mark.parametrize("method", READ_METHODS)
+def test_gateway_call_read_methods(cli: OpenClawCli, gateway: GatewayProcess, method: str) -> None:
+    code, out, err = cli.call(gateway, method)
+    assert code == 0, err
+    assert out is not None
+
+
+def test_logs_command(cli: OpenClawCli, gateway: GatewayProcess) -> None:
+    """``openclaw logs`` sends ``logs.tail {limit, maxBytes}`` and prints the lines it gets."""
+    code, _out, err = _cmd(cli, gateway, "logs", "--limit", "20", json_out=False)
+    assert code == 0, err
+    code, out, err = cli.run("logs", "--url", gateway.url, "--token", gateway.token or "", "--json", "--plain")
+    assert code == 0, err
+
+
+def test_cron_commands_with_their_defaults(cli: OpenClawCli, gateway: GatewayProcess) -> None:
+    """add (no delivery flags: announce to the last chat), list, edit, run, runs, rm."""
+    code, added, err = _cmd(cli, gateway, "cron", "add", "--name", "cli digest", "--every", "1h",
+                            "--message", "summarise the day")
+    assert code == 0, err
+    job = added.get("job", added) if isinstance(added, dict) else None
+    assert job and job["name"] == "cli digest", added
+    assert job["delivery"] == {"mode": "announce", "channel": "last"}
+    code, listed, err = _cmd(cli, gateway, "cron", "list")
+    assert code == 0, err
+    assert job["id"] in {j["id"] for j in listed["jobs"]}, listed
+    code, _edited, err = _cmd(cli, gateway, "cron", "edit", job["id"], "--name", "cli digest (renamed)")
+    assert code == 0, err
+    code, _ran, err = _cmd(cli, gateway, "cron", "run", job["id"])
+    assert code == 0, err
+    code, runs, err = _cmd(cli, gateway, "cron", "runs", "--id", job["id"])
+    assert code == 0, err
+    code, _removed, err = _cmd(cli, gateway, "cron", "rm", job["id"])
+    assert code == 0, err
+    code, listed, err = _cmd(cli, gateway, "cron", "list", "--all")
+    assert code == 0, err
+    assert job["id"] not in {j["id"] for j in listed["jobs"]}
+
+
+@pytest.mark.parametrize("args", [("nodes", "list"), ("nodes", "pending"), ("devices", "list")])
+def test_nodes_and_devices_commands(cli: OpenClawCli, gateway: GatewayProcess, args: tuple[str, ...]) -> None:
+    code, out, err = _cmd(cli, gateway, *args)
+    assert code == 0, err
+    assert out is not None
