@@ -4,7 +4,8 @@ The answer is ``{file, cursor, size, lines, truncated?, reset?}``: ``lines`` are
 text, oldest first, ``cursor`` the byte offset in ``file`` after the last one. A client that follows the
 log (``openclaw logs --follow``) sends that ``cursor`` back and gets only what was written since (``reset``
 when the file was rotated meanwhile). ``maxBytes`` caps the text returned (the oldest lines go first);
-``level`` and ``search`` filter, which OpenClaw's schema does not have: our additions.
+``level`` and ``search`` filter, which OpenClaw's schema does not have: our additions. Each record also
+carries the names OpenClaw's log viewers read (``time``, ``message``, ``subsystem``) beside ours.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ async def logs_tail(p: LogsTailParams, ctx: CallContext) -> dict[str, Any]:
     else:
         records = await asyncio.to_thread(logs.tail, ctx.gateway.logs_dir, limit=p.limit, level=p.level,
                                           search=p.search)
-    lines = [orjson.dumps(r).decode() for r in records]
+    lines = [orjson.dumps(_openclaw_names(r)).decode() for r in records]
     kept, used = [], 0
     for line in reversed(lines):  # the newest lines are the ones worth keeping
         used += len(line.encode()) + 1
@@ -54,3 +55,9 @@ async def logs_tail(p: LogsTailParams, ctx: CallContext) -> dict[str, Any]:
     if reset:
         out["reset"] = True
     return out
+
+
+def _openclaw_names(record: dict[str, Any]) -> dict[str, Any]:
+    """Our structlog record plus ``time``/``message``/``subsystem``, so ``openclaw logs`` prints it readably."""
+    extra = {"time": record.get("timestamp"), "message": record.get("event"), "subsystem": record.get("logger")}
+    return {**{k: v for k, v in extra.items() if isinstance(v, str)}, **record}
