@@ -154,8 +154,8 @@ async def test_pairing_methods_validate_and_need_the_pairing_scope(pairing_gatew
     await reader.close()
     admin = await operator(pairing_gateway.url, pairing_gateway.token or "", scopes=["operator.pairing"])
     frame = await admin.req("device.pair.approve", {})
-    assert frame["error"]["message"] == "invalid device.pair.approve params: at root: must have required property " \
-                                        "'deviceId'"
+    assert frame["error"]["message"] == "invalid device.pair.approve params: at root: requestId: required (the " \
+                                        "pairing request's id; deviceId is accepted too)"
     frame = await admin.req("device.pair.approve", {"deviceId": "f" * 64})
     assert frame["error"]["code"] == "INVALID_REQUEST"
     assert frame["error"]["details"] == {"code": "UNKNOWN_DEVICE", "deviceId": "f" * 64}
