@@ -106,7 +106,7 @@ class KeyParams(Params):
 async def sessions_resolve(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Find a session by key or label."""
     key = await ctx.gateway.sessions.resolve(key=p.target, label=p.label)
-    return {"ok": True, "key": key, "sessionKey": key}
+    return {"ok": True, "key": key, "agentId": parse_key(key)[0]}
 
 
 class PatchParams(Params):
@@ -166,7 +166,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     await delete_files(ctx.gateway.db, session_key=key)
     if deleted:
         ctx.gateway.hooks.fire("session_end", {"sessionKey": key, "agentId": key.split(":")[1], "reason": "deleted"})
-    return {"ok": True, "key": key, "deleted": deleted}
+    return {"ok": True, "key": key, "deleted": deleted, "archived": []}  # we delete; nothing is archived
 
 
 @method("agents.list", scope=READ, baseline=True)

@@ -12,6 +12,8 @@ import pytest
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 TTS_KEY = "tts-secret-5f1e2d3c4b"
 NEW_KEY = "rotated-secret-9a8b7c6d"
 

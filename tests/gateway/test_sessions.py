@@ -17,6 +17,8 @@ from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:

@@ -57,6 +57,8 @@ PENDING: dict[str, str] = {
     "ChatEvent": "our chat events carry text/runtime/cli/messageId, OpenClaw's deltaText/seq/message; the web "
                  "chat page reads ours (reshaped with the Control UI chat work of issue #29)",
     "AgentEvent": "our agent events carry sessionKey and result, and no seq/ts (same work as ChatEvent)",
+    "HelloOk.snapshot.presence": "our presence entries (connId, clientId, remote...) are being reshaped with "
+                                 "presence itself (issue #28)",
 }
 """Definition -> why our frames do not meet it yet."""
 
@@ -82,7 +84,7 @@ class FrameLog:
                 checks.append(("ResponseFrame", frame if isinstance(frame.get("id"), str) else {**frame, "id": "?"}))
                 payload = frame.get("payload")
                 if frame.get("ok") and method == "connect":
-                    checks.append(("HelloOk", _without_node_pairing(payload)))
+                    checks.append(("HelloOk", _hello_for_check(payload)))
                 elif frame.get("ok") and method in schema.methods:
                     result = schema.result_definition(method)
                     if result is not None:
@@ -104,14 +106,19 @@ class FrameLog:
         return list(dict.fromkeys(found))  # once each: a test often repeats the same call
 
 
-def _without_node_pairing(hello: Any) -> Any:
-    """hello-ok minus the pairing state a node's ``auth`` carries (our addition, see the module docstring)."""
-    auth = hello.get("auth") if isinstance(hello, dict) else None
-    if not isinstance(auth, dict) or auth.get("role") != "node":
+def _hello_for_check(hello: Any) -> Any:
+    """hello-ok minus the pairing state a node's ``auth`` carries (our addition, see the module docstring)
+    and, while pending, the presence entries."""
+    if not isinstance(hello, dict):
         return hello
     trimmed = copy.deepcopy(hello)
-    for key in ("nodeId", "paired", "requestId"):
-        trimmed["auth"].pop(key, None)
+    auth = trimmed.get("auth")
+    if isinstance(auth, dict) and auth.get("role") == "node":
+        for key in ("nodeId", "paired", "requestId"):
+            auth.pop(key, None)
+    snapshot = trimmed.get("snapshot")
+    if "HelloOk.snapshot.presence" in PENDING and isinstance(snapshot, dict):
+        snapshot["presence"] = []
     return trimmed
 
 
