@@ -139,6 +139,13 @@ def _ignored_for(name: str, model: type[BaseModel]) -> dict[str, Any]:
     return {k: v for k, v in _openclaw_fields().get(name, {}).items() if k not in known}
 
 
+@functools.cache
+def _field_validator(name: str, key: str) -> Any:
+    from jsonschema import Draft7Validator  # only once a client sends such a field
+
+    return Draft7Validator(_openclaw_fields()[name][key])
+
+
 def _drop_ignored(name: str, model: type[BaseModel], raw: Any) -> Any:
     """``raw`` without the fields OpenClaw allows for ``name`` that we do not act on, each checked first
     against OpenClaw's schema for it, so a wrong value is still refused naming the field."""
@@ -146,10 +153,8 @@ def _drop_ignored(name: str, model: type[BaseModel], raw: Any) -> Any:
     present = [k for k in raw if k in ignored] if ignored else []
     if not present:
         return raw
-    from jsonschema import Draft7Validator  # only when a client sends such a field
-
     for key in present:
-        error = next(iter(Draft7Validator(ignored[key]).iter_errors(raw[key])), None)
+        error = next(iter(_field_validator(name, key).iter_errors(raw[key])), None)
         if error is not None:
             where = "/" + "/".join(str(p) for p in (key, *error.absolute_path))
             raise InvalidRequest(f"invalid {name} params: at {where}: {error.message}",
