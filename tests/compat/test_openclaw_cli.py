@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.frame_proxy import RecordingRelay
 from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.openclaw_schema import FrameLog
 from tests.support.ws import RawClient
 
 pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
@@ -38,11 +40,16 @@ def _install() -> tuple[Path, Path]:
 
 
 class OpenClawCli:
-    """Runs ``openclaw`` with a private HOME, so it reads and writes no real config."""
+    """Runs ``openclaw`` with a private HOME, so it reads and writes no real config.
 
-    def __init__(self, home: Path) -> None:
+    With a ``relay`` (``tests.support.frame_proxy``), the CLI talks to the gateway through it, so every frame
+    the gateway sends the real CLI is checked against OpenClaw's schema too (the ``openclaw_frames`` marker).
+    """
+
+    def __init__(self, home: Path, relay: RecordingRelay | None = None) -> None:
         self.node, self.entry = _install()
         self.home = home
+        self.relay = relay
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
         self.env.update(OFFLINE_ENV, HOME=str(home))
 
@@ -61,9 +68,12 @@ class OpenClawCli:
                               text=True, timeout=timeout, check=False)
         return proc.returncode, proc.stdout, proc.stderr
 
+    def url_for(self, gw: GatewayProcess) -> str:
+        return self.relay.url if self.relay is not None and self.relay.target == gw.url else gw.url
+
     def call(self, gw: GatewayProcess, method: str, *extra: str, token: str | None = None) -> tuple[int, Any, str]:
         secret = ["--token", token if token is not None else gw.token or ""] if "--password" not in extra else []
-        return self.run("gateway", "call", method, "--url", gw.url, *secret, *extra, "--json")
+        return self.run("gateway", "call", method, "--url", self.url_for(gw), *secret, *extra, "--json")
 
     def create_device_identity(self) -> str:
         """Make the CLI's own Ed25519 device identity in its state dir; returns the device id.
@@ -87,16 +97,18 @@ class OpenClawCli:
 
 
 @pytest.fixture(scope="module")
-def cli() -> Iterator[OpenClawCli]:
-    with tempfile.TemporaryDirectory(prefix="openclaw-home-") as home:
-        yield OpenClawCli(Path(home))
+def cli(gateway: GatewayProcess) -> Iterator[OpenClawCli]:
+    with tempfile.TemporaryDirectory(prefix="openclaw-home-") as home, RecordingRelay(gateway.url) as relay:
+        yield OpenClawCli(Path(home), relay)
 
 
-def test_health(cli: OpenClawCli, gateway: GatewayProcess) -> None:
+def test_health(cli: OpenClawCli, gateway: GatewayProcess, openclaw_frames: FrameLog) -> None:
     code, out, err = cli.call(gateway, "health")
     assert code == 0, err
     assert out["ok"] is True
     assert isinstance(out["uptimeMs"], int)
+    # What the gateway sent the CLI went through the relay: its hello-ok and answer are checked too.
+    assert {"connect", "health"} <= {method for method, _frame in openclaw_frames.frames}
 
 
 def test_status_is_this_gateway(cli: OpenClawCli, gateway: GatewayProcess) -> None:
@@ -151,7 +163,7 @@ async def test_device_proof_is_accepted_and_recorded(cli: OpenClawCli, gateway: 
 def _cmd(cli: OpenClawCli, gw: GatewayProcess, *args: str, json_out: bool = True) -> tuple[int, Any, str]:
     """``openclaw <args> --url … --token …`` (and ``--json``): exit code, parsed stdout, stderr."""
     extra = ["--json"] if json_out else []
-    return cli.run(*args, "--url", gw.url, "--token", gw.token or "", *extra)
+    return cli.run(*args, "--url", cli.url_for(gw), "--token", gw.token or "", *extra)
 
 
 READ_METHODS = ["health", "status", "system-presence", "logs.tail", "config.get", "config.schema", "sessions.list",
@@ -168,11 +180,11 @@ def test_gateway_call_read_methods(cli: OpenClawCli, gateway: GatewayProcess, me
 
 def test_logs_command(cli: OpenClawCli, gateway: GatewayProcess) -> None:
     """``openclaw logs`` sends ``logs.tail {limit, maxBytes}`` and prints the lines it gets."""
-    code, text, err = cli.run_text("logs", "--limit", "20", "--plain", "--url", gateway.url,
+    code, text, err = cli.run_text("logs", "--limit", "20", "--plain", "--url", cli.url_for(gateway),
                                    "--token", gateway.token or "")
     assert code == 0, err
     assert "client connected" in text or "gateway started" in text, text[-2000:]
-    code, text, err = cli.run_text("logs", "--json", "--url", gateway.url, "--token", gateway.token or "")
+    code, text, err = cli.run_text("logs", "--json", "--url", cli.url_for(gateway), "--token", gateway.token or "")
     assert code == 0, err
     assert any('"gateway started"' in line or '"client connected"' in line for line in text.splitlines()), text[-2000:]
 
