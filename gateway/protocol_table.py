@@ -108,14 +108,15 @@ def render_table(schema: OpenClawSchema, registry: Registry) -> str:
         "implement may take params fields it does not act on: those are accepted, checked against OpenClaw's",
         "schema, and ignored (last table). Methods of our own that OpenClaw does not have are listed after.",
         "",
-        "| group | OpenClaw | implemented | not implemented |",
-        "| --- | --- | --- | --- |",
+        "| group | OpenClaw | implemented | implemented, some params accepted and ignored | not implemented |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for group in sorted(groups):
         names = sorted(groups[group])
-        have = [n for n in names if n in ours]
+        full = [n for n in names if n in ours and n not in ignored]
+        partial = [n for n in names if n in ours and n in ignored]
         missing = [n for n in names if n not in ours]
-        lines.append(f"| `{group}` | {len(names)} | {_names(have)} | {_names(missing)} |")
+        lines.append(f"| `{group}` | {len(names)} | {_names(full)} | {_names(partial)} | {_names(missing)} |")
     own = sorted(spec.name for spec in registry.specs() if spec.name not in schema.methods)
     lines += ["", f"Our own methods ({len(own)}): {_names(own)}.", ""]
     lines += ["| method | params accepted and ignored |", "| --- | --- |"]

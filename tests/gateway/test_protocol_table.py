@@ -28,7 +28,8 @@ def test_the_table_places_methods_by_what_we_do(schema: object) -> None:
     load_all()
     table = protocol_table.render_table(schema, registry)  # type: ignore[arg-type]
     row = next(line for line in table.splitlines() if line.startswith("| `cron` |"))
-    assert "`cron.list`" in row.split("|")[3] and "`cron.scratch.get`" in row.split("|")[4]
+    cells = row.split("|")
+    assert "`cron.status`" in cells[3] and "`cron.list`" in cells[4] and "`cron.scratch.get`" in cells[5]
     ignored = next(line for line in table.splitlines() if line.startswith("| `sessions.list` |"))
     assert "`configuredAgentsOnly`" in ignored and "`search`" not in ignored  # search is ours: implemented
     fields = orjson.loads(protocol_table.FIELDS_PATH.read_bytes())["methods"]
