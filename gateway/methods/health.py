@@ -46,7 +46,8 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         "methods": len(gw.dispatcher.registry.names()),
         "defaultAgentId": gw.config.agents.default,
         # Each agent's CLI and where it resolves (agents.list is OpenClaw's closed shape: no room there).
-        "agents": [{"id": a["id"], "runtime": a["runtime"], "cli": a["cli"]} for a in gw.sessions.agents()],
+        "agents": [{"id": a["id"], "runtime": a["runtime"], "model": a["model"], "cli": a["cli"]}
+                   for a in gw.sessions.agents()],
         "recoveredAtStart": gw.recovered,  # turns the previous process left: interrupted, retried, requeued
         "adoptedFromReplicas": dict(gw.replicas.adopted) if gw.replicas else {},  # of replicas that died
     }
