@@ -55,7 +55,7 @@ def is_owner(ctx: CallContext) -> bool:
 
 class ListParams(Params):
     search: str | None = Field(None, max_length=256)
-    limit: int | None = Field(None, ge=1, le=1000)
+    limit: int | None = Field(None, ge=1, description="At most 1000 are answered (OpenClaw's schema has no cap).")
     includeGlobal: bool = False
     includeUnknown: bool = False
     includeDerivedTitles: bool = Field(False, description="Add derivedTitle: the first user message, shortened.")
@@ -69,7 +69,7 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels."""
     runs = ctx.gateway.runs
     async with ctx.gateway.db.session() as s:
-        rows = await SessionRepo.search(s, search=p.search, limit=p.limit)
+        rows = await SessionRepo.search(s, search=p.search, limit=min(p.limit, 1000) if p.limit else None)
         keys = [r.key for r in rows]
         titles = await SessionRepo.first_user_texts(s, keys) if p.includeDerivedTitles else {}
         latest = await SessionRepo.last_texts(s, keys) if p.includeLastMessage else {}

@@ -93,6 +93,7 @@ async def test_control_ui_params_are_accepted(admin: RawClient) -> None:
                                                   "includeDerivedTitles": True, "includeLastMessage": True,
                                                   "agentId": "main", "hasBoard": False, "limit": 20})
     assert isinstance(sessions["sessions"], list)
+    assert isinstance((await admin.call("sessions.list", {"limit": 5000}))["sessions"], list)  # no cap there
     await admin.call("cron.list", {"agentId": "main", "sortBy": "nextRunAtMs", "enabled": "all", "compact": True,
                                    "limit": 50, "offset": 0, "includeDisabled": True})
     await admin.call("cron.runs", {"scope": "all", "limit": 20, "statuses": ["ok", "error"], "sortDir": "desc"})
