@@ -30,23 +30,26 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("no pending pairing requests")
         return 0
     for r in result["requests"]:
-        who = f"{r['senderName']} ({r['senderId']})" if r.get("senderName") else r["senderId"]
-        print(f"{r['channel']:10} {r['code']}  {who}")
+        who = f"{r['senderLabel']} ({r['senderId']})" if r["senderLabel"] != r["senderId"] else r["senderId"]
+        print(f"{r['channel']:10} {r['requestId']}  {who}")
     return 0
 
 
 def _resolve(args: argparse.Namespace, verb: str) -> int:
+    # The approval answer names the sender by id only (OpenClaw's shape): look their name up first.
+    pending = _call(args, "channels.pairing.list", {"channel": args.channel})["requests"]
+    code = args.code.strip().upper().replace("-", "")
+    label = next((r["senderLabel"] for r in pending if r["requestId"] == code), None)
     result = _call(args, f"channels.pairing.{verb}", {"channel": args.channel, "code": args.code})
     if args.json:
         print_json(result)
         return 0
-    req = result["approved" if verb == "approve" else "rejected"]
-    who = req.get("senderName") or req["senderId"]
     if verb == "approve":
-        told = "" if result.get("notified") else " (could not tell them; they can just write again)"
-        print(f"approved {who} on {req['channel']}{told}")
+        told = "" if result["notification"] == "sent" else " (could not tell them; they can just write again)"
+        print(f"approved {label or result['senderId']} on {args.channel}{told}")
     else:
-        print(f"rejected {who} on {req['channel']}")
+        req = result["rejected"]
+        print(f"rejected {req.get('senderName') or req['senderId']} on {req['channel']}")
     return 0
 
 

@@ -208,17 +208,19 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
     return connect.hello_ok(
         protocol=conn.protocol,
         caller=caller,
-        server={"version": gw.version, "connId": conn.conn_id, "instanceId": gw.instance_id,
-                "replicaId": gw.replica_id},
+        # OpenClaw's HelloOk is a closed object: this start of the gateway is its bootId; the replica id and
+        # the gateway's own health figures are in the ``status`` and ``health`` results instead.
+        server={"version": gw.version, "connId": conn.conn_id, "bootId": gw.instance_id},
         methods=gw.dispatcher.registry.names(),
         events=list(EVENTS),
         snapshot={
             "presence": gw.presence_board.snapshot_for(conn.conn_id),
-            "health": gw.health(),
+            "health": {"ok": True, "ts": int(time.time() * 1000), "defaultAgentId": cfg.agents.default},
             "stateVersion": gw.presence_board.state_version(),
             "uptimeMs": gw.uptime_ms(),
             "sessionDefaults": {
                 "defaultAgentId": cfg.agents.default,
+                "mainKey": "main",
                 "mainSessionKey": f"agent:{cfg.agents.default}:main",
                 "scope": cfg.session.dmScope,
             },

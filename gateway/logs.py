@@ -193,3 +193,29 @@ def tail(log_dir: Path, *, limit: int = 100, level: str | None = None, search: s
     for chunk in reversed(chunks):
         out.extend(chunk)
     return list(out)
+
+
+def since(path: Path, cursor: int, *, limit: int = 100, level: str | None = None,
+          search: str | None = None) -> list[dict]:
+    """The records written to ``path`` after byte offset ``cursor`` (at most the newest ``limit``), filtered
+    like ``tail``: what a client following the log has not seen yet."""
+    floor = _LEVELS.get(level or "debug", logging.DEBUG)
+    needle = search.lower() if search else None
+    try:
+        with path.open("rb") as f:
+            f.seek(cursor)
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    out: deque[dict] = deque(maxlen=limit)
+    for line in data.splitlines():
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if _LEVELS.get(str(rec.get("level", "info")).lower(), logging.INFO) < floor:
+            continue
+        if needle and needle not in line.decode("utf-8", "replace").lower():
+            continue
+        out.append(rec)
+    return list(out)

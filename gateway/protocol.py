@@ -368,6 +368,8 @@ def describe_validation_error(exc: ValidationError) -> str:
             parts.append(f"at {_pointer(loc[:-1])}: unexpected property '{_clip(str(loc[-1]), 64)}'")
         elif kind in _TYPE_WORDS:
             parts.append(f"at {_pointer(loc)}: {_TYPE_WORDS[kind]}")
+        elif kind == "value_error":  # a model's own check: its message already says what is wrong
+            parts.append(f"at {_pointer(loc)}: {str(err['msg']).removeprefix('Value error, ')}")
         else:
             parts.append(f"at {_pointer(loc)}: {err['msg'][0].lower()}{err['msg'][1:]}")
     if len(errors) > 3:

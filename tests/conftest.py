@@ -12,8 +12,30 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import ws
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.openclaw_schema import FrameLog, require_schema
 from tests.support.ws import RawClient, operator
+
+
+@pytest.fixture(autouse=True)
+def openclaw_frames(request: pytest.FixtureRequest) -> Iterator[FrameLog | None]:
+    """With the ``openclaw_frames`` marker: every frame the test's clients receive is checked against
+    OpenClaw's published schema (``tests/support/openclaw_schema.py``) when the test ends."""
+    if request.node.get_closest_marker("openclaw_frames") is None:
+        yield None
+        return
+    schema = require_schema()
+    log = FrameLog()
+    ws.FRAME_LOG = log
+    try:
+        yield log
+    finally:
+        ws.FRAME_LOG = None
+    problems = log.problems(schema)
+    if problems:
+        pytest.fail(f"{len(problems)} frame(s) break OpenClaw's protocol schema:\n" + "\n".join(problems[:40]),
+                    pytrace=False)
 
 
 @pytest.fixture(scope="module")

@@ -91,9 +91,12 @@ def _delivery(raw: Any) -> dict[str, Any] | None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise _bad("delivery.to", "a webhook delivery needs the URL to POST to (http or https)")
         out["to"] = url
-    if mode == "announce" and ("channel" in out) != ("to" in out):
+    if out.get("channel") == "last":
+        if "to" in out:
+            raise _bad("delivery.to", "channel last means the chat the session last used: leave to out")
+    elif mode == "announce" and ("channel" in out) != ("to" in out):
         raise _bad("delivery.to" if "channel" in out else "delivery.channel",
-                   "give both channel and to, or neither (then the session's last chat gets it)")
+                   "give both channel and to, or channel last (or neither): then the session's last chat gets it")
     return out
 
 
@@ -117,6 +120,8 @@ def _failure_alert(raw: Any) -> dict[str, Any] | None:
 
 
 def _target(raw: Any, payload_kind: str) -> str:
+    if raw == "current":  # OpenClaw: the session that created the job; without one, an isolated session
+        raw = None
     if raw is None:
         return "main" if payload_kind == "systemEvent" else "isolated"
     if not isinstance(raw, str) or not (raw in ("main", "isolated") or (raw.startswith("session:") and len(raw) > 8)):

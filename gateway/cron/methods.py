@@ -9,18 +9,21 @@ latter). Every change and run is a ``cron`` event.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 from sqlalchemy import delete, func, or_, select
 
-from gateway.cron.jobs import validate_job, validate_patch
+from gateway.cron.jobs import KNOWN, validate_job, validate_patch
 from gateway.cron.service import CronService, now_ms, stored_schedule
 from gateway.cron.store import CronJob, CronRun
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
 
 __all__: list[str] = []
+
+MAX_PAGE = 200
+"""The most jobs one ``cron.list`` page holds (OpenClaw's clients refuse a page that claims more)."""
 
 
 class JobRef(Params):
@@ -40,14 +43,20 @@ class JobRef(Params):
 
 class ListParams(Params):
     includeDisabled: bool = True
+    enabled: Literal["all", "enabled", "disabled"] = "all"
+    agentId: str | None = Field(None, min_length=1, max_length=128)
+    scheduleKind: Literal["all", "at", "every", "cron", "on-exit", "stream"] = "all"
     query: str | None = Field(None, max_length=500)
     filter: str | None = Field(None, max_length=500)
-    limit: int = Field(200, ge=1, le=1000)
+    sortBy: Literal["nextRunAtMs", "updatedAtMs", "name"] = "nextRunAtMs"
+    sortDir: Literal["asc", "desc"] = "asc"
+    limit: int = Field(MAX_PAGE, ge=1, le=1000)
     offset: int = Field(0, ge=0)
 
 
 class AddParams(Params):
     model_config = ConfigDict(extra="allow")  # the job object; gateway.cron.jobs checks every field
+    wire_fields: ClassVar[frozenset[str]] = KNOWN
 
 
 class UpdateParams(JobRef):
@@ -58,10 +67,20 @@ class RunParams(JobRef):
     mode: Literal["force", "due"] = "force"
 
 
-class RunsParams(JobRef):
+class RunsParams(Params):
+    id: str | None = Field(None, min_length=1, max_length=64)
+    jobId: str | None = Field(None, min_length=1, max_length=64)
+    scope: Literal["job", "all"] | None = None
     limit: int = Field(50, ge=1, le=1000)
     offset: int = Field(0, ge=0)
-    status: Literal["ok", "error", "skipped", "interrupted", "running"] | None = None
+    status: Literal["all", "ok", "error", "skipped", "interrupted", "running"] | None = None
+    statuses: list[Literal["ok", "error", "skipped"]] | None = Field(None, min_length=1, max_length=3)
+    sortDir: Literal["asc", "desc"] = "desc"
+
+    @property
+    def ref(self) -> str | None:
+        """The job whose runs are asked for; None: every job's (``scope: all``, or no id given)."""
+        return None if self.scope == "all" else (self.id or self.jobId)
 
 
 def _service(ctx: CallContext) -> CronService:
@@ -101,23 +120,40 @@ async def cron_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
 
 @method("cron.list", params=ListParams, scope=READ, aliases=("cron:list",))
 async def cron_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
-    """Jobs, soonest first; ``query`` matches name, description, id and payload text."""
+    """One page of jobs (soonest first by default); ``query`` matches name, description, id and payload text.
+
+    The page is OpenClaw's inventory page: ``jobs, total, offset, limit, hasMore, nextOffset`` and a
+    ``snapshotRevision`` that changes whenever a job is added, changed or removed.
+    """
     _service(ctx)
     q = select(CronJob)
-    if not p.includeDisabled:
+    if not p.includeDisabled or p.enabled == "enabled":
         q = q.where(CronJob.enabled.is_(True))
+    elif p.enabled == "disabled":
+        q = q.where(CronJob.enabled.is_(False))
+    if p.agentId:
+        default = ctx.gateway.config.agents.default
+        q = q.where(CronJob.agent_id == p.agentId if p.agentId != default
+                    else or_(CronJob.agent_id == p.agentId, CronJob.agent_id.is_(None)))
+    if p.scheduleKind != "all":
+        q = q.where(CronJob.schedule.like(f'%"kind":"{p.scheduleKind}"%'))
     text = p.query or p.filter
     if text:
         like = f"%{text.lower()}%"
         q = q.where(or_(func.lower(CronJob.name).like(like), func.lower(CronJob.description).like(like),
                         func.lower(CronJob.id).like(like), func.lower(CronJob.payload).like(like)))
+    column = {"nextRunAtMs": CronJob.next_run_at, "updatedAtMs": CronJob.updated_at, "name": CronJob.name}[p.sortBy]
+    order = [column.is_(None), column.desc() if p.sortDir == "desc" else column, CronJob.id]
+    limit = min(p.limit, MAX_PAGE)
     async with ctx.gateway.db.session() as s:
         total = await s.scalar(select(func.count()).select_from(q.subquery())) or 0
-        rows = (await s.execute(q.order_by(CronJob.next_run_at.is_(None), CronJob.next_run_at, CronJob.id)
-                                .offset(p.offset).limit(p.limit))).scalars().all()
+        rows = (await s.execute(q.order_by(*order).offset(p.offset).limit(limit))).scalars().all()
+        revision = (await s.execute(select(func.count(), func.max(CronJob.updated_at)))).one()
     jobs = [r.to_dict() for r in rows]
-    return {"jobs": jobs, "total": total, "offset": p.offset, "limit": p.limit,
-            "hasMore": p.offset + len(jobs) < total}
+    more = p.offset + len(jobs) < total
+    return {"jobs": jobs, "total": total, "offset": p.offset, "limit": limit, "hasMore": more,
+            "nextOffset": p.offset + len(jobs) if more else None,
+            "snapshotRevision": f"{revision[0]}.{revision[1] or 0}"}
 
 
 @method("cron.get", params=JobRef, scope=READ, aliases=("cron:get",))
@@ -206,14 +242,20 @@ async def cron_run(p: RunParams, ctx: CallContext) -> dict[str, Any]:
 
 @method("cron.runs", params=RunsParams, scope=READ, aliases=("cron:runs",))
 async def cron_runs(p: RunsParams, ctx: CallContext) -> dict[str, Any]:
-    """A job's run history, newest first."""
+    """Run history, newest first: one job's (``id``), or every job's (``scope: all``, or no ``id``)."""
     _service(ctx)
-    q = select(CronRun).where(CronRun.job_id == p.ref)
-    if p.status:
+    q = select(CronRun)
+    if p.ref is not None:
+        q = q.where(CronRun.job_id == p.ref)
+    if p.status and p.status != "all":
         q = q.where(CronRun.status == p.status)
+    if p.statuses:
+        q = q.where(CronRun.status.in_(p.statuses))
+    order = CronRun.id.desc() if p.sortDir == "desc" else CronRun.id
     async with ctx.gateway.db.session() as s:
         total = await s.scalar(select(func.count()).select_from(q.subquery())) or 0
-        rows = (await s.execute(q.order_by(CronRun.id.desc()).offset(p.offset).limit(p.limit))).scalars().all()
+        rows = (await s.execute(q.order_by(order).offset(p.offset).limit(p.limit))).scalars().all()
     entries = [r.to_dict() for r in rows]
-    return {"entries": entries, "total": total, "offset": p.offset, "limit": p.limit,
-            "hasMore": p.offset + len(entries) < total}
+    more = p.offset + len(entries) < total
+    return {"entries": entries, "total": total, "offset": p.offset, "limit": p.limit, "hasMore": more,
+            "nextOffset": p.offset + len(entries) if more else None}

@@ -74,9 +74,12 @@ class Schedule:
         if self.kind == "at":
             assert self.at_ms is not None
             return {"kind": "at", "at": datetime.fromtimestamp(self.at_ms / 1000, UTC).isoformat()
-                    .replace("+00:00", "Z"), "atMs": self.at_ms}
+                    .replace("+00:00", "Z")}
         if self.kind == "every":
-            return {"kind": "every", "everyMs": self.every_ms, "anchorMs": self.anchor_ms}
+            out_every: dict[str, Any] = {"kind": "every", "everyMs": self.every_ms}
+            if self.anchor_ms is not None:
+                out_every["anchorMs"] = self.anchor_ms
+            return out_every
         out: dict[str, Any] = {"kind": "cron", "expr": self.expr}
         if self.tz:
             out["tz"] = self.tz

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.store.models import Base
 
-__all__ = ["CronJob", "CronRun"]
+__all__ = ["CronJob", "CronRun", "delivery_status"]
 
 
 def _load(text: str | None) -> Any:
@@ -54,15 +54,16 @@ class CronJob(Base):
     updated_at: Mapped[int] = mapped_column(BigInteger)
 
     def to_dict(self, *, redact: bool = True) -> dict[str, Any]:
+        """The job in OpenClaw's ``CronJob`` shape (a closed object its clients validate).
+
+        ``wakeMode`` as stored (``now``, or ``next-heartbeat`` for a main-session job). A heartbeat job (declared
+        in the config, not added) says where in ``declarationKey``. ``redact=False`` is the
+        stored form, with the webhook's bearer ``delivery.token`` (never read back otherwise).
+        """
         out: dict[str, Any] = {
             "id": self.id, "name": self.name, "enabled": self.enabled, "schedule": _load(self.schedule),
             "sessionTarget": self.session_target, "wakeMode": self.wake_mode, "payload": _load(self.payload),
-            "createdAtMs": self.created_at, "updatedAtMs": self.updated_at,
-            "state": {k: v for k, v in (
-                ("nextRunAtMs", self.next_run_at), ("runningAtMs", self.running_at),
-                ("lastRunAtMs", self.last_run_at), ("lastStatus", self.last_status), ("lastError", self.last_error),
-                ("lastDurationMs", self.last_duration_ms), ("lastDeliveryStatus", self.last_delivery_status),
-                ("consecutiveErrors", self.consecutive_errors)) if v is not None},
+            "createdAtMs": self.created_at, "updatedAtMs": self.updated_at, "state": self._state(),
         }
         if self.description:
             out["description"] = self.description
@@ -70,16 +71,50 @@ class CronJob(Base):
             out["agentId"] = self.agent_id
         if self.delivery:
             delivery = _load(self.delivery)
-            if redact and delivery.get("token"):
-                delivery["token"] = "********"  # a webhook's bearer token is never read back
+            if redact:
+                delivery.pop("token", None)
             out["delivery"] = delivery
         if self.failure_alert:
             out["failureAlert"] = _load(self.failure_alert)
         if self.delete_after_run:
             out["deleteAfterRun"] = True
-        if self.kind != "job":
-            out["kind"] = self.kind
+        if self.kind == "heartbeat":
+            out["declarationKey"] = f"agents.{self.agent_id or 'main'}.heartbeat"
+        elif self.kind != "job":
+            out["declarationKey"] = self.kind
         return out
+
+    def _state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"consecutiveErrors": self.consecutive_errors}
+        for key, value in (("nextRunAtMs", self.next_run_at), ("runningAtMs", self.running_at),
+                           ("lastRunAtMs", self.last_run_at), ("lastDurationMs", self.last_duration_ms)):
+            if value is not None:
+                state[key] = value
+        if self.last_status is not None:
+            # OpenClaw knows ok, error and skipped; a run a crash cut short ("interrupted") is an error.
+            status = self.last_status if self.last_status in ("ok", "error", "skipped") else "error"
+            state["lastRunStatus"] = state["lastStatus"] = status
+            if self.last_status != status and not self.last_error:
+                state["lastError"] = f"the run was {self.last_status}"
+        if self.last_error:
+            state["lastError"] = self.last_error
+        delivery = self.last_delivery_status
+        if delivery is not None:
+            state["lastDeliveryStatus"] = delivery_status(delivery)
+            state["lastDelivered"] = state["lastDeliveryStatus"] == "delivered"
+            if state["lastDeliveryStatus"] == "not-delivered" and delivery != "failed":
+                state["deliverySuppressionReason"] = delivery  # e.g. the agent already sent it itself
+        return state
+
+
+def delivery_status(raw: str) -> str:
+    """Our recorded delivery outcome (``delivered``, ``webhook:204``, ``none``, ``failed``, a reason it was
+    skipped) as OpenClaw's ``delivered`` / ``not-delivered`` / ``not-requested`` / ``unknown``."""
+    if raw == "delivered" or raw.startswith("webhook:2"):
+        return "delivered"
+    if raw == "none":
+        return "not-requested"
+    return "not-delivered" if raw else "unknown"
 
 
 class CronRun(Base):

@@ -152,7 +152,7 @@ async def node_event(p: NodeEventParams, ctx: CallContext) -> dict[str, Any]:
         except orjson.JSONDecodeError:
             payload = p.payloadJSON
     nodes.event(session, p.event, payload)
-    return {"ok": True}
+    return {"ok": True, "event": p.event, "handled": True}
 
 
 @method("node.invoke.progress", params=OpenParams, scope=NODE)

@@ -7,6 +7,7 @@ is on), from anywhere else it waits as ``pending`` until the owner approves or r
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -89,8 +90,19 @@ async def record(gw: Gateway, params: ConnectParams, device_id: str, *, remote: 
             dev = (await s.execute(select(Device).where(Device.id == device_id))).scalar_one()
             return dev.status
     if status == PENDING:
-        gw.broadcast("device.pair.requested", info, scope=PAIRING)
+        gw.broadcast("device.pair.requested", requested_event(info), scope=PAIRING)
     return status
+
+
+def requested_event(info: dict[str, Any]) -> dict[str, Any]:
+    """``device.pair.requested`` in OpenClaw's shape: one request per device key, so its id is the device id."""
+    out: dict[str, Any] = {"requestId": info["deviceId"], "deviceId": info["deviceId"], "publicKey": info["publicKey"],
+                           "role": info["role"], "scopes": info["scopes"], "ts": int(time.time() * 1000)}
+    for key, name in (("displayName", "displayName"), ("platform", "platform"), ("clientId", "clientId"),
+                      ("remote", "remoteIp")):
+        if info.get(key):
+            out[name] = info[key]
+    return out
 
 
 async def list_devices(gw: Gateway, status: str | None = None) -> list[dict[str, Any]]:
@@ -110,5 +122,6 @@ async def resolve(gw: Gateway, device_id: str, status: str) -> dict[str, Any] | 
             return None
         dev.status = status
         info = as_dict(dev)
-    gw.broadcast("device.pair.resolved", {"deviceId": device_id, "status": status}, scope=PAIRING)
+    gw.broadcast("device.pair.resolved", {"requestId": device_id, "deviceId": device_id, "decision": status,
+                                          "ts": int(time.time() * 1000)}, scope=PAIRING)
     return info

@@ -426,9 +426,10 @@ class NodeService:
         invoke_id = uuid.uuid4().hex
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         session.pending[invoke_id] = fut
-        request = {"id": invoke_id, "nodeId": session.node_id, "command": command,
-                   "paramsJSON": None if params is None else orjson.dumps(params).decode(),
-                   "timeoutMs": timeout_ms, "idempotencyKey": key}
+        request: dict[str, Any] = {"id": invoke_id, "nodeId": session.node_id, "command": command,
+                                   "timeoutMs": timeout_ms, "idempotencyKey": key}
+        if params is not None:  # OpenClaw's NodeInvokeRequestEvent: a string, or absent
+            request["paramsJSON"] = orjson.dumps(params).decode()
         started = time.perf_counter()
         if not session.conn.send_event("node.invoke.request", request):
             session.pending.pop(invoke_id, None)

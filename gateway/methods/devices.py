@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from gateway.connection import CLOSE_POLICY
 from gateway.devices import operators as devices
@@ -19,8 +19,22 @@ from gateway.rpc import PAIRING, CallContext, NoParams, Params, method
 
 
 class DeviceIdParams(Params):
-    deviceId: str = Field(min_length=1, max_length=128)
+    """A device named by ``requestId`` (OpenClaw's spelling) or ``deviceId``: we keep one pairing request per
+    device key, so a device's request id is its device id (``device.pair.list`` shows both)."""
+
+    requestId: str | None = Field(None, min_length=1, max_length=128)
+    deviceId: str | None = Field(None, min_length=1, max_length=128)
     idempotencyKey: str | None = Field(None, min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _one_id(self) -> DeviceIdParams:
+        if not (self.requestId or self.deviceId):
+            raise ValueError("requestId: required (the pairing request's id; deviceId is accepted too)")
+        return self
+
+    @property
+    def device_id(self) -> str:
+        return (self.requestId or self.deviceId or "").lower()
 
 
 def _unknown(device_id: str) -> InvalidRequest:
@@ -33,7 +47,7 @@ async def device_pair_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     out: dict[str, list[dict[str, Any]]] = {"pending": [], "paired": [], "rejected": []}
     key = {devices.PENDING: "pending", devices.APPROVED: "paired", devices.REJECTED: "rejected"}
     for dev in await devices.list_devices(ctx.gateway):
-        out[key.get(dev["status"], "pending")].append(dev)
+        out[key.get(dev["status"], "pending")].append({"requestId": dev["deviceId"], **dev})
     return out
 
 
@@ -41,11 +55,11 @@ async def device_pair_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
         aliases=("device:pair:approve",))
 async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, Any]:
     """Approve a pending (or previously rejected) device so it can connect."""
-    dev = await devices.resolve(ctx.gateway, p.deviceId.lower(), devices.APPROVED)
+    dev = await devices.resolve(ctx.gateway, p.device_id, devices.APPROVED)
     if dev is None:
-        raise _unknown(p.deviceId)
-    return {"deviceId": dev["deviceId"], "status": dev["status"], "resolvedAtMs": int(time.time() * 1000),
-            "device": dev}
+        raise _unknown(p.device_id)
+    return {"requestId": dev["deviceId"], "deviceId": dev["deviceId"], "status": dev["status"],
+            "resolvedAtMs": int(time.time() * 1000), "device": dev}
 
 
 @method("device.pair.reject", params=DeviceIdParams, scope=PAIRING, idempotent=True,
@@ -53,13 +67,13 @@ async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, 
 async def device_pair_reject(p: DeviceIdParams, ctx: CallContext) -> dict[str, Any]:
     """Reject a device: it is refused from now on, and its open sockets are closed."""
     gw = ctx.gateway
-    dev = await devices.resolve(gw, p.deviceId.lower(), devices.REJECTED)
+    dev = await devices.resolve(gw, p.device_id, devices.REJECTED)
     if dev is None:
-        raise _unknown(p.deviceId)
+        raise _unknown(p.device_id)
     closed = 0
     for conn in list(gw.connections.values()):
         if conn.caller is not None and conn.caller.device_id == dev["deviceId"]:
             conn.close(CLOSE_POLICY, "device rejected")
             closed += 1
-    return {"deviceId": dev["deviceId"], "status": dev["status"], "resolvedAtMs": int(time.time() * 1000),
-            "disconnected": closed, "device": dev}
+    return {"requestId": dev["deviceId"], "deviceId": dev["deviceId"], "status": dev["status"],
+            "resolvedAtMs": int(time.time() * 1000), "disconnected": closed, "device": dev}

@@ -33,6 +33,8 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     host, port = gw.listen
     return {
         "version": gw.version,
+        "instanceId": gw.instance_id,  # this start of the gateway (hello-ok server.bootId)
+        "replicaId": gw.replica_id,  # the replica across restarts: what its session leases are held as
         "pid": os.getpid(),
         "python": sys.version.split()[0],
         "startedAtMs": gw.started_at_ms,
@@ -43,6 +45,9 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         "connections": len(gw.connections),
         "methods": len(gw.dispatcher.registry.names()),
         "defaultAgentId": gw.config.agents.default,
+        # Each agent's CLI and where it resolves (agents.list is OpenClaw's closed shape: no room there).
+        "agents": [{"id": a["id"], "runtime": a["runtime"], "model": a["model"], "cli": a["cli"]}
+                   for a in gw.sessions.agents()],
         "recoveredAtStart": gw.recovered,  # turns the previous process left: interrupted, retried, requeued
         "adoptedFromReplicas": dict(gw.replicas.adopted) if gw.replicas else {},  # of replicas that died
     }

@@ -56,12 +56,13 @@ def is_owner(ctx: CallContext) -> bool:
 
 class ListParams(Params):
     search: str | None = Field(None, max_length=256)
-    limit: int | None = Field(None, ge=1, le=1000)
+    limit: int | None = Field(None, ge=1, description="At most 1000 are answered (OpenClaw's schema has no cap).")
     includeGlobal: bool = Field(False, description="Also list agent:<id>:global, the session shared by everyone.")
     includeUnknown: bool = Field(False, description="Also list agent:<id>:unknown (turns of an unknown sender).")
     includeDerivedTitles: bool = Field(False, description="Add derivedTitle: the first user message, shortened.")
     includeLastMessage: bool = Field(False, description="Add lastMessagePreview: the newest message, shortened.")
     agentId: str | None = None
+    hasBoard: bool | None = None  # sent by OpenClaw's Control UI (not in its schema); we have no boards: ignored
 
 
 @method("sessions.list", params=ListParams, scope=READ, baseline=True)
@@ -71,7 +72,8 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     runs = ctx.gateway.runs
     async with ctx.gateway.db.session() as s:
         hidden = [name for name, shown in (("global", p.includeGlobal), ("unknown", p.includeUnknown)) if not shown]
-        rows = await SessionRepo.search(s, search=p.search, limit=p.limit, hide_names=hidden)
+        rows = await SessionRepo.search(s, search=p.search, limit=min(p.limit, 1000) if p.limit else None,
+                                        hide_names=hidden)
         keys = [r.key for r in rows]
         titles = await SessionRepo.first_user_texts(s, keys) if p.includeDerivedTitles else {}
         latest = await SessionRepo.last_texts(s, keys) if p.includeLastMessage else {}
@@ -108,7 +110,7 @@ class KeyParams(Params):
 async def sessions_resolve(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Find a session by key or label."""
     key = await ctx.gateway.sessions.resolve(key=p.target, label=p.label)
-    return {"ok": True, "key": key, "sessionKey": key}
+    return {"ok": True, "key": key, "agentId": parse_key(key)[0]}
 
 
 class PatchParams(Params):
@@ -173,14 +175,23 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     if deleted:
         announce(ctx.gateway, key, "delete")
         ctx.gateway.hooks.fire("session_end", {"sessionKey": key, "agentId": key.split(":")[1], "reason": "deleted"})
-    return {"ok": True, "key": key, "deleted": deleted}
+    return {"ok": True, "key": key, "deleted": deleted, "archived": []}  # we delete; nothing is archived
 
 
 @method("agents.list", scope=READ, baseline=True)
 async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
-    """The configured agents and which one is the default."""
+    """The configured agents and which one is the default, in OpenClaw's shape (``AgentsListResult``): each
+    agent's CLI is its ``agentRuntime.id`` (``claude``, ``codex``...); ``status`` says where the CLI is."""
     svc = ctx.gateway.sessions
-    return {"agents": svc.agents(), "defaultAgentId": svc.default_agent_id}
+    agents = []
+    for a in svc.agents():
+        entry: dict[str, Any] = {"id": a["id"], "kind": "agent", "name": a["name"],
+                                 "agentRuntime": {"id": a["runtime"], "source": "agent"}}
+        if a.get("model"):
+            entry["model"] = {"primary": a["model"]}
+        agents.append(entry)
+    return {"defaultId": svc.default_agent_id, "mainKey": "main", "agents": agents,
+            "scope": "global" if ctx.gateway.config.session.dmScope == "main" else "per-sender"}
 
 
 # -- sub-agents ------------------------------------------------------------------------------

@@ -45,15 +45,17 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     if not listed["plugins"]:
         print("no plugins found")
-    for plugin in listed["plugins"]:
+    for plugin in listed["diagnostics"]:  # our detailed rows (plugins[] is OpenClaw's shape)
         print(_line(plugin))
     return 0
 
 
 def _set(args: argparse.Namespace) -> int:
-    done = call_gateway(args.url, args.token, "plugins.setEnabled", {"id": args.id, "enabled": args.enabled})
+    done = call_gateway(args.url, args.token, "plugins.setEnabled", {"pluginId": args.id, "enabled": args.enabled})
+    listed = call_gateway(args.url, args.token, "plugins.list", {})
+    row = next((r for r in listed["diagnostics"] if r["id"] == args.id), None)
     if args.json:
         print_json(done)
-    else:
-        print(_line(done["plugin"]))
-    return 0 if done["ok"] else 1
+    elif row is not None:
+        print(_line(row))
+    return 0 if done["plugin"]["enabled"] == args.enabled else 1

@@ -928,14 +928,22 @@
   });
 
   // -- the agent: who answers here, and what to do when its CLI is missing --------------------------
+  // agents.list is OpenClaw's shape (names, runtime id, model); status adds where each agent's CLI is.
   function loadAgents() {
-    return request('agents.list', {}).then(function (res) {
-      state.agents = res.agents || [];
+    var facts = request('status', {}).then(function (st) { return st.agents || []; }, function () { return []; });
+    return Promise.all([request('agents.list', {}), facts]).then(function (both) {
+      var res = both[0], byId = {};
+      both[1].forEach(function (f) { byId[f.id] = f; });
+      state.agents = (res.agents || []).map(function (a) {
+        var f = byId[a.id] || {};
+        return { id: a.id, name: a.name, model: a.model && a.model.primary,
+                 runtime: f.runtime || (a.agentRuntime && a.agentRuntime.id), cli: f.cli };
+      });
       var pick = $('agent-pick');
       pick.textContent = '';
       state.agents.forEach(function (a) {
         var opt = el('option', null, a.name || a.id); opt.value = a.id;
-        if (a.id === (state.newAgent || res.defaultAgentId)) opt.selected = true;
+        if (a.id === (state.newAgent || res.defaultId || res.defaultAgentId)) opt.selected = true;
         pick.appendChild(opt);
       });
       pick.hidden = state.agents.length < 2;

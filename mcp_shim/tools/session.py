@@ -116,7 +116,10 @@ async def session_status(call: Call, a: dict[str, Any]) -> Any:
 @tool("agents_list", "List agents", "List the configured agents and which one is the default.", obj(),
       read_only=True)
 async def agents_list(call: Call, _a: dict[str, Any]) -> Any:
-    return await call.gateway("agents.list", {})
+    listed = await call.gateway("agents.list", {})
+    if isinstance(listed, dict) and "defaultId" in listed:  # OpenClaw's name; the tool has always said this
+        listed = {**listed, "defaultAgentId": listed["defaultId"]}
+    return listed
 
 
 @tool("subagents", "Manage sub-agents",

@@ -19,6 +19,8 @@ from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, tel
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.ws import operator
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 
 def msg(sender: str = "42", *, chat_type: str = "dm", chat_id: str | None = None, mentioned: bool = False,
         channel: str = "telegram") -> Inbound:

@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,7 +107,7 @@ async def test_bot_api_outage_at_start_is_retried(tmp_path: Path) -> None:
             await fake.wait_polling(timeout=20)
             c = await operator(proc.url, proc.token or "")
             status = await c.call("channels.status")
-            assert {"channel": "telegram", "accountId": "default", "state": "running"} in status["accounts"]
+            assert {"channel": "telegram", "accountId": "default", "state": "running"} in _accounts(status)
             await c.close()
             assert len(fake.calls_of("getMe")) >= 2
     finally:
@@ -154,3 +155,8 @@ async def test_a_slow_chat_does_not_hold_up_the_others(gw: GatewayProcess, fake:
     slow = next(i for i, p in enumerate(prompts) if "slow one" in p)
     behind = next(i for i, p in enumerate(prompts) if "right behind it" in p)
     assert slow <= behind  # the owner's messages reached the agent in the order they were sent
+
+
+def _accounts(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every account in a ``channels.status`` answer (ours, under ``channels.<name>.accounts``)."""
+    return [a for channel in status["channels"].values() for a in channel["accounts"]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -66,7 +67,7 @@ async def test_accounts_follow_config_changes(gw: GatewayProcess, fake: FakeTele
     patch = {"channels": {"telegram": {"accounts": {"second": {"botToken": "999:refused", "mode": "polling"}}}}}
     await c.call("config.patch", {"patch": patch, "baseHash": base})
     for _ in range(100):
-        accounts = {a["accountId"]: a for a in (await c.call("channels.status"))["accounts"]
+        accounts = {a["accountId"]: a for a in _accounts(await c.call("channels.status"))
                     if a["channel"] == "telegram"}
         if accounts.get("second", {}).get("state") == "error":
             break
@@ -80,6 +81,11 @@ async def test_accounts_follow_config_changes(gw: GatewayProcess, fake: FakeTele
     await c.call("config.patch", {"patch": {"channels": {"telegram": {"accounts": None}}}, "baseHash": base})
     sent = await c.call("message.send", {"channel": "telegram", "to": "321", "message": "still here"})
     assert sent["ok"]
-    accounts = [a["accountId"] for a in (await c.call("channels.status"))["accounts"] if a["channel"] == "telegram"]
+    accounts = [a["accountId"] for a in _accounts(await c.call("channels.status")) if a["channel"] == "telegram"]
     assert accounts == ["default"]
     await c.close()
+
+
+def _accounts(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every account in a ``channels.status`` answer (ours, under ``channels.<name>.accounts``)."""
+    return [a for channel in status["channels"].values() for a in channel["accounts"]]

@@ -18,8 +18,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.frame_proxy import RecordingRelay
 from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.openclaw_schema import FrameLog
 from tests.support.ws import RawClient
+
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
 
 # Switches that keep the CLI on loopback and out of the real home (documented by OpenClaw).
 OFFLINE_ENV = {"OPENCLAW_NO_AUTO_UPDATE": "1", "OPENCLAW_DISABLE_BONJOUR": "1",
@@ -36,27 +40,40 @@ def _install() -> tuple[Path, Path]:
 
 
 class OpenClawCli:
-    """Runs ``openclaw`` with a private HOME, so it reads and writes no real config."""
+    """Runs ``openclaw`` with a private HOME, so it reads and writes no real config.
 
-    def __init__(self, home: Path) -> None:
+    With a ``relay`` (``tests.support.frame_proxy``), the CLI talks to the gateway through it, so every frame
+    the gateway sends the real CLI is checked against OpenClaw's schema too (the ``openclaw_frames`` marker).
+    """
+
+    def __init__(self, home: Path, relay: RecordingRelay | None = None) -> None:
         self.node, self.entry = _install()
         self.home = home
+        self.relay = relay
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCLAW_")}
         self.env.update(OFFLINE_ENV, HOME=str(home))
 
     def run(self, *args: str, timeout: float = 60) -> tuple[int, Any, str]:
         """Exit code, stdout parsed as JSON (None when it is not JSON), stderr."""
-        proc = subprocess.run([str(self.node), str(self.entry), *args], env=self.env, capture_output=True,
-                              text=True, timeout=timeout, check=False)
+        code, text, err = self.run_text(*args, timeout=timeout)
         try:
-            out = json.loads(proc.stdout)
+            out = json.loads(text)
         except ValueError:
             out = None
-        return proc.returncode, out, proc.stderr
+        return code, out, err
+
+    def run_text(self, *args: str, timeout: float = 60) -> tuple[int, str, str]:
+        """Exit code, stdout, stderr."""
+        proc = subprocess.run([str(self.node), str(self.entry), *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def url_for(self, gw: GatewayProcess) -> str:
+        return self.relay.url if self.relay is not None and self.relay.target == gw.url else gw.url
 
     def call(self, gw: GatewayProcess, method: str, *extra: str, token: str | None = None) -> tuple[int, Any, str]:
         secret = ["--token", token if token is not None else gw.token or ""] if "--password" not in extra else []
-        return self.run("gateway", "call", method, "--url", gw.url, *secret, *extra, "--json")
+        return self.run("gateway", "call", method, "--url", self.url_for(gw), *secret, *extra, "--json")
 
     def create_device_identity(self) -> str:
         """Make the CLI's own Ed25519 device identity in its state dir; returns the device id.
@@ -80,16 +97,18 @@ class OpenClawCli:
 
 
 @pytest.fixture(scope="module")
-def cli() -> Iterator[OpenClawCli]:
-    with tempfile.TemporaryDirectory(prefix="openclaw-home-") as home:
-        yield OpenClawCli(Path(home))
+def cli(gateway: GatewayProcess) -> Iterator[OpenClawCli]:
+    with tempfile.TemporaryDirectory(prefix="openclaw-home-") as home, RecordingRelay(gateway.url) as relay:
+        yield OpenClawCli(Path(home), relay)
 
 
-def test_health(cli: OpenClawCli, gateway: GatewayProcess) -> None:
+def test_health(cli: OpenClawCli, gateway: GatewayProcess, openclaw_frames: FrameLog) -> None:
     code, out, err = cli.call(gateway, "health")
     assert code == 0, err
     assert out["ok"] is True
     assert isinstance(out["uptimeMs"], int)
+    # What the gateway sent the CLI went through the relay: its hello-ok and answer are checked too.
+    assert {"connect", "health"} <= {method for method, _frame in openclaw_frames.frames}
 
 
 def test_status_is_this_gateway(cli: OpenClawCli, gateway: GatewayProcess) -> None:
@@ -103,10 +122,9 @@ def test_status_is_this_gateway(cli: OpenClawCli, gateway: GatewayProcess) -> No
 def test_method_with_params(cli: OpenClawCli, gateway: GatewayProcess) -> None:
     code, out, err = cli.call(gateway, "logs.tail", "--params", '{"limit": 2}')
     assert code == 0, err
-    assert out["count"] == 2
     assert len(out["lines"]) == 2
     # The CLI's earlier connects are in the gateway's own log: the calls really reached it.
-    assert all(isinstance(line, dict) for line in out["lines"])
+    assert all(isinstance(json.loads(line), dict) for line in out["lines"])
 
 
 def test_bad_params_name_the_field(cli: OpenClawCli, gateway: GatewayProcess) -> None:
@@ -137,3 +155,67 @@ async def test_device_proof_is_accepted_and_recorded(cli: OpenClawCli, gateway: 
     devices = await admin.call("device.pair.list")
     paired = [d for d in devices["paired"] if device_id in d.values()]
     assert paired, devices  # loopback devices are approved on first sight
+
+
+# -- the CLI's own commands, with their defaults (issue #29) --------------------------------------------------
+
+
+def _cmd(cli: OpenClawCli, gw: GatewayProcess, *args: str, json_out: bool = True) -> tuple[int, Any, str]:
+    """``openclaw <args> --url … --token …`` (and ``--json``): exit code, parsed stdout, stderr."""
+    extra = ["--json"] if json_out else []
+    return cli.run(*args, "--url", cli.url_for(gw), "--token", gw.token or "", *extra)
+
+
+READ_METHODS = ["health", "status", "system-presence", "logs.tail", "config.get", "config.schema", "sessions.list",
+                "agents.list", "cron.status", "cron.list", "cron.runs", "node.list", "channels.status",
+                "plugins.list", "tts.status", "device.pair.list", "node.pair.list"]
+
+
+@pytest.mark.parametrize("method", READ_METHODS)
+def test_gateway_call_read_methods(cli: OpenClawCli, gateway: GatewayProcess, method: str) -> None:
+    code, out, err = cli.call(gateway, method)
+    assert code == 0, err
+    assert out is not None
+
+
+def test_logs_command(cli: OpenClawCli, gateway: GatewayProcess) -> None:
+    """``openclaw logs`` sends ``logs.tail {limit, maxBytes}`` and prints the lines it gets."""
+    code, text, err = cli.run_text("logs", "--limit", "20", "--plain", "--url", cli.url_for(gateway),
+                                   "--token", gateway.token or "")
+    assert code == 0, err
+    assert "client connected" in text or "gateway started" in text, text[-2000:]
+    code, text, err = cli.run_text("logs", "--json", "--url", cli.url_for(gateway), "--token", gateway.token or "")
+    assert code == 0, err
+    assert any('"gateway started"' in line or '"client connected"' in line for line in text.splitlines()), text[-2000:]
+
+
+def test_cron_commands_with_their_defaults(cli: OpenClawCli, gateway: GatewayProcess) -> None:
+    """add (no delivery flags: announce to the last chat), list, edit, run, runs, rm."""
+    code, added, err = _cmd(cli, gateway, "cron", "add", "--name", "cli digest", "--every", "1h",
+                            "--message", "summarise the day")
+    assert code == 0, err
+    job = added.get("job", added) if isinstance(added, dict) else None
+    assert job and job["name"] == "cli digest", added
+    assert job["delivery"] == {"mode": "announce", "channel": "last"}
+    code, listed, err = _cmd(cli, gateway, "cron", "list")
+    assert code == 0, err
+    assert job["id"] in {j["id"] for j in listed["jobs"]}, listed
+    code, _edited, err = _cmd(cli, gateway, "cron", "edit", job["id"], "--name", "cli digest (renamed)")
+    assert code == 0, err
+    code, _ran, err = _cmd(cli, gateway, "cron", "run", job["id"])
+    assert code == 0, err
+    code, runs, err = _cmd(cli, gateway, "cron", "runs", "--id", job["id"])
+    assert code == 0, err
+    assert all(entry["jobId"] == job["id"] for entry in runs["entries"]), runs
+    code, _removed, err = _cmd(cli, gateway, "cron", "rm", job["id"])
+    assert code == 0, err
+    code, listed, err = _cmd(cli, gateway, "cron", "list", "--all")
+    assert code == 0, err
+    assert job["id"] not in {j["id"] for j in listed["jobs"]}
+
+
+@pytest.mark.parametrize("args", [("nodes", "list"), ("nodes", "pending"), ("devices", "list")])
+def test_nodes_and_devices_commands(cli: OpenClawCli, gateway: GatewayProcess, args: tuple[str, ...]) -> None:
+    code, out, err = _cmd(cli, gateway, *args)
+    assert code == 0, err
+    assert out is not None

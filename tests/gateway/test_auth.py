@@ -19,6 +19,8 @@ from tests.support.devices import DeviceKey
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, connect_params, operator
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 
 @pytest.fixture(scope="module")
 def pairing_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
@@ -65,7 +67,7 @@ async def test_good_proof_waits_for_pairing_then_connects(pairing_gateway: Gatew
     assert frame["error"]["details"] == {"code": "PAIRING_REQUIRED", "deviceId": device.id, "status": "pending"}
     assert await client.wait_closed() == 1008
     requested = await watcher.next_event("device.pair.requested")
-    assert requested["payload"]["deviceId"] == device.id and requested["payload"]["status"] == "pending"
+    assert requested["payload"]["deviceId"] == device.id == requested["payload"]["requestId"]
 
     listed = await watcher.call("device.pair.list")
     pending = {d["deviceId"]: d for d in listed["pending"]}
@@ -73,7 +75,8 @@ async def test_good_proof_waits_for_pairing_then_connects(pairing_gateway: Gatew
     approved = await watcher.call("device.pair.approve", {"deviceId": device.id})
     assert approved["status"] == "approved" and approved["device"]["deviceId"] == device.id
     resolved = await watcher.next_event("device.pair.resolved")
-    assert resolved["payload"] == {"deviceId": device.id, "status": "approved"}
+    assert {k: v for k, v in resolved["payload"].items() if k != "ts"} == {
+        "requestId": device.id, "deviceId": device.id, "decision": "approved"}
 
     client, frame = await _device_connect(pairing_gateway, device, version=version)
     assert frame["ok"] is True, frame
@@ -154,8 +157,8 @@ async def test_pairing_methods_validate_and_need_the_pairing_scope(pairing_gatew
     await reader.close()
     admin = await operator(pairing_gateway.url, pairing_gateway.token or "", scopes=["operator.pairing"])
     frame = await admin.req("device.pair.approve", {})
-    assert frame["error"]["message"] == "invalid device.pair.approve params: at root: must have required property " \
-                                        "'deviceId'"
+    assert frame["error"]["message"] == "invalid device.pair.approve params: at root: requestId: required (the " \
+                                        "pairing request's id; deviceId is accepted too)"
     frame = await admin.req("device.pair.approve", {"deviceId": "f" * 64})
     assert frame["error"]["code"] == "INVALID_REQUEST"
     assert frame["error"]["details"] == {"code": "UNKNOWN_DEVICE", "deviceId": "f" * 64}

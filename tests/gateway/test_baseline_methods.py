@@ -10,10 +10,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from gateway.methods import load_all
 from gateway.rpc import registry
 from mcp_shim.tools import BASELINE_GROUPS
 from tests.support import ROOT
+
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
 
 SHIM = ROOT / "mcp_shim"
 BASELINE_SOURCES = [SHIM / "tools" / f"{group}.py" for group in (*BASELINE_GROUPS, "plugin")] + [SHIM / "runner.py"]

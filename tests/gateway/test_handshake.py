@@ -14,6 +14,8 @@ from tests.support.devices import DeviceKey
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, connect_params, operator
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 
 @pytest.fixture(scope="module")
 def quick_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
@@ -52,7 +54,7 @@ async def test_challenge_then_hello_ok(gateway: GatewayProcess) -> None:
     assert hello["auth"] == {"role": "operator", "scopes": sorted(
         ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"])}
     snapshot = hello["snapshot"]
-    assert snapshot["sessionDefaults"]["defaultAgentId"] == "main"
+    assert snapshot["sessionDefaults"]["defaultAgentId"] == "main" and snapshot["sessionDefaults"]["mainKey"] == "main"
     assert snapshot["health"]["ok"] is True and snapshot["stateVersion"]["presence"] >= 1
     assert snapshot["presence"] == []  # a test-mode client does not watch presence (issue #28); a UI does
     health = await client.next_event("health")

@@ -12,6 +12,8 @@ import pytest
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 TTS_KEY = "tts-secret-5f1e2d3c4b"
 NEW_KEY = "rotated-secret-9a8b7c6d"
 
@@ -62,8 +64,8 @@ async def test_secrets_never_reach_the_log_file(gw: GatewayProcess) -> None:
 
 async def _tail(client: RawClient, **params: Any) -> list[dict[str, Any]]:
     res = await client.call("logs.tail", params)
-    assert res["count"] == len(res["lines"])
-    return res["lines"]
+    assert res["file"] == "gateway.log" and res["cursor"] == res["size"] > 0
+    return [json.loads(line) for line in res["lines"]]  # OpenClaw's shape: each record as a JSON line
 
 
 async def test_logs_tail_filters(gw: GatewayProcess) -> None:

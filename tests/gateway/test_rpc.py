@@ -15,6 +15,8 @@ from tests.support.devices import DeviceKey
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, connect_params, operator
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 # -- IdempotencyCache ----------------------------------------------------------------------------
 
 
@@ -244,6 +246,21 @@ async def test_unknown_method_bad_params_and_missing_scope(gateway: GatewayProce
     assert frame["error"]["details"]["missingScope"] == "operator.pairing"
     assert (await reader.call("health"))["ok"] is True
     await reader.close()
+
+
+async def test_params_are_strict_in_type(admin: RawClient) -> None:
+    """No lax coercion anywhere (one mechanism in the dispatcher): a string is not a boolean, a float or a
+    numeric string not an integer; the refusal names the field."""
+    frame = await admin.req("heartbeat.report", {"sessionKey": "agent:main:main", "anythingDone": "yes"})
+    assert frame["error"]["code"] == "INVALID_REQUEST"
+    assert frame["error"]["message"] == "invalid heartbeat.report params: at /anythingDone: must be boolean"
+    frame = await admin.req("heartbeat.report", {"sessionKey": "agent:main:main", "anythingDone": 1})
+    assert frame["error"]["message"] == "invalid heartbeat.report params: at /anythingDone: must be boolean"
+    for limit in (2.0, "2", True):
+        frame = await admin.req("logs.tail", {"limit": limit})
+        assert frame["error"]["message"] == "invalid logs.tail params: at /limit: must be integer", limit
+    done = await admin.call("heartbeat.report", {"sessionKey": "agent:main:main", "anythingDone": True})
+    assert done["anythingDone"] is True
 
 
 async def test_write_implies_read_and_admin_implies_all(gateway: GatewayProcess) -> None:

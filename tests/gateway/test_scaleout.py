@@ -261,7 +261,7 @@ async def test_a_killed_replicas_turns_are_adopted_by_the_survivor_once_its_hear
         queued = await send(a, key, "queued behind")
         cli_pid = cluster.cli_calls(key)[0]["pid"]
         rows = {r["session_key"]: r for r in await lease_rows(pg_url)}
-        assert rows[key]["holder"].startswith(a.hello["server"]["replicaId"])  # type: ignore[index]
+        assert rows[key]["holder"].startswith((await a.call("status"))["replicaId"])
         await a.close()
         cluster.a.stop(signal.SIGKILL)  # as if its machine died: no chance to release or hand over anything
         os.kill(cli_pid, signal.SIGKILL)

@@ -7,10 +7,14 @@ validators). The list of methods comes from the registry, so a new method is cov
 
 from __future__ import annotations
 
+import pytest
+
 from gateway.methods import load_all
 from gateway.rpc import NODE, READ, registry
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
+
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
 
 
 def above_read() -> list[str]:

@@ -17,6 +17,8 @@ from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
+pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
+
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
@@ -148,7 +150,7 @@ async def test_bad_input_names_the_field(gw: GatewayProcess) -> None:
 async def test_agents_list_and_spawned_subagents(gw: GatewayProcess) -> None:
     c = await operator(gw.url, gw.token or "", scopes=["operator.write"])
     agents = await c.call("agents.list", {})
-    assert [a["id"] for a in agents["agents"]] == ["main", "helper", "broken"] and agents["defaultAgentId"] == "main"
+    assert [a["id"] for a in agents["agents"]] == ["main", "helper", "broken"] and agents["defaultId"] == "main"
     parent = "agent:main:test:direct:erin"
     await run(c, "parent turn", sessionKey=parent)
     child = await c.call("sessions.spawn", {"task": "sleep:0.5 research", "agentId": "helper",

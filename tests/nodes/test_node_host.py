@@ -22,7 +22,8 @@ from tests.support.node_host import NodeHostProcess
 from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
 
-pytestmark = pytest.mark.timeout(120)
+# openclaw_frames: every frame received is checked against OpenClaw's schema
+pytestmark = [pytest.mark.timeout(120), pytest.mark.openclaw_frames]
 
 
 async def pending_request(admin: RawClient, name: str) -> dict[str, Any]:

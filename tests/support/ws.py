@@ -1,4 +1,9 @@
-"""A raw protocol client for tests: every frame visible, nothing hidden."""
+"""A raw protocol client for tests: every frame visible, nothing hidden.
+
+While ``FRAME_LOG`` is set (the ``openclaw_frames`` marker, ``tests/conftest.py``), every frame a client
+receives is also recorded there, with the method of the request it answers, and checked against OpenClaw's
+published schema when the test ends.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,10 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.protocol import PROTOCOL_VERSION
+from tests.support.openclaw_schema import FrameLog
+
+FRAME_LOG: FrameLog | None = None
+"""Where received frames are recorded (None: not recorded)."""
 
 ALL_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
 
@@ -40,19 +49,27 @@ class RawClient:
         self._reader: asyncio.Task[None] | None = None
         self.close_code: int | None = None
         self.close_reason: str | None = None
+        self._methods: dict[str, str] = {}
+
+    def _record(self, frame: Any) -> None:
+        if FRAME_LOG is not None and isinstance(frame, dict):
+            FRAME_LOG.received(frame, self._methods.get(str(frame.get("id"))) if frame.get("type") == "res" else None)
 
     @classmethod
     async def open(cls, url: str) -> RawClient:
         ws = await connect(url, max_size=None, compression=None, ping_interval=None)
         client = cls(ws)
         client.challenge = orjson.loads(await asyncio.wait_for(ws.recv(), 5))
+        client._record(client.challenge)
         return client
 
     async def send_raw(self, frame: Any) -> None:
         await self.ws.send(frame if isinstance(frame, str | bytes) else orjson.dumps(frame).decode())
 
     async def recv(self, timeout: float = 5) -> dict[str, Any]:
-        return orjson.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+        frame = orjson.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+        self._record(frame)
+        return frame
 
     async def handshake(self, token: str | None, **kw: Any) -> dict[str, Any]:
         """Send connect; return the whole response frame (ok or not). Starts the reader on success."""
@@ -60,6 +77,7 @@ class RawClient:
 
     async def connect_with(self, params: dict[str, Any]) -> dict[str, Any]:
         """``handshake`` with connect params built by the caller (a signed device proof, a node's manifest)."""
+        self._methods["c1"] = "connect"
         await self.send_raw({"type": "req", "id": "c1", "method": "connect", "params": params})
         while True:
             frame = await self.recv()
@@ -74,6 +92,7 @@ class RawClient:
         try:
             async for text in self.ws:
                 frame = orjson.loads(text)
+                self._record(frame)
                 if frame.get("type") == "res" and frame.get("id") in self._pending:
                     self._pending.pop(frame["id"]).set_result(frame)
                 elif frame.get("type") == "event":
@@ -91,6 +110,7 @@ class RawClient:
         req_id = f"t{next(self._ids)}"
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[req_id] = fut
+        self._methods[req_id] = method
         frame: dict[str, Any] = {"type": "req", "id": req_id, "method": method}
         if params is not None:
             frame["params"] = params

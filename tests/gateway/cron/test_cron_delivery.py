@@ -123,7 +123,8 @@ async def test_heartbeats_run_in_the_main_session_and_stay_quiet_outside_active_
         listed = await c.call("cron.list", {"query": "heartbeat"})
         beats = {j["id"]: j for j in listed["jobs"]}
         assert set(beats) == {"heartbeat-main", "heartbeat-quiet"}
-        assert beats["heartbeat-main"]["kind"] == "heartbeat" and beats["heartbeat-main"]["sessionTarget"] == "main"
+        assert beats["heartbeat-main"]["declarationKey"] == "agents.main.heartbeat"
+        assert beats["heartbeat-main"]["sessionTarget"] == "main"
         main = await finished_runs(c, "heartbeat-main", 2)
         assert all(r["status"] == "ok" and r["sessionKey"] == "agent:main:main" for r in main), main
         quiet = await finished_runs(c, "heartbeat-quiet", 1)

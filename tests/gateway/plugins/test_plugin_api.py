@@ -35,7 +35,7 @@ def post_json(url: str, body: Any) -> int:
 
 
 def by_id(listed: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {p["id"]: p for p in listed["plugins"]}
+    return {p["id"]: p for p in listed["diagnostics"]}  # our detailed rows; plugins[] is OpenClaw's shape
 
 
 def recorded(path: Path, hook: str | None = None) -> list[dict[str, Any]]:
@@ -67,14 +67,14 @@ async def test_entry_point_plugin_broken_plugin_and_live_switching(tmp_path: Pat
 
             # Off without a restart: tools, method and route go; the switch is in the config file.
             off = await c.call("plugins.setEnabled", {"id": "example", "enabled": False})
-            assert off["ok"] and off["plugin"]["status"] == "disabled"
+            assert off["ok"] and off["plugin"]["state"] == "disabled" and off["plugin"]["enabled"] is False
             assert "example_greet" not in {t["name"] for t in (await c.call("plugin.tools.list"))["tools"]}
             gone = await c.req("example.stats")
             assert not gone["ok"] and "unknown method" in gone["error"]["message"]
             config_file = json.loads((gw.state_dir / "remoteclaw.json").read_text())
             assert config_file["plugins"]["entries"]["example"]["enabled"] is False
             on = await c.call("plugins.setEnabled", {"id": "example", "enabled": True})
-            assert on["plugin"]["status"] == "loaded"
+            assert on["plugin"]["state"] == "enabled"
             assert (await c.call("example.stats"))["calls"] == {"example_greet": 0, "example_chart": 0}
 
             # Settings are checked against the plugin's schema, naming the field.
@@ -211,13 +211,18 @@ async def test_a_plugin_adds_a_chat_channel(tmp_path: Path) -> None:
         c = await operator(gw.url, gw.token or "")
         try:
             await c.call("plugins.setEnabled", {"id": "loopchan", "enabled": False})
-            assert "pluginloop" not in {a["channel"] for a in (await c.call("channels.status"))["accounts"]}
+            assert "pluginloop" not in {a["channel"] for a in _accounts(await c.call("channels.status"))}
             await c.call("plugins.setEnabled", {"id": "loopchan", "enabled": True})
 
             async def running() -> bool:
-                accounts = (await c.call("channels.status"))["accounts"]
+                accounts = _accounts(await c.call("channels.status"))
                 return any(a["channel"] == "pluginloop" and a["state"] == "running" for a in accounts)
 
             await until(running, what="the plugin's channel running again")
         finally:
             await c.close()
+
+
+def _accounts(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every account in a ``channels.status`` answer (ours, under ``channels.<name>.accounts``)."""
+    return [a for channel in status["channels"].values() for a in channel["accounts"]]

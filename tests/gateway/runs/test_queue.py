@@ -198,7 +198,7 @@ async def test_chat_turns_are_web_chat_turns_and_keep_who_answered_and_why_one_f
     listed = (await c.call("sessions.list", {"search": key, "includeDerivedTitles": True,
                                              "includeLastMessage": True}))["sessions"]
     assert [(s["derivedTitle"], s["lastMessagePreview"]) for s in listed] == [("hello there", failure["text"])]
-    agents = (await c.call("agents.list", {}))["agents"]
+    agents = (await c.call("status"))["agents"]
     assert agents[0]["cli"] == {"command": sys.executable, "path": sys.executable, "found": True, "install": None}
     await c.close()
 
