@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import Field, model_validator
 
 from gateway.agents.workspace import ATTACHMENTS_DIR
@@ -150,16 +151,26 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
 class HistoryParams(Params):
     sessionKey: str = Field(min_length=1, max_length=512)
     limit: int | None = Field(None, ge=1, le=1000)
+    maxBytes: int | None = Field(None, ge=1, description="Drop the oldest messages until the answer's messages fit "
+                                                         "in this many bytes of JSON (OpenClaw's Control UI sends it).")
 
 
 @method("chat.history", params=HistoryParams, scope=READ, baseline=True)
 async def chat_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]:
-    """The session's transcript, oldest first (the last ``limit`` entries)."""
+    """The session's transcript, oldest first (the last ``limit`` entries, within ``maxBytes``)."""
     key = ctx.gateway.sessions.normalize_key(p.sessionKey)
     await check_visible(ctx, key)
     async with ctx.gateway.db.session() as s:
         entries = await SessionRepo.history(s, key, p.limit or 200)
-    return {"sessionKey": key, "messages": [e.to_dict() for e in entries]}
+    messages = [e.to_dict() for e in entries]
+    if p.maxBytes is not None:
+        sizes = [len(orjson.dumps(m)) + 1 for m in messages]
+        total, first = sum(sizes), 0
+        while first < len(messages) and total > p.maxBytes:
+            total -= sizes[first]
+            first += 1
+        messages = messages[first:]
+    return {"sessionKey": key, "messages": messages}
 
 
 class AbortParams(Params):

@@ -93,7 +93,12 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
         if p.includeLastMessage:
             d["lastMessagePreview"] = _shorten(latest.get(row.key), 120)
         out.append(d)
-    return {"sessions": out, "count": len(out), "defaultAgentId": ctx.gateway.sessions.default_agent_id}
+    default = ctx.gateway.sessions.agent(None)
+    # What OpenClaw answers beside the list (its Control UI reads it for the model picker): the default agent's
+    # CLI as the provider, its model (None: the CLI picks), no context size we could know.
+    defaults = {"modelProvider": default.runtime, "model": default.model, "contextTokens": None,
+                "agentRuntime": {"id": default.runtime, "source": "agent"}}
+    return {"sessions": out, "count": len(out), "defaultAgentId": default.id, "defaults": defaults}
 
 
 class KeyParams(Params):
@@ -185,13 +190,14 @@ async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     svc = ctx.gateway.sessions
     agents = []
     for a in svc.agents():
-        entry: dict[str, Any] = {"id": a["id"], "kind": "agent", "name": a["name"],
-                                 "agentRuntime": {"id": a["runtime"], "source": "agent"}}
-        if a.get("model"):
-            entry["model"] = {"primary": a["model"]}
-        agents.append(entry)
-    return {"defaultId": svc.default_agent_id, "mainKey": "main", "agents": agents,
-            "scope": "global" if ctx.gateway.config.session.dmScope == "main" else "per-sender"}
+        # Every agent names its model, as ``models.list`` lists it (``<runtime>/<model or default>``): OpenClaw's
+        # Control UI offers no chat for an agent without one.
+        agents.append({"id": a["id"], "kind": "agent", "name": a["name"],
+                       "agentRuntime": {"id": a["runtime"], "source": "agent"},
+                       "model": {"primary": f"{a['runtime']}/{a.get('model') or 'default'}"}})
+    # Sessions are per agent and per sender (``agent:<id>:<...>``); OpenClaw's "global" would be one session for
+    # every chat, which we do not have (dmScope "main" shares the agent's main session among DMs only).
+    return {"defaultId": svc.default_agent_id, "mainKey": "main", "agents": agents, "scope": "per-sender"}
 
 
 # -- sub-agents ------------------------------------------------------------------------------

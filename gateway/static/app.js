@@ -936,7 +936,10 @@
       both[1].forEach(function (f) { byId[f.id] = f; });
       state.agents = (res.agents || []).map(function (a) {
         var f = byId[a.id] || {};
-        return { id: a.id, name: a.name, model: a.model && a.model.primary,
+        // model.primary is "<runtime>/<model>", "<runtime>/default" when the CLI picks its own
+        var primary = (a.model && a.model.primary) || '';
+        var model = primary.indexOf('/') >= 0 ? primary.slice(primary.indexOf('/') + 1) : primary;
+        return { id: a.id, name: a.name, model: model && model !== 'default' ? model : undefined,
                  runtime: f.runtime || (a.agentRuntime && a.agentRuntime.id), cli: f.cli };
       });
       var pick = $('agent-pick');

@@ -57,6 +57,21 @@ async def test_agent_run_lands_in_history_and_status(gw: GatewayProcess) -> None
     await c.close()
 
 
+async def test_history_within_max_bytes_keeps_the_newest_messages(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    key = "agent:main:test:direct:max"
+    await run(c, "first " + "x" * 400, sessionKey=key)
+    await run(c, "second", sessionKey=key)
+    whole = (await c.call("chat.history", {"sessionKey": key}))["messages"]
+    assert [m["text"][:6] for m in whole] == ["first ", "echo: ", "second", "echo: "]
+    cut = (await c.call("chat.history", {"sessionKey": key, "maxBytes": 700}))["messages"]
+    assert [m["text"] for m in cut] == ["second", "echo: second"]  # the long first turn no longer fits
+    assert (await c.call("chat.history", {"sessionKey": key, "maxBytes": 1}))["messages"] == []
+    refused = await c.req("chat.history", {"sessionKey": key, "maxBytes": 0})
+    assert refused["ok"] is False and "maxBytes" in refused["error"]["message"]
+    await c.close()
+
+
 async def test_second_turn_resumes_the_cli_session(gw: GatewayProcess) -> None:
     c = await operator(gw.url, gw.token or "")
     key = "agent:main:test:direct:bob"
