@@ -71,8 +71,8 @@ async def measure(name: str, python: Path, root: Path, launches: int, idle: floa
     log = state / "gateway.log"
     try:
         proc, _ = await _launch(target, log)  # first start: migrations, bytecode
-    except RuntimeError as exc:
-        return {"error": str(exc), "log": log.read_text(errors="replace")[-600:]}
+    except Exception as exc:  # a tree that cannot start (before #26, core) is a result
+        return {"error": f"{type(exc).__name__}: {exc}", "log": log.read_text(errors="replace")[-600:]}
     stop_tree(proc)
     times = []
     for _ in range(launches):
@@ -88,10 +88,12 @@ async def measure(name: str, python: Path, root: Path, launches: int, idle: floa
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    installs = {"core": core_python(), "all extras": Path(sys.executable)}
+    installs = {"core": core_python, "all extras": lambda: Path(sys.executable)}
+    installs = {name: find for name, find in installs.items() if name.split()[0] in args.installs}
     out: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "machine": machine(),
                            "root": str(args.root), "installs": {}}
-    for name, python in installs.items():
+    for name, find in installs.items():
+        python = find()
         print(f"== {name} ({python})", flush=True)
         result = await measure(name.replace(" ", "-"), python, args.root, args.launches, args.idle)
         out["installs"][name] = result
@@ -103,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--root", type=Path, default=ROOT, help="source tree to start (default: this one)")
     p.add_argument("--launches", type=int, default=7, help="restarts timed per install (7)")
+    p.add_argument("--installs", nargs="+", choices=("core", "all"), default=["core", "all"],
+                   help="which installs to start (both)")
     p.add_argument("--idle", type=float, default=5.0, help="seconds idle before reading RSS (5)")
     args = p.parse_args(argv)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

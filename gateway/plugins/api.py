@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
+# jsonschema is imported where it is used: a start with no plugin schema to check never loads it.
 import structlog
 
 from gateway.plugins.hooks import HOOKS
@@ -152,6 +152,7 @@ class PluginApi:
         """Offer an MCP tool to agent runs (every run, or only owner runs with ``owner=True``; only the
         ``agents`` listed, when given). ``handler(params, ctx)`` returns a string, JSON data, or
         ``{"content": [text(...), image(...)], "details": {...}}``. Usable as a decorator."""
+        import jsonschema
         if not TOOL_NAME.match(name):
             raise ValueError(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
         schema = input_schema or {"type": "object", "properties": {}}
@@ -173,6 +174,7 @@ class PluginApi:
                params_schema: dict[str, Any] | None = None, description: str = "") -> Any:
         """Add a gateway RPC method ``name`` (``<something>.<verb>``), callable by operators holding
         ``scope``. ``handler(params, ctx)`` gets the params checked against ``params_schema``."""
+        import jsonschema
         if not METHOD_NAME.match(name):
             raise ValueError(f"method name {name!r} must look like 'prefix.verb'")
         if scope not in SCOPES or scope == NODE:

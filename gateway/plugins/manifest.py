@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import jsonschema
+# jsonschema is imported where it is used: a start with no plugin schema to check never loads it.
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gateway.protocol import describe_validation_error
@@ -37,6 +37,7 @@ class PluginManifest(BaseModel):
     @field_validator("configSchema")
     @classmethod
     def _is_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        import jsonschema
         try:
             jsonschema.Draft202012Validator.check_schema(value)
         except jsonschema.SchemaError as exc:

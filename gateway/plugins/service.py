@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
+# jsonschema is imported where it is used: a start with no plugin schema to check never loads it.
 import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict
@@ -57,6 +57,7 @@ class OpenParams(BaseModel):
 
 def _schema_problem(validator: Any, data: Any) -> str | None:
     """The first schema violation as ``at /path: message`` (the wording of every other error)."""
+    import jsonschema
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is None:
         return None
@@ -127,6 +128,7 @@ class PluginManager:
 
     def config_problems(self, config: Config) -> list[dict[str, str]]:
         """Each plugin's settings checked against its schema (a ``gateway.config`` check)."""
+        import jsonschema
         problems = []
         for plugin_id, entry in config.plugins.entries.items():
             state = self.states.get(plugin_id)
@@ -191,6 +193,7 @@ class PluginManager:
                     config_model.extra_secret_paths.add(("plugins", "entries", plugin_id, "config", *path))
 
     async def _load(self, state: PluginState, settings: dict[str, Any]) -> None:
+        import jsonschema
         cand = state.candidate
         try:
             if cand.manifest is None:
@@ -390,6 +393,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _method_handler(m: PluginMethod) -> Any:
+    import jsonschema
     validator = jsonschema.Draft202012Validator(m.params_schema) if m.params_schema else None
 
     async def handler(params: OpenParams, ctx: CallContext) -> Any:
