@@ -57,7 +57,8 @@ async def test_the_core_starts_and_each_missing_part_names_its_extra(core_python
                                                "baseHash": (await client.call("config.get"))["hash"]})
 
             async def telegram() -> dict[str, object] | None:
-                accounts = (await client.call("channels.status"))["accounts"]
+                channels = (await client.call("channels.status"))["channels"]
+                accounts = [a for c in channels.values() for a in c["accounts"]]
                 return next((a for a in accounts if a["channel"] == "telegram" and a["state"] == "error"), None)
 
             account = await until(telegram, what="the telegram account's error", timeout=20)

@@ -123,7 +123,7 @@ def _hello_for_check(hello: Any) -> Any:
 
 
 _STRING_CANDIDATES = ("x", "main", "agent:main:main", "session:x", "0" * 64, "00000000-0000-4000-8000-000000000000",
-                      "https://example.org/x", "2026-11-25T12:00:00Z")
+                      "https://example.org/x", "2026-11-25T12:00:00Z", "2026-11-25", "UTC+1")
 
 
 def sample(node: Any, *, full: bool = False, depth: int = 0) -> Any:
