@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from gateway.core import Gateway
 
-__all__ = ["ROUTED_EVENTS", "SessionSubscriptions", "announce", "openclaw_message"]
+__all__ = ["ROUTED_EVENTS", "SessionSubscriptions", "agent_of", "announce", "openclaw_message"]
 
 SESSIONS_CHANGED: Final = "sessions.changed"
 SESSION_MESSAGE: Final = "session.message"
@@ -32,7 +32,8 @@ ROUTED_EVENTS: Final = frozenset({SESSIONS_CHANGED, SESSION_MESSAGE})
 _ENDED = frozenset({"final", "error", "aborted"})
 
 
-def _agent_of(key: str) -> str | None:
+def agent_of(key: str) -> str | None:
+    """The agent id of an ``agent:<id>:…`` session key (None for other keys)."""
     parts = key.split(":")
     return parts[1] if len(parts) > 2 and parts[0] == "agent" else None
 
@@ -108,28 +109,31 @@ class SessionSubscriptions:
         """The session events a broadcast implies, for delivery on this replica (empty when nobody listens)."""
         if not (self._sessions or self._messages) or not isinstance(payload, dict):
             return []
-        key = payload.get("sessionKey")
+        data = payload.get("data") if event == "agent" else None
+        key = data.get("sessionKey") if isinstance(data, dict) else payload.get("sessionKey")
         if not isinstance(key, str):
             return []
-        agent = {"agentId": a} if (a := _agent_of(key)) else {}
+        agent = {"agentId": a} if (a := agent_of(key)) else {}
         message: dict[str, Any] | None = None
         changed: dict[str, Any] | None = None
+        said: dict[str, Any] = payload["message"] if isinstance(payload.get("message"), dict) else {}
         if event == "chat" and payload.get("state") in _ENDED:
-            message = openclaw_message("assistant", str(payload.get("text") or ""), runId=payload.get("runId"))
+            message = openclaw_message("assistant", str(said.get("text") or ""), runId=payload.get("runId"))
             changed = {"phase": "message"}
         elif event == "chat.user":
             message = openclaw_message("user", str(payload.get("text") or ""), runId=payload.get("runId"))
             changed = {"phase": "message"}
         elif event == "agent" and payload.get("stream") == "lifecycle":
-            phase = (payload.get("data") or {}).get("phase")
+            phase = data.get("phase") if isinstance(data, dict) else None
             if phase in ("start", "end", "error"):
                 changed = {"phase": phase, "hasActiveRun": phase == "start"}
         out: list[tuple[str, dict[str, Any]]] = []
         if message is not None and key in self._messages:
             body: dict[str, Any] = {"sessionKey": key, **agent, "message": message}
             for field in ("runId", "messageId", "idempotencyKey"):
-                if isinstance(payload.get(field), str):
-                    body[field] = payload[field]
+                value = payload.get(field, said.get(field))
+                if isinstance(value, str):
+                    body[field] = value
             out.append((SESSION_MESSAGE, body))
         if changed is not None and self._sessions:
             out.append((SESSIONS_CHANGED, {"sessionKey": key, **agent, **changed, "ts": _now_ms()}))
@@ -139,6 +143,6 @@ class SessionSubscriptions:
 def announce(gw: Gateway, key: str, reason: str) -> None:
     """Tell ``sessions.subscribe`` listeners on every replica that a session changed (``patch``, ``reset``,
     ``delete``...): the changes that have no broadcast of their own."""
-    agent = {"agentId": a} if (a := _agent_of(key)) else {}
+    agent = {"agentId": a} if (a := agent_of(key)) else {}
     gw.broadcast(SESSIONS_CHANGED, {"sessionKey": key, **agent, "reason": reason, "ts": _now_ms()},
                  drop_if_slow=True)

@@ -196,8 +196,8 @@ class RunQueue:
         data: dict[str, Any] = {"phase": phase, "endedAt": result["endedAt"], "status": run.status}
         if result.get("error"):
             data["error"] = result["error"]
-        self.gw.broadcast("agent", {"runId": run.id, "sessionKey": run.session_key, "stream": "lifecycle",
-                                    "data": data, "result": result})
+        data["result"] = result  # agent.wait on another replica takes it from here (``_on_bus_event``)
+        self.emit_agent(run, "lifecycle", data)
         run.done.set()
         self._advance(run)
 
@@ -232,14 +232,19 @@ class RunQueue:
     # -- events ------------------------------------------------------------------------------
 
     def emit_agent(self, run: Run, stream: str, data: dict[str, Any]) -> None:
-        self.gw.broadcast("agent", {"runId": run.id, "sessionKey": run.session_key, "stream": stream, "data": data})
+        # OpenClaw's AgentEvent is closed: runId, seq, stream, ts and a free ``data``, so the session key (which
+        # our clients route by) travels in ``data``.
+        self.gw.broadcast("agent", {"runId": run.id, "seq": run.agent_seq, "stream": stream,
+                                    "ts": int(time.time() * 1000), "data": {**data, "sessionKey": run.session_key}})
+        run.agent_seq += 1
 
     def emit_chat(self, run: Run, state: str, text: str, *, error: str | None = None) -> None:
-        # ``text`` is the whole reply so far (our web chat reads it); ``seq``, ``agentId``, ``deltaText`` and
-        # ``message`` are what OpenClaw's clients (its Control UI) read from the same event.
+        """A ``chat`` event in OpenClaw's closed ``ChatEvent`` shape. The reply so far is ``message.text``; who
+        answered (agent, runtime, CLI, model) and the transcript entry's ``messageId`` ride in ``message``
+        too, the one field the schema leaves open, so our web chat and OpenClaw's clients read one event."""
+        message = openclaw_message("assistant", text)
         payload: dict[str, Any] = {"runId": run.id, "sessionKey": run.session_key, "agentId": run.agent_id,
-                                   "seq": run.chat_seq, "state": state, "text": text,
-                                   "message": openclaw_message("assistant", text)}
+                                   "seq": run.chat_seq, "state": state, "message": message}
         run.chat_seq += 1
         if state == "delta":
             grown = text.startswith(run.chat_text)
@@ -250,9 +255,9 @@ class RunQueue:
         if error:
             payload["errorMessage"] = error
         if state != "delta":
-            payload.update(run.answer_facts)
+            message.update(run.answer_facts)
             if run.answer_entry_id is not None:
-                payload["messageId"] = str(run.answer_entry_id)
+                message["messageId"] = str(run.answer_entry_id)
         self.gw.broadcast("chat", payload)
 
     # -- control -----------------------------------------------------------------------------
@@ -355,11 +360,12 @@ class RunQueue:
         bus.on_control("abort", self._on_remote_abort)
 
     def _on_bus_event(self, event: str, payload: Any) -> None:
-        if event != "agent" or not isinstance(payload, dict) or not isinstance(payload.get("result"), dict):
+        data = payload.get("data") if event == "agent" and isinstance(payload, dict) else None
+        if not isinstance(data, dict) or not isinstance(data.get("result"), dict):
             return
         for fut in self._waiters.pop(str(payload.get("runId")), []):
             if not fut.done():
-                fut.set_result(payload["result"])
+                fut.set_result(data["result"])
 
     def _on_remote_abort(self, payload: Any) -> None:
         if not isinstance(payload, dict) or not isinstance(payload.get("sessionKey"), str):

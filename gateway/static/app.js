@@ -529,8 +529,24 @@
     messages.appendChild(el('div', 'msg error', text)); refreshEmpty(); scrollDown(true);
   }
 
+  // Chat and agent events come in OpenClaw's closed shapes: a chat event's reply text and who wrote it ride in
+  // its ``message``, an agent event's session key in its ``data``. Lift them up for the code below (once:
+  // held events come through here again).
+  function lift(name, p) {
+    if (name === 'chat' && p.message) {
+      var out = Object.assign({}, p.message, p, { text: p.message.text || '' });
+      delete out.message;
+      return out;
+    }
+    if (name === 'agent' && p.data && p.data.sessionKey && !p.sessionKey) {
+      return Object.assign({ sessionKey: p.data.sessionKey }, p);
+    }
+    return p;
+  }
+
   function onEvent(name, p) {
     if (!p) return;
+    p = lift(name, p);
     if (name === 'tick') return;
     if (name === 'shutdown') { setStatus('connecting', 'gateway restarting…'); return; }
     if (name === 'chat' && p.state !== 'delta') {  // a turn ended, or a message was posted, somewhere

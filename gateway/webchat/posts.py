@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.protocol import InvalidRequest
 from gateway.rpc import READ
+from gateway.session_events import agent_of, openclaw_message
 from gateway.store.transcripts import SessionRepo, TranscriptEntry
 from gateway.webchat.files import delete_files, link_attachment, store_file
 
@@ -75,8 +76,12 @@ class WebchatPosts:
             await s.flush()
             entry.run_id = f"msg-{entry.id}"
             message_id = str(entry.id)
-        self._gw.broadcast("chat", {"runId": f"msg-{message_id}", "sessionKey": key, "state": "final", "text": text,
-                                    "messageId": message_id, **meta}, scope=READ)
+        # A one-message turn in OpenClaw's ChatEvent shape: what our page reads rides in ``message``.
+        payload: dict[str, Any] = {"runId": f"msg-{message_id}", "sessionKey": key, "seq": 0, "state": "final",
+                                   "message": openclaw_message("assistant", text, messageId=message_id, **meta)}
+        if agent_id := agent_of(key):
+            payload["agentId"] = agent_id
+        self._gw.broadcast("chat", payload, scope=READ)
         return key, message_id
 
     async def react(self, to: str, message_id: str, emoji: str) -> None:

@@ -106,7 +106,7 @@ async def test_the_web_chat_sees_the_answer_grow(gw: GatewayProcess) -> None:
             if ev["state"] == "final":
                 break
             if ev["state"] == "delta":
-                deltas.append(ev["text"])
+                deltas.append(ev["message"]["text"])
         assert len(deltas) >= 5  # one per piece written, then the whole block
         growing(deltas[:5])
     finally:

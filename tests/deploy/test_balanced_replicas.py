@@ -92,7 +92,7 @@ async def test_two_replicas_behind_one_address(topology: tuple[GatewayProcess, G
                 return event["payload"]
 
     finals = await asyncio.gather(*(final(c) for c in clients))
-    assert {f["text"] for f in finals} == {"echo: hello through one address"}  # every client, both replicas
+    assert {f["message"]["text"] for f in finals} == {"echo: hello through one address"}  # every client, both replicas
     for c in clients:
         await c.close()
 

@@ -215,12 +215,15 @@ async def test_subscriptions_deliver_per_connection_and_stop(gw: GatewayProcess)
 
 
 async def test_chat_events_carry_openclaw_fields(admin: RawClient, schema: dict[str, Any]) -> None:
-    """``deltaText``, ``seq`` and ``message`` beside our ``text``: what the Control UI renders a reply from."""
+    """``deltaText``, ``seq`` and ``message``: what the Control UI renders a reply from, in its closed shape."""
     await admin.call("chat.send", {"sessionKey": "agent:main:cui-chat", "message": "fields", "idempotencyKey": "f1"})
-    deltas = []
+    deltas, agent = [], []
     while True:
-        frame = (await admin.next_event("chat", timeout=15))["payload"]
-        if frame["sessionKey"] != "agent:main:cui-chat":
+        event = await asyncio.wait_for(admin.events.get(), 15)
+        frame = event["payload"]
+        if event["event"] == "agent" and frame["data"].get("sessionKey") == "agent:main:cui-chat":
+            agent.append(frame)
+        if event["event"] != "chat" or frame["sessionKey"] != "agent:main:cui-chat":
             continue
         if frame["state"] == "delta":
             deltas.append(frame)
@@ -229,9 +232,13 @@ async def test_chat_events_carry_openclaw_fields(admin: RawClient, schema: dict[
     assert "".join(d["deltaText"] for d in deltas) == "echo: fields"
     assert [d["seq"] for d in deltas] + [frame["seq"]] == list(range(len(deltas) + 1))
     assert frame["message"]["content"] == [{"type": "text", "text": "echo: fields"}] and frame["agentId"] == "main"
-    ours = {k: v for k, v in frame.items() if k not in ("text", "answer", "agentRuntime") and k in (
-        "runId", "sessionKey", "agentId", "seq", "state", "message", "usage", "stopReason")}
-    check(schema, "ChatFinalEvent", ours)
+    check(schema, "ChatFinalEvent", frame)  # the whole frame: nothing of ours outside ``message``
+    for delta in deltas:
+        check(schema, "ChatDeltaEvent", delta)
+    assert frame["message"]["text"] == "echo: fields" and frame["message"]["agentId"] == "main"
+    assert agent and [a["seq"] for a in agent] == list(range(len(agent)))  # the run's agent events, in order
+    for event in agent:
+        check(schema, "AgentEvent", event)
 
 
 async def test_subscribe_with_list_params_returns_the_list(admin: RawClient) -> None:

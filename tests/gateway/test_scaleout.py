@@ -158,8 +158,8 @@ async def test_events_of_a_run_on_a_reach_an_operator_on_b(cluster: Cluster, cli
     assert kinds[0] == ("agent", "lifecycle") and on_b[0]["payload"]["data"]["phase"] == "start"
     assert ("agent", "tool") in kinds
     final = [e["payload"] for e in on_b if e["event"] == "chat" and e["payload"]["state"] == "final"]
-    assert len(final) == 1 and final[0]["text"] == "hello from a"
-    assert on_b[-1]["payload"]["result"]["status"] == "ok"
+    assert len(final) == 1 and final[0]["message"]["text"] == "hello from a"
+    assert on_b[-1]["payload"]["data"]["result"]["status"] == "ok"
     # The origin replica's own operator sees each event once: its Redis echo is skipped.
     assert [e["payload"] for e in on_a] == [e["payload"] for e in on_b]
     assert cluster.spans_of(key)[0]["replica"] == "a"
@@ -221,7 +221,7 @@ async def test_chat_abort_sent_to_b_stops_a_turn_running_on_a(cluster: Cluster, 
         for events in (on_a, on_b):
             end = events[-1]["payload"]
             assert end["data"]["phase"] == "error" and end["data"]["status"] == "aborted", end
-            assert end["result"]["status"] == "error" and end["result"]["error"] == "aborted by request"
+            assert end["data"]["result"]["status"] == "error" and end["data"]["result"]["error"] == "aborted by request"
             states = [e["payload"]["state"] for e in events if e["event"] == "chat"]
             assert states[-1] == "aborted"
         waited = await wait(b, res["runId"])
@@ -295,7 +295,7 @@ async def test_redis_down_at_start_the_gateway_still_serves(tmp_path: Path) -> N
         c = await operator(gw.url, gw.token or "")
         res = await send(c, "agent:main:scale:noredis", "still here")
         events = await run_events(c, res["runId"])
-        assert events[-1]["payload"]["result"]["reply"] == "echo: still here"
+        assert events[-1]["payload"]["data"]["result"]["reply"] == "echo: still here"
         assert (await c.call("health"))["ok"] is True
         await c.close()
         log = (gw.state_dir / "logs" / "gateway.log").read_text()
@@ -347,13 +347,13 @@ async def test_redis_outage_mid_flight_then_events_cross_again(tmp_path: Path) -
         # Redis gone: the replica keeps running turns and its own operators keep their events.
         res = await send(ca, "agent:main:scale:outage", "while redis is away")
         events = await run_events(ca, res["runId"])
-        assert events[-1]["payload"]["result"]["reply"] == "echo: while redis is away"
+        assert events[-1]["payload"]["data"]["result"]["reply"] == "echo: while redis is away"
         assert a.wait_healthy(2)["ok"] is True
         redis_proc = start_redis(port, tmp_path)
         await until_subscribed()  # both replicas came back on their own
         res = await send(ca, "agent:main:scale:outage", "redis is back")
         on_b = await run_events(cb, res["runId"])
-        assert on_b[-1]["payload"]["result"]["reply"] == "echo: redis is back"
+        assert on_b[-1]["payload"]["data"]["result"]["reply"] == "echo: redis is back"
         await ca.close()
         await cb.close()
     finally:

@@ -53,13 +53,7 @@ def result_definition(method: str) -> str | None:
     return require_schema().result_definition(method)
 
 
-PENDING: dict[str, str] = {
-    "ChatEvent": "our chat events carry text/runtime/cli/messageId, OpenClaw's deltaText/seq/message; the web "
-                 "chat page reads ours (reshaped with the Control UI chat work of issue #29)",
-    "AgentEvent": "our agent events carry sessionKey and result, and no seq/ts (same work as ChatEvent)",
-    "HelloOk.snapshot.presence": "our presence entries (connId, clientId, remote...) are being reshaped with "
-                                 "presence itself (issue #28)",
-}
+PENDING: dict[str, str] = {}
 """Definition -> why our frames do not meet it yet."""
 
 

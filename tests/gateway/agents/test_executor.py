@@ -59,7 +59,7 @@ async def converse(gw: GatewayProcess, c: RawClient, key: str, **body: object) -
     while True:
         ev = await c.next_event("agent", timeout=20)
         p = ev["payload"]
-        if p["sessionKey"] == key and p["stream"] == "lifecycle" and p["data"]["phase"] in ("end", "error"):
+        if p["data"]["sessionKey"] == key and p["stream"] == "lifecycle" and p["data"]["phase"] in ("end", "error"):
             break
     lines = gw.outbox.read_text().splitlines() if gw.outbox.exists() else []  # type: ignore[attr-defined]
     return [r for r in map(json.loads, lines) if r["op"] == "send" and r["to"] == body.get("chat", body["sender"])]

@@ -80,8 +80,8 @@ async def test_events_stream_to_subscribers(gw: GatewayProcess) -> None:
     streams = [(e["stream"], e["data"].get("phase")) for e in agent]
     assert streams[0] == ("lifecycle", "start") and streams[-1] == ("lifecycle", "end")
     assert ("tool", "start") in streams and ("tool", "result") in streams
-    assert agent[-1]["result"]["status"] == "ok"
-    assert [e["state"] for e in chat] == ["delta", "final"] and chat[-1]["text"] == "hello world"
+    assert agent[-1]["data"]["result"]["status"] == "ok"
+    assert [e["state"] for e in chat] == ["delta", "final"] and chat[-1]["message"]["text"] == "hello world"
     hist = await c.call("chat.history", {"sessionKey": key})
     tool = next(m for m in hist["messages"] if m["role"] == "tool")["tool"]
     assert tool["name"] == "mcp__remoteclaw__message_reply" and tool["input"] == {"message": "hello world"}
@@ -194,7 +194,7 @@ async def test_chat_turns_are_web_chat_turns_and_keep_who_answered_and_why_one_f
     assert (answer["agentId"], answer["runtime"], answer["model"]) == ("main", "claude", "fake-model")
     assert answer["cli"] == sys.executable
     assert failure["error"] is True and "model overloaded" in failure["text"] and failure["runId"] == bad["runId"]
-    assert final["messageId"] == str(failure["id"]) and final["agentId"] == "main"
+    assert final["message"]["messageId"] == str(failure["id"]) and final["agentId"] == "main"
     listed = (await c.call("sessions.list", {"search": key, "includeDerivedTitles": True,
                                              "includeLastMessage": True}))["sessions"]
     assert [(s["derivedTitle"], s["lastMessagePreview"]) for s in listed] == [("hello there", failure["text"])]

@@ -126,7 +126,7 @@ async def channel_reply_is_sent_once(gw: GatewayProcess, *, sender: str, msg_id:
     await asyncio.to_thread(urllib.request.urlopen, req, timeout=10)
     while True:
         p = (await c.next_event("agent", timeout=90))["payload"]
-        if p["sessionKey"] == f"agent:main:loop:direct:{sender}" and p["data"].get("phase") in ("end", "error"):
+        if p["data"]["sessionKey"] == f"agent:main:loop:direct:{sender}" and p["data"].get("phase") in ("end", "error"):
             break
     assert p["data"]["phase"] == "end", p
     sends = [json.loads(x) for x in gw.outbox.read_text().splitlines()]  # type: ignore[attr-defined]

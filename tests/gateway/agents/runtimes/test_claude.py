@@ -71,7 +71,7 @@ async def test_the_answer_streams_as_it_is_written(gw: GatewayProcess) -> None:
                 continue
             if ev["state"] != "delta":
                 break
-            deltas.append(ev["text"])
+            deltas.append(ev["message"]["text"])
     finally:
         await c.close()
     partial = [d for d in deltas if d and d != answer]
