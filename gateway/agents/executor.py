@@ -218,15 +218,14 @@ class AgentExecutor:
             if res.model:
                 run.answer_facts["model"] = res.model
             reply = self._page_reply(run, res.reply) if res.ok else res.reply
-            meta: dict[str, Any] = dict(run.answer_facts)
             changed = await self._turn_diff(run, workdir, before)
-            if changed is not None:
-                meta["diff"] = changed
+            if changed is not None:  # in the transcript entry and the final chat event: the web chat renders it
+                run.answer_facts["diff"] = changed
                 if res.ok and reply and not clean_reply(reply)[1]:  # a silent answer stays silent
                     reply = f"{reply}\n\n{DIFF_MARK} {changed['summary']}"
             if res.ok and reply:
                 entry = await SessionRepo.add_entry(s, run.session_key, "assistant", reply, run_id=run.id,
-                                                    meta=meta)
+                                                    meta=dict(run.answer_facts))
                 await s.flush()
                 run.answer_entry_id = entry.id
         gw.hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
