@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
     from gateway.runs import Origin
 
-__all__ = ["answer_diff", "answer_project", "no_projects_text"]
+__all__ = ["answer_diff", "answer_project", "no_projects_text", "switch_project"]
 
 MAX_INLINE_DIFF = 3000  # characters of a diff shown in the web chat's answer (other chats get the file)
 
@@ -39,7 +39,7 @@ async def _current(gw: Gateway, key: str) -> str | None:
         return row.project if row is not None else None
 
 
-async def _switch(gw: Gateway, key: str, name: str | None) -> None:
+async def switch_project(gw: Gateway, key: str, name: str | None) -> None:
     """Store the session's project and forget its CLI sessions (they belong to the old folder)."""
     async with gw.db.session() as s:
         row = await SessionRepo.get(s, key)
@@ -58,14 +58,14 @@ async def answer_project(gw: Gateway, agent: AgentConfig, key: str, arg: str) ->
         return await _listing(agent, current, key)
     chosen = agent.project(word)
     if chosen is not None:
-        await _switch(gw, key, chosen.name)
+        await switch_project(gw, key, chosen.name)
         where = await projects.describe(agent, chosen.name, key)
         how = ("its own git worktree (made at the first message)" if chosen.worktrees
                else f"{where['path']}" + (f" on branch {where['branch']}" if where["branch"] else ""))
         return f"📁 Now working in {chosen.name}: {how}. The agent starts a fresh conversation there."
     lowered = word.lower()
     if lowered in ("none", "off"):
-        await _switch(gw, key, None)
+        await switch_project(gw, key, None)
         return "📁 No project: each turn runs in a fresh private folder again."
     if lowered == "worktrees":
         return await _worktrees(current)
