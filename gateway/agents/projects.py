@@ -36,6 +36,7 @@ PRIVATE_DIR = ".remoteclaw"
 """The gateway's per-run files inside a project (MCP config, attachments): removed after each run, git-excluded."""
 
 _SLUG = re.compile(r"[^a-z0-9]+")
+_REPO_LOCKS: dict[Path, asyncio.Lock] = {}  # one worktree change at a time per repository (add, prune, remove)
 
 
 class GitError(Exception):
@@ -120,6 +121,11 @@ async def _ensure_worktree(repo: Path, session_key: str) -> tuple[Path, str]:
     branch = BRANCH_PREFIX + session_slug(session_key)
     if (path / ".git").exists():
         return path, (await branch_of(path)) or branch
+    async with _REPO_LOCKS.setdefault(repo, asyncio.Lock()):  # a prune must not meet another session's add
+        return await _add_worktree(repo, path, branch, session_key)
+
+
+async def _add_worktree(repo: Path, path: Path, branch: str, session_key: str) -> tuple[Path, str]:
     await git(repo, "worktree", "prune")  # a worktree folder deleted by hand leaves a stale entry behind
     path.parent.mkdir(parents=True, exist_ok=True)
     has_branch = (await git(repo, "branch", "--list", branch)).strip() != ""
@@ -193,5 +199,6 @@ async def remove_worktree(project: ProjectConfig, session_key: str) -> Path | No
     path = worktree_path(top, session_key)
     if not (path / ".git").exists():
         return None
-    await git(top, "worktree", "remove", str(path))
+    async with _REPO_LOCKS.setdefault(top, asyncio.Lock()):
+        await git(top, "worktree", "remove", str(path))
     return path

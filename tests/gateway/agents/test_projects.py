@@ -166,6 +166,23 @@ async def test_status_and_diff_on_request(gw: GatewayProcess, fake: FakeTelegram
     assert "files changed" in answer
 
 
+async def test_a_worktree_can_be_removed_and_comes_back_on_its_branch(gw: GatewayProcess, fake: FakeTelegram,
+                                                                      repo: Path) -> None:
+    await fake.wait_polling()
+    await say(fake, ADA, "/project web", lambda t: t.startswith("📁"))
+    listed = await say(fake, ADA, "/project worktrees", lambda t: t.startswith("Worktrees of web"))
+    assert listed.count("remoteclaw/") == 2
+    refused = await say(fake, ADA, "/project remove", lambda t: "worktree" in t.lower())
+    assert "stays" in refused  # uncommitted changes: git refuses
+    tree = Path(next(p for b, p in worktrees(repo).items() if "111" in b))
+    git(tree, "add", "-A")
+    git(tree, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-m", "agent work")
+    assert "Removed" in await say(fake, ADA, "/project remove", lambda t: "Removed" in t)
+    assert not (tree / "hello.txt").exists() and len(worktrees(repo)) == 2  # the repository's own and Ben's
+    await say(fake, ADA, "edit:again.txt go on", lambda t: t.startswith("echo: edit:again.txt"))
+    assert (tree / "hello.txt").exists() and (tree / "again.txt").exists()  # same branch, its commit kept
+
+
 async def test_a_plain_folder_project(gw: GatewayProcess, fake: FakeTelegram, notes: Path) -> None:
     await fake.wait_polling()
     await say(fake, BEN, "/project notes", lambda t: t.startswith("📁"))
