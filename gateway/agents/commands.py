@@ -24,6 +24,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("stop", "Stop the current answer and drop the messages waiting for it", ("abort",)),
     Command("new", "Start a new conversation (the agent forgets this one)", ("reset",)),
     Command("status", "What the agent is doing and what this conversation has used"),
+    Command("project", "List the projects, or switch this conversation to one: /project <name>"),
+    Command("diff", "The last turn's changes as a file; /diff all: everything uncommitted"),
     Command("help", "List these commands", ("start",)),  # /start is the first thing Telegram sends
 )
 _BY_WORD = {word: cmd for cmd in COMMANDS for word in (cmd.name, *cmd.aliases)}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from gateway.agents import commands
+from gateway.agents import commands, project_commands
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import inbound_key
@@ -60,6 +60,9 @@ class InboundRouter:
         if command is not None:
             cmd, rest = command
             log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
+            if cmd.name in ("project", "diff"):
+                await gw.agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
+                return
             await gw.agents.notify(origin, await self._answer_command(cmd, key), key)
             if cmd.name != "new" or not (rest or msg.media):
                 return
@@ -106,6 +109,13 @@ class InboundRouter:
             return await self._status_text(key)
         return commands.help_text()
 
+    async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
+        """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""
+        agent = self.gw.sessions.agent(None)
+        if cmd.name == "project":
+            return await project_commands.answer_project(self.gw, agent, key, rest)
+        return await project_commands.answer_diff(self.gw, agent, key, rest, origin)
+
     async def _status_text(self, key: str) -> str:
         st = await self.gw.sessions.status(key)
         run = st["run"]
@@ -116,6 +126,8 @@ class InboundRouter:
                  f"Now: {doing}",
                  f"Tokens: {st['inputTokens']:,} in, {st['outputTokens']:,} out",
                  f"Session: {key}"]
+        if st.get("project"):
+            lines.insert(2, f"Project: {st['project']}" + (f" (branch {st['branch']})" if st.get("branch") else ""))
         return "\n".join(lines)
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "ConfigStore",
+    "ProjectConfig",
     "env_overrides",
     "hash_data",
     "merge_patch",
@@ -153,6 +154,26 @@ class CronConfig(Section):
                                       "addresses (a LAN service); off, only public addresses are posted to.")
 
 
+class ProjectConfig(Section):
+    """A folder an agent may work in; a conversation picks one with ``/project <name>``."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    path: str = Field(min_length=1, description="An existing directory (``~`` expanded).")
+    worktrees: bool = Field(False, description="In a git repository: give each conversation its own git worktree "
+                                               "on a branch remoteclaw/<session>, so two conversations never "
+                                               "edit the same checkout.")
+
+    @field_validator("path")
+    @classmethod
+    def _existing_directory(cls, value: str) -> str:
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"must be an absolute path, got {value!r}")
+        if not path.is_dir():
+            raise ValueError(f"{value!r} is not an existing directory")
+        return str(path.resolve())
+
+
 class AgentConfig(Section):
     id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     runtime: str = Field("claude", description="The agent CLI adapter: claude, codex, gemini, opencode, or one a "
@@ -163,6 +184,22 @@ class AgentConfig(Section):
     toolProfile: Literal["minimal", "messaging", "coding", "full"] = "full"
     env: dict[str, str] = Field(default_factory=dict)
     heartbeat: HeartbeatConfig | None = Field(None, description="A periodic turn in the agent's main session.")
+    projects: builtins.list[ProjectConfig] = Field(
+        default_factory=list, description="Folders this agent can work in; /project lists and switches them "
+                                          "(without any, every turn runs in a fresh private folder).")
+
+    @field_validator("projects")
+    @classmethod
+    def _unique_project_names(cls, value: builtins.list[ProjectConfig]) -> builtins.list[ProjectConfig]:
+        names = [p.name for p in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate project names: {', '.join(dupes)}")
+        return value
+
+    def project(self, name: str | None) -> ProjectConfig | None:
+        """The project called ``name`` (None when unset or no longer configured)."""
+        return next((p for p in self.projects if p.name == name), None) if name else None
 
     @field_validator("runtime")
     @classmethod
