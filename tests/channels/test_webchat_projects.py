@@ -122,6 +122,8 @@ async def test_header_and_diff_in_the_web_chat(gw: GatewayProcess, page: Any, re
     await page.reload()
     await page.wait_for_selector('#status[data-state="online"]')
     await page.locator(".turn details.diff").last.wait_for(timeout=10_000)
-    assert (await page.locator("#session-project").text_content() or "").startswith("📁 site")
+    await page.wait_for_function(  # the header is filled in once the page has asked for the status
+        "() => (document.querySelector('#session-project')?.textContent || '').startsWith('📁 site')",
+        timeout=10_000)
     assert not (repo / "index.html").read_text().startswith("edited")  # the worktree changed, not the repo
     assert page.errors == []
