@@ -60,7 +60,7 @@ class InboundRouter:
         if command is not None:
             cmd, rest = command
             log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
-            await gw.agents.notify(origin, await self._answer_command(cmd, key), key)
+            await gw.agents.notify(origin, await self._answer_command(cmd, key, rest), key)
             if cmd.name != "new" or not (rest or msg.media):
                 return
             text = rest  # "/new <text>": the first message of the new conversation
@@ -94,8 +94,10 @@ class InboundRouter:
                                                 "the agent gets the audio file instead.", key)
         return note
 
-    async def _answer_command(self, cmd: commands.Command, key: str) -> str:
+    async def _answer_command(self, cmd: commands.Command, key: str, rest: str = "") -> str:
         gw = self.gw
+        if cmd.name == "queue":
+            return self._queue_text(key, rest)
         if cmd.name == "stop":
             stopped, _forwarded = await gw.runs.abort_everywhere(key)
             return "⏹ Stopped." if stopped else "Nothing is running."
@@ -105,6 +107,19 @@ class InboundRouter:
         if cmd.name == "status":
             return await self._status_text(key)
         return commands.help_text()
+
+    def _queue_text(self, key: str, rest: str) -> str:
+        """``/queue``: what waits for the next turn; ``/queue clear``: drop it."""
+        if rest.lower() == "clear":
+            dropped = self.gw.runs.clear_waiting(key)
+            return f"🗑 Dropped {dropped} waiting message(s)." if dropped else "Nothing is waiting."
+        if rest:
+            return "Usage: /queue shows what waits; /queue clear drops it."
+        waiting = self.gw.runs.waiting(key)
+        if not waiting:
+            return "Nothing is waiting."
+        shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
+        return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
 
     async def _status_text(self, key: str) -> str:
         st = await self.gw.sessions.status(key)

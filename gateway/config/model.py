@@ -153,6 +153,10 @@ class CronConfig(Section):
                                       "addresses (a LAN service); off, only public addresses are posted to.")
 
 
+SteeringMode = Literal["queue", "interrupt", "steer"]
+"""Our three ways to handle a message that arrives during a turn (``gateway.runs.steering``)."""
+
+
 class AgentConfig(Section):
     id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     runtime: str = Field("claude", description="The agent CLI adapter: claude, codex, gemini, opencode, or one a "
@@ -163,6 +167,13 @@ class AgentConfig(Section):
     toolProfile: Literal["minimal", "messaging", "coding", "full"] = "full"
     env: dict[str, str] = Field(default_factory=dict)
     heartbeat: HeartbeatConfig | None = Field(None, description="A periodic turn in the agent's main session.")
+    steering: SteeringMode | None = Field(None, description="What a message that arrives while this agent works "
+                                          "does: queue (the next turn), interrupt (stop and restart with it), "
+                                          "steer (into the running turn where the runtime allows); unset: "
+                                          "messages.queue.mode.")
+    maxCostPerDay: float | None = Field(None, gt=0, description="US dollars this agent may spend per UTC day, "
+                                        "as its CLI reports cost; once reached, new turns are refused until "
+                                        "midnight UTC.")
 
     @field_validator("runtime")
     @classmethod
@@ -200,7 +211,16 @@ class SessionConfig(OpenSection):
                                                     "fresh agent conversation (0: conversations never expire).")
 
 
+class QueueConfig(OpenSection):
+    """OpenClaw's ``messages.queue``: its mode names are accepted and mapped onto ours (collect and followup
+    queue, steer-backlog steers)."""
+
+    mode: Literal["queue", "interrupt", "steer", "collect", "followup", "steer-backlog"] = Field(
+        "queue", description="Default steering mode for agents without agents.list[].steering.")
+
+
 class MessagesConfig(OpenSection):
+    queue: QueueConfig = QueueConfig()
     tts: TtsConfig = TtsConfig()
     stt: SttConfig = SttConfig()
     progress: bool = Field(True, description="While an agent works on a Telegram or Discord message, keep one "
