@@ -2,7 +2,8 @@
 
 Platforms decide *whether* a sender may talk (access rules, pairing, the owner); this decides what
 their message does: which session it belongs to (shaped by ``session.dmScope``), whether it is a
-chat command the gateway answers at once (``/stop``, ``/new``, ``/status``, ``/help``), and otherwise
+chat command the gateway answers at once (``/stop``, ``/new``, ``/status``, ``/queue``, ``/usage``, ``/handoff``,
+``/help``), and otherwise
 the run request it becomes, with its downloaded files named by their path in the run's workspace.
 """
 
@@ -14,9 +15,12 @@ from typing import TYPE_CHECKING
 import structlog
 
 from gateway.agents import commands
+from gateway.agents.cli import cli_argv
+from gateway.agents.handoff import handoff_command
+from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.runs import Origin, RunRequest
-from gateway.sessions import inbound_key
+from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
@@ -98,6 +102,10 @@ class InboundRouter:
         gw = self.gw
         if cmd.name == "queue":
             return self._queue_text(key, rest)
+        if cmd.name == "usage":
+            return await usage_text(gw.db, key, gw.sessions.agent(parse_key(key)[0]))
+        if cmd.name == "handoff":
+            return await self._handoff_text(key)
         if cmd.name == "stop":
             stopped, _forwarded = await gw.runs.abort_everywhere(key)
             return "⏹ Stopped." if stopped else "Nothing is running."
@@ -107,6 +115,22 @@ class InboundRouter:
         if cmd.name == "status":
             return await self._status_text(key)
         return commands.help_text()
+
+    async def _handoff_text(self, key: str) -> str:
+        """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
+        gw = self.gw
+        agent = gw.sessions.agent(parse_key(key)[0])
+        row = await gw.sessions.get(key)
+        resume_id = row.cli_session(agent.runtime) if row is not None else None
+        if not resume_id:
+            return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
+        workspace = gw.agents.workspace_for(key)
+        line = handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace,
+                               gw.state_dir / "runtimes" / workspace.name)
+        if line is None:
+            return f"The {agent.runtime} runtime cannot be resumed outside the gateway (session id {resume_id})."
+        return (f"Continue this conversation on the gateway's machine ({agent.runtime}, session {resume_id}):\n\n"
+                f"{line}\n\nWhat you do there is picked up here with the next message.")
 
     def _queue_text(self, key: str, rest: str) -> str:
         """``/queue``: what waits for the next turn; ``/queue clear``: drop it."""

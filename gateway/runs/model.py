@@ -89,7 +89,7 @@ class Run:
     cut_by_shutdown: bool = False  # stopped because the gateway stops: left for recovery at the next start
     # Who answered ({agentId, runtime, cli, model}, and replyTo on the web chat) and the transcript entry of the
     # answer (or of the failure): set by the executor, carried in the final ``chat`` event's ``message``.
-    answer_facts: dict[str, str] = field(default_factory=dict)
+    answer_facts: dict[str, Any] = field(default_factory=dict)
     answer_entry_id: int | None = None
     # What the ``chat`` events of this run said so far: their sequence number and the text of the last delta,
     # so each delta also carries only its new part (``deltaText``, as OpenClaw's clients read it); and the

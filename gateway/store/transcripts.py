@@ -35,7 +35,7 @@ from gateway.store.models import Base, utcnow
 __all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
 
 ENTRY_META = frozenset({"replyTo", "thread", "reaction", "pinned", "deleted", "attachments", "error", "aborted",
-                        "agentId", "runtime", "cli", "model"})
+                        "agentId", "runtime", "cli", "model", "usage"})
 """The keys a transcript entry's ``meta`` may hold (each is also a key of the entry in ``chat.history``)."""
 
 
@@ -104,7 +104,8 @@ class TranscriptEntry(Base):
     tool: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON {name, input, output, isError}
     ts: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # JSON of what a chat shows around the message (``ENTRY_META``): replyTo, reaction, pinned, deleted,
-    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered).
+    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered), usage (the turn's
+    # tokens and cost).
     meta: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     @property
