@@ -17,6 +17,7 @@ import pytest
 
 from tests.support.fake_telegram import FAKE_CLI, FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import operator
 
 ADA, BEN = 111, 222
 
@@ -196,3 +197,40 @@ async def test_a_plain_folder_project(gw: GatewayProcess, fake: FakeTelegram, no
     assert "fresh private folder" in back
     await say(fake, BEN, "edit:x.txt scratch", lambda t: t.startswith("echo: edit:x.txt"))
     assert not (notes / "x.txt").exists()
+
+
+@pytest.mark.openclaw_frames  # sessions.diff answers in OpenClaw's shape: every frame checked against its schema
+async def test_sessions_diff_and_project_methods(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    ada, ben = "agent:main:direct:111", "agent:main:direct:222"
+    c = await operator(gw.url, gw.token or "")
+    try:
+        now = (await c.req("sessions.diff", {"sessionKey": ada, "scope": "uncommitted"}))["payload"]
+        paths = {f["path"]: f for f in now["files"]}
+        assert paths["again.txt"]["untracked"] and paths["again.txt"]["status"] == "added"
+        assert "+line 1" in paths["again.txt"]["patch"] and "hello.txt" not in paths  # committed already
+        branch = (await c.req("sessions.diff", {"sessionKey": ada}))["payload"]
+        assert branch["baseRef"] == "main" and branch["aheadCount"] == 1 and branch["branch"].startswith("remoteclaw/")
+        assert branch["commits"][0]["subject"] == "agent work"
+        assert {"hello.txt", "again.txt", "new.txt", "status.txt"} <= {f["path"] for f in branch["files"]}
+        assert branch["additions"] == sum(f["additions"] for f in branch["files"])
+        one = (await c.req("sessions.diff", {"sessionKey": ada, "scope": "commit",
+                                              "commit": branch["commits"][0]["sha"]}))["payload"]
+        assert "again.txt" not in {f["path"] for f in one["files"]} and "hello.txt" in {f["path"] for f in one["files"]}
+        gone = (await c.req("sessions.diff", {"sessionKey": ada, "scope": "commit", "commit": "nope"}))["payload"]
+        assert gone["unavailableReason"] == "unknown_commit"
+        assert (await c.req("sessions.diff", {"sessionKey": ben}))["payload"]["unavailableReason"] == "not_git"
+        unknown = await c.req("sessions.diff", {"sessionKey": "agent:main:direct:999"})
+        assert unknown["payload"]["unavailableReason"] == "unknown_session"
+        bad = await c.req("sessions.diff", {"sessionKey": ada, "scope": "commit"})
+        assert not bad["ok"] and "commit" in bad["error"]["message"]
+
+        refused = await c.req("sessions.project", {"sessionKey": ben, "project": "nope"})
+        assert refused["error"]["details"]["field"] == "project" and "web, notes" in refused["error"]["message"]
+        switched = (await c.req("sessions.project", {"sessionKey": ben, "project": "web"}))["payload"]
+        assert switched["project"] == "web" and switched["projects"] == ["web", "notes"]
+        status = (await c.req("status", {"sessionKey": ben}))["payload"]
+        assert status["project"] == "web" and status["branch"].startswith("remoteclaw/")
+        cleared = (await c.req("sessions.project", {"sessionKey": ben, "project": None}))["payload"]
+        assert cleared["project"] is None
+    finally:
+        await c.close()
