@@ -151,6 +151,8 @@ class AgentExecutor:
             if workdir.branch:
                 run.answer_facts["branch"] = workdir.branch
         if any(req.files for req in run.requests):
+            if scratch != workspace:
+                private_dir(scratch)  # .remoteclaw/ in the project, made before attachments/ in it
             await asyncio.to_thread(copy_attachments, run, scratch / ATTACHMENTS_DIR)
         before = await self._snapshot(workdir)
         token = issue_run_token(gw.run_tokens, run)

@@ -184,6 +184,21 @@ async def test_a_worktree_can_be_removed_and_comes_back_on_its_branch(gw: Gatewa
     assert (tree / "hello.txt").exists() and (tree / "again.txt").exists()  # same branch, its commit kept
 
 
+async def test_attachments_go_to_the_private_folder_of_the_project(gw: GatewayProcess, fake: FakeTelegram,
+                                                                    repo: Path) -> None:
+    await fake.wait_polling()
+    await say(fake, ADA, "/project web", lambda t: t.startswith("📁"))
+    fake.files["VOICE9"] = b"OggS fake opus bytes"
+    fake.user_message(chat_id=ADA, user_id=ADA, caption="listen, show attachments",
+                      voice={"file_id": "VOICE9", "file_unique_id": "vu9", "duration": 2, "mime_type": "audio/ogg",
+                             "file_size": 20})
+    call = await fake.wait_call("sendMessage", lambda c: c.params["text"].startswith("attachments:"))
+    assert call.params["text"] == "attachments: vu9.oga=b'OggS fake opus bytes'"  # no diff line
+    run = [r for r in cli_runs(gw.state_dir) if "show attachments" in r["prompt"]][-1]
+    assert "[attachment: voice .remoteclaw/attachments/vu9.oga]" in run["prompt"]
+    assert not (Path(run["cwd"]) / ".remoteclaw").exists()
+
+
 async def test_a_plain_folder_project(gw: GatewayProcess, fake: FakeTelegram, notes: Path) -> None:
     await fake.wait_polling()
     await say(fake, BEN, "/project notes", lambda t: t.startswith("📁"))
