@@ -65,15 +65,20 @@ async def say(fake: FakeTelegram, user: int, text: str, answer: Any, timeout: fl
     """Send ``text`` as ``user``; the text of the first new reply to them that satisfies ``answer``."""
     start = len(fake.calls)
     fake.user_message(chat_id=user, user_id=user, text=text)
-    call = await fake.wait_call("sendMessage", lambda c: fake.calls.index(c) >= start
+    call = await fake.wait_call("sendMessage", lambda c: made_after(fake, c, start)
                                 and str(c.params["chat_id"]) == str(user) and answer(c.params["text"]),
                                 timeout=timeout)
     return str(call.params["text"])
 
 
+def made_after(fake: FakeTelegram, call: Any, start: int) -> bool:
+    """Whether ``call`` is one of the calls from number ``start`` on (by identity: equal calls may repeat)."""
+    return any(call is c for c in fake.calls[start:])
+
+
 async def document_after(fake: FakeTelegram, user: int, start: int) -> dict[str, Any]:
     """The next document sent to ``user`` after call number ``start``: ``{filename, data}``."""
-    call = await fake.wait_call("sendDocument", lambda c: fake.calls.index(c) >= start
+    call = await fake.wait_call("sendDocument", lambda c: made_after(fake, c, start)
                                 and str(c.params["chat_id"]) == str(user))
     return call.files["document"]
 
@@ -249,3 +254,20 @@ async def test_sessions_diff_and_project_methods(gw: GatewayProcess, fake: FakeT
         assert cleared["project"] is None
     finally:
         await c.close()
+
+
+async def test_a_planted_private_folder_is_refused(gw: GatewayProcess, fake: FakeTelegram, notes: Path,
+                                                   tmp_path: Path) -> None:
+    """``.remoteclaw/`` gets the MCP config with the run's token: a symlink put there must not redirect it."""
+    await fake.wait_polling()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (notes / ".remoteclaw").symlink_to(elsewhere)
+    try:
+        await say(fake, BEN, "/project notes", lambda t: t.startswith("📁"))
+        refused = await say(fake, BEN, "hi there", lambda t: t.startswith("⚠️"))
+        assert "not a directory owned by this user" in refused
+        assert list(elsewhere.iterdir()) == []
+    finally:
+        (notes / ".remoteclaw").unlink()
+    await say(fake, BEN, "/project none", lambda t: t.startswith("📁"))
