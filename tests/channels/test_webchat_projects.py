@@ -133,3 +133,8 @@ async def test_header_and_diff_in_the_web_chat(gw: GatewayProcess, page: Any, re
         timeout=10_000)
     assert not (repo / "index.html").read_text().startswith("edited")  # the worktree changed, not the repo
     assert page.errors == []
+
+    # On a phone the picker and the header fit: nothing wider than the screen.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await page.locator("#project-pick").wait_for()
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
