@@ -3,11 +3,13 @@
 Installed as the run queue's executor, so every run (from a channel, ``agent``, ``chat.send``, a
 sub-agent or cron) goes through the same steps:
 
+0. a turn of an agent whose daily budget (``maxCostPerDay``) is spent is refused before anything starts;
 1. a fresh workspace (with the message's downloaded attachments in ``attachments/``) and side-effects
    file, the ``REMOTECLAW_*`` context and a run token for the MCP shim (``context``);
 2. the agent's CLI through its runtime adapter, resuming the session's CLI session when there is one;
 3. each event broadcast as ``agent``/``chat`` events and written to the transcript (``stream``);
-4. usage and the new CLI session id saved; workspace, side-effects file and token removed;
+4. usage (the session's totals, and the turn's tokens and cost in ``turn_usage``) and the new CLI session
+   id saved; workspace, side-effects file and token removed;
 5. for channel runs, the reply delivered through the gateway's ``ChatPlatforms``: reply tags applied,
    ``NO_REPLY`` honoured, and skipped when a message tool already sent the same text to the same chat.
    A failed run tells the user why in one line.
@@ -41,10 +43,12 @@ from gateway.agents.runtimes import McpServer, RunSpec, get_runtime
 from gateway.agents.runtimes.driver import run_turn
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
+from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.store.transcripts import SessionRepo
+from gateway.store.usage import UsageRepo
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -119,6 +123,10 @@ class AgentExecutor:
 
     # -- running -------------------------------------------------------------------------------
 
+    def workspace_for(self, session_key: str) -> Path:
+        """A stable path per session (removed after each run): CLIs file their resumable sessions by cwd."""
+        return self.runs_dir / hashlib.sha256(session_key.encode()).hexdigest()[:20]
+
     async def execute(self, run: Run) -> RunOutcome:
         gw = self.gw
         agent = gw.sessions.agent(run.agent_id, field="sessionKey")
@@ -126,6 +134,10 @@ class AgentExecutor:
         run.answer_facts = {"agentId": agent.id, "runtime": runtime.name, "cli": cli_argv(agent)[0]}
         if agent.model:
             run.answer_facts["model"] = agent.model
+        refused = await budget_refusal(gw.db, agent)
+        if refused is not None:  # before any process starts: a spent budget costs nothing more
+            log.info("turn refused: daily budget reached", session_key=run.session_key, agent_id=agent.id)
+            return RunOutcome(status="error", error=refused)
         row = await gw.sessions.get(run.session_key)
         resume_id = row.cli_session(runtime.name) if row is not None else None
         if resume_id and await self._idle_expired(run.session_key):
@@ -135,9 +147,7 @@ class AgentExecutor:
             workdir = await resolve_workdir(agent, row.project if row is not None else None, run.session_key)
         except (GitError, OSError) as exc:
             return RunOutcome(status="error", error=f"the project's folder could not be prepared: {exc}")
-        # A stable path per session (removed after each run): CLIs file their resumable sessions by cwd.
-        session_dir = hashlib.sha256(run.session_key.encode()).hexdigest()[:20]
-        workspace = workdir.path if workdir is not None else self.runs_dir / session_dir
+        workspace = workdir.path if workdir is not None else self.workspace_for(run.session_key)
         # Our own files in a project (attachments) go in its git-excluded .remoteclaw/, removed after the run.
         scratch = workspace / PRIVATE_DIR if workdir is not None else workspace
         fx_path = self.runs_dir / f"{run.id}.side-effects.ndjson"
@@ -185,7 +195,7 @@ class AgentExecutor:
                 workspace=workspace,
                 mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
-                state_dir=gw.state_dir / "runtimes" / session_dir,
+                state_dir=gw.state_dir / "runtimes" / self.workspace_for(run.session_key).name,
             )
             progress = self._progress_note(run)
             stream = RunStream(gw.runs, gw.db, run, progress)
@@ -218,6 +228,11 @@ class AgentExecutor:
                                            usage=res.usage, model=res.model)
             if res.model:
                 run.answer_facts["model"] = res.model
+            await UsageRepo.record(s, run_id=run.id, session_key=run.session_key, agent_id=agent.id,
+                                   runtime=runtime.name, model=res.model or agent.model, usage=res.usage,
+                                   cost_usd=res.cost_usd)
+            if res.usage or res.cost_usd is not None:
+                run.answer_facts["usage"] = turn_facts(res.usage, res.cost_usd)
             reply = self._page_reply(run, res.reply) if res.ok else res.reply
             changed = await self._turn_diff(run, workdir, before)
             if changed is not None:  # in the transcript entry and the final chat event: the web chat renders it

@@ -2,7 +2,8 @@
 
 Platforms decide *whether* a sender may talk (access rules, pairing, the owner); this decides what
 their message does: which session it belongs to (shaped by ``session.dmScope``), whether it is a
-chat command the gateway answers at once (``/stop``, ``/new``, ``/status``, ``/help``), and otherwise
+chat command the gateway answers at once (``/stop``, ``/new``, ``/status``, ``/queue``, ``/usage``, ``/handoff``,
+``/help``), and otherwise
 the run request it becomes, with its downloaded files named by their path in the run's workspace.
 """
 
@@ -14,9 +15,13 @@ from typing import TYPE_CHECKING
 import structlog
 
 from gateway.agents import commands, project_commands
+from gateway.agents.cli import cli_argv
+from gateway.agents.handoff import handoff_command
+from gateway.agents.projects import GitError, resolve_workdir
+from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.runs import Origin, RunRequest
-from gateway.sessions import inbound_key
+from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
@@ -63,7 +68,7 @@ class InboundRouter:
             if cmd.name in ("project", "diff"):
                 await gw.agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
                 return
-            await gw.agents.notify(origin, await self._answer_command(cmd, key), key)
+            await gw.agents.notify(origin, await self._answer_command(cmd, key, rest), key)
             if cmd.name != "new" or not (rest or msg.media):
                 return
             text = rest  # "/new <text>": the first message of the new conversation
@@ -97,8 +102,14 @@ class InboundRouter:
                                                 "the agent gets the audio file instead.", key)
         return note
 
-    async def _answer_command(self, cmd: commands.Command, key: str) -> str:
+    async def _answer_command(self, cmd: commands.Command, key: str, rest: str = "") -> str:
         gw = self.gw
+        if cmd.name == "queue":
+            return self._queue_text(key, rest)
+        if cmd.name == "usage":
+            return await usage_text(gw.db, key, gw.sessions.agent(parse_key(key)[0]))
+        if cmd.name == "handoff":
+            return await self._handoff_text(key)
         if cmd.name == "stop":
             stopped, _forwarded = await gw.runs.abort_everywhere(key)
             return "⏹ Stopped." if stopped else "Nothing is running."
@@ -115,6 +126,40 @@ class InboundRouter:
         if cmd.name == "project":
             return await project_commands.answer_project(self.gw, agent, key, rest)
         return await project_commands.answer_diff(self.gw, agent, key, rest, origin)
+
+    async def _handoff_text(self, key: str) -> str:
+        """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
+        gw = self.gw
+        agent = gw.sessions.agent(parse_key(key)[0])
+        row = await gw.sessions.get(key)
+        resume_id = row.cli_session(agent.runtime) if row is not None else None
+        if not resume_id:
+            return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
+        private = gw.agents.workspace_for(key)  # the folder of a turn outside any project, and of its CLI state
+        try:  # in a project, the CLI filed the session under the project's folder (or the session's worktree)
+            workdir = await resolve_workdir(agent, row.project if row is not None else None, key)
+        except (GitError, OSError) as exc:
+            return f"The project's folder could not be prepared: {exc}"
+        line = handoff_command(agent.runtime, cli_argv(agent), resume_id,
+                               workdir.path if workdir is not None else private,
+                               gw.state_dir / "runtimes" / private.name)
+        if line is None:
+            return f"The {agent.runtime} runtime cannot be resumed outside the gateway (session id {resume_id})."
+        return (f"Continue this conversation on the gateway's machine ({agent.runtime}, session {resume_id}):\n\n"
+                f"{line}\n\nWhat you do there is picked up here with the next message.")
+
+    def _queue_text(self, key: str, rest: str) -> str:
+        """``/queue``: what waits for the next turn; ``/queue clear``: drop it."""
+        if rest.lower() == "clear":
+            dropped = self.gw.runs.clear_waiting(key)
+            return f"🗑 Dropped {dropped} waiting message(s)." if dropped else "Nothing is waiting."
+        if rest:
+            return "Usage: /queue shows what waits; /queue clear drops it."
+        waiting = self.gw.runs.waiting(key)
+        if not waiting:
+            return "Nothing is waiting."
+        shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
+        return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
 
     async def _status_text(self, key: str) -> str:
         st = await self.gw.sessions.status(key)

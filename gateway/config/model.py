@@ -172,6 +172,8 @@ class ProjectConfig(Section):
         if not path.is_dir():
             raise ValueError(f"{value!r} is not an existing directory")
         return str(path.resolve())
+SteeringMode = Literal["queue", "interrupt", "steer"]
+"""Our three ways to handle a message that arrives during a turn (``gateway.runs.steering``)."""
 
 
 class AgentConfig(Section):
@@ -200,6 +202,13 @@ class AgentConfig(Section):
     def project(self, name: str | None) -> ProjectConfig | None:
         """The project called ``name`` (None when unset or no longer configured)."""
         return next((p for p in self.projects if p.name == name), None) if name else None
+    steering: SteeringMode | None = Field(None, description="What a message that arrives while this agent works "
+                                          "does: queue (the next turn), interrupt (stop and restart with it), "
+                                          "steer (into the running turn where the runtime allows); unset: "
+                                          "messages.queue.mode.")
+    maxCostPerDay: float | None = Field(None, gt=0, description="US dollars this agent may spend per UTC day, "
+                                        "as its CLI reports cost; once reached, new turns are refused until "
+                                        "midnight UTC.")
 
     @field_validator("runtime")
     @classmethod
@@ -237,7 +246,16 @@ class SessionConfig(OpenSection):
                                                     "fresh agent conversation (0: conversations never expire).")
 
 
+class QueueConfig(OpenSection):
+    """OpenClaw's ``messages.queue``: its mode names are accepted and mapped onto ours (collect and followup
+    queue, steer-backlog steers)."""
+
+    mode: Literal["queue", "interrupt", "steer", "collect", "followup", "steer-backlog"] = Field(
+        "queue", description="Default steering mode for agents without agents.list[].steering.")
+
+
 class MessagesConfig(OpenSection):
+    queue: QueueConfig = QueueConfig()
     tts: TtsConfig = TtsConfig()
     stt: SttConfig = SttConfig()
     progress: bool = Field(True, description="While an agent works on a Telegram or Discord message, keep one "

@@ -47,7 +47,8 @@ class RunRequest:
     # Files that came with the message (downloaded channel media): copied into the run's workspace
     # under ``attachments/``, where the agent may read them; the message names them by that path.
     files: tuple[str, ...] = ()
-    # Recovery after a crash re-queues a stored run under its own id, its message already in the transcript.
+    # The id of the run this request starts, if it starts one: recovery after a crash re-queues a stored run under
+    # its own id, its message already in the transcript; chat.send names it after the idempotency key.
     run_id: str | None = None
     stored: bool = False
     # The chat message this request carries, (channel, account, chat, message id): marked handled in the

@@ -301,12 +301,21 @@
   }
 
   var RUNTIMES = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode' };
+  // " · 1,234 tokens · $0.0123": what the turn used, as its final chat event (or the transcript) says.
+  function usageText(u) {
+    if (!u) return '';
+    var tokens = (u.input || 0) + (u.output || 0) + (u.cacheRead || 0) + (u.cacheWrite || 0);
+    var text = ' · ' + tokens.toLocaleString('en-US') + ' tokens';
+    if (typeof u.costUsd === 'number') text += ' · $' + u.costUsd.toFixed(u.costUsd < 1 ? 4 : 2);  // a turn costs cents
+    return text;
+  }
+
   // "main · Claude Code (claude) · sonnet": which agent and which CLI answered a turn.
   function answeredLine(facts) {
     if (!facts || !facts.agentId) return null;
     var runtime = RUNTIMES[facts.runtime] || facts.runtime || '';
     var text = facts.agentId + ' · ' + runtime + (facts.cli ? ' (' + facts.cli + ')' : '') +
-      (facts.model ? ' · ' + facts.model : '');
+      (facts.model ? ' · ' + facts.model : '') + usageText(facts.usage);
     var line = el('div', 'answered', text);
     line.title = 'answered by agent ' + facts.agentId + ' with ' + (facts.cli || runtime);
     return line;

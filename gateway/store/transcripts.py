@@ -35,7 +35,7 @@ from gateway.store.models import Base, utcnow
 __all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
 
 ENTRY_META = frozenset({"replyTo", "thread", "reaction", "pinned", "deleted", "attachments", "error", "aborted",
-                        "agentId", "runtime", "cli", "model", "project", "branch", "diff"})
+                        "agentId", "runtime", "cli", "model", "project", "branch", "diff", "usage"})
 """The keys a transcript entry's ``meta`` may hold (each is also a key of the entry in ``chat.history``)."""
 
 
@@ -106,8 +106,8 @@ class TranscriptEntry(Base):
     tool: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON {name, input, output, isError}
     ts: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # JSON of what a chat shows around the message (``ENTRY_META``): replyTo, reaction, pinned, deleted,
-    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered), project/branch (where)
-    # and diff (what the turn changed there: summary, counts, the diff text).
+    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered), project/branch (where),
+    # diff (what the turn changed there: summary, counts, the diff text) and usage (the turn's tokens and cost).
     meta: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     @property

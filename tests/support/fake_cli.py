@@ -12,6 +12,7 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
   apart, before answering;
 - ``stream:<n>`` write the answer in n pieces 0.5 s apart, as ``stream_event`` text deltas when run with
   ``--include-partial-messages`` (as Claude Code does), then the whole block;
+- ``cost:<usd>`` state that cost (``total_cost_usd``) in the result, as Claude Code does;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
   a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``;
 - ``edit:<path>`` edit a file below its working directory as a coding agent would: a new file gets three
@@ -125,8 +126,11 @@ def main() -> int:
         reply = "attachments: " + ", ".join(
             f"{name}={Path(where, name).read_bytes()[:64]!r}" for name in seen)
     out({"type": "assistant", "session_id": sid, "message": {"content": [{"type": "text", "text": reply}]}})
-    out({"type": "result", "subtype": "success", "is_error": False, "session_id": sid, "result": reply,
-         "usage": usage})
+    result = {"type": "result", "subtype": "success", "is_error": False, "session_id": sid, "result": reply,
+              "usage": usage}
+    if m := re.search(r"cost:([\d.]+)", prompt):
+        result["total_cost_usd"] = float(m.group(1))
+    out(result)
     return 0
 
 

@@ -26,7 +26,7 @@ class Event:
 
     ``text``/``thinking`` carry a complete block; ``text_delta`` is a piece of a text block as the model writes
     it (where the CLI streams them: a live reply shows it; the complete ``text`` block still follows); ``tool_use`` and
-    ``tool_result`` share ``tool_id``; ``done`` carries ``usage`` (input/output/cacheRead/cacheWrite),
+    ``tool_result`` share ``tool_id``; ``done`` carries ``usage`` (input/output/cacheRead/cacheWrite), ``cost_usd``,
     the CLI's ``session_id`` and, when the CLI states it, the final reply in ``text``.
     """
 
@@ -40,6 +40,7 @@ class Event:
     usage: dict[str, int] | None = None
     session_id: str | None = None
     model: str | None = None
+    cost_usd: float | None = None  # on ``done``, when the CLI states what the turn cost
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,11 @@ def _text_of(content: Any) -> str:
     return "" if content is None else json.dumps(content)
 
 
+def _cost(value: Any) -> float | None:
+    """``total_cost_usd`` of a result (what Claude Code computed from its price table), if it is a number."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+
+
 class ClaudeParser(Parser):
     def __init__(self) -> None:
         super().__init__()
@@ -72,6 +77,7 @@ class ClaudeParser(Parser):
                 text=obj.get("result") or "" if isinstance(obj.get("result"), str) else "",
                 session_id=self.session_id,
                 model=self.model,
+                cost_usd=_cost(obj.get("total_cost_usd")),
                 usage={
                     "input": int(usage.get("input_tokens") or 0),
                     "output": int(usage.get("output_tokens") or 0),
@@ -83,7 +89,7 @@ class ClaudeParser(Parser):
                 errs = obj.get("errors")
                 msg = done.text or ("; ".join(map(str, errs)) if errs else str(obj.get("subtype") or "error"))
                 return [Event("error", text=msg), Event("done", session_id=self.session_id, usage=done.usage,
-                                                        model=self.model, is_error=True)]
+                                                        model=self.model, is_error=True, cost_usd=done.cost_usd)]
             return [done]
         return []
 

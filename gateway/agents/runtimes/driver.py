@@ -19,6 +19,7 @@ class TurnResult:
     session_id: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     model: str | None = None
+    cost_usd: float | None = None
     events: list[Event] = field(default_factory=list)
     retried_fresh: bool = False
     process: ProcessResult | None = None
@@ -62,7 +63,8 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
     errors = [e.text for e in events if e.kind == "error" and e.text]
     res = TurnResult(ok=False, events=events, process=proc,
                      session_id=(done.session_id if done else None) or parser.session_id,
-                     usage=(done.usage or {}) if done else {}, model=done.model if done else None)
+                     usage=(done.usage or {}) if done else {}, model=done.model if done else None,
+                     cost_usd=done.cost_usd if done else None)
     if proc.watchdog_fired:
         res.error = f"the agent produced no output for {int(no_output_timeout)}s and was stopped"
     elif done is None or done.is_error or (errors and not _reply_of(events, done.text if done else "")):
