@@ -160,6 +160,7 @@ class AgentExecutor:
             run.answer_facts["project"] = workdir.project
             if workdir.branch:
                 run.answer_facts["branch"] = workdir.branch
+            private_dir(scratch)  # .remoteclaw/ gets the MCP config with the run's token: ours, 0700, no symlink
         if any(req.files for req in run.requests):
             await asyncio.to_thread(copy_attachments, run, scratch / ATTACHMENTS_DIR)
         before = await self._snapshot(workdir)
