@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from gateway.agents import commands
+from gateway.agents import commands, project_commands
 from gateway.agents.cli import cli_argv
 from gateway.agents.handoff import handoff_command
+from gateway.agents.projects import GitError
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.runs import Origin, RunRequest
@@ -64,6 +65,9 @@ class InboundRouter:
         if command is not None:
             cmd, rest = command
             log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
+            if cmd.name in ("project", "diff"):
+                await gw.agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
+                return
             await gw.agents.notify(origin, await self._answer_command(cmd, key, rest), key)
             if cmd.name != "new" or not (rest or msg.media):
                 return
@@ -124,9 +128,11 @@ class InboundRouter:
         resume_id = row.cli_session(agent.runtime) if row is not None else None
         if not resume_id:
             return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
-        workspace = gw.agents.workspace_for(key)
-        line = handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace,
-                               gw.state_dir / "runtimes" / workspace.name)
+        try:
+            workspace, state_dir = await gw.agents.handoff_place(key)
+        except (GitError, OSError) as exc:
+            return f"The project's folder could not be prepared: {exc}"
+        line = handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace, state_dir)
         if line is None:
             return f"The {agent.runtime} runtime cannot be resumed outside the gateway (session id {resume_id})."
         return (f"Continue this conversation on the gateway's machine ({agent.runtime}, session {resume_id}):\n\n"
@@ -145,6 +151,13 @@ class InboundRouter:
         shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
         return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
 
+    async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
+        """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""
+        agent = self.gw.sessions.agent(None)
+        if cmd.name == "project":
+            return await project_commands.answer_project(self.gw, agent, key, rest)
+        return await project_commands.answer_diff(self.gw, agent, key, rest, origin)
+
     async def _status_text(self, key: str) -> str:
         st = await self.gw.sessions.status(key)
         run = st["run"]
@@ -155,6 +168,8 @@ class InboundRouter:
                  f"Now: {doing}",
                  f"Tokens: {st['inputTokens']:,} in, {st['outputTokens']:,} out",
                  f"Session: {key}"]
+        if st.get("project"):
+            lines.insert(2, f"Project: {st['project']}" + (f" (branch {st['branch']})" if st.get("branch") else ""))
         return "\n".join(lines)
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "ConfigStore",
+    "ProjectConfig",
     "env_overrides",
     "hash_data",
     "merge_patch",
@@ -157,6 +158,26 @@ SteeringMode = Literal["queue", "interrupt", "steer"]
 """Our three ways to handle a message that arrives during a turn (``gateway.runs.steering``)."""
 
 
+class ProjectConfig(Section):
+    """A folder an agent may work in; a conversation picks one with ``/project <name>``."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    path: str = Field(min_length=1, description="An existing directory (``~`` expanded).")
+    worktrees: bool = Field(False, description="In a git repository: give each conversation its own git worktree "
+                                               "on a branch remoteclaw/<session>, so two conversations never "
+                                               "edit the same checkout.")
+
+    @field_validator("path")
+    @classmethod
+    def _existing_directory(cls, value: str) -> str:
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"must be an absolute path, got {value!r}")
+        if not path.is_dir():
+            raise ValueError(f"{value!r} is not an existing directory")
+        return str(path.resolve())
+
+
 class AgentConfig(Section):
     id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     runtime: str = Field("claude", description="The agent CLI adapter: claude, codex, gemini, opencode, or one a "
@@ -174,6 +195,22 @@ class AgentConfig(Section):
     maxCostPerDay: float | None = Field(None, gt=0, description="US dollars this agent may spend per UTC day, "
                                         "as its CLI reports cost; once reached, new turns are refused until "
                                         "midnight UTC.")
+    projects: builtins.list[ProjectConfig] = Field(
+        default_factory=list, description="Folders this agent can work in; /project lists and switches them "
+                                          "(without any, every turn runs in a fresh private folder).")
+
+    @field_validator("projects")
+    @classmethod
+    def _unique_project_names(cls, value: builtins.list[ProjectConfig]) -> builtins.list[ProjectConfig]:
+        names = [p.name for p in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate project names: {', '.join(dupes)}")
+        return value
+
+    def project(self, name: str | None) -> ProjectConfig | None:
+        """The project called ``name`` (None when unset or no longer configured)."""
+        return next((p for p in self.projects if p.name == name), None) if name else None
 
     @field_validator("runtime")
     @classmethod

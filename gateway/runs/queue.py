@@ -124,8 +124,9 @@ class RunQueue:
         return effective_mode(self.gw.config, req.agent_id) == "interrupt"
 
     def _new_run(self, req: RunRequest) -> Run:
-        run = Run(id=req.run_id or str(uuid.uuid4()), session_key=req.session_key, agent_id=req.agent_id,
-                  requests=[req])
+        taken = req.run_id in self.runs and not req.stored  # two messages raced for one key: the second gets a new id
+        run_id = req.run_id if req.run_id and not taken else str(uuid.uuid4())
+        run = Run(id=run_id, session_key=req.session_key, agent_id=req.agent_id, requests=[req])
         self.runs[run.id] = run
         return run
 

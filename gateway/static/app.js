@@ -321,6 +321,22 @@
     return line;
   }
 
+  // What a turn changed in its git project (the entry's diff): collapsed under the summary, each line
+  // coloured by its first character. textContent only: the diff is the agent's output, never markup.
+  function diffBlock(diff) {
+    if (!diff || !diff.text) return null;
+    var box = el('details', 'diff');
+    box.appendChild(el('summary', null, '\uD83D\uDCDD ' + (diff.summary || 'changes') + (diff.name ? ' · ' + diff.name : '')));
+    var pre = el('pre');
+    diff.text.split('\n').forEach(function (line) {
+      var c = line.charAt(0);
+      var kind = /^(\+\+\+|---|diff |index )/.test(line) ? 'dh' : c === '+' ? 'da' : c === '-' ? 'dr' : c === '@' ? 'dc' : null;
+      pre.appendChild(el('span', kind, line + '\n'));
+    });
+    box.appendChild(pre);
+    return box;
+  }
+
   // One assistant turn: text segments interleaved with tool cards, as the run produced them.
   function Turn(runId) {
     this.runId = runId;
@@ -365,8 +381,13 @@
   Turn.prototype.answered = function (facts) {
     var old = this.node.querySelector(':scope > .answered');
     if (old) old.remove();
+    var oldDiff = this.node.querySelector(':scope > .diff');
+    if (oldDiff) oldDiff.remove();
+    var diff = diffBlock(facts && facts.diff);
+    if (diff) this.node.appendChild(diff);
     var line = answeredLine(facts);
     if (line) this.node.appendChild(line);
+    if (facts && facts.project) showProject();  // a turn in a project may have made its worktree (branch)
   };
   Turn.prototype.tool = function (data) {
     var stick = nearBottom();
@@ -512,6 +533,20 @@
     $('session-title').textContent = title;
     document.title = (state.unseen ? '(' + state.unseen + ') ' : '') + title + ' · remoteclaw';
     showAgent();
+    showProject();
+  }
+
+  // The session's project and branch under its title (status {sessionKey}); hidden without a project.
+  function showProject() {
+    var key = state.sessionKey, line = $('session-project');
+    if (!line) return;
+    if (!key) { line.hidden = true; return; }
+    request('status', { sessionKey: key }).then(function (st) {
+      if (key !== state.sessionKey) return;
+      line.hidden = !st.project;
+      line.textContent = st.project ? '\uD83D\uDCC1 ' + st.project + (st.branch ? ' \u00B7 ' + st.branch : '') : '';
+      line.title = st.projectPath || '';
+    }, function () { if (key === state.sessionKey) line.hidden = true; });
   }
 
   // The transcript of the session on screen. Events for it that arrive while the request is out are held and

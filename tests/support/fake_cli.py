@@ -14,7 +14,9 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
   ``--include-partial-messages`` (as Claude Code does), then the whole block;
 - ``cost:<usd>`` state that cost (``total_cost_usd``) in the result, as Claude Code does;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
-  a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``.
+  a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``;
+- ``edit:<path>`` edit a file below its working directory as a coding agent would: a new file gets three
+  lines, an existing one has its first line replaced (for the projects and diff tests).
 
 Otherwise it echoes. Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
 """
@@ -106,6 +108,14 @@ def main() -> int:
                 out({"type": "stream_event", "session_id": sid, "event": {
                     "type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}})
             time.sleep(0.5)
+    for rel in re.findall(r"edit:(\S+)", prompt):
+        target = Path(rel)
+        if target.is_file():
+            lines = target.read_text().splitlines(keepends=True)
+            target.write_text("".join(["edited by the agent\n", *lines[1:]]))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("line 1\nline 2\nline 3\n")
     if "silent" in prompt:
         reply = "NO_REPLY"
     if "tag" in prompt:

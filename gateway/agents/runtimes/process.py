@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -58,13 +59,46 @@ async def stop_process(proc: Child, grace: float = 3.0) -> None:
 async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *,
                       no_output_timeout: float, grace: float = 3.0,
                       on_spawn: Callable[[float], None] | None = None) -> ProcessResult:
-    """Run ``inv`` to the end, handing each decoded JSON line to ``on_object``."""
-    for path, text in inv.files.items():
+    """Run ``inv`` to the end, handing each decoded JSON line to ``on_object``.
+
+    The per-run files are taken back afterwards: a file that was there before gets its old content again, a
+    new one is removed. In a throw-away workspace that changes nothing; in a project folder it keeps a
+    project's own ``AGENTS.md`` or ``GEMINI.md`` and leaves no token-bearing config behind to be committed.
+    """
+    before = _write_files(inv.files)
+    try:
+        return await _run(inv, on_object, no_output_timeout=no_output_timeout, grace=grace, on_spawn=on_spawn)
+    finally:
+        _restore_files(before)
+
+
+def _write_files(files: dict[Path, str]) -> dict[Path, bytes | None]:
+    """Write the per-run files; what each path held before (None: nothing)."""
+    before: dict[Path, bytes | None] = {}
+    for path, text in files.items():
+        try:
+            before[path] = path.read_bytes() if path.is_file() else None
+        except OSError:
+            before[path] = None
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # 0600: these files (the per-run MCP config) carry the run's gateway token.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+    return before
+
+
+def _restore_files(before: dict[Path, bytes | None]) -> None:
+    for path, old in before.items():
+        with contextlib.suppress(OSError):
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_bytes(old)
+
+
+async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, no_output_timeout: float,
+               grace: float, on_spawn: Callable[[float], None] | None) -> ProcessResult:
     # The gateway's own REMOTECLAW_* variables (its token, database URL, channel tokens) stay with it:
     # the agent gets only its run's context, which the adapter put in ``inv.env``.
     env = {**{k: v for k, v in os.environ.items() if not k.upper().startswith("REMOTECLAW_")}, **inv.env}
