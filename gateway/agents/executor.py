@@ -182,6 +182,8 @@ class AgentExecutor:
             shutil.rmtree(workspace, ignore_errors=True)
             fx_path.unlink(missing_ok=True)
             tools_path.unlink(missing_ok=True)
+            if gw.approvals is not None:  # a decision arriving after this is refused: the run has ended
+                await gw.approvals.run_ended(run.session_key)
             if progress is not None:
                 await progress.close()
             if stream is not None:

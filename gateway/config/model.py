@@ -153,6 +153,14 @@ class CronConfig(Section):
                                       "addresses (a LAN service); off, only public addresses are posted to.")
 
 
+class ApprovalsConfig(Section):
+    timeoutSeconds: int = Field(600, ge=5, le=86_400, description="A tool use nobody decides within this long "
+                                "is denied (reason: timeout).")
+    questionTimeoutSeconds: int = Field(900, ge=5, le=86_400, description="An ask_user question nobody answers "
+                                        "within this long returns no_answer (unless the agent asks for less).")
+    keepDays: int = Field(30, ge=1, description="Decided requests older than this are pruned from the history.")
+
+
 class AgentConfig(Section):
     id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     runtime: str = Field("claude", description="The agent CLI adapter: claude, codex, gemini, opencode, or one a "
@@ -163,6 +171,10 @@ class AgentConfig(Section):
     toolProfile: Literal["minimal", "messaging", "coding", "full"] = "full"
     env: dict[str, str] = Field(default_factory=dict)
     heartbeat: HeartbeatConfig | None = Field(None, description="A periodic turn in the agent's main session.")
+    permissions: Literal["allowlist", "ask", "ask-dangerous", "bypass"] = Field(
+        "allowlist", description="What the agent may do without asking: allowlist (its allowed tools, the rest is "
+        "refused), ask (anything else asks the session's owner), ask-dangerous (reads run, writes and commands "
+        "ask), bypass (everything runs). Asking needs a runtime that supports it (docs/approvals.md).")
 
     @field_validator("runtime")
     @classmethod
@@ -236,6 +248,7 @@ class Config(BaseSettings):
     session: SessionConfig = SessionConfig()
     messages: MessagesConfig = MessagesConfig()
     cron: CronConfig = CronConfig()
+    approvals: ApprovalsConfig = ApprovalsConfig()
     nodes: NodesConfig = NodesConfig()
     plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()

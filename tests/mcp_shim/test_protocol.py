@@ -68,7 +68,7 @@ async def test_server_discover_and_a_stateless_call_need_no_initialize(gateway: 
     assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "remoteclaw"
     listed = (await modern(shim, "tools/list"))["result"]
     wire.validate_server_result("tools/list", MODERN, listed)
-    assert len(listed["tools"]) == 51 and listed["ttlMs"] > 0 and listed["resultType"] == "complete"
+    assert len(listed["tools"]) == 53 and listed["ttlMs"] > 0 and listed["resultType"] == "complete"
     agents = await modern_call(shim, "agents_list")
     assert agents["defaultAgentId"] == "main"
     # Handshake-era requests on the same process still get handshake-era answers: no resultType.

@@ -271,7 +271,7 @@ async def test_plugin_tools(agent_gateway: GatewayProcess, start_shim: ShimFacto
 
     async def with_plugins() -> list[dict[str, Any]] | None:
         tools = await standalone.tools()
-        return tools if len(tools) > 51 else None
+        return tools if len(tools) > 53 else None
 
     names = {t["name"] for t in await until(with_plugins, what="the gateway's plugin tools")}
     assert {"memory_search", "memory_remember", "memory_forget"} <= names and len(names) == 57
