@@ -161,7 +161,7 @@ class AgentExecutor:
                 workspace=workspace,
                 mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
-                state_dir=gw.state_dir / "runtimes" / workspace.name,
+                state_dir=gw.state_dir / "runtimes" / workspace.name, permissions=agent.permissions,
             )
             progress = self._progress_note(run)
             stream = RunStream(gw.runs, gw.db, run, progress)

@@ -64,6 +64,8 @@ class RunSpec:
     env: dict[str, str] = field(default_factory=dict)
     state_dir: Path | None = None
     """A directory that outlives the run, one per session (Codex keeps its resumable sessions there)."""
+    permissions: str = "allowlist"
+    """``agents.list[].permissions``: allowlist, ask, ask-dangerous or bypass (docs/approvals.md)."""
 
 
 @dataclass(slots=True)
