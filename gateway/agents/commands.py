@@ -24,6 +24,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("stop", "Stop the current answer and drop the messages waiting for it", ("abort",)),
     Command("new", "Start a new conversation (the agent forgets this one)", ("reset",)),
     Command("status", "What the agent is doing and what this conversation has used"),
+    Command("approve", "Decide what the agent asked: /approve <id> allow-once|allow-always|deny"),
     Command("help", "List these commands", ("start",)),  # /start is the first thing Telegram sends
 )
 _BY_WORD = {word: cmd for cmd in COMMANDS for word in (cmd.name, *cmd.aliases)}

@@ -32,6 +32,7 @@ from gateway.protocol import ApprovalNotFound, InvalidRequest
 from gateway.rpc import APPROVALS, QUESTIONS
 
 if TYPE_CHECKING:
+    from gateway.approvals.chat import ChatApprovals
     from gateway.core import Gateway
 
 __all__ = ["ApprovalService", "Decision", "Pending", "Presenter", "now_ms", "rule_pattern", "start"]
@@ -192,6 +193,8 @@ class ApprovalService:
         self._presenters: list[Presenter] = []
         self._lock = asyncio.Lock()
         self._prune_task: asyncio.Task[None] | None = None
+        self.chat: ChatApprovals | None = None
+        """Requests told in the session's chat and decided by typing there (``gateway.approvals.chat``)."""
 
     # -- wiring -------------------------------------------------------------------------------
 
@@ -567,7 +570,11 @@ def _question_resolved(item: Pending) -> dict[str, Any]:
 
 
 async def start(gw: Gateway) -> None:
+    from gateway.approvals.chat import ChatApprovals
+
     service = ApprovalService(gw)
+    service.chat = ChatApprovals(gw)
+    service.add_presenter(service.chat.present)
     gw.approvals = service
     service.start()
     gw.on_stop(service.stop)
