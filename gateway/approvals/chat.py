@@ -60,12 +60,27 @@ def answers_from_text(item: Pending, text: str) -> dict[str, list[str]]:
     return out
 
 
-def prompt_text(item: Pending) -> str:
-    """What the chat is told when a run asks."""
+def buttons(item: Pending) -> list[tuple[str, str]]:
+    """The buttons under a request, each typing its ``/approve`` (one question: one button per option)."""
     if item.kind == "tool":
+        return [
+            ("✅ Allow once", f"/approve {item.id} allow-once"),
+            ("♾️ Allow always", f"/approve {item.id} allow-always"),
+            ("⛔ Deny", f"/approve {item.id} deny"),
+        ]
+    if len(item.body) != 1:
+        return []
+    return [(str(o.get("label")), f"/approve {item.id} {n}") for n, o in enumerate(item.body[0].get("options", []), 1)]
+
+
+def prompt_text(item: Pending, *, short: bool = False) -> str:
+    """What the chat is told when a run asks (``short``: without how to answer, once it is decided)."""
+    if item.kind == "tool":
+        head = f"🔐 The agent asks to use {item.command_text()}"
+        if short:
+            return head
         return (
-            f"🔐 The agent asks to use {item.command_text()}\n"
-            f"Reply /approve {item.id} allow-once, /approve {item.id} allow-always or /approve {item.id} deny"
+            f"{head}\nReply /approve {item.id} allow-once, /approve {item.id} allow-always or /approve {item.id} deny"
         )
     lines = ["❓ The agent asks:"]
     for question in item.body:
@@ -73,6 +88,8 @@ def prompt_text(item: Pending) -> str:
         for n, option in enumerate(question.get("options", []), 1):
             desc = f" — {option['description']}" if option.get("description") else ""
             lines.append(f"  {n}. {option.get('label')}{desc}")
+    if short:
+        return "\n".join(lines)
     several = " (answers separated by |)" if len(item.body) > 1 else ""
     lines.append(f"Reply with a number or your own answer{several} (or /approve {item.id} <answer>)")
     return "\n".join(lines)
@@ -103,15 +120,27 @@ class ChatApprovals:
 
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
+        self._shown: dict[str, tuple[Origin, str]] = {}
+        """Request id -> the chat message with its buttons, edited to the outcome once decided."""
 
     async def present(self, phase: str, item: Pending) -> None:
         if item.status == "allowed" and item.reason == "rule":
             return  # answered by a stored rule: nobody was asked, nothing to tell
+        platforms = self.gw.platforms
         origin = await self._route(item.session_key)
-        if origin is None or self.gw.platforms is None:
+        if origin is None or platforms is None:
             return
-        text = prompt_text(item) if phase == "requested" else outcome_text(item)
-        await self.gw.platforms.deliver(origin, text, item.session_key)
+        if phase == "requested":
+            message_id = await platforms.ask(origin, prompt_text(item), buttons(item), item.session_key)
+            if message_id is not None:
+                self._shown[item.id] = (origin, message_id)
+            return
+        shown = self._shown.pop(item.id, None)
+        if shown is not None and await platforms.settle(
+            shown[0], shown[1], f"{prompt_text(item, short=True)}\n{outcome_text(item)}"
+        ):
+            return
+        await platforms.deliver(origin, outcome_text(item), item.session_key)
 
     async def _route(self, session_key: str) -> Origin | None:
         async with self.gw.db.session() as s:

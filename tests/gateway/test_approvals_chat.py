@@ -17,7 +17,7 @@ import pytest
 
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
-from tests.support.fake_telegram import FakeTelegram, module_fake, module_gateway
+from tests.support.fake_telegram import Call, FakeTelegram, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -32,12 +32,27 @@ start_shim = shim_fixtures.start_shim  # the real shim, as the agent CLI starts 
 gw = module_gateway(ownerAllowFrom=[OWNER], groupPolicy="open", requireMention=False)
 
 
-async def said(fake: FakeTelegram, chat_id: int, contains: str, timeout: float = 20) -> str:
-    call = await fake.wait_call(
-        "sendMessage",
-        lambda c: str(c.params.get("chat_id")) == str(chat_id) and contains in c.params["text"],
-        timeout=timeout,
-    )
+async def sent(fake: FakeTelegram, chat_id: int, contains: str, method: str = "sendMessage") -> Call:
+    """The first matching call not yet consumed by this helper (earlier prompts look alike)."""
+    seen = fake.__dict__.setdefault("consumed", [])
+
+    def match(c: Call) -> bool:
+        fresh = not any(c is x for x in seen)
+        return fresh and str(c.params.get("chat_id")) == str(chat_id) and contains in c.params["text"]
+
+    call = await fake.wait_call(method, match, timeout=20)
+    seen.append(call)
+    return call
+
+
+async def said(fake: FakeTelegram, chat_id: int, contains: str) -> str:
+    return str((await sent(fake, chat_id, contains)).params["text"])
+
+
+async def edited(fake: FakeTelegram, chat_id: int, contains: str) -> str:
+    """The request's message, edited to its outcome (its buttons gone)."""
+    call = await sent(fake, chat_id, contains, "editMessageText")
+    assert not call.params.get("reply_markup")
     return str(call.params["text"])
 
 
@@ -76,16 +91,41 @@ async def test_a_question_is_answered_by_a_number_then_by_a_free_reply(
     await route(fake, OWNER, OWNER)
     shim = await start_shim(gw, session_key=DM_KEY, channel="telegram", to=str(OWNER), plugin_manifest={"tools": []})
     call = await ask(shim)
-    text = await said(fake, OWNER, "Which database?")
-    assert "1. Postgres — a server" in text and "2. SQLite" in text
+    prompt = await sent(fake, OWNER, "Which database?")
+    assert "1. Postgres — a server" in prompt.params["text"] and "2. SQLite" in prompt.params["text"]
+    assert [label for label, _data in fake.buttons(prompt)] == ["Postgres", "SQLite"]
     fake.user_message(chat_id=OWNER, user_id=OWNER, text="2")
     answered = payload(await call)
     assert answered["answers"] == {"db": ["SQLite"]} and answered["answeredBy"] == f"telegram:{OWNER}"
-    await said(fake, OWNER, "✅ Answered by telegram:111: SQLite")
+    await edited(fake, OWNER, "✅ Answered by telegram:111: SQLite")
     call = await ask(shim)
     await said(fake, OWNER, "Which database?")
     fake.user_message(chat_id=OWNER, user_id=OWNER, text="DuckDB, it is embedded")
     assert payload(await call)["answers"] == {"db": ["DuckDB, it is embedded"]}
+    # A button press answers too.
+    call = await ask(shim)
+    prompt = await sent(fake, OWNER, "Which database?")
+    fake.press(message=prompt.result, user_id=OWNER, data=fake.buttons(prompt)[0][1])
+    assert payload(await call)["answers"] == {"db": ["Postgres"]}
+    await fake.wait_call("answerCallbackQuery")
+
+
+async def test_approval_buttons_allow_and_the_message_shows_who(
+    gw: GatewayProcess, fake: FakeTelegram, start_shim: ShimFactory
+) -> None:
+    await fake.wait_polling()
+    await route(fake, OWNER, OWNER)
+    shim = await start_shim(gw, session_key=DM_KEY, channel="telegram", to=str(OWNER), plugin_manifest={"tools": []})
+    args = {"tool_name": "Bash", "input": {"command": "npm publish"}}
+    call = asyncio.create_task(shim.call("approval_prompt", args, timeout=60))
+    prompt = await sent(fake, OWNER, "asks to use Bash: npm publish")
+    labels = [label for label, _data in fake.buttons(prompt)]
+    assert labels == ["✅ Allow once", "♾️ Allow always", "⛔ Deny"]
+    fake.press(message=prompt.result, user_id=OWNER, data=fake.buttons(prompt)[2][1])  # Deny
+    verdict = json.loads((await call)["content"][0]["text"])
+    assert verdict["behavior"] == "deny" and f"telegram:{OWNER}" in verdict["message"]
+    text = await edited(fake, OWNER, "⛔ Denied by telegram:111: Bash: npm publish")
+    assert text.startswith("🔐 The agent asks to use Bash: npm publish")
 
 
 async def test_approve_in_a_group_only_from_the_owner(
@@ -111,16 +151,14 @@ async def test_approve_in_a_group_only_from_the_owner(
     call = asyncio.create_task(
         shim.call("approval_prompt", {"tool_name": "Bash", "input": {"command": "make"}}, timeout=60)
     )
-    text = await said(fake, GROUP, "asks to use Bash: make")
-    approval_id = re.search(r"/approve (\S+) allow-once", text).group(1)  # type: ignore[union-attr]
-    fake.user_message(
-        chat_id=GROUP, user_id=STRANGER, text=f"/approve {approval_id} allow-once", chat_type="supergroup"
-    )
+    prompt = await sent(fake, GROUP, "asks to use Bash: make")
+    approval_id = re.search(r"/approve (\S+) allow-once", prompt.params["text"]).group(1)  # type: ignore[union-attr]
+    fake.press(message=prompt.result, user_id=STRANGER, data=fake.buttons(prompt)[0][1])  # a stranger's press
     await said(fake, GROUP, "Only the session's owner may decide this")
     assert not call.done()
     fake.user_message(chat_id=GROUP, user_id=OWNER, text=f"/approve {approval_id} allow-once", chat_type="supergroup")
     verdict = json.loads((await call)["content"][0]["text"])
     assert verdict == {"behavior": "allow", "updatedInput": {"command": "make"}}
-    await said(fake, GROUP, f"✅ Allowed once by telegram:{OWNER}: Bash: make")
+    await edited(fake, GROUP, f"✅ Allowed once by telegram:{OWNER}: Bash: make")
     fake.user_message(chat_id=GROUP, user_id=OWNER, text=f"/approve {approval_id} deny", chat_type="supergroup")
     await said(fake, GROUP, "was already decided (allow-once by telegram:111)")
