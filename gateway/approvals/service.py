@@ -516,6 +516,9 @@ class ApprovalService:
             )
 
     def _announce(self, phase: str, item: Pending) -> None:
+        agents = getattr(self.gw, "agents", None)
+        if agents is not None:  # the run's progress note: "waiting for you" while anything of it is pending
+            agents.waiting(item.session_key, bool(self.pending_for(item.session_key)))
         if item.kind == "tool":
             self.gw.broadcast(f"exec.approval.{phase}", item.snapshot(), scope=APPROVALS)
         elif phase == "requested":

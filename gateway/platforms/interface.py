@@ -27,6 +27,9 @@ class ProgressSink(Protocol):
     def text(self, live: str) -> None:
         """The reply so far (never waits; shown only when the channel streams replies)."""
 
+    def waiting(self, on: bool) -> None:
+        """The run waits for its person (an approval or a question) from now on, or no longer (never waits)."""
+
     async def close(self) -> None:
         """Remove the note; called once, before the reply is delivered."""
 

@@ -19,6 +19,7 @@ from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support.fake_telegram import Call, FakeTelegram, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -162,3 +163,29 @@ async def test_approve_in_a_group_only_from_the_owner(
     await edited(fake, GROUP, f"✅ Allowed once by telegram:{OWNER}: Bash: make")
     fake.user_message(chat_id=GROUP, user_id=OWNER, text=f"/approve {approval_id} deny", chat_type="supergroup")
     await said(fake, GROUP, "was already decided (allow-once by telegram:111)")
+
+
+async def test_a_decision_after_the_run_ended_is_refused(
+    gw: GatewayProcess, fake: FakeTelegram, start_shim: ShimFactory
+) -> None:
+    await fake.wait_polling()
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text="sleep:3 a short job")  # the run asking
+    await fake.wait_call("sendChatAction")
+    shim = await start_shim(gw, session_key=DM_KEY, channel="telegram", to=str(OWNER), plugin_manifest={"tools": []})
+    call = asyncio.create_task(
+        shim.call("approval_prompt", {"tool_name": "Write", "input": {"file_path": "/tmp/x"}}, timeout=60)
+    )
+    prompt = await sent(fake, OWNER, "asks to use Write: /tmp/x")
+
+    def note_waits() -> bool:  # the run's progress note (sent, or edited) says it waits for the person
+        return any(
+            c.method in ("sendMessage", "editMessageText") and "⏸ Waiting for you" in str(c.params.get("text"))
+            for c in fake.calls
+        )
+
+    await until(note_waits, 10, "the progress note saying it waits")
+    verdict = json.loads((await call)["content"][0]["text"])  # the run ends: the request is withdrawn
+    assert verdict["behavior"] == "deny" and "run-aborted" in verdict["message"]
+    await edited(fake, OWNER, "Withdrawn (the run ended)")
+    fake.press(message=prompt.result, user_id=OWNER, data=fake.buttons(prompt)[0][1])
+    await said(fake, OWNER, "has ended")
