@@ -8,7 +8,7 @@ Run on a quiet machine (not part of the tests)::
     .venv/bin/python -m bench.shim_bench --against 6fa98ed   # this tree's shim against an older commit's
 
 Cold start is measured the way an agent CLI experiences it: spawn the server, send ``initialize`` and
-wait, send ``tools/list`` and wait, send one ``tools/call`` and wait. All three servers list the same 51
+wait, send ``tools/list`` and wait, send one ``tools/call`` and wait. All three servers list the same 53
 tool schemas. The shim is measured a second time as a 2026-07-28 client meets it (Claude Code 2.1.330
 does): ``server/discover`` instead of ``initialize``, then ``tools/list`` and the call, each request with
 the per-request ``_meta`` envelope.
@@ -113,7 +113,7 @@ def cold_start(server: Server, runs: int) -> dict[str, list[float]]:
         out["initialize"].append(time.perf_counter() - t0)
         listed = _exchange(proc, *server.listing())
         out["tools/list"].append(time.perf_counter() - t0)
-        assert len(listed["result"]["tools"]) == 51, server.name
+        assert len(listed["result"]["tools"]) == 53, server.name
         called = _exchange(proc, server.call(2))
         out["first call"].append(time.perf_counter() - t0)
         assert not called["result"].get("isError"), called

@@ -130,6 +130,12 @@ class Channel(ABC):
         ephemeral, replaced by the message sent at the end). False where this chat has no drafts."""
         return False
 
+    async def send_buttons(self, to: str, text: str, buttons: list[tuple[str, str]], *,
+                           thread_id: str | None = None) -> Sent | None:
+        """Send ``text`` with buttons ``(label, what a press types)``: a press comes back as an inbound message
+        from the presser with that text. None where the channel has no buttons (the caller sends plain text)."""
+        return None
+
     async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:
         self.require(Capability.ATTACHMENT)

@@ -299,6 +299,24 @@ class ChannelManager:
         thread = origin.thread_id if Capability.THREAD_REPLY in ch.capabilities else None
         return ProgressNote(ch, origin.to, thread_id=thread, stream=self._stream_mode(origin.channel, ch.account_id))
 
+    async def ask(self, origin: Origin, text: str, buttons: list[tuple[str, str]], session_key: str) -> str | None:
+        ch = self.get(origin.channel, origin.account_id)
+        thread = origin.thread_id if Capability.THREAD_REPLY in ch.capabilities else None
+        if len(text) <= ch.text_limit:
+            sent = await ch.send_buttons(origin.to, text, buttons, thread_id=thread)
+            if sent is not None:
+                await self.history.record_out(ch.name, ch.account_id, sent, text, session_key=session_key)
+                return sent.message_id
+        await self.deliver(origin, text, session_key)
+        return None
+
+    async def settle(self, origin: Origin, message_id: str, text: str) -> bool:
+        ch = self.get(origin.channel, origin.account_id)
+        if Capability.EDIT not in ch.capabilities or len(text) > ch.text_limit:
+            return False
+        await ch.edit(origin.to, message_id, text, thread_id=origin.thread_id)
+        return True
+
     def _stream_mode(self, channel: str, account_id: str) -> str:
         """The account's ``stream`` setting as the config says now (a live setting: no restart, next turn)."""
         _given, section = channel_sections(self.host.config).get(channel, (False, {}))

@@ -54,6 +54,7 @@ class ProgressNote:
         self._last = ""
         self._live = ""
         self._tool_running = False
+        self._waiting = False
         self._shown = ""
         self._message_id: str | None = None
         self._draft_id: int | None = secrets.randbelow(2**31 - 1) + 1 if self.stream == "draft" else None
@@ -76,9 +77,16 @@ class ProgressNote:
         self._tool_running = False
         self._wake.set()
 
+    def waiting(self, on: bool) -> None:
+        """The run waits for its person (an approval or a question), or no longer (never blocks)."""
+        self._waiting = on
+        self._wake.set()
+
     def render(self) -> str:
         """What the note says now: the reply's last part within the channel's limit, or the current step."""
         working = f"⏳ Working… step {self.steps}: {self._last}"
+        if self._waiting:
+            working = "⏸ Waiting for you" + (f" (after {self._last})" if self._last else "")
         if not self._live:
             return working
         footer = f"\n\n{working}" if self._tool_running and self.steps else " ✍️"

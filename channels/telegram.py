@@ -268,6 +268,8 @@ class TelegramChannel(Channel):
             # If this raises (the message could not be stored), the update stays unhandled in the journal
             # and is replayed at the next start (at most MAX_REPLAYS times).
             await self.on_inbound(await self._to_inbound(msg))
+        if update.callback_query is not None:
+            await self._on_press(update.callback_query)
         if self._journal is not None:
             await self._journal.done(self.name, self.account_id, str(update.update_id))
 
@@ -403,6 +405,36 @@ class TelegramChannel(Channel):
                 log.warning("telegram refused the formatted text; sending it as written", error=exc.message)
                 msg = await bot.send_message(chat, text, **kw)
         return self._sent(msg, thread_id)
+
+    async def send_buttons(self, to: str, text: str, buttons: list[tuple[str, str]], *,
+                           thread_id: str | None = None) -> Sent | None:
+        """An inline keyboard, one button a row; a press is a callback query whose data is the text it types."""
+        if any(len(data.encode()) > 64 for _label, data in buttons):  # Telegram's limit on callback_data
+            return None
+        bot, chat = self._bot(), _chat(to)
+        markup = telegram.InlineKeyboardMarkup(
+            [[telegram.InlineKeyboardButton(label, callback_data=data)] for label, data in buttons])
+        thread = _int_id(thread_id, "threadId") if thread_id else None
+        async with self._errors("sendMessage", to):
+            msg = await bot.send_message(chat, text, reply_markup=markup, message_thread_id=thread)
+        return self._sent(msg, thread_id)
+
+    async def _on_press(self, query: telegram.CallbackQuery) -> None:
+        """A button press: answered at once (the spinner stops), then handled as the presser typing its data."""
+        try:
+            await query.answer()
+        except tg_error.TelegramError as exc:
+            log.warning("telegram callback not answered", account=self.account_id, error=str(exc))
+        msg, user = query.message, query.from_user
+        if not isinstance(msg, telegram.Message) or not query.data or user.id == self.bot_id:
+            return
+        chat_type = _CHAT_TYPES.get(msg.chat.type, "channel")
+        thread = str(msg.message_thread_id) if msg.is_topic_message and msg.message_thread_id else None
+        await self.on_inbound(Inbound(
+            channel=self.name, account_id=self.account_id, sender_id=str(user.id),
+            sender_name=user.full_name or user.username, chat_id=str(msg.chat.id), chat_type=chat_type,
+            message_id=f"cb-{query.id}", text=query.data, thread_id=thread, mentioned=True,
+            ts=msg.date.timestamp() if msg.date else 0.0, raw=query.to_dict()))
 
     async def draft(self, to: str, draft_id: int, text: str, *, thread_id: str | None = None) -> bool:
         """``sendMessageDraft``: private chats only (a user's numeric id is positive); a refusal means none here."""

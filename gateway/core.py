@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from gateway.agents.executor import AgentExecutor
+    from gateway.approvals.service import ApprovalService
     from gateway.bus import EventBus
     from gateway.config.reload import Listener
     from gateway.config.watch import ConfigWatcher
@@ -118,6 +119,8 @@ class Gateway:
         """Routes subsystems add to the HTTP app (webhooks)."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)
         """Where the server listens (set by ``gateway.server`` once bound)."""
+        self.approvals: ApprovalService | None = None
+        """Requests agent runs put to their person, waiting for a decision (``gateway.approvals``)."""
         self.cron: CronService | None = None
         """The scheduler (``gateway.cron``), unless it failed to start."""
         self.replicas: ReplicaWatch | None = None

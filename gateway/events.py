@@ -33,5 +33,9 @@ EVENTS: dict[str, str] = {
     "node.pair.resolved": "a node pairing request was approved or rejected",
     "device.pair.requested": "an operator device asks to pair",
     "device.pair.resolved": "a device pairing request was approved or rejected",
+    "exec.approval.requested": "to operator.approvals: an agent run asks to use a tool (a pending ApprovalSnapshot)",
+    "exec.approval.resolved": "to operator.approvals: a tool-use request was decided, expired or cancelled",
+    "question.requested": "to operator.questions: an agent run asks its person questions (a QuestionRecord)",
+    "question.resolved": "to operator.questions: a question was answered, cancelled or expired",
     "hooks.tool": "an agent's tool call starts or ends (from the MCP shim's hooks)",
 }

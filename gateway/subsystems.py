@@ -31,6 +31,7 @@ SUBSYSTEMS: list[str] = [
     "gateway.runs.queue",
     "gateway.runs.replicas",
     "gateway.agents.executor",
+    "gateway.approvals.service",
     "gateway.cron.service",
     "gateway.plugins.service",
     "gateway.devices.service",

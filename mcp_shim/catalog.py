@@ -3,7 +3,7 @@
 Answering ``tools/list`` needs only this module and the tool tables, so it imports nothing heavy
 (no asyncio, no websockets): the list is ready a few milliseconds after the process starts.
 
-Tiers: the 18 baseline tools (session, message, heartbeat) are for every run; the 33 owner tools
+Tiers: the 20 baseline tools (session, message, heartbeat, approvals) are for every run; the 33 owner tools
 (cron, gateway, nodes, canvas, browser, tts) only when ``REMOTECLAW_SENDER_IS_OWNER=true``.
 Profiles then narrow the set further (see ``PROFILE_GROUPS``).
 """
@@ -26,9 +26,10 @@ _ALL = frozenset((*BASELINE_GROUPS, *OWNER_GROUPS, "plugin"))
 
 PROFILE_GROUPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # profile: (groups whose every tool is in, groups whose read-only tools are in)
-    "minimal": (frozenset({"heartbeat"}), frozenset({"session"})),
-    "messaging": (frozenset({"session", "message", "heartbeat", "plugin"}), frozenset()),
-    "coding": (frozenset({"session", "heartbeat", "nodes", "canvas", "browser", "plugin"}),
+    # ``approvals`` is in every profile: Claude Code's permission prompts go through approval_prompt.
+    "minimal": (frozenset({"heartbeat", "approvals"}), frozenset({"session"})),
+    "messaging": (frozenset({"session", "message", "heartbeat", "approvals", "plugin"}), frozenset()),
+    "coding": (frozenset({"session", "heartbeat", "approvals", "nodes", "canvas", "browser", "plugin"}),
                frozenset({"gateway", "cron"})),
     "full": (_ALL, frozenset()),
 }

@@ -132,6 +132,8 @@ def validate(schema: Schema, value: Any, path: str = "") -> str | None:
     elif isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
             return f"at {_where(path)}: must have at least {schema['minItems']} item(s)"
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            return f"at {_where(path)}: must have at most {schema['maxItems']} item(s)"
         items = schema.get("items")
         if items:
             for i, item in enumerate(value):

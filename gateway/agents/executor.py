@@ -79,6 +79,8 @@ class AgentExecutor:
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
         self.inbound = InboundRouter(gateway)
+        self._notes: dict[str, ProgressSink] = {}
+        """The progress note of each session's running turn (told when the run waits for its person)."""
         self.root = Path(tempfile.gettempdir()) / "remoteclaw-runs"
         # One folder per gateway (per state dir): two gateways on one machine may hold the same session key,
         # and each removes its workspace after every turn.
@@ -106,6 +108,12 @@ class AgentExecutor:
             if lasts is None:  # no indicator on this channel, or it failed: stop trying for this turn
                 return
             await asyncio.sleep(lasts * 0.8)
+
+    def waiting(self, session_key: str, on: bool) -> None:
+        """The run of ``session_key`` waits for its person, or no longer: its progress note says so."""
+        note = self._notes.get(session_key)
+        if note is not None:
+            note.waiting(on)
 
     def _progress_note(self, run: Run) -> ProgressSink | None:
         """A progress note for a channel turn whose channel can edit and delete messages, if enabled."""
@@ -215,8 +223,11 @@ class AgentExecutor:
                 mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
                 state_dir=gw.state_dir / "runtimes" / self.workspace_for(run.session_key).name,
+                permissions=agent.permissions,
             )
             progress = self._progress_note(run)
+            if progress is not None:
+                self._notes[run.session_key] = progress
             stream = RunStream(gw.runs, gw.db, run, progress)
             origin = run.last.origin
             if origin is not None and run.last.deliver:
@@ -241,7 +252,11 @@ class AgentExecutor:
             shutil.rmtree(scratch, ignore_errors=True)  # the throw-away workspace, or .remoteclaw/ in a project
             fx_path.unlink(missing_ok=True)
             tools_path.unlink(missing_ok=True)
+            if gw.approvals is not None:  # a decision arriving after this is refused: the run has ended
+                await gw.approvals.run_ended(run.session_key)
             if progress is not None:
+                if self._notes.get(run.session_key) is progress:
+                    del self._notes[run.session_key]
                 await progress.close()
             if stream is not None:
                 await stream.save()

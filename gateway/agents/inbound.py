@@ -61,6 +61,14 @@ class InboundRouter:
                         thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id,
                         sender_name=msg.sender_name)
         text = msg.text
+        chat = gw.approvals.chat if gw.approvals is not None else None
+        if chat is not None:  # /approve, or the answer to a pending question: never reaches the agent
+            answer = await chat.handle(key, text, sender=msg.sender_id, channel=msg.channel, is_owner=is_owner,
+                                       chat_type=msg.chat_type)
+            if answer is not None:
+                if answer:
+                    await gw.agents.notify(origin, answer, key)
+                return
         command = commands.parse(text) if gw.config.messages.commands else None
         if command is not None:
             cmd, rest = command

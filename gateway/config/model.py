@@ -176,6 +176,12 @@ class ProjectConfig(Section):
         if not path.is_dir():
             raise ValueError(f"{value!r} is not an existing directory")
         return str(path.resolve())
+class ApprovalsConfig(Section):
+    timeoutSeconds: int = Field(600, ge=5, le=86_400, description="A tool use nobody decides within this long "
+                                "is denied (reason: timeout).")
+    questionTimeoutSeconds: int = Field(900, ge=5, le=86_400, description="An ask_user question nobody answers "
+                                        "within this long returns no_answer (unless the agent asks for less).")
+    keepDays: int = Field(30, ge=1, description="Decided requests older than this are pruned from the history.")
 
 
 class AgentConfig(Section):
@@ -211,6 +217,10 @@ class AgentConfig(Section):
     def project(self, name: str | None) -> ProjectConfig | None:
         """The project called ``name`` (None when unset or no longer configured)."""
         return next((p for p in self.projects if p.name == name), None) if name else None
+    permissions: Literal["allowlist", "ask", "ask-dangerous", "bypass"] = Field(
+        "allowlist", description="What the agent may do without asking: allowlist (its allowed tools, the rest is "
+        "refused), ask (anything else asks the session's owner), ask-dangerous (reads run, writes and commands "
+        "ask), bypass (everything runs). Asking needs a runtime that supports it (docs/approvals.md).")
 
     @field_validator("runtime")
     @classmethod
@@ -293,6 +303,7 @@ class Config(BaseSettings):
     session: SessionConfig = SessionConfig()
     messages: MessagesConfig = MessagesConfig()
     cron: CronConfig = CronConfig()
+    approvals: ApprovalsConfig = ApprovalsConfig()
     nodes: NodesConfig = NodesConfig()
     plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()

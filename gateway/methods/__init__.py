@@ -11,6 +11,7 @@ __all__ = ["load_all"]
 CAPABILITY_METHODS: list[str] = [
     "gateway.mcp_http.methods",
     "gateway.cron.methods",
+    "gateway.approvals.methods",
     "gateway.plugins.methods",
     "gateway.devices.methods",
     "gateway.browser.methods",

@@ -27,6 +27,9 @@ class ProgressSink(Protocol):
     def text(self, live: str) -> None:
         """The reply so far (never waits; shown only when the channel streams replies)."""
 
+    def waiting(self, on: bool) -> None:
+        """The run waits for its person (an approval or a question) from now on, or no longer (never waits)."""
+
     async def close(self) -> None:
         """Remove the note; called once, before the reply is delivered."""
 
@@ -47,6 +50,13 @@ class ChatPlatforms(Protocol):
 
     def progress_note(self, origin: Origin) -> ProgressSink | None:
         """A progress note for a turn from ``origin``, or None where the channel cannot edit and delete."""
+
+    async def ask(self, origin: Origin, text: str, buttons: list[tuple[str, str]], session_key: str) -> str | None:
+        """Send ``text`` with buttons ``(label, what pressing it types)`` where the channel has them (a press comes
+        back as an inbound message with that text); the message id, or None when it went as plain text."""
+
+    async def settle(self, origin: Origin, message_id: str, text: str) -> bool:
+        """Replace a message ``ask`` sent (its buttons go); False where the channel cannot edit."""
 
     # -- for the message.* methods -----------------------------------------------------------------
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from mcp_shim.tools import browser, canvas, cron, gateway, heartbeat, message, nodes, session, tts
+from mcp_shim.tools import approvals, browser, canvas, cron, gateway, heartbeat, message, nodes, session, tts
 from mcp_shim.tools._base import Call, Content, Tool, ToolError
 from mcp_shim.tools.outputs import OUTPUT_SCHEMAS
 
 __all__ = ["BASELINE_GROUPS", "BUILTIN", "OWNER_GROUPS", "Call", "Content", "Tool", "ToolError"]
 
-BASELINE_GROUPS = ("session", "message", "heartbeat")
-"""Every agent gets these (18 tools)."""
+BASELINE_GROUPS = ("session", "message", "heartbeat", "approvals")
+"""Every agent gets these (20 tools)."""
 
 OWNER_GROUPS = ("cron", "gateway", "nodes", "canvas", "browser", "tts")
 """Only runs for the owner get these (33 tools)."""
 
 BUILTIN: tuple[Tool, ...] = (
-    *session.TOOLS, *message.TOOLS, *heartbeat.TOOLS,
+    *session.TOOLS, *message.TOOLS, *heartbeat.TOOLS, *approvals.TOOLS,
     *cron.TOOLS, *gateway.TOOLS, *nodes.TOOLS, *canvas.TOOLS, *browser.TOOLS, *tts.TOOLS,
 )
 

@@ -32,6 +32,9 @@ COVERED: dict[str, str] = {
     "message_send_attachment": _MESSAGES, "message_send_with_effect": _MESSAGES, "message_pin": _MESSAGES,
     "message_read": _MESSAGES,
     "heartbeat_report": f"{_TOOLS}::test_heartbeat_report",
+    # approvals (baseline)
+    "ask_user": "tests/mcp_shim/test_approval_tools.py::test_ask_user_answered_by_an_operator",
+    "approval_prompt": "tests/mcp_shim/test_approval_tools.py::test_allow_once_then_a_second_decision_is_refused",
     # cron
     "cron_status": _WAKE, "cron_list": _WAKE, "cron_add": _WAKE, "cron_update": _WAKE, "cron_run": _WAKE,
     "cron_runs": _WAKE,

@@ -13,6 +13,7 @@ SESSION_READ = {"sessions_list", "sessions_history", "session_status", "agents_l
 MESSAGE = {"message_send", "message_reply", "message_thread_reply", "message_broadcast", "message_react",
            "message_delete", "message_send_attachment", "message_send_with_effect", "message_pin", "message_read"}
 HEARTBEAT = {"heartbeat_report"}
+APPROVALS = {"ask_user", "approval_prompt"}
 CRON = {"cron_status", "cron_list", "cron_add", "cron_update", "cron_remove", "cron_run", "cron_runs"}
 GATEWAY = {"gateway_restart", "gateway_config_get", "gateway_config_apply", "gateway_config_patch",
            "gateway_config_schema"}
@@ -23,18 +24,18 @@ CANVAS = {"canvas_present", "canvas_hide", "canvas_navigate", "canvas_eval", "ca
 BROWSER = {"browser_request"}
 TTS = {"tts_status", "tts_convert", "tts_providers", "tts_set_provider", "tts_enable", "tts_disable"}
 OWNER = CRON | GATEWAY | NODES | CANVAS | BROWSER | TTS
-BASELINE = SESSION | MESSAGE | HEARTBEAT
+BASELINE = SESSION | MESSAGE | HEARTBEAT | APPROVALS
 
 EXPECTED = {
     ("full", True): BASELINE | OWNER,
     ("full", False): BASELINE,
     ("messaging", True): BASELINE,
     ("messaging", False): BASELINE,
-    ("coding", True): SESSION | HEARTBEAT | NODES | CANVAS | BROWSER
+    ("coding", True): SESSION | HEARTBEAT | APPROVALS | NODES | CANVAS | BROWSER
     | {"gateway_config_get", "gateway_config_schema", "cron_status", "cron_list", "cron_runs"},
-    ("coding", False): SESSION | HEARTBEAT,
-    ("minimal", True): SESSION_READ | HEARTBEAT,
-    ("minimal", False): SESSION_READ | HEARTBEAT,
+    ("coding", False): SESSION | HEARTBEAT | APPROVALS,
+    ("minimal", True): SESSION_READ | HEARTBEAT | APPROVALS,
+    ("minimal", False): SESSION_READ | HEARTBEAT | APPROVALS,
 }
 
 DESTRUCTIVE = {"subagents", "message_delete", "cron_remove", "gateway_restart", "gateway_config_apply",
@@ -46,7 +47,7 @@ READ_ONLY = SESSION_READ | {"message_read", "cron_status", "cron_list", "cron_ru
 
 
 def test_counts() -> None:
-    assert len(BASELINE) == 18 and len(OWNER) == 33 and len(BASELINE | OWNER) == 51
+    assert len(BASELINE) == 20 and len(OWNER) == 33 and len(BASELINE | OWNER) == 53
 
 
 @pytest.mark.parametrize(("profile", "owner"), sorted(EXPECTED))
@@ -66,7 +67,7 @@ async def test_profile_and_tier_select_the_documented_tools(start_shim: ShimFact
 async def test_schemas_and_annotations(start_shim: ShimFactory) -> None:
     shim = await start_shim(None, plugin_manifest={"tools": []})
     tools = await shim.tools()
-    assert len({t["name"] for t in tools}) == len(tools) == 51
+    assert len({t["name"] for t in tools}) == len(tools) == 53
     for tool in tools:
         schema = tool["inputSchema"]
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool["name"]
@@ -100,7 +101,7 @@ async def test_plugin_tools_from_manifest(start_shim: ShimFactory) -> None:
     ]}
     shim = await start_shim(None, plugin_manifest=manifest)
     tools = {t["name"]: t for t in await shim.tools()}
-    assert len(tools) == 53
+    assert len(tools) == 55
     assert tools["weather"]["inputSchema"]["required"] == ["city"]
     assert tools["loose"]["inputSchema"] == {"type": "object", "additionalProperties": True}
     assert tools["sessions_list"]["description"] != "clash"

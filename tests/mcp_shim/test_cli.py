@@ -39,7 +39,7 @@ def test_call_respects_tier_and_lists_tools(agent_gateway: GatewayProcess, tmp_p
     env = shim_env(agent_gateway, tmp_path, owner=False, plugin_manifest={"tools": []})
     listed = _run(env, "call", "--list")
     names = [line.split()[0] for line in listed.stdout.decode().splitlines()]
-    assert len(names) == 18 and "cron_status" not in names
+    assert len(names) == 20 and "cron_status" not in names
     refused = _run(env, "call", "gateway_restart")
     assert refused.returncode == 1 and b"only for the bot's owner" in refused.stdout
 
@@ -56,4 +56,4 @@ def test_remoteclaw_mcp_serves_stdio(tmp_path: Path) -> None:
     lines = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
     proc = _run(env, "mcp", stdin=lines)
     assert proc.returncode == 0
-    assert len(json.loads(proc.stdout)["result"]["tools"]) == 51
+    assert len(json.loads(proc.stdout)["result"]["tools"]) == 53

@@ -36,7 +36,7 @@ async def test_official_python_sdk_client(agent_gateway: GatewayProcess, tmp_pat
     async with Client(params, mode=mode) as client:
         assert client.protocol_version == revision
         listed = await client.list_tools()
-        assert len(listed.tools) == 51
+        assert len(listed.tools) == 53
         by_name = {t.name: t for t in listed.tools}
         assert by_name["cron_remove"].annotations.destructive_hint is True
         assert by_name["sessions_list"].annotations.read_only_hint is True
@@ -77,7 +77,7 @@ def test_inspector_lists_tools_strictly(agent_gateway: GatewayProcess, tmp_path:
     proc = _inspector(env, "--method", "tools/list", "--strict", era=era)
     assert proc.returncode == 0, proc.stderr
     tools = json.loads(proc.stdout)["tools"]
-    assert len(tools) == 51  # the Inspector drops tools whose schema it cannot use
+    assert len(tools) == 53  # the Inspector drops tools whose schema it cannot use
 
 
 @needs_inspector

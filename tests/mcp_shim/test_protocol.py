@@ -68,7 +68,7 @@ async def test_server_discover_and_a_stateless_call_need_no_initialize(gateway: 
     assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "remoteclaw"
     listed = (await modern(shim, "tools/list"))["result"]
     wire.validate_server_result("tools/list", MODERN, listed)
-    assert len(listed["tools"]) == 51 and listed["ttlMs"] > 0 and listed["resultType"] == "complete"
+    assert len(listed["tools"]) == 53 and listed["ttlMs"] > 0 and listed["resultType"] == "complete"
     agents = await modern_call(shim, "agents_list")
     assert agents["defaultAgentId"] == "main"
     # Handshake-era requests on the same process still get handshake-era answers: no resultType.
@@ -311,7 +311,7 @@ async def test_the_gateway_connection_opens_after_tools_list_before_any_call(gat
 
         before = await shims()
         shim = await start_shim(gateway, plugin_manifest={"tools": []})
-        assert len(await shim.tools()) == 51  # and no tools/call at all
+        assert len(await shim.tools()) == 53  # and no tools/call at all
 
         async def connected() -> bool:
             return await shims() > before

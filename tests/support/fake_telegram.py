@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import sys
 import threading
 import time
@@ -201,6 +202,21 @@ class FakeTelegram:
         msg.update(extra)
         self.push({"message": msg})
         return msg
+
+    def press(self, *, message: dict[str, Any], user_id: int, data: str, first_name: str = "Ada") -> dict[str, Any]:
+        """Push a ``callback_query``: ``user_id`` pressed the inline button with ``data`` under the bot's
+        ``message`` (the ``result`` of its ``sendMessage`` call)."""
+        query = {"id": f"cb{next(self._message_ids)}", "chat_instance": "ci1", "data": data, "message": message,
+                 "from": {"id": user_id, "is_bot": False, "first_name": first_name}}
+        self.push({"callback_query": query})
+        return query
+
+    @staticmethod
+    def buttons(call: Call) -> list[tuple[str, str]]:
+        """The inline keyboard a ``sendMessage`` call carried: ``(label, callback_data)`` in order."""
+        markup = call.params.get("reply_markup")
+        markup = json.loads(markup) if isinstance(markup, str) else markup or {}
+        return [(b["text"], b["callback_data"]) for row in markup.get("inline_keyboard", []) for b in row]
 
     def mention(self, text: str) -> tuple[str, list[dict[str, Any]]]:
         """Text that @mentions the bot, with the entity Telegram would attach."""

@@ -67,6 +67,8 @@ class RunSpec:
     """A directory that outlives the run, one per session (Codex keeps its resumable sessions there)."""
     steer: bool = False
     """Keep the CLI's stdin open for more user messages during the turn (only for a ``steerable`` runtime)."""
+    permissions: str = "allowlist"
+    """``agents.list[].permissions``: allowlist, ask, ask-dangerous or bypass (docs/approvals.md)."""
 
 
 @dataclass(slots=True)

@@ -7,6 +7,12 @@ environment to MCP servers, so the ``REMOTECLAW_*`` context goes both in the ser
 in the CLI's own environment. The prompt goes on stdin (argv has a per-argument size limit).
 ``--include-partial-messages`` adds ``stream_event`` lines with the text as the model writes it
 (``text_delta`` events: what live replies on chat apps show).
+
+Permissions (``agents.list[].permissions``): ``allowlist`` is the above. ``ask`` and ``ask-dangerous`` run in
+``manual`` mode with ``--permission-prompt-tool mcp__remoteclaw__approval_prompt``, so every tool use the
+allow-list does not decide goes to the shim's ``approval_prompt``, which waits for the person (the gateway
+answers from a stored "allow always" rule first); ``ask-dangerous`` also allows the read-only tools. ``bypass``
+is ``bypassPermissions``: everything runs.
 """
 
 from __future__ import annotations
@@ -16,7 +22,22 @@ from typing import Any
 
 from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime
 
-__all__ = ["ClaudeParser", "ClaudeRuntime"]
+__all__ = ["READ_ONLY_TOOLS", "ClaudeParser", "ClaudeRuntime", "permission_args"]
+
+READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "LS", "NotebookRead", "TodoWrite", "WebSearch")
+"""What ``ask-dangerous`` lets run without asking: Claude Code's tools that only read (or keep its own list)."""
+
+
+def permission_args(mode: str, server: str) -> list[str]:
+    """The CLI flags for a permission mode (see the module docstring)."""
+    ours = f"mcp__{server}"
+    if mode == "bypass":
+        return ["--allowedTools", ours, "--permission-mode", "bypassPermissions"]
+    if mode in ("ask", "ask-dangerous"):
+        allowed = [ours, *(READ_ONLY_TOOLS if mode == "ask-dangerous" else ())]
+        return ["--allowedTools", ",".join(allowed), "--permission-mode", "manual",
+                "--permission-prompt-tool", f"{ours}__approval_prompt"]
+    return ["--allowedTools", ours, "--permission-mode", "dontAsk"]
 
 
 def _text_of(content: Any) -> str:
@@ -113,8 +134,7 @@ class ClaudeRuntime(Runtime):
             *self.command(spec), "-p",
             "--output-format", "stream-json", "--verbose", "--include-partial-messages",
             "--mcp-config", str(cfg_path), "--strict-mcp-config",
-            "--allowedTools", f"mcp__{spec.mcp.name}",
-            "--permission-mode", "dontAsk",
+            *permission_args(spec.permissions, spec.mcp.name),
         ]
         if spec.system_prompt:
             argv += ["--append-system-prompt", spec.system_prompt]

@@ -109,6 +109,26 @@ def test_claude_argv(spec: RunSpec) -> None:
     assert get_runtime("claude").build(spec).argv[-2:] == ["--resume", "abc"]
 
 
+def test_claude_permission_modes(spec: RunSpec) -> None:
+    """``agents.list[].permissions``: what each mode passes (the real CLI runs them in test_claude_approvals)."""
+
+    def flag(argv: list[str], name: str) -> str | None:
+        return argv[argv.index(name) + 1] if name in argv else None
+
+    argv = get_runtime("claude").build(spec).argv
+    assert flag(argv, "--permission-mode") == "dontAsk" and "--permission-prompt-tool" not in argv
+    spec.permissions = "ask"
+    argv = get_runtime("claude").build(spec).argv
+    assert flag(argv, "--permission-mode") == "manual" and flag(argv, "--allowedTools") == "mcp__remoteclaw"
+    assert flag(argv, "--permission-prompt-tool") == "mcp__remoteclaw__approval_prompt"
+    spec.permissions = "ask-dangerous"
+    argv = get_runtime("claude").build(spec).argv
+    assert flag(argv, "--allowedTools") == "mcp__remoteclaw,Read,Glob,Grep,LS,NotebookRead,TodoWrite,WebSearch"
+    spec.permissions = "bypass"
+    argv = get_runtime("claude").build(spec).argv
+    assert flag(argv, "--permission-mode") == "bypassPermissions" and "--permission-prompt-tool" not in argv
+
+
 def test_codex_config_never_touches_the_user_file(spec: RunSpec, tmp_path: Path) -> None:
     user = tmp_path / "user-codex"
     user.mkdir()

@@ -1,0 +1,6 @@
+"""Approvals and questions: an agent run asks its person (may I use this tool? which option?) and waits.
+
+``service.py`` holds the pending requests and decides who wins, ``store.py`` keeps their history and the "allow
+always" rules, ``methods.py`` is the RPC surface (OpenClaw's ``exec.approval.*``, ``approval.*``,
+``question.*``, and the agent-side ``approvals.ask``/``questions.ask``/``approvals.wait``). See docs/approvals.md.
+"""

@@ -1,0 +1,195 @@
+"""Approvals in the chat the session lives in: the request told there, decided there by typing.
+
+Every channel can carry text, so this is the way that works everywhere: when a run asks, the session's chat
+(its last route) gets the tool and a preview of its input, or the questions with numbered options, and how to
+answer; ``/approve <id> allow-once|allow-always|deny`` decides a tool use, ``/approve <id> <answer>`` answers a
+question, and while a question is pending an ordinary message in that chat is its free answer. When the
+request is decided the chat is told the outcome and who decided.
+
+Who may decide: the bot's owner (``ownerAllowFrom``), or in a direct chat the person the session belongs to.
+A stranger in a group is refused, saying so.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import structlog
+
+from gateway.approvals.service import Pending
+from gateway.protocol import RpcError
+from gateway.runs import Origin
+from gateway.store.transcripts import SessionRepo
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["ChatApprovals", "answers_from_text"]
+
+log = structlog.get_logger("gateway.approvals")
+
+_APPROVE = re.compile(r"^/approve(?:@\w+)?(?:\s+(\S+))?(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
+_DECISIONS = {
+    "allow-once": "allow-once",
+    "once": "allow-once",
+    "allow": "allow-once",
+    "yes": "allow-once",
+    "allow-always": "allow-always",
+    "always": "allow-always",
+    "deny": "deny",
+    "no": "deny",
+}
+USAGE = "Usage: /approve <id> allow-once|allow-always|deny (or, for a question, /approve <id> <answer>)"
+
+
+def answers_from_text(item: Pending, text: str) -> dict[str, list[str]]:
+    """A typed answer as ``{questionId: [labels]}``: option numbers ("2", "1,3") pick labels, anything else is
+    a free answer. Several questions take their answers in order, separated by ``|`` or new lines."""
+    questions = [q for q in item.body if isinstance(q, dict)]
+    parts = [p.strip() for p in re.split(r"\||\n", text)] if len(questions) > 1 else [text.strip()]
+    out: dict[str, list[str]] = {}
+    for question, part in zip(questions, parts, strict=False):
+        labels = [str(o.get("label")) for o in question.get("options", []) if isinstance(o, dict)]
+        picks = [p.strip() for p in part.split(",")]
+        if picks and all(p.isdigit() and 1 <= int(p) <= len(labels) for p in picks):
+            out[question["questionId"]] = [labels[int(p) - 1] for p in picks]
+        else:
+            by_label = next((lab for lab in labels if lab.lower() == part.lower()), None)
+            out[question["questionId"]] = [by_label or part]
+    return out
+
+
+def buttons(item: Pending) -> list[tuple[str, str]]:
+    """The buttons under a request, each typing its ``/approve`` (one question: one button per option)."""
+    if item.kind == "tool":
+        return [
+            ("✅ Allow once", f"/approve {item.id} allow-once"),
+            ("♾️ Allow always", f"/approve {item.id} allow-always"),
+            ("⛔ Deny", f"/approve {item.id} deny"),
+        ]
+    if len(item.body) != 1:
+        return []
+    return [(str(o.get("label")), f"/approve {item.id} {n}") for n, o in enumerate(item.body[0].get("options", []), 1)]
+
+
+def prompt_text(item: Pending, *, short: bool = False) -> str:
+    """What the chat is told when a run asks (``short``: without how to answer, once it is decided)."""
+    if item.kind == "tool":
+        head = f"🔐 The agent asks to use {item.command_text()}"
+        if short:
+            return head
+        return (
+            f"{head}\nReply /approve {item.id} allow-once, /approve {item.id} allow-always or /approve {item.id} deny"
+        )
+    lines = ["❓ The agent asks:"]
+    for question in item.body:
+        lines.append(f"[{question.get('header')}] {question.get('question')}")
+        for n, option in enumerate(question.get("options", []), 1):
+            desc = f" — {option['description']}" if option.get("description") else ""
+            lines.append(f"  {n}. {option.get('label')}{desc}")
+    if short:
+        return "\n".join(lines)
+    several = " (answers separated by |)" if len(item.body) > 1 else ""
+    lines.append(f"Reply with a number or your own answer{several} (or /approve {item.id} <answer>)")
+    return "\n".join(lines)
+
+
+def outcome_text(item: Pending) -> str:
+    """What the chat is told once the request is decided, expired or cancelled."""
+    who = f" by {item.resolved_by}" if item.resolved_by else ""
+    if item.kind == "tool":
+        what = item.command_text()
+        if item.status == "allowed":
+            return f"✅ {'Allowed always' if item.decision == 'allow-always' else 'Allowed once'}{who}: {what}"
+        if item.status == "expired":
+            return f"⌛ Nobody decided in time, denied: {what}"
+        if item.status == "cancelled":
+            return f"✖️ Withdrawn (the run ended): {what}"
+        return f"⛔ Denied{who}: {what}"
+    if item.status == "answered":
+        answers = "; ".join(", ".join(v) for v in (item.answers or {}).values())
+        return f"✅ Answered{who}: {answers}"
+    if item.status == "expired":
+        return "⌛ Nobody answered in time; the agent goes on without an answer."
+    return "✖️ The question was withdrawn."
+
+
+class ChatApprovals:
+    """Tells the session's chat about requests, and turns what is typed there into decisions."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        self._shown: dict[str, tuple[Origin, str]] = {}
+        """Request id -> the chat message with its buttons, edited to the outcome once decided."""
+
+    async def present(self, phase: str, item: Pending) -> None:
+        if item.status == "allowed" and item.reason == "rule":
+            return  # answered by a stored rule: nobody was asked, nothing to tell
+        platforms = self.gw.platforms
+        origin = await self._route(item.session_key)
+        if origin is None or platforms is None:
+            return
+        if phase == "requested":
+            message_id = await platforms.ask(origin, prompt_text(item), buttons(item), item.session_key)
+            if message_id is not None:
+                self._shown[item.id] = (origin, message_id)
+            return
+        shown = self._shown.pop(item.id, None)
+        if shown is not None and await platforms.settle(
+            shown[0], shown[1], f"{prompt_text(item, short=True)}\n{outcome_text(item)}"
+        ):
+            return
+        await platforms.deliver(origin, outcome_text(item), item.session_key)
+
+    async def _route(self, session_key: str) -> Origin | None:
+        async with self.gw.db.session() as s:
+            row = await SessionRepo.get(s, session_key)
+        if row is None or not row.channel or not row.peer_id:
+            return None
+        return Origin(
+            channel=row.channel,
+            account_id=row.account_id,
+            to=row.peer_id,
+            chat_type=row.chat_type or "dm",
+            thread_id=row.thread_id,
+        )
+
+    async def handle(
+        self, key: str, text: str, *, sender: str, channel: str, is_owner: bool, chat_type: str
+    ) -> str | None:
+        """The answer to tell the chat when ``text`` was an approval or an answer; None when it was not one."""
+        service = self.gw.approvals
+        if service is None:
+            return None
+        m = _APPROVE.match(text.strip())
+        pending_questions = [i for i in service.pending_for(key) if i.kind == "question"]
+        if m is None and not pending_questions:
+            return None
+        who = f"{channel}:{sender}"
+        item: Pending | None
+        if m is not None:
+            if not m.group(1):
+                return USAGE
+            item = await service.get(m.group(1))
+            if item is None:
+                return f"⚠️ No request {m.group(1)}."
+            rest = (m.group(2) or "").strip()
+        else:
+            item, rest = pending_questions[0], text.strip()
+        if not (is_owner or (chat_type == "dm" and item.session_key == key)):
+            # A typed message from someone else is just a message; a command is refused, saying why.
+            return "⛔ Only the session's owner may decide this." if m is not None else None
+        try:
+            if item.kind == "tool":
+                decision = _DECISIONS.get(rest.lower())
+                if decision is None:
+                    return USAGE
+                await service.decide(item.id, decision, who)  # type: ignore[arg-type]
+            else:
+                if not rest:
+                    return USAGE
+                await service.answer(item.id, answers_from_text(item, rest), who)
+        except RpcError as exc:
+            return f"⚠️ {exc.message}"
+        return ""  # decided: the outcome message says so

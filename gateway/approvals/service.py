@@ -1,0 +1,583 @@
+"""The approvals service: requests an agent run puts to its person, held until someone decides.
+
+Why in the gateway and not in the shim: the person decides from wherever they are (a chat button, ``/approve``
+typed in any channel, OpenClaw's Control UI), possibly while the shim's socket is reconnecting or on another
+replica's socket. So a request is keyed by an id the shim chose, kept here with a future, and the shim asks
+again (``wait``) until it is decided: a decision made meanwhile is still there when it comes back.
+
+Rules of a decision: the first one wins, a second is refused saying who decided; a request whose run ended is
+cancelled (``run-aborted``) and a late decision is refused with that reason; a request nobody decides in time
+expires (a tool use as a deny, a question as ``no_answer``). Every change is an event to the operators
+holding ``operator.approvals`` (tool uses) or ``operator.questions`` (questions), and goes to the presenters
+the chat platforms registered (``add_presenter``), so each can show buttons and edit them afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
+import structlog
+from sqlalchemy import delete, select, update
+
+from gateway.approvals.store import ApprovalRequest, ApprovalRule
+from gateway.protocol import ApprovalNotFound, InvalidRequest
+from gateway.rpc import APPROVALS, QUESTIONS
+
+if TYPE_CHECKING:
+    from gateway.approvals.chat import ChatApprovals
+    from gateway.core import Gateway
+
+__all__ = ["ApprovalService", "Decision", "Pending", "Presenter", "now_ms", "rule_pattern", "start"]
+
+log = structlog.get_logger("gateway.approvals")
+
+Decision = Literal["allow-once", "allow-always", "deny"]
+Kind = Literal["tool", "question"]
+Presenter = Callable[[str, "Pending"], Awaitable[None]]
+"""``(phase, request)``: ``requested`` when it is asked, ``resolved`` when decided, expired or cancelled."""
+
+PRUNE_EVERY_S = 3600.0
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def rule_pattern(tool_name: str, tool_input: Any) -> str:
+    """The pattern an "allow always" stores: the exact command for a shell tool (allowing ``git status`` must not
+    allow ``rm -rf``), the tool name for any other tool."""
+    if tool_name == "Bash" and isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str):
+        return f"Bash({tool_input['command']})"
+    return tool_name
+
+
+def _matches(pattern: str, tool_name: str, tool_input: Any) -> bool:
+    return fnmatch.fnmatchcase(rule_pattern(tool_name, tool_input), pattern)
+
+
+@dataclass(slots=True)
+class Pending:
+    """One request, as the service holds it while it is pending (and a moment after, for late waiters)."""
+
+    id: str
+    kind: Kind
+    agent_id: str
+    session_key: str
+    body: Any
+    """The tool input, or the questions (OpenClaw's ``QuestionRequestQuestion`` list)."""
+    created_at: int
+    expires_at: int
+    tool_name: str | None = None
+    status: str = "pending"
+    decision: str | None = None
+    reason: str | None = None
+    answers: dict[str, list[str]] | None = None
+    resolved_by: str | None = None
+    resolved_at: int | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    timer: asyncio.TimerHandle | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+    def state(self) -> dict[str, Any]:
+        """What the asking shim is told: the status and, once decided, the decision or the answers."""
+        out: dict[str, Any] = {"id": self.id, "status": self.status, "expiresAtMs": self.expires_at}
+        for key, value in (
+            ("decision", self.decision),
+            ("reason", self.reason),
+            ("answers", self.answers),
+            ("resolvedBy", self.resolved_by),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+    def command_text(self) -> str:
+        """A readable one-line preview of the tool use (the command, the file), for buttons and lists."""
+        inp = self.body if isinstance(self.body, dict) else {}
+        for key in ("command", "file_path", "path", "url", "pattern"):
+            if isinstance(inp.get(key), str) and inp[key]:
+                return f"{self.tool_name}: {inp[key]}"
+        text = orjson.dumps(inp).decode()
+        return f"{self.tool_name}: {text[:300]}" if inp else str(self.tool_name)
+
+    def snapshot(self) -> dict[str, Any]:
+        """OpenClaw's ``ApprovalSnapshot`` (pending, allowed, denied or expired) for a tool use."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "urlPath": f"/approvals/{self.id}",
+            "createdAtMs": self.created_at,
+            "expiresAtMs": self.expires_at,
+            "presentation": {
+                "kind": "exec",
+                "commandText": self.command_text(),
+                "agentId": self.agent_id,
+                "allowedDecisions": ["allow-once", "allow-always", "deny"],
+            },
+            "status": self.status,
+        }
+        if self.pending:
+            out["sourceSessionKey"] = self.session_key
+            return out
+        out["resolvedAtMs"] = self.resolved_at or self.created_at
+        out["source"] = {"agentId": self.agent_id, "sessionKey": self.session_key}
+        if self.resolved_by:
+            out["resolver"] = {"kind": "channel" if ":" in self.resolved_by else "device", "id": self.resolved_by}
+        else:
+            out["resolver"] = {"kind": "system"}
+        if self.status == "expired":
+            out["reason"] = "timeout"
+        elif self.status == "cancelled":
+            out["reason"] = self.reason if self.reason in ("run-aborted", "gateway-restart") else "run-aborted"
+        else:
+            out["decision"] = self.decision
+            out["reason"] = "user"
+        return out
+
+    def question_record(self) -> dict[str, Any]:
+        """OpenClaw's ``QuestionRecord`` for a question."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "questions": self.body,
+            "agentId": self.agent_id,
+            "sessionKey": self.session_key,
+            "createdAtMs": self.created_at,
+            "expiresAtMs": self.expires_at,
+            "status": self.status,
+        }
+        if self.answers is not None:
+            out["answers"] = {"answers": self.answers}
+        if self.resolved_by:
+            out["resolvedBy"] = self.resolved_by
+        return out
+
+    @classmethod
+    def from_row(cls, row: ApprovalRequest) -> Pending:
+        item = cls(
+            id=row.id,
+            kind="question" if row.kind == "question" else "tool",
+            agent_id=row.agent_id,
+            session_key=row.session_key,
+            body=row.body_json,
+            created_at=row.created_at,
+            expires_at=row.expires_at,
+            tool_name=row.tool_name,
+            status=row.status,
+            decision=row.decision,
+            reason=row.reason,
+            answers=row.answers_json,
+            resolved_by=row.resolved_by,
+            resolved_at=row.resolved_at,
+        )
+        if not item.pending:
+            item.done.set()
+        return item
+
+
+class ApprovalService:
+    """Pending requests of this gateway, their history rows, and the "allow always" rules."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        self._items: dict[str, Pending] = {}
+        self._presenters: list[Presenter] = []
+        self._lock = asyncio.Lock()
+        self._prune_task: asyncio.Task[None] | None = None
+        self.chat: ChatApprovals | None = None
+        """Requests told in the session's chat and decided by typing there (``gateway.approvals.chat``)."""
+
+    # -- wiring -------------------------------------------------------------------------------
+
+    def add_presenter(self, presenter: Presenter) -> None:
+        """Called for every request asked and decided (a chat platform shows and edits its buttons)."""
+        self._presenters.append(presenter)
+
+    @property
+    def tool_timeout_s(self) -> float:
+        return float(self.gw.config.approvals.timeoutSeconds)
+
+    @property
+    def question_timeout_s(self) -> float:
+        return float(self.gw.config.approvals.questionTimeoutSeconds)
+
+    # -- asking -------------------------------------------------------------------------------
+
+    async def ask_tool(
+        self, request_id: str, agent_id: str, session_key: str, tool_name: str, tool_input: Any
+    ) -> Pending:
+        """Ask whether ``agent_id`` may use ``tool_name`` with ``tool_input``; the same id asked again (the
+        shim after a reconnect) is the same request. A stored "allow always" rule answers at once."""
+        known = await self.get(request_id)
+        if known is not None:
+            self._check_same(known, session_key)
+            return known
+        now = now_ms()
+        item = Pending(
+            id=request_id,
+            kind="tool",
+            agent_id=agent_id,
+            session_key=session_key,
+            body=tool_input,
+            created_at=now,
+            expires_at=now + int(self.tool_timeout_s * 1000),
+            tool_name=tool_name,
+        )
+        rule = await self._matching_rule(agent_id, tool_name, tool_input)
+        if rule is not None:
+            item.status, item.decision, item.reason = "allowed", "allow-always", "rule"
+            item.resolved_by, item.resolved_at = f"rule:{rule}", now
+            item.done.set()
+            self._items[item.id] = item
+            await self._insert(item)
+            return item
+        return await self._open(item, self.tool_timeout_s)
+
+    async def ask_question(
+        self, request_id: str, agent_id: str, session_key: str, questions: list[dict[str, Any]], timeout_s: float | None
+    ) -> Pending:
+        """Put questions to the person; the same id asked again is the same request."""
+        known = await self.get(request_id)
+        if known is not None:
+            self._check_same(known, session_key)
+            return known
+        timeout = timeout_s if timeout_s is not None else self.question_timeout_s
+        now = now_ms()
+        item = Pending(
+            id=request_id,
+            kind="question",
+            agent_id=agent_id,
+            session_key=session_key,
+            body=questions,
+            created_at=now,
+            expires_at=now + int(timeout * 1000),
+        )
+        return await self._open(item, timeout)
+
+    @staticmethod
+    def _check_same(known: Pending, session_key: str) -> None:
+        if known.session_key != session_key:
+            raise InvalidRequest(f"id {known.id} is already used by another session", details={"field": "id"})
+
+    async def _open(self, item: Pending, timeout_s: float) -> Pending:
+        self._items[item.id] = item
+        await self._insert(item)
+        item.timer = asyncio.get_running_loop().call_later(timeout_s, self._expire_soon, item.id)
+        self._announce("requested", item)
+        return item
+
+    # -- waiting ------------------------------------------------------------------------------
+
+    async def wait(self, request_id: str, timeout_s: float) -> Pending:
+        """The request once decided, or as it is after ``timeout_s`` (still pending)."""
+        item = await self.get(request_id)
+        if item is None:
+            raise ApprovalNotFound(f"unknown approval id: {request_id}", details={"field": "id"})
+        if item.pending:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(item.done.wait(), timeout_s)
+        return item
+
+    # -- deciding -----------------------------------------------------------------------------
+
+    async def decide(self, request_id: str, decision: Decision, by: str) -> Pending:
+        """Decide a tool use. The first decision wins; a later one is refused saying what happened."""
+        async with self._lock:
+            item = await self._decidable(request_id, "tool")
+            item.status = "denied" if decision == "deny" else "allowed"
+            item.decision, item.reason = decision, "user"
+            if decision == "allow-always":
+                await self._add_rule(item, by)
+            await self._close(item, by)
+        return item
+
+    async def answer(self, request_id: str, answers: dict[str, list[str]], by: str) -> Pending:
+        """Answer a question (labels of its options, or free text). The first answer wins."""
+        async with self._lock:
+            item = await self._decidable(request_id, "question")
+            asked = {q.get("questionId") for q in item.body if isinstance(q, dict)}
+            unknown = sorted(set(answers) - asked)
+            if unknown:
+                raise InvalidRequest(
+                    f"answers: unknown questionId {', '.join(unknown)} (asked: "
+                    f"{', '.join(sorted(str(a) for a in asked))})",
+                    details={"field": "answers"},
+                )
+            item.status, item.answers = "answered", answers
+            await self._close(item, by)
+        return item
+
+    async def cancel(self, request_id: str, by: str, *, reason: str = "cancelled") -> Pending:
+        async with self._lock:
+            item = await self._decidable(request_id, None)
+            item.status, item.reason = ("denied" if item.kind == "tool" else "cancelled"), reason
+            if item.kind == "tool":
+                item.decision = "deny"
+            await self._close(item, by)
+        return item
+
+    async def _decidable(self, request_id: str, kind: Kind | None) -> Pending:
+        item = await self.get(request_id)
+        if item is None or (kind is not None and item.kind != kind):
+            what = "question" if kind == "question" else "approval"
+            raise ApprovalNotFound(f"unknown {what} id: {request_id}", details={"field": "id"})
+        if item.pending:
+            return item
+        if item.reason in ("run-aborted", "gateway-restart"):
+            raise InvalidRequest(
+                f"refused: the run that asked {request_id} has ended",
+                details={"code": "RUN_ENDED", "status": item.status},
+            )
+        if item.status == "expired":
+            raise InvalidRequest(
+                f"refused: {request_id} expired before anyone decided",
+                details={"code": "EXPIRED", "status": item.status},
+            )
+        who = f" by {item.resolved_by}" if item.resolved_by else ""
+        outcome = item.decision or item.status
+        raise InvalidRequest(
+            f"refused: {request_id} was already decided ({outcome}{who})",
+            details={
+                "code": "ALREADY_RESOLVED",
+                "status": item.status,
+                "decision": item.decision,
+                "resolvedBy": item.resolved_by,
+            },
+        )
+
+    async def run_ended(self, session_key: str) -> int:
+        """The run of ``session_key`` ended: its pending requests are cancelled (a late decision is refused)."""
+        ended = 0
+        async with self._lock:
+            for item in [i for i in self._items.values() if i.pending and i.session_key == session_key]:
+                item.status, item.reason = "cancelled", "run-aborted"
+                await self._close(item, None)
+                ended += 1
+        return ended
+
+    def _expire_soon(self, request_id: str) -> None:
+        task = asyncio.ensure_future(self._expire(request_id))
+        self.gw.background.add(task)
+        task.add_done_callback(self.gw.background.discard)
+
+    async def _expire(self, request_id: str) -> None:
+        async with self._lock:
+            item = self._items.get(request_id)
+            if item is None or not item.pending:
+                return
+            item.status, item.reason = "expired", "timeout"
+            if item.kind == "tool":
+                item.decision = "deny"
+            await self._close(item, None)
+
+    async def _close(self, item: Pending, by: str | None) -> None:
+        item.resolved_by, item.resolved_at = by, now_ms()
+        if item.timer is not None:
+            item.timer.cancel()
+        async with self.gw.db.session() as s:
+            await s.execute(
+                update(ApprovalRequest)
+                .where(ApprovalRequest.id == item.id)
+                .values(
+                    status=item.status,
+                    decision=item.decision,
+                    reason=item.reason,
+                    resolved_by=by,
+                    resolved_at=item.resolved_at,
+                    answers=orjson.dumps(item.answers).decode() if item.answers is not None else None,
+                )
+            )
+        item.done.set()
+        self._announce("resolved", item)
+        # Kept a while for waiters that come back after a reconnect; the row answers after that.
+        asyncio.get_running_loop().call_later(300, self._items.pop, item.id, None)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def get(self, request_id: str) -> Pending | None:
+        item = self._items.get(request_id)
+        if item is not None:
+            return item
+        async with self.gw.db.session() as s:
+            row = await s.get(ApprovalRequest, request_id)
+        if row is None:
+            return None
+        item = Pending.from_row(row)
+        if item.pending:  # asked before a restart: nobody waits on it any more
+            item.status, item.reason = "cancelled", "gateway-restart"
+            item.done.set()
+        return item
+
+    def pending(self, kind: Kind) -> list[Pending]:
+        return sorted((i for i in self._items.values() if i.pending and i.kind == kind), key=lambda i: i.created_at)
+
+    def pending_for(self, session_key: str) -> list[Pending]:
+        return [i for i in self._items.values() if i.pending and i.session_key == session_key]
+
+    async def history(self, kind: Kind, limit: int) -> list[Pending]:
+        async with self.gw.db.session() as s:
+            rows = (
+                (
+                    await s.execute(
+                        select(ApprovalRequest)
+                        .where(ApprovalRequest.kind == kind)
+                        .order_by(ApprovalRequest.created_at.desc())
+                        .limit(limit)
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        return [self._items.get(r.id) or Pending.from_row(r) for r in rows]
+
+    # -- rules --------------------------------------------------------------------------------
+
+    async def _matching_rule(self, agent_id: str, tool_name: str, tool_input: Any) -> str | None:
+        async with self.gw.db.session() as s:
+            rules = (
+                (
+                    await s.execute(
+                        select(ApprovalRule).where(ApprovalRule.agent_id == agent_id, ApprovalRule.revoked_at.is_(None))
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            for rule in rules:
+                if _matches(rule.pattern, tool_name, tool_input):
+                    rule.use_count += 1
+                    rule.last_used_at = now_ms()
+                    return rule.id
+        return None
+
+    async def _add_rule(self, item: Pending, by: str) -> None:
+        async with self.gw.db.session() as s:
+            s.add(
+                ApprovalRule(
+                    id=uuid.uuid4().hex[:16],
+                    agent_id=item.agent_id,
+                    pattern=rule_pattern(item.tool_name or "", item.body),
+                    approval_id=item.id,
+                    created_by=by,
+                    created_at=now_ms(),
+                    use_count=0,
+                )
+            )
+
+    async def rules(self, agent_id: str | None = None, *, include_revoked: bool = False) -> list[ApprovalRule]:
+        async with self.gw.db.session() as s:
+            q = select(ApprovalRule).order_by(ApprovalRule.created_at)
+            if agent_id is not None:
+                q = q.where(ApprovalRule.agent_id == agent_id)
+            if not include_revoked:
+                q = q.where(ApprovalRule.revoked_at.is_(None))
+            return list((await s.execute(q)).scalars().all())
+
+    async def revoke_rule(self, rule_id: str, by: str) -> str:
+        """``revoked``, ``already-revoked`` or ``not-found`` (OpenClaw's ``ExecApprovalGrantsRevokeResult``)."""
+        async with self.gw.db.session() as s:
+            rule = await s.get(ApprovalRule, rule_id)
+            if rule is None:
+                return "not-found"
+            if rule.revoked_at is not None:
+                return "already-revoked"
+            rule.revoked_at, rule.revoked_by = now_ms(), by
+        return "revoked"
+
+    # -- storage and events -------------------------------------------------------------------
+
+    async def _insert(self, item: Pending) -> None:
+        async with self.gw.db.session() as s:
+            s.add(
+                ApprovalRequest(
+                    id=item.id,
+                    kind=item.kind,
+                    agent_id=item.agent_id,
+                    session_key=item.session_key,
+                    tool_name=item.tool_name,
+                    body=orjson.dumps(item.body).decode(),
+                    status=item.status,
+                    decision=item.decision,
+                    reason=item.reason,
+                    resolved_by=item.resolved_by,
+                    created_at=item.created_at,
+                    expires_at=item.expires_at,
+                    resolved_at=item.resolved_at,
+                )
+            )
+
+    def _announce(self, phase: str, item: Pending) -> None:
+        agents = getattr(self.gw, "agents", None)
+        if agents is not None:  # the run's progress note: "waiting for you" while anything of it is pending
+            agents.waiting(item.session_key, bool(self.pending_for(item.session_key)))
+        if item.kind == "tool":
+            self.gw.broadcast(f"exec.approval.{phase}", item.snapshot(), scope=APPROVALS)
+        elif phase == "requested":
+            self.gw.broadcast("question.requested", item.question_record(), scope=QUESTIONS)
+        else:
+            self.gw.broadcast("question.resolved", _question_resolved(item), scope=QUESTIONS)
+        for presenter in self._presenters:
+            task = asyncio.ensure_future(self._present(presenter, phase, item))
+            self.gw.background.add(task)
+            task.add_done_callback(self.gw.background.discard)
+
+    @staticmethod
+    async def _present(presenter: Presenter, phase: str, item: Pending) -> None:
+        try:
+            await presenter(phase, item)
+        except Exception:
+            log.exception("showing an approval request failed", id=item.id, phase=phase)
+
+    async def prune(self, keep_days: int) -> int:
+        """History older than ``keep_days`` goes (the pending ones are in memory and stay)."""
+        cutoff = now_ms() - keep_days * 86_400_000
+        async with self.gw.db.session() as s:
+            result = await s.execute(
+                delete(ApprovalRequest).where(ApprovalRequest.created_at < cutoff, ApprovalRequest.status != "pending")
+            )
+        return int(getattr(result, "rowcount", 0) or 0)
+
+    async def _prune_loop(self) -> None:
+        while True:
+            try:
+                await self.prune(self.gw.config.approvals.keepDays)
+            except Exception:
+                log.exception("pruning approval history failed")
+            await asyncio.sleep(PRUNE_EVERY_S)
+
+    def start(self) -> None:
+        self._prune_task = asyncio.create_task(self._prune_loop(), name="approvals-prune")
+
+    async def stop(self) -> None:
+        if self._prune_task is not None:
+            self._prune_task.cancel()
+        for item in list(self._items.values()):
+            if item.timer is not None:
+                item.timer.cancel()
+
+
+def _question_resolved(item: Pending) -> dict[str, Any]:
+    """OpenClaw's ``QuestionResolvedEvent``: answered (with the answers), cancelled or expired."""
+    if item.status == "answered":
+        return {"id": item.id, "status": "answered", "answers": {"answers": item.answers or {}}}
+    return {"id": item.id, "status": "expired" if item.status == "expired" else "cancelled"}
+
+
+async def start(gw: Gateway) -> None:
+    from gateway.approvals.chat import ChatApprovals
+
+    service = ApprovalService(gw)
+    service.chat = ChatApprovals(gw)
+    service.add_presenter(service.chat.present)
+    gw.approvals = service
+    service.start()
+    gw.on_stop(service.stop)

@@ -1,0 +1,106 @@
+"""The real Claude Code asks the person before running a command outside its allow-list (``permissions: ask``).
+
+Claude Code runs against the loopback fake Anthropic API, which makes it use ``Bash``; in ``ask`` mode Claude
+calls the shim's ``approval_prompt`` (``--permission-prompt-tool``), the gateway holds the request, and an
+operator decides over the real gateway. The commands write a file: Claude Code runs the read-only ones (``echo``)
+without asking anyone. Allow runs the command and its output reaches the model; Deny gives the
+model the denial; nobody deciding in time denies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.gateway.agents.runtimes.flows import cli_workdir, fake_api
+from tests.gateway.agents.runtimes.test_claude import offline_env
+from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import RawClient, operator
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+api = fake_api(FakeAnthropic)
+
+
+@pytest.fixture(scope="module")
+def gw(api: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    claude, d = cli_workdir(tmp_path_factory, "claude")
+    agent = {
+        "id": "main",
+        "runtime": "claude",
+        "command": [claude],
+        "permissions": "ask",
+        "env": offline_env(api.url, d / "home"),
+    }
+    config = {"agents": {"list": [agent]}, "approvals": {"timeoutSeconds": 8}}
+    with GatewayProcess(d / "gw", config=config) as proc:
+        yield proc
+
+
+async def turn(c: RawClient, message: str, key: str) -> asyncio.Task[Any]:
+    acc = await c.call("agent", {"message": message, "sessionKey": key, "idempotencyKey": str(uuid.uuid4())})
+    return asyncio.create_task(c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 120_000}, timeout=130))
+
+
+async def asked(c: RawClient, key: str) -> dict[str, Any]:
+    while True:
+        event = (await c.next_event("exec.approval.requested", timeout=90))["payload"]
+        if event["sourceSessionKey"] == key:
+            return event
+
+
+def tool_results(api: FakeAnthropic) -> list[str]:
+    out = []
+    for req in api.requests:
+        for msg in req.get("messages") or []:
+            for block in msg.get("content") if isinstance(msg.get("content"), list) else []:
+                if block.get("type") == "tool_result":
+                    content = block.get("content")
+                    out.append(content if isinstance(content, str) else str(content))
+    return out
+
+
+async def test_allow_runs_the_command_and_its_output_reaches_the_model(gw: GatewayProcess, api: FakeAnthropic) -> None:
+    c = await operator(gw.url, gw.token or "")
+    try:
+        key = "agent:main:allow"
+        done = await turn(
+            c, 'CALL Bash {"command": "touch made.txt && echo approved-$((6*7))", "description": "say it"}', key
+        )
+        event = await asked(c, key)
+        assert event["presentation"]["commandText"] == "Bash: touch made.txt && echo approved-$((6*7))"
+        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
+        await done
+        history = await c.call("chat.history", {"sessionKey": key})
+        assert history["messages"][-1]["text"] == "done: approved-42"
+        assert any("approved-42" in r for r in tool_results(api))
+    finally:
+        await c.close()
+
+
+async def test_deny_returns_the_message_to_the_model_and_a_timeout_denies(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    try:
+        key = "agent:main:deny"
+        done = await turn(c, 'CALL Bash {"command": "touch /tmp/should-not-exist-30", "description": "x"}', key)
+        event = await asked(c, key)
+        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "deny"})
+        await done
+        reply = (await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"]
+        assert "denied permission to use Bash" in reply
+        key = "agent:main:late"
+        done = await turn(c, 'CALL Bash {"command": "touch late.txt", "description": "x"}', key)
+        event = await asked(c, key)  # nobody decides: after approvals.timeoutSeconds it is a deny
+        await done
+        reply = (await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"]
+        assert "not given in time" in reply
+        got = await c.call("exec.approval.get", {"id": event["id"]})
+        assert got["approval"]["status"] == "expired"
+        late = await c.req("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
+        assert not late["ok"]
+    finally:
+        await c.close()
