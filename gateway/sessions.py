@@ -208,6 +208,7 @@ class SessionsService:
         out["busy"] = out["run"]["active"] is not None
         where = await describe_project(agent, row.project, key)  # the web chat header shows project and branch
         out["project"], out["projectPath"], out["branch"] = where["project"], where["path"], where["branch"]
+        out["projects"] = [p.name for p in agent.projects]  # what the web chat's project picker offers
         return out
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from gateway.agents.projects import GitError, git, session_slug
 from gateway.paths import OUTBOUND, outbound_dir
 
-__all__ = ["EMPTY_TREE", "Diff", "diff_trees", "last_diff", "save_diff", "snapshot", "uncommitted"]
+__all__ = ["EMPTY_TREE", "Diff", "diff_trees", "file_entries", "last_diff", "save_diff", "snapshot", "uncommitted"]
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """git's well-known id of the empty tree: the "before" of a repository without a commit."""
@@ -77,6 +77,57 @@ async def diff_trees(path: Path, before: str, after: str) -> Diff:
         removed += int(parts[1]) if parts[1].isdigit() else 0
     text = await git(path, "diff", "--no-color", "--no-ext-diff", "-M", before, after)
     return Diff(text=text, files=files, added=added, removed=removed)
+
+
+_STATUS = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "C": "added", "T": "modified"}
+
+
+async def file_entries(path: Path, before: str, after: str, *, untracked: frozenset[str] = frozenset(),
+                       max_patch: int = 200_000) -> tuple[list[dict[str, object]], bool]:
+    """Per changed file, OpenClaw's ``sessions.diff`` entry: ``{path, oldPath?, status, additions, deletions,
+    binary?, untracked?, patch?, truncated?}``; and whether any patch was cut to fit ``max_patch`` in all."""
+    if before == after:
+        return [], False
+    opts = ("--no-color", "--no-ext-diff", "-M", "-z")
+    status = (await git(path, "diff", "--name-status", *opts, before, after)).split("\0")
+    numstat = (await git(path, "diff", "--numstat", *opts, before, after)).split("\0")
+    counts: dict[str, tuple[int | None, int | None]] = {}
+    i = 0
+    while i < len(numstat) and numstat[i]:  # "<add>\t<del>\t<path>" or, renamed, "<add>\t<del>\t" old new
+        add, dele, name = numstat[i].split("\t", 2)
+        if not name:
+            name, i = numstat[i + 2], i + 2
+        counts[name] = (int(add) if add.isdigit() else None, int(dele) if dele.isdigit() else None)
+        i += 1
+    entries: list[dict[str, object]] = []
+    i = 0
+    while i + 1 < len(status) and status[i]:
+        code = status[i][0]
+        if code in "RC":
+            entry: dict[str, object] = {"path": status[i + 2], "oldPath": status[i + 1]}
+            i += 3
+        else:
+            entry = {"path": status[i + 1]}
+            i += 2
+        plus, minus = counts.get(str(entry["path"]), (0, 0))
+        entry.update(status=_STATUS.get(code, "modified"), additions=plus or 0, deletions=minus or 0)
+        if plus is None:
+            entry["binary"] = True
+        if entry["path"] in untracked:
+            entry["untracked"] = True
+        entries.append(entry)
+    budget, cut = max_patch, False
+    for entry in entries:
+        if budget <= 0:
+            entry["truncated"] = cut = True
+            continue
+        names = [str(entry["path"])] + ([str(entry["oldPath"])] if "oldPath" in entry else [])
+        patch = await git(path, "diff", "--no-color", "--no-ext-diff", "-M", before, after, "--", *names)
+        if len(patch) > budget:
+            patch, entry["truncated"], cut = patch[:budget], True, True
+        entry["patch"] = patch
+        budget -= len(patch)
+    return entries, cut
 
 
 async def uncommitted(path: Path) -> Diff:

@@ -139,9 +139,12 @@ class AgentExecutor:
         agent = self.gw.sessions.agent(parse_key(session_key)[0], field="sessionKey")
         row = await self.gw.sessions.get(session_key)
         workdir = await resolve_workdir(agent, row.project if row is not None else None, session_key)
-        session_dir = hashlib.sha256(session_key.encode()).hexdigest()[:20]
-        place = workdir.path if workdir is not None else self.runs_dir / session_dir
-        return place, self.gw.state_dir / "runtimes" / session_dir
+        private = self.workspace_for(session_key)
+        return (workdir.path if workdir is not None else private), self.gw.state_dir / "runtimes" / private.name
+
+    def workspace_for(self, session_key: str) -> Path:
+        """A stable path per session (removed after each run): CLIs file their resumable sessions by cwd."""
+        return self.runs_dir / hashlib.sha256(session_key.encode()).hexdigest()[:20]
 
     async def execute(self, run: Run) -> RunOutcome:
         gw = self.gw
@@ -163,9 +166,7 @@ class AgentExecutor:
             workdir = await resolve_workdir(agent, row.project if row is not None else None, run.session_key)
         except (GitError, OSError) as exc:
             return RunOutcome(status="error", error=f"the project's folder could not be prepared: {exc}")
-        # A stable path per session (removed after each run): CLIs file their resumable sessions by cwd.
-        session_dir = hashlib.sha256(run.session_key.encode()).hexdigest()[:20]
-        workspace = workdir.path if workdir is not None else self.runs_dir / session_dir
+        workspace = workdir.path if workdir is not None else self.workspace_for(run.session_key)
         # Our own files in a project (attachments) go in its git-excluded .remoteclaw/, removed after the run.
         scratch = workspace / PRIVATE_DIR if workdir is not None else workspace
         fx_path = self.runs_dir / f"{run.id}.side-effects.ndjson"
@@ -178,6 +179,7 @@ class AgentExecutor:
             run.answer_facts["project"] = workdir.project
             if workdir.branch:
                 run.answer_facts["branch"] = workdir.branch
+            private_dir(scratch)  # .remoteclaw/ gets the MCP config with the run's token: ours, 0700, no symlink
         if any(req.files for req in run.requests):
             await asyncio.to_thread(copy_attachments, run, scratch / ATTACHMENTS_DIR)
         before = await self._snapshot(workdir)
@@ -212,7 +214,7 @@ class AgentExecutor:
                 workspace=workspace,
                 mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
-                state_dir=gw.state_dir / "runtimes" / session_dir,
+                state_dir=gw.state_dir / "runtimes" / self.workspace_for(run.session_key).name,
             )
             progress = self._progress_note(run)
             stream = RunStream(gw.runs, gw.db, run, progress)

@@ -11,6 +11,7 @@ could not be resumed in the new folder anyway.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,7 +126,10 @@ async def answer_diff(gw: Gateway, agent: AgentConfig, key: str, arg: str, origi
         where = await projects.describe(agent, name, key)
         if where["path"] is None:
             return no_projects_text(agent) if not agent.projects else "This conversation has no project."
-        if where["branch"] is None and await projects.git_toplevel(Path(where["path"])) is None:
+        folder = Path(where["path"])
+        if not await asyncio.to_thread(folder.is_dir):
+            return f"Nothing yet: this conversation's worktree of {name} is made at its first message."
+        if await projects.git_toplevel(folder) is None:
             return f"{name} is not a git repository: no diff."
         try:
             diff = await diffs.uncommitted(Path(where["path"]))

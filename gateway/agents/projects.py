@@ -162,14 +162,17 @@ async def _workdir(project: ProjectConfig, session_key: str) -> Workdir:
 
 async def describe(agent: AgentConfig, project_name: str | None, session_key: str) -> dict[str, str | None]:
     """``{project, path, branch}`` of a session for ``/status`` and the web chat header, without creating a
-    worktree (before the first turn: the project folder and its branch)."""
+    worktree (before its first turn: where the worktree will be, and its branch)."""
     project = agent.project(project_name)
     if project is None:
         return {"project": None, "path": None, "branch": None}
     folder = Path(project.path)
     top = await git_toplevel(folder)
-    if top is not None and project.worktrees and (worktree_path(top, session_key) / ".git").exists():
-        folder = worktree_path(top, session_key)
+    if top is not None and project.worktrees:
+        tree = worktree_path(top, session_key)
+        if not (tree / ".git").exists():
+            return {"project": project.name, "path": str(tree), "branch": BRANCH_PREFIX + session_slug(session_key)}
+        folder = tree
     return {"project": project.name, "path": str(folder), "branch": await branch_of(folder) if top else None}
 
 

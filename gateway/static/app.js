@@ -536,17 +536,35 @@
     showProject();
   }
 
-  // The session's project and branch under its title (status {sessionKey}); hidden without a project.
+  // The session's project and branch under its title (status {sessionKey}); hidden without a project. The
+  // picker beside "New" lists the agent's projects (the chat's /project); hidden when it has none, or before
+  // the conversation's first message (the session does not exist yet).
   function showProject() {
-    var key = state.sessionKey, line = $('session-project');
-    if (!line) return;
-    if (!key) { line.hidden = true; return; }
+    var key = state.sessionKey, line = $('session-project'), pick = $('project-pick');
+    if (!key) { line.hidden = true; pick.hidden = true; return; }
     request('status', { sessionKey: key }).then(function (st) {
       if (key !== state.sessionKey) return;
       line.hidden = !st.project;
       line.textContent = st.project ? '\uD83D\uDCC1 ' + st.project + (st.branch ? ' \u00B7 ' + st.branch : '') : '';
       line.title = st.projectPath || '';
-    }, function () { if (key === state.sessionKey) line.hidden = true; });
+      var names = st.projects || [];
+      pick.hidden = !names.length;
+      pick.textContent = '';
+      [''].concat(names).forEach(function (name) {
+        var opt = el('option', null, name ? '\uD83D\uDCC1 ' + name : 'no project');
+        opt.value = name;
+        pick.appendChild(opt);
+      });
+      pick.value = st.project || '';
+    }, function () { if (key === state.sessionKey) { line.hidden = true; pick.hidden = true; } });
+  }
+
+  function pickProject() {
+    var key = state.sessionKey, name = $('project-pick').value || null;
+    request('sessions.project', { sessionKey: key, project: name }).then(showProject, function (err) {
+      showError('could not switch the project: ' + err.message);
+      showProject();
+    });
   }
 
   // The transcript of the session on screen. Events for it that arrive while the request is out are held and
@@ -982,6 +1000,7 @@
     input.focus();
   }
   $('new-chat').addEventListener('click', newChat);
+  $('project-pick').addEventListener('change', pickProject);
   // "Desk": the shell line that resumes this conversation in the CLI on the gateway's machine (sessions.handoff).
   $('handoff').addEventListener('click', function () {
     request('sessions.handoff', { key: state.sessionKey }).then(function (h) {

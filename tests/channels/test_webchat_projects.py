@@ -1,8 +1,8 @@
 """The web chat with a project: the header shows project and branch, a turn's diff shows under its answer.
 
 Real headless Chromium, a real gateway whose agent is the stand-in CLI (``edit:<path>`` edits a file in its
-working directory), a real git repository; the session is switched with ``sessions.project`` (the web chat's
-way; chats type ``/project``).
+working directory), a real git repository; the session is switched with the header's project picker (which
+calls ``sessions.project``; chats type ``/project``).
 """
 
 from __future__ import annotations
@@ -98,10 +98,16 @@ async def test_header_and_diff_in_the_web_chat(gw: GatewayProcess, page: Any, re
 
     client = await operator(gw.url, gw.token or "")
     bad = await client.req("sessions.project", {"sessionKey": key, "project": "nope"})
-    assert not bad["ok"] and bad["error"]["details"]["field"] == "project"
-    res = await client.req("sessions.project", {"sessionKey": key, "project": "site"})
     await client.close()
-    assert res["ok"] and res["payload"]["project"] == "site", res
+    assert not bad["ok"] and bad["error"]["details"]["field"] == "project"
+    pick = page.locator("#project-pick")
+    await pick.wait_for()  # the session exists now: the picker offers the agent's projects
+    assert await pick.locator("option").all_text_contents() == ["no project", "📁 site"]
+    assert await pick.input_value() == ""
+    await pick.select_option("site")
+    await page.wait_for_function(
+        "() => (document.querySelector('#session-project')?.textContent || '').startsWith('📁 site')",
+        timeout=10_000)
 
     await send(page, "edit:index.html edit:<b>x.txt please")
     block = page.locator(".turn details.diff").last
@@ -122,6 +128,13 @@ async def test_header_and_diff_in_the_web_chat(gw: GatewayProcess, page: Any, re
     await page.reload()
     await page.wait_for_selector('#status[data-state="online"]')
     await page.locator(".turn details.diff").last.wait_for(timeout=10_000)
-    assert (await page.locator("#session-project").text_content() or "").startswith("📁 site")
+    await page.wait_for_function(  # the header is filled in once the page has asked for the status
+        "() => (document.querySelector('#session-project')?.textContent || '').startsWith('📁 site')",
+        timeout=10_000)
     assert not (repo / "index.html").read_text().startswith("edited")  # the worktree changed, not the repo
     assert page.errors == []
+
+    # On a phone the picker and the header fit: nothing wider than the screen.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await page.locator("#project-pick").wait_for()
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -123,10 +123,11 @@ def main() -> int:
         reply = "NO_REPLY"
     if "tag" in prompt:
         reply = "[[reply_to_current]] tagged answer"
-    if "show attachments" in prompt:
-        seen = sorted(os.listdir("attachments")) if os.path.isdir("attachments") else []
+    if "show attachments" in prompt:  # in a project the gateway puts them under its own .remoteclaw/
+        where = next((d for d in ("attachments", ".remoteclaw/attachments") if os.path.isdir(d)), "attachments")
+        seen = sorted(os.listdir(where)) if os.path.isdir(where) else []
         reply = "attachments: " + ", ".join(
-            f"{name}={Path('attachments', name).read_bytes()[:64]!r}" for name in seen)
+            f"{name}={Path(where, name).read_bytes()[:64]!r}" for name in seen)
     out({"type": "assistant", "session_id": sid, "message": {"content": [{"type": "text", "text": reply}]}})
     result = {"type": "result", "subtype": "success", "is_error": False, "session_id": sid, "result": reply,
               "usage": usage}

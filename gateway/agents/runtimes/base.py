@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "mcp_server_name"]
+__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "instructions_file", "mcp_server_name"]
 
 EventKind = Literal["text", "text_delta", "thinking", "tool_use", "tool_result", "error", "done"]
 
@@ -124,3 +124,14 @@ class Runtime(ABC):
         m = message.lower()
         return "session" in m and any(w in m for w in ("not found", "no conversation", "expired", "unknown",
                                                        "does not exist", "no such", "invalid"))
+
+
+def instructions_file(path: Path, ours: str) -> str:
+    """The text of an instructions file the CLI reads from its folder (``AGENTS.md``, ``GEMINI.md``): our system
+    prompt, then the file's own text when the folder already has one (a project's rules still apply). The file
+    is given back as it was after the run (``process.run_process``)."""
+    try:
+        theirs = path.read_text() if path.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        theirs = ""
+    return ours + "\n" + (f"\n{theirs}" if theirs.strip() else "")

@@ -17,6 +17,7 @@ import pytest
 
 from tests.support.fake_telegram import FAKE_CLI, FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import operator
 
 ADA, BEN = 111, 222
 
@@ -64,15 +65,20 @@ async def say(fake: FakeTelegram, user: int, text: str, answer: Any, timeout: fl
     """Send ``text`` as ``user``; the text of the first new reply to them that satisfies ``answer``."""
     start = len(fake.calls)
     fake.user_message(chat_id=user, user_id=user, text=text)
-    call = await fake.wait_call("sendMessage", lambda c: fake.calls.index(c) >= start
+    call = await fake.wait_call("sendMessage", lambda c: made_after(fake, c, start)
                                 and str(c.params["chat_id"]) == str(user) and answer(c.params["text"]),
                                 timeout=timeout)
     return str(call.params["text"])
 
 
+def made_after(fake: FakeTelegram, call: Any, start: int) -> bool:
+    """Whether ``call`` is one of the calls from number ``start`` on (by identity: equal calls may repeat)."""
+    return any(call is c for c in fake.calls[start:])
+
+
 async def document_after(fake: FakeTelegram, user: int, start: int) -> dict[str, Any]:
     """The next document sent to ``user`` after call number ``start``: ``{filename, data}``."""
-    call = await fake.wait_call("sendDocument", lambda c: fake.calls.index(c) >= start
+    call = await fake.wait_call("sendDocument", lambda c: made_after(fake, c, start)
                                 and str(c.params["chat_id"]) == str(user))
     return call.files["document"]
 
@@ -183,6 +189,21 @@ async def test_a_worktree_can_be_removed_and_comes_back_on_its_branch(gw: Gatewa
     assert (tree / "hello.txt").exists() and (tree / "again.txt").exists()  # same branch, its commit kept
 
 
+async def test_attachments_go_to_the_private_folder_of_the_project(gw: GatewayProcess, fake: FakeTelegram,
+                                                                    repo: Path) -> None:
+    await fake.wait_polling()
+    await say(fake, ADA, "/project web", lambda t: t.startswith("📁"))
+    fake.files["VOICE9"] = b"OggS fake opus bytes"
+    fake.user_message(chat_id=ADA, user_id=ADA, caption="listen, show attachments",
+                      voice={"file_id": "VOICE9", "file_unique_id": "vu9", "duration": 2, "mime_type": "audio/ogg",
+                             "file_size": 20})
+    call = await fake.wait_call("sendMessage", lambda c: c.params["text"].startswith("attachments:"))
+    assert call.params["text"] == "attachments: vu9.oga=b'OggS fake opus bytes'"  # no diff line
+    run = [r for r in cli_runs(gw.state_dir) if "show attachments" in r["prompt"]][-1]
+    assert "[attachment: voice .remoteclaw/attachments/vu9.oga]" in run["prompt"]
+    assert not (Path(run["cwd"]) / ".remoteclaw").exists()
+
+
 async def test_a_plain_folder_project(gw: GatewayProcess, fake: FakeTelegram, notes: Path) -> None:
     await fake.wait_polling()
     await say(fake, BEN, "/project notes", lambda t: t.startswith("📁"))
@@ -196,3 +217,57 @@ async def test_a_plain_folder_project(gw: GatewayProcess, fake: FakeTelegram, no
     assert "fresh private folder" in back
     await say(fake, BEN, "edit:x.txt scratch", lambda t: t.startswith("echo: edit:x.txt"))
     assert not (notes / "x.txt").exists()
+
+
+@pytest.mark.openclaw_frames  # sessions.diff answers in OpenClaw's shape: every frame checked against its schema
+async def test_sessions_diff_and_project_methods(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    ada, ben = "agent:main:direct:111", "agent:main:direct:222"
+    c = await operator(gw.url, gw.token or "")
+    try:
+        now = (await c.req("sessions.diff", {"sessionKey": ada, "scope": "uncommitted"}))["payload"]
+        paths = {f["path"]: f for f in now["files"]}
+        assert paths["again.txt"]["untracked"] and paths["again.txt"]["status"] == "added"
+        assert "+line 1" in paths["again.txt"]["patch"] and "hello.txt" not in paths  # committed already
+        branch = (await c.req("sessions.diff", {"sessionKey": ada}))["payload"]
+        assert branch["baseRef"] == "main" and branch["aheadCount"] == 1 and branch["branch"].startswith("remoteclaw/")
+        assert branch["commits"][0]["subject"] == "agent work"
+        assert {"hello.txt", "again.txt", "new.txt", "status.txt"} <= {f["path"] for f in branch["files"]}
+        assert branch["additions"] == sum(f["additions"] for f in branch["files"])
+        one = (await c.req("sessions.diff", {"sessionKey": ada, "scope": "commit",
+                                              "commit": branch["commits"][0]["sha"]}))["payload"]
+        assert "again.txt" not in {f["path"] for f in one["files"]} and "hello.txt" in {f["path"] for f in one["files"]}
+        gone = (await c.req("sessions.diff", {"sessionKey": ada, "scope": "commit", "commit": "nope"}))["payload"]
+        assert gone["unavailableReason"] == "unknown_commit"
+        assert (await c.req("sessions.diff", {"sessionKey": ben}))["payload"]["unavailableReason"] == "not_git"
+        unknown = await c.req("sessions.diff", {"sessionKey": "agent:main:direct:999"})
+        assert unknown["payload"]["unavailableReason"] == "unknown_session"
+        bad = await c.req("sessions.diff", {"sessionKey": ada, "scope": "commit"})
+        assert not bad["ok"] and "commit" in bad["error"]["message"]
+
+        refused = await c.req("sessions.project", {"sessionKey": ben, "project": "nope"})
+        assert refused["error"]["details"]["field"] == "project" and "web, notes" in refused["error"]["message"]
+        switched = (await c.req("sessions.project", {"sessionKey": ben, "project": "web"}))["payload"]
+        assert switched["project"] == "web" and switched["projects"] == ["web", "notes"]
+        status = (await c.req("status", {"sessionKey": ben}))["payload"]
+        assert status["project"] == "web" and status["branch"].startswith("remoteclaw/")
+        cleared = (await c.req("sessions.project", {"sessionKey": ben, "project": None}))["payload"]
+        assert cleared["project"] is None
+    finally:
+        await c.close()
+
+
+async def test_a_planted_private_folder_is_refused(gw: GatewayProcess, fake: FakeTelegram, notes: Path,
+                                                   tmp_path: Path) -> None:
+    """``.remoteclaw/`` gets the MCP config with the run's token: a symlink put there must not redirect it."""
+    await fake.wait_polling()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (notes / ".remoteclaw").symlink_to(elsewhere)
+    try:
+        await say(fake, BEN, "/project notes", lambda t: t.startswith("📁"))
+        refused = await say(fake, BEN, "hi there", lambda t: t.startswith("⚠️"))
+        assert "not a directory owned by this user" in refused
+        assert list(elsewhere.iterdir()) == []
+    finally:
+        (notes / ".remoteclaw").unlink()
+    await say(fake, BEN, "/project none", lambda t: t.startswith("📁"))

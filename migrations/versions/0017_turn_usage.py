@@ -1,6 +1,6 @@
 """Usage per turn: tokens and cost of every agent turn, for /usage, budgets and ``usage.cost``.
 
-Revision ID: 0016_turn_usage
+Revision ID: 0017_turn_usage
 Revises: 0002_sessions
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016_turn_usage"
+revision = "0017_turn_usage"
 down_revision = "0002_sessions"
 branch_labels = None
 depends_on = None
