@@ -12,8 +12,33 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["handoff_command"]
+from gateway.agents.cli import cli_argv
+from gateway.sessions import parse_key
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["handoff", "handoff_command"]
+
+
+async def handoff(gw: Gateway, key: str) -> dict[str, str | None] | None:
+    """``{runtime, sessionId, cwd, command}`` for session ``key`` (``command`` None for a runtime without a line),
+    or None before the CLI has a session. May prepare the session's project worktree, as its next turn would;
+    raises ``GitError``/``OSError`` when that fails."""
+    agent = gw.sessions.agent(parse_key(key)[0], field="key")
+    row = await gw.sessions.get(key)
+    resume_id = row.cli_session(agent.runtime) if row is not None else None
+    if not resume_id:
+        return None
+    workspace, state_dir = await gw.agents.handoff_place(key)
+    return {
+        "runtime": agent.runtime,
+        "sessionId": resume_id,
+        "cwd": str(workspace),
+        "command": handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace, state_dir),
+    }
 
 
 def handoff_command(

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from gateway.agents import commands, project_commands
-from gateway.agents.cli import cli_argv
-from gateway.agents.handoff import handoff_command
+from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
@@ -130,21 +129,17 @@ class InboundRouter:
 
     async def _handoff_text(self, key: str) -> str:
         """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
-        gw = self.gw
-        agent = gw.sessions.agent(parse_key(key)[0])
-        row = await gw.sessions.get(key)
-        resume_id = row.cli_session(agent.runtime) if row is not None else None
-        if not resume_id:
-            return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
         try:
-            workspace, state_dir = await gw.agents.handoff_place(key)
+            found = await handoff(self.gw, key)
         except (GitError, OSError) as exc:
             return f"The project's folder could not be prepared: {exc}"
-        line = handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace, state_dir)
-        if line is None:
-            return f"The {agent.runtime} runtime cannot be resumed outside the gateway (session id {resume_id})."
-        return (f"Continue this conversation on the gateway's machine ({agent.runtime}, session {resume_id}):\n\n"
-                f"{line}\n\nWhat you do there is picked up here with the next message.")
+        if found is None:
+            return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
+        runtime, sid = found["runtime"], found["sessionId"]
+        if found["command"] is None:
+            return f"The {runtime} runtime cannot be resumed outside the gateway (session id {sid})."
+        return (f"Continue this conversation on the gateway's machine ({runtime}, session {sid}):\n\n"
+                f"{found['command']}\n\nWhat you do there is picked up here with the next message.")
 
     def _queue_text(self, key: str, rest: str) -> str:
         """``/queue``: what waits for the next turn; ``/queue clear``: drop it."""

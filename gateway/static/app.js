@@ -1001,6 +1001,20 @@
   }
   $('new-chat').addEventListener('click', newChat);
   $('project-pick').addEventListener('change', pickProject);
+  // "Desk": the shell line that resumes this conversation in the CLI on the gateway's machine (sessions.handoff).
+  $('handoff').addEventListener('click', function () {
+    request('sessions.handoff', { key: state.sessionKey }).then(function (h) {
+      var box = el('div', 'handoff');
+      box.appendChild(el('p', null, h.command ? 'Continue this conversation at the desk (' + h.runtime +
+        ', session ' + h.sessionId + '), on the gateway\u2019s machine:' :
+        'The ' + h.runtime + ' runtime has no resume command (session ' + h.sessionId + ').'));
+      if (h.command) {
+        var pre = el('pre'); pre.appendChild(el('code', null, h.command)); box.appendChild(pre);
+        box.appendChild(el('p', 'note', 'What you do there is picked up here with the next message.'));
+      }
+      messages.appendChild(box); refreshEmpty(); scrollDown(true);
+    }).catch(function (err) { showError('no handoff: ' + err.message); });
+  });
   $('side-new').addEventListener('click', newChat);
   $('agent-pick').addEventListener('change', function () {
     state.newAgent = $('agent-pick').value; store(AGENT_KEY, state.newAgent);

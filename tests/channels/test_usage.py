@@ -75,6 +75,12 @@ async def test_turns_are_counted_and_the_budget_stops_the_next_one(gw: GatewayPr
         assert not bad["ok"] and "days" in bad["error"]["message"]
         bad = await c.req("usage.cost", {"agentId": "ghost"})
         assert not bad["ok"] and "agentId" in bad["error"]["message"]
+        # sessions.handoff (the web chat's "Desk" button) gives the /handoff line as data.
+        desk = await c.call("sessions.handoff", {"key": KEY})
+        assert desk["runtime"] == "claude" and desk["command"].endswith(f" --resume {desk['sessionId']}")
+        for params in ({"key": "agent:main:nobody-yet"}, {"key": "nonsense"}, {}):
+            bad = await c.req("sessions.handoff", params)
+            assert not bad["ok"] and "key" in bad["error"]["message"], bad
         # The final chat event of a turn carries its usage (the web chat shows it under the answer).
         history = (await c.call("chat.history", {"sessionKey": KEY}))["messages"]
         answered = [m for m in history if m.get("role") == "assistant" and m.get("usage")]

@@ -268,6 +268,11 @@ async def test_the_cost_of_a_turn_shows_under_its_answer(chat_gateway: GatewayPr
     assert (await line.text_content() or "").endswith(" · 1,234 tokens · $0.0123")
     await page.reload()  # the transcript keeps it
     await page.wait_for_selector(".turn .answered >> text=1,234 tokens · $0.0123", timeout=10_000)
+    # "Desk" shows the line that resumes this conversation in the CLI (sessions.handoff).
+    await page.click("#handoff")
+    command = await page.locator(".handoff code").text_content(timeout=10_000) or ""
+    assert command.startswith("mkdir -p ") and " --resume " in command
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
 async def test_abort_stops_the_running_reply(chat_gateway: GatewayProcess, page: Any) -> None:
