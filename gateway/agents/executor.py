@@ -25,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,13 +41,17 @@ from gateway.agents.inbound import InboundRouter
 from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, get_runtime
+from gateway.agents.runtimes.base import Runtime
 from gateway.agents.runtimes.driver import run_turn
+from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
+from gateway.runs.steering import effective_mode
+from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo
 from gateway.store.usage import UsageRepo
 
@@ -61,6 +66,11 @@ log = structlog.get_logger("gateway.agents")
 DIFF_MARK = "\N{MEMO}"  # the reply's last line after a turn that changed files: "📝 2 files changed, +3 -1"
 MAX_PAGE_DIFF = 200_000  # characters of a turn's diff kept in the transcript for the web chat
 _ATTACHMENT_NOTE = re.compile(rf"(\[attachment: \w+ ){ATTACHMENTS_DIR}/")
+
+
+def _steer_into(feed: StdinFeed, runtime: Runtime) -> Callable[[str], bool]:
+    """The run's ``steer``: hand one more user message to its running CLI (False once its stdin is closed)."""
+    return lambda text: feed.send(runtime.user_message(text))
 
 
 class AgentExecutor:
@@ -122,6 +132,15 @@ class AgentExecutor:
         return (datetime.now(UTC) - last).total_seconds() > idle * 60
 
     # -- running -------------------------------------------------------------------------------
+
+    async def handoff_place(self, session_key: str) -> tuple[Path, Path]:
+        """Where the session's turns run (its project folder or worktree, else the private path the executor
+        uses) and its state dir: what ``/handoff`` needs to resume the CLI's session by hand."""
+        agent = self.gw.sessions.agent(parse_key(session_key)[0], field="sessionKey")
+        row = await self.gw.sessions.get(session_key)
+        workdir = await resolve_workdir(agent, row.project if row is not None else None, session_key)
+        private = self.workspace_for(session_key)
+        return (workdir.path if workdir is not None else private), self.gw.state_dir / "runtimes" / private.name
 
     def workspace_for(self, session_key: str) -> Path:
         """A stable path per session (removed after each run): CLIs file their resumable sessions by cwd."""
@@ -206,9 +225,15 @@ class AgentExecutor:
             def on_spawn(at: float) -> None:
                 run.spawned_mono = at
 
+            feed: StdinFeed | None = None
+            if effective_mode(gw.config, agent.id) == "steer":  # messages sent mid-turn go to this CLI
+                spec.steer, feed = True, StdinFeed()
+                run.steer = _steer_into(feed, runtime)
             res = await run_turn(runtime, spec, stream.on_event,
-                                 no_output_timeout=gw.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn)
+                                 no_output_timeout=gw.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn,
+                                 feed=feed)
         finally:  # what must happen comes first, without an await that a cancellation could cut short
+            run.steer = None
             if typing is not None:
                 typing.cancel()
             gw.run_tokens.revoke(token)

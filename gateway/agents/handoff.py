@@ -1,8 +1,9 @@
 """``/handoff``: the shell command that continues this chat's conversation in the agent's CLI at the desk.
 
 Each CLI files a conversation under its own id, which the gateway keeps per session and runtime
-(``sessions.cli_sessions``), and most also by the folder it ran in: the bridge runs a session in one stable
-workspace path, removed between turns, so the command recreates that folder before it resumes there. A turn
+(``sessions.cli_sessions``), and most also by the folder it ran in: the session's project folder (or its
+worktree), else one stable private path that the bridge removes between turns, so the command recreates the
+folder before it resumes there. A turn
 taken afterwards from chat resumes the same id, so the conversation continues in the chat too (Claude Code
 and Gemini CLI append to the same session file; Codex and OpenCode keep theirs in the gateway's state).
 """

@@ -17,7 +17,7 @@ import structlog
 from gateway.agents import commands, project_commands
 from gateway.agents.cli import cli_argv
 from gateway.agents.handoff import handoff_command
-from gateway.agents.projects import GitError, resolve_workdir
+from gateway.agents.projects import GitError
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.runs import Origin, RunRequest
@@ -120,13 +120,6 @@ class InboundRouter:
             return await self._status_text(key)
         return commands.help_text()
 
-    async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
-        """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""
-        agent = self.gw.sessions.agent(None)
-        if cmd.name == "project":
-            return await project_commands.answer_project(self.gw, agent, key, rest)
-        return await project_commands.answer_diff(self.gw, agent, key, rest, origin)
-
     async def _handoff_text(self, key: str) -> str:
         """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
         gw = self.gw
@@ -135,14 +128,11 @@ class InboundRouter:
         resume_id = row.cli_session(agent.runtime) if row is not None else None
         if not resume_id:
             return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
-        private = gw.agents.workspace_for(key)  # the folder of a turn outside any project, and of its CLI state
-        try:  # in a project, the CLI filed the session under the project's folder (or the session's worktree)
-            workdir = await resolve_workdir(agent, row.project if row is not None else None, key)
+        try:
+            workspace, state_dir = await gw.agents.handoff_place(key)
         except (GitError, OSError) as exc:
             return f"The project's folder could not be prepared: {exc}"
-        line = handoff_command(agent.runtime, cli_argv(agent), resume_id,
-                               workdir.path if workdir is not None else private,
-                               gw.state_dir / "runtimes" / private.name)
+        line = handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace, state_dir)
         if line is None:
             return f"The {agent.runtime} runtime cannot be resumed outside the gateway (session id {resume_id})."
         return (f"Continue this conversation on the gateway's machine ({agent.runtime}, session {resume_id}):\n\n"
@@ -160,6 +150,13 @@ class InboundRouter:
             return "Nothing is waiting."
         shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
         return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
+
+    async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
+        """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""
+        agent = self.gw.sessions.agent(None)
+        if cmd.name == "project":
+            return await project_commands.answer_project(self.gw, agent, key, rest)
+        return await project_commands.answer_diff(self.gw, agent, key, rest, origin)
 
     async def _status_text(self, key: str) -> str:
         st = await self.gw.sessions.status(key)

@@ -154,6 +154,10 @@ class CronConfig(Section):
                                       "addresses (a LAN service); off, only public addresses are posted to.")
 
 
+SteeringMode = Literal["queue", "interrupt", "steer"]
+"""Our three ways to handle a message that arrives during a turn (``gateway.runs.steering``)."""
+
+
 class ProjectConfig(Section):
     """A folder an agent may work in; a conversation picks one with ``/project <name>``."""
 
@@ -172,8 +176,6 @@ class ProjectConfig(Section):
         if not path.is_dir():
             raise ValueError(f"{value!r} is not an existing directory")
         return str(path.resolve())
-SteeringMode = Literal["queue", "interrupt", "steer"]
-"""Our three ways to handle a message that arrives during a turn (``gateway.runs.steering``)."""
 
 
 class AgentConfig(Section):
@@ -186,6 +188,13 @@ class AgentConfig(Section):
     toolProfile: Literal["minimal", "messaging", "coding", "full"] = "full"
     env: dict[str, str] = Field(default_factory=dict)
     heartbeat: HeartbeatConfig | None = Field(None, description="A periodic turn in the agent's main session.")
+    steering: SteeringMode | None = Field(None, description="What a message that arrives while this agent works "
+                                          "does: queue (the next turn), interrupt (stop and restart with it), "
+                                          "steer (into the running turn where the runtime allows); unset: "
+                                          "messages.queue.mode.")
+    maxCostPerDay: float | None = Field(None, gt=0, description="US dollars this agent may spend per UTC day, "
+                                        "as its CLI reports cost; once reached, new turns are refused until "
+                                        "midnight UTC.")
     projects: builtins.list[ProjectConfig] = Field(
         default_factory=list, description="Folders this agent can work in; /project lists and switches them "
                                           "(without any, every turn runs in a fresh private folder).")
@@ -202,13 +211,6 @@ class AgentConfig(Section):
     def project(self, name: str | None) -> ProjectConfig | None:
         """The project called ``name`` (None when unset or no longer configured)."""
         return next((p for p in self.projects if p.name == name), None) if name else None
-    steering: SteeringMode | None = Field(None, description="What a message that arrives while this agent works "
-                                          "does: queue (the next turn), interrupt (stop and restart with it), "
-                                          "steer (into the running turn where the runtime allows); unset: "
-                                          "messages.queue.mode.")
-    maxCostPerDay: float | None = Field(None, gt=0, description="US dollars this agent may spend per UTC day, "
-                                        "as its CLI reports cost; once reached, new turns are refused until "
-                                        "midnight UTC.")
 
     @field_validator("runtime")
     @classmethod

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +93,9 @@ class Run:
     # answer (or of the failure): set by the executor, carried in the final ``chat`` event's ``message``.
     answer_facts: dict[str, Any] = field(default_factory=dict)  # (diff: what the turn changed, a dict)
     answer_entry_id: int | None = None
+    # While a steerable CLI runs this turn (steering mode ``steer``): hands it one more user message; False
+    # when it no longer takes any (the message then waits for the next turn). Set and cleared by the executor.
+    steer: Callable[[str], bool] | None = None
     # What the ``chat`` events of this run said so far: their sequence number and the text of the last delta,
     # so each delta also carries only its new part (``deltaText``, as OpenClaw's clients read it); and the
     # sequence number of its ``agent`` events.

@@ -86,6 +86,10 @@ class RunQueue:
             run = lane.current  # waiting for a global slot: still time to join its turn
             run.requests.append(req)
             status = "queued"
+        elif lane.current is not None and self._steered(lane.current, req):
+            run = lane.current  # the running CLI took it: answered in this turn, with this turn's reply
+            run.requests.append(req)
+            status = "queued"
         elif lane.current is not None:
             if lane.pending is None:
                 lane.pending = self._new_run(req)
@@ -114,6 +118,14 @@ class RunQueue:
         if lane.current is run and run.task is None and not self.draining:  # draining: the next start runs it
             run.task = asyncio.create_task(self._drive(run), name=f"run-{run.id}")
         return run, status
+
+    def _steered(self, current: Run, req: RunRequest) -> bool:
+        """Hand ``req`` to the running turn's CLI (``steer`` mode, a chat message); whether it took it."""
+        if req.stored or req.source not in ("channel", "chat") or current.steer is None or current.stopping:
+            return False
+        if effective_mode(self.gw.config, req.agent_id) != "steer":
+            return False
+        return current.steer(req.message)
 
     def _interrupts(self, current: Run, req: RunRequest) -> bool:
         """Whether ``req`` stops the running ``current`` turn (``interrupt`` mode, a chat message, mid-turn)."""

@@ -6,8 +6,9 @@ README", "no, use the other table"). Each agent chooses what that message does:
 - ``queue``: it waits, collected with any others, for the next turn (what remoteclaw always did);
 - ``interrupt``: the running turn is stopped and a new one starts at once with the interrupted messages and
   the new ones folded together, so nothing the user said is lost;
-- ``steer``: it joins the running turn where the runtime can take more input mid-turn; no driver can yet
-  (each runs its CLI with one prompt and closed stdin), so ``steer`` behaves as ``queue`` today.
+- ``steer``: it goes to the running CLI, where the runtime can take more input mid-turn (``Runtime.steerable``:
+  Claude Code, whose ``--input-format stream-json`` keeps stdin open for more user messages, answered in the
+  same process and delivered with the turn's reply); on other runtimes ``steer`` behaves as ``queue``.
 
 ``agents.list[].steering`` wins; otherwise OpenClaw's ``messages.queue.mode`` applies, its names mapped onto
 ours. Plain functions of the config: the run queue asks per message, so a config change applies at once.
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from gateway.config.model import Config
 
-__all__ = ["OPENCLAW_MODES", "STEERABLE_RUNTIMES", "Mode", "effective_mode", "mode_for"]
+__all__ = ["OPENCLAW_MODES", "Mode", "effective_mode", "mode_for"]
 
 Mode = Literal["queue", "interrupt", "steer"]
 
@@ -33,9 +34,6 @@ OPENCLAW_MODES: dict[str, Mode] = {
     "steer-backlog": "steer",
 }
 """``messages.queue.mode`` values (OpenClaw's) and the mode each means here."""
-
-STEERABLE_RUNTIMES: frozenset[str] = frozenset()
-"""Runtimes whose driver can hand a running turn more user messages; the others fall back to ``queue``."""
 
 
 def mode_for(config: Config, agent_id: str) -> Mode:
@@ -51,6 +49,8 @@ def effective_mode(config: Config, agent_id: str) -> Mode:
     mode = mode_for(config, agent_id)
     if mode == "steer":
         agent = next((a for a in config.agents.list if a.id == agent_id), None)
-        if agent is None or agent.runtime not in STEERABLE_RUNTIMES:
+        from gateway.agents.runtimes import get_runtime  # the registry imports every adapter: only when asked
+
+        if agent is None or not get_runtime(agent.runtime).steerable:
             return "queue"
     return mode

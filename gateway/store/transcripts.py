@@ -106,8 +106,8 @@ class TranscriptEntry(Base):
     tool: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON {name, input, output, isError}
     ts: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # JSON of what a chat shows around the message (``ENTRY_META``): replyTo, reaction, pinned, deleted,
-    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered), project/branch (where),
-    # diff (what the turn changed there: summary, counts, the diff text) and usage (the turn's tokens and cost).
+    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered), project/branch (where)
+    # and diff (what the turn changed there: summary, counts, the diff text), usage (the turn's tokens and cost).
     meta: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     @property

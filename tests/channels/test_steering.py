@@ -3,11 +3,13 @@
 The stand-in CLI (``fake_cli.py``) works slowly on ``sleep:<s>`` and records each run (prompt, pid), so the
 tests see which turns ran with which messages: ``queue`` keeps the message for the next turn (and ``/queue``
 shows and drops it), ``interrupt`` kills the running CLI and restarts with both messages, ``steer`` falls back
-to ``queue`` on runtimes that cannot take input mid-turn.
+to ``queue`` on runtimes that cannot take input mid-turn, and on Claude Code (the stand-in speaks its
+stream-json input) hands the message to the running CLI.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from gateway.config.model import Config
+from gateway.runs.steering import effective_mode, mode_for
 from tests.support.fake_telegram import FAKE_CLI, FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.procs import alive
@@ -66,11 +70,8 @@ def runs_with(gw: GatewayProcess, word: str) -> list[dict[str, Any]]:
     return [r for r in cli_runs(gw.state_dir) if word in r["prompt"]]
 
 
-@pytest.mark.parametrize("steering", [None, "steer"])
-async def test_queue_keeps_the_message_for_the_next_turn(
-    gw_factory: Any, fake: FakeTelegram, steering: str | None
-) -> None:
-    gw = gw_factory(steering)
+async def test_queue_keeps_the_message_for_the_next_turn(gw_factory: Any, fake: FakeTelegram) -> None:
+    gw = gw_factory(None)
     await fake.wait_polling()
     first = send(fake, "sleep:3 first job")
     await until(lambda: runs_with(gw, "first job"), 20, "the first turn to start")
@@ -110,3 +111,35 @@ async def test_interrupt_restarts_the_turn_with_both_messages(gw_factory: Any, f
     texts = [c.params["text"] for c in fake.calls[first:] if c.method == "sendMessage"]
     assert "echo: sleep:3 write the report" not in texts  # the stopped turn answered nothing
     assert not any("didn't work" in t for t in texts)
+
+
+async def test_steer_hands_the_message_to_the_running_cli(gw_factory: Any, fake: FakeTelegram) -> None:
+    gw = gw_factory("steer")
+    await fake.wait_polling()
+    first = send(fake, "sleep:3 draft the plan")
+    started = await until(lambda: runs_with(gw, "draft the plan"), 20, "the turn to start")
+    assert "--input-format" in started[0]["argv"]  # Claude Code's stream-json input: stdin stays open
+    await asyncio.sleep(0.5)  # the CLI is up and working
+    send(fake, "with a budget section")
+    reply = await answer(fake, first, lambda t: "budget" in t)
+    assert reply == "echo: sleep:3 draft the plan\n\necho: with a budget section"  # one reply, both answers
+    assert len(cli_runs(gw.state_dir)) == 1  # no second turn was started
+
+
+def test_steer_falls_back_to_queue_where_the_runtime_cannot_take_more_input() -> None:
+    config = Config.model_validate(
+        {
+            "agents": {
+                "list": [
+                    {"id": "main", "runtime": "claude", "steering": "steer"},
+                    {"id": "cx", "runtime": "codex", "steering": "steer"},
+                    {"id": "gm", "runtime": "gemini"},
+                ]
+            },
+            "messages": {"queue": {"mode": "steer-backlog"}},
+        }
+    )
+    assert [effective_mode(config, a) for a in ("main", "cx", "gm")] == ["steer", "queue", "queue"]
+    assert mode_for(config, "gm") == "steer"  # OpenClaw's steer-backlog
+    config = Config.model_validate({"messages": {"queue": {"mode": "collect"}}})
+    assert mode_for(config, "main") == "queue"

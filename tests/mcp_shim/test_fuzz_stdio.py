@@ -30,19 +30,10 @@ from hypothesis import strategies as st
 
 from tests.mcp_shim.shim import SHIM_CMD, shim_env
 from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.mcp_fuzz import messages, well_formed
 
-MODERN = "2026-07-28"
-META = "io.modelcontextprotocol/protocolVersion"
-READ_ONLY_TOOLS = ["agents_list", "sessions_list", "session_status", "sessions_history"]
-"""Tools that only read: they get random object arguments too, so some calls reach the gateway."""
 EXAMPLES = int(os.environ.get("REMOTECLAW_FUZZ_EXAMPLES", "300"))
 _ids = itertools.count()
-
-json_scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-                | st.text(max_size=30))
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=10)
-not_objects = st.lists(json_scalars, max_size=3) | json_scalars
 
 
 class StdioShim:
@@ -108,68 +99,6 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioShim]:
         assert proc.proc.returncode == 0
 
 
-def _envelope(draw: st.DrawFn) -> dict[str, Any] | None:
-    kind = draw(st.integers(0, 4))
-    if kind == 0:
-        return None
-    if kind == 1:
-        return {META: MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
-    if kind == 2:
-        return {META: draw(st.sampled_from([MODERN, "2025-11-25", "1999-01-01", ""]) | json_scalars)}
-    return draw(st.dictionaries(st.text(max_size=40), json_values, max_size=3))
-
-
-@st.composite
-def messages(draw: st.DrawFn, tools: list[str]) -> tuple[bytes, Any | None]:
-    """A line for the shim, and the id its one answer must carry (None: no answer, or one with id null)."""
-    shape = draw(st.integers(0, 19))
-    if shape == 0:
-        return draw(st.binary(max_size=60).filter(lambda b: b"\n" not in b and b"\r" not in b)), None
-    if shape == 1:
-        keys = st.text(max_size=10).map(lambda k: "k" + k)  # never "method" or "id": not a request
-        return json.dumps(draw(not_objects | st.dictionaries(keys, json_values, max_size=4))).encode(), None
-    method = draw(st.sampled_from(["initialize", "ping", "tools/list", "tools/call", "server/discover",
-                                   "notifications/initialized", "notifications/cancelled", "resources/list",
-                                   "prompts/get"]) | st.text(max_size=20))
-    message: dict[str, Any] = {"jsonrpc": draw(st.sampled_from(["2.0", "2.0", "1.0"]) | json_scalars),
-                               "method": method}
-    params: Any
-    if method == "tools/call":
-        name = draw(st.sampled_from(tools) | st.text(max_size=20))
-        args = draw(json_values) if name in READ_ONLY_TOOLS else draw(not_objects)
-        params = {"name": name, "arguments": args}
-        if draw(st.booleans()):
-            params["_meta"] = {"progressToken": draw(st.text(max_size=8) | st.integers())}
-    elif method == "initialize":
-        params = {"protocolVersion": draw(st.sampled_from(["2025-11-25", "2025-06-18", "2024-11-05", MODERN])
-                                          | json_scalars)}
-    else:
-        params = draw(st.none() | st.dictionaries(st.text(max_size=10), json_values, max_size=3) | not_objects)
-    envelope = _envelope(draw)
-    if isinstance(params, dict) and envelope is not None:
-        params = {**params, "_meta": {**params.get("_meta", {}), **envelope}}
-    if params is not None:
-        message["params"] = params
-    has_id = draw(st.integers(0, 5)) > 0
-    expect: Any | None = None
-    if has_id:
-        good = draw(st.booleans())
-        message["id"] = f"f{next(_ids)}-{draw(st.text(max_size=6))}" if good else \
-            draw(st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False) | st.lists(json_scalars))
-        expect = message["id"] if good else None
-    return json.dumps(message).encode(), expect
-
-
-def _well_formed(answer: dict[str, Any]) -> None:
-    if "error" in answer:
-        error = answer["error"]
-        assert isinstance(error, dict) and isinstance(error.get("code"), int), answer
-        assert isinstance(error.get("message"), str) and error["message"], answer
-        assert "result" not in answer, answer
-    else:
-        assert "result" in answer and isinstance(answer["result"], dict), answer
-
-
 def test_random_stdio_input_never_breaks_the_shim(shim: StdioShim) -> None:
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -178,7 +107,7 @@ def test_random_stdio_input_never_breaks_the_shim(shim: StdioShim) -> None:
         raw, expect = data.draw(messages(shim.tools))
         answers = shim.exchange(raw, expect)
         for answer in answers:
-            _well_formed(answer)
+            well_formed(answer)
         if expect is not None:
             assert [a.get("id") for a in answers] == [expect], (raw[:300], answers)
         else:

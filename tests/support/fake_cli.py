@@ -18,7 +18,9 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
 - ``edit:<path>`` edit a file below its working directory as a coding agent would: a new file gets three
   lines, an existing one has its first line replaced (for the projects and diff tests).
 
-Otherwise it echoes. Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
+Otherwise it echoes. With ``--input-format stream-json`` (steering) it takes the prompt from the first JSON
+line and afterwards echoes each further user message written to its stdin, until stdin closes.
+Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def out(obj: dict) -> None:
 
 def main() -> int:
     argv = sys.argv[1:]
-    prompt = sys.stdin.read()
+    streamed = "--input-format" in argv  # stream-json: one JSON user message a line, stdin kept open
+    prompt = _user_text(sys.stdin.readline()) if streamed else sys.stdin.read()
     resume = argv[argv.index("--resume") + 1] if "--resume" in argv else None
     log = os.environ.get("FAKE_CLI_LOG")
     if log:
@@ -131,7 +134,20 @@ def main() -> int:
     if m := re.search(r"cost:([\d.]+)", prompt):
         result["total_cost_usd"] = float(m.group(1))
     out(result)
+    if streamed:  # messages steered in while it worked: each answered in turn, until stdin closes
+        for line in sys.stdin:
+            text = _user_text(line).strip()
+            answer = {"content": [{"type": "text", "text": f"echo: {text}"}]}
+            out({"type": "assistant", "session_id": sid, "message": answer})
+            out({"type": "result", "subtype": "success", "is_error": False, "session_id": sid,
+                 "result": f"echo: {text}", "usage": usage})
     return 0
+
+
+def _user_text(line: str) -> str:
+    """The text of one stream-json user message."""
+    msg = json.loads(line) if line.strip() else {}
+    return "".join(b.get("text", "") for b in (msg.get("message") or {}).get("content") or [])
 
 
 if __name__ == "__main__":

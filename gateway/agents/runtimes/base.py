@@ -65,6 +65,8 @@ class RunSpec:
     env: dict[str, str] = field(default_factory=dict)
     state_dir: Path | None = None
     """A directory that outlives the run, one per session (Codex keeps its resumable sessions there)."""
+    steer: bool = False
+    """Keep the CLI's stdin open for more user messages during the turn (only for a ``steerable`` runtime)."""
 
 
 @dataclass(slots=True)
@@ -76,6 +78,7 @@ class Invocation:
     cwd: Path
     files: dict[Path, str] = field(default_factory=dict)
     stdin: bytes | None = None
+    keep_stdin: bool = False  # stdin stays open after ``stdin``: more user messages follow (steering)
 
 
 class Parser(ABC):
@@ -98,6 +101,9 @@ class Runtime(ABC):
 
     name: str = ""
     executable: str = ""
+    steerable: bool = False
+    """Whether the CLI takes more user messages on stdin while a turn runs (``build`` honours ``spec.steer``
+    and ``user_message`` encodes one); the steering mode ``steer`` falls back to ``queue`` elsewhere."""
 
     def command(self, spec: RunSpec) -> list[str]:
         return list(spec.command) if spec.command else [self.executable]
@@ -108,6 +114,10 @@ class Runtime(ABC):
 
     @abstractmethod
     def parser(self) -> Parser: ...
+
+    def user_message(self, text: str) -> bytes:
+        """One more user message for a running CLI's stdin (steerable runtimes only)."""
+        raise NotImplementedError(f"the {self.name} runtime cannot take messages during a turn")
 
     def session_expired(self, message: str) -> bool:
         """Whether an error says the resume id is unknown or expired (we then retry once afresh)."""

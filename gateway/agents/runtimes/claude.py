@@ -97,6 +97,13 @@ class ClaudeParser(Parser):
 class ClaudeRuntime(Runtime):
     name = "claude"
     executable = "claude"
+    # ``--input-format stream-json``: user messages are JSON lines on stdin, and Claude Code answers each in
+    # turn (a ``result`` per message) until stdin closes, so a message sent mid-turn is answered in this process.
+    steerable = True
+
+    def user_message(self, text: str) -> bytes:
+        msg = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+        return json.dumps(msg).encode() + b"\n"
 
     def build(self, spec: RunSpec) -> Invocation:
         cfg_path = spec.workspace / ".remoteclaw" / "mcp.json"
@@ -116,6 +123,9 @@ class ClaudeRuntime(Runtime):
         if spec.resume_id:
             argv += ["--resume", spec.resume_id]
         env = {**spec.mcp.env, **spec.env}
+        if spec.steer:
+            return Invocation(argv=[*argv, "--input-format", "stream-json"], env=env, cwd=spec.workspace,
+                              files={cfg_path: json.dumps(mcp)}, stdin=self.user_message(spec.prompt), keep_stdin=True)
         return Invocation(argv=argv, env=env, cwd=spec.workspace, files={cfg_path: json.dumps(mcp)},
                           stdin=spec.prompt.encode())
 
