@@ -350,6 +350,10 @@ class AgentExecutor:
             why = run.error or "unknown error"
             await outbox.deliver(self.gw, origin, one_line(f"⚠️ Sorry, that didn't work: {why}"), run.session_key,
                                  run_id=run.id)
+            changed = run.answer_facts.get("diff")
+            if diff_file is not None and changed and origin.channel != "webchat":  # what it did before failing
+                await self.send_file(origin, diff_file, run.session_key,
+                                     caption=f"{DIFF_MARK} changed before it failed: {changed['summary']}")
             return
         body, silent, reply_to = clean_reply(run.reply)
         if silent:

@@ -81,6 +81,14 @@ def main() -> int:
             time.sleep(0.8)
             out({"type": "user", "session_id": sid, "message": {"content": [
                 {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": "done"}]}]}})
+    for rel in re.findall(r"edit:(\S+)", prompt):
+        target = Path(rel)
+        if target.is_file():
+            lines = target.read_text().splitlines(keepends=True)
+            target.write_text("".join(["edited by the agent\n", *lines[1:]]))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("line 1\nline 2\nline 3\n")
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 2, "cache_creation_input_tokens": 1}
     if re.search(r"\bfail\b", prompt):  # the word, so a prompt that merely says "failed" is not a directive
         out({"type": "result", "subtype": "error_during_execution", "is_error": True, "session_id": sid,
@@ -111,14 +119,6 @@ def main() -> int:
                 out({"type": "stream_event", "session_id": sid, "event": {
                     "type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}})
             time.sleep(0.5)
-    for rel in re.findall(r"edit:(\S+)", prompt):
-        target = Path(rel)
-        if target.is_file():
-            lines = target.read_text().splitlines(keepends=True)
-            target.write_text("".join(["edited by the agent\n", *lines[1:]]))
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text("line 1\nline 2\nline 3\n")
     if "silent" in prompt:
         reply = "NO_REPLY"
     if "tag" in prompt:

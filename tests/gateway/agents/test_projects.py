@@ -271,3 +271,15 @@ async def test_a_planted_private_folder_is_refused(gw: GatewayProcess, fake: Fak
     finally:
         (notes / ".remoteclaw").unlink()
     await say(fake, BEN, "/project none", lambda t: t.startswith("📁"))
+
+
+async def test_a_failed_turn_still_shows_what_it_changed(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    await say(fake, ADA, "/project web", lambda t: t.startswith("📁"))
+    start = len(fake.calls)
+    failed = await say(fake, ADA, "edit:broken.txt then fail", lambda t: t.startswith("⚠️"))
+    assert "model overloaded" in failed
+    call = await fake.wait_call("sendDocument", lambda c: made_after(fake, c, start)
+                                and str(c.params["chat_id"]) == str(ADA))
+    assert call.params["caption"] == "📝 changed before it failed: 1 file changed, +3 \N{MINUS SIGN}0"
+    assert "+++ b/broken.txt" in call.files["document"]["data"].decode()
