@@ -12,6 +12,7 @@ CAPABILITY_METHODS: list[str] = [
     "gateway.mcp_http.methods",
     "gateway.cron.methods",
     "gateway.approvals.methods",
+    "gateway.approvals.policy",
     "gateway.plugins.methods",
     "gateway.devices.methods",
     "gateway.browser.methods",

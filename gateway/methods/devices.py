@@ -14,6 +14,8 @@ from pydantic import Field, model_validator
 
 from gateway.connection import CLOSE_POLICY
 from gateway.devices import operators as devices
+from gateway.devices.store import APPROVED as NODE_APPROVED
+from gateway.devices.store import REJECTED as NODE_REJECTED
 from gateway.protocol import InvalidRequest
 from gateway.rpc import PAIRING, CallContext, NoParams, Params, method
 
@@ -43,12 +45,37 @@ def _unknown(device_id: str) -> InvalidRequest:
 
 @method("device.pair.list", scope=PAIRING, aliases=("device:pair:list",))
 async def device_pair_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
-    """Known devices, split into pending, paired (approved) and rejected."""
+    """Known devices, split into pending, paired (approved) and rejected; nodes waiting for approval are
+    pending devices with role ``node`` too, as OpenClaw lists them (its Control UI approves nodes here)."""
     out: dict[str, list[dict[str, Any]]] = {"pending": [], "paired": [], "rejected": []}
     key = {devices.PENDING: "pending", devices.APPROVED: "paired", devices.REJECTED: "rejected"}
     for dev in await devices.list_devices(ctx.gateway):
         out[key.get(dev["status"], "pending")].append({"requestId": dev["deviceId"], **dev})
+    if ctx.gateway.nodes is not None:
+        for node in (await ctx.gateway.nodes.pairing_list())["pending"]:
+            out["pending"].append(_node_request(node))
     return out
+
+
+def _node_request(node: dict[str, Any]) -> dict[str, Any]:
+    """A node's pending pairing request in the fields of a device request (``node.pair.list`` has the rest)."""
+    entry = {"requestId": node["requestId"], "deviceId": node["nodeId"], "role": "node", "roles": ["node"],
+             "ts": node["ts"], "status": "pending"}
+    for field, value in (("displayName", node.get("displayName")), ("platform", node.get("platform")),
+                         ("remoteIp", node.get("remoteIp"))):
+        if value:
+            entry[field] = value
+    return entry
+
+
+async def _resolve_node(ctx: CallContext, request_id: str, status: str) -> dict[str, Any] | None:
+    """Approve or reject a node's request named by its ``requestId`` (None when no node asked with that id)."""
+    nodes = ctx.gateway.nodes
+    if nodes is None or await nodes.store.by_request(request_id) is None:
+        return None
+    node = await nodes.resolve(request_id, status)
+    return {"requestId": request_id, "deviceId": node["nodeId"], "status": node["status"],
+            "resolvedAtMs": int(time.time() * 1000), "node": node}
 
 
 @method("device.pair.approve", params=DeviceIdParams, scope=PAIRING, idempotent=True,
@@ -57,7 +84,10 @@ async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, 
     """Approve a pending (or previously rejected) device so it can connect."""
     dev = await devices.resolve(ctx.gateway, p.device_id, devices.APPROVED)
     if dev is None:
-        raise _unknown(p.device_id)
+        node = await _resolve_node(ctx, p.requestId, NODE_APPROVED) if p.requestId else None
+        if node is None:
+            raise _unknown(p.device_id)
+        return node
     return {"requestId": dev["deviceId"], "deviceId": dev["deviceId"], "status": dev["status"],
             "resolvedAtMs": int(time.time() * 1000), "device": dev}
 
@@ -69,7 +99,10 @@ async def device_pair_reject(p: DeviceIdParams, ctx: CallContext) -> dict[str, A
     gw = ctx.gateway
     dev = await devices.resolve(gw, p.device_id, devices.REJECTED)
     if dev is None:
-        raise _unknown(p.device_id)
+        node = await _resolve_node(ctx, p.requestId, NODE_REJECTED) if p.requestId else None
+        if node is None:
+            raise _unknown(p.device_id)
+        return node
     closed = 0
     for conn in list(gw.connections.values()):
         if conn.caller is not None and conn.caller.device_id == dev["deviceId"]:

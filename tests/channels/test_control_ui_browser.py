@@ -25,7 +25,9 @@ import pytest
 
 from gateway.control_ui import DEFAULT_ROOT
 from tests.support.gateway_proc import ROOT, GatewayProcess, free_port
+from tests.support.node_host import NodeHostProcess
 from tests.support.requires import require
+from tests.support.waiting import until
 from tests.support.ws import operator
 
 playwright_api = pytest.importorskip("playwright.async_api")
@@ -115,7 +117,8 @@ class Wire:
         frame = json.loads(text)
         if frame.get("type") == "event":
             self.events.append(frame)
-        elif frame.get("type") == "res" and frame.get("ok") and (frame.get("payload") or {}).get("type") == "hello-ok":
+        elif frame.get("type") == "res" and frame.get("ok") and isinstance(frame.get("payload"), dict) \
+                and frame["payload"].get("type") == "hello-ok":
             self.hello = frame["payload"]
         elif frame.get("type") == "res" and not frame.get("ok"):
             self.errors.append((self.requests.get(frame["id"], {}).get("method", "?"), frame["error"]))
@@ -264,3 +267,38 @@ async def test_handoff_from_a_separate_static_server(gw: GatewayProcess, browser
         assert wire.unexpected() == []
     finally:
         await ctx.close()
+
+
+async def test_a_pending_node_approved_from_the_devices_page(gw: GatewayProcess, browser: Any,
+                                                             tmp_path: Path) -> None:
+    """Its Devices page lists a node waiting for approval (from ``device.pair.list``, as OpenClaw lists nodes)
+    beside the approval policy (``exec.approvals.get``); its Approve button pairs the node."""
+    node = NodeHostProcess(tmp_path / "node", gw.port, token=gw.token, name="cui-node").start()
+    client = await operator(gw.url, gw.token or "")
+    ctx, page, wire = await open_ui(browser, f"http://127.0.0.1:{gw.port}/openclaw/#token={gw.token}")
+    try:
+        async def pending() -> dict[str, Any] | None:
+            listing = await client.call("node.pair.list")
+            return next((r for r in listing["pending"] if r["displayName"] == "cui-node"), None)
+
+        request = await until(pending, what="the node's pairing request", timeout=30)
+        await connected(page, wire)
+        await go(page, "/openclaw", "/settings/devices")
+        await settle(wire)
+        await page.get_by_text("cui-node").first.wait_for(timeout=10_000)
+        await page.screenshot(path=shot("devices-pending-node"))
+        await page.get_by_role("button", name="Approve").first.click()
+        await settle(wire)
+
+        async def paired() -> bool:
+            listing = await client.call("node.pair.list")
+            return any(n["nodeId"] == request["nodeId"] for n in listing["paired"])
+
+        assert await until(paired, what="the node paired", timeout=15)
+        await page.screenshot(path=shot("devices-node-approved"))
+        assert "exec.approvals.get" in wire.methods() and "device.pair.approve" in wire.methods()
+        assert wire.unknown() == [] and wire.unexpected() == [] and wire.page_errors == []
+    finally:
+        await ctx.close()
+        await client.close()
+        node.stop()

@@ -249,3 +249,13 @@ async def test_subscribe_with_list_params_returns_the_list(admin: RawClient) -> 
     assert out["subscribed"] is True and isinstance(out["list"]["sessions"], list)
     frame = await admin.req("sessions.subscribe", {"limit": "many"})
     assert not frame["ok"] and "limit" in frame["error"]["message"]
+
+
+async def test_exec_approvals_get_shows_each_agents_policy(admin: RawClient, schema: dict[str, Any]) -> None:
+    """The Devices page's approval policy: each agent's permission mode as OpenClaw's levels, read-only."""
+    snapshot = await admin.call("exec.approvals.get")
+    check(schema, "ExecApprovalsSnapshot", snapshot)
+    agents = snapshot["file"]["agents"]
+    assert agents["main"]["security"] == "allowlist" and agents["main"]["ask"] == "off"  # the default mode
+    assert snapshot["exists"] is True and len(snapshot["hash"]) == 64
+    assert (await admin.call("exec.approvals.get"))["hash"] == snapshot["hash"]  # unchanged, same hash
