@@ -1,0 +1,350 @@
+"""Matrix end to end: the real matrix-nio in the real gateway (through the ``matrix`` plugin), against a real
+Synapse on loopback, with people played by second matrix-nio clients.
+
+One Synapse per module (a few seconds to start); each test registers the users it needs. What is asserted is
+what the person's client sees arrive in the room, and the rows the gateway stored.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+nio = pytest.importorskip("nio")
+pytest.importorskip("synapse")
+
+from tests.mcp_shim.shim import Shim, shim_env  # noqa: E402
+from tests.support import FAKE_CLI  # noqa: E402
+from tests.support.fake_telegram import cli_runs  # noqa: E402
+from tests.support.gateway_proc import GatewayProcess  # noqa: E402
+from tests.support.synapse import MatrixUser, Synapse  # noqa: E402
+from tests.support.waiting import until  # noqa: E402
+from tests.support.ws import operator  # noqa: E402
+
+Event = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
+    with Synapse(tmp_path_factory.mktemp("synapse")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def bot(synapse: Synapse) -> MatrixUser:
+    return synapse.register("rcbot")
+
+
+@pytest.fixture(scope="module")
+def owner(synapse: Synapse) -> MatrixUser:
+    return synapse.register("owner")
+
+
+def matrix_config(synapse: Synapse, bot: MatrixUser, owner: MatrixUser, **extra: Any) -> dict[str, Any]:
+    return {
+        "homeserver": synapse.url,
+        "userId": bot.user_id,
+        "accessToken": bot.access_token,
+        "ownerAllowFrom": [owner.user_id],
+        "syncTimeoutSeconds": 1,
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def gw(
+    tmp_path_factory: pytest.TempPathFactory, synapse: Synapse, bot: MatrixUser, owner: MatrixUser
+) -> Iterator[GatewayProcess]:
+    d = tmp_path_factory.mktemp("mx") / "gw"
+    cfg = {
+        "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+        "channels": {"matrix": matrix_config(synapse, bot, owner, groups={"*": {}})},
+    }
+    with GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")}) as proc:
+        yield proc
+
+
+class Person:
+    """Someone on the homeserver, with their own matrix-nio client, reading what arrives in their rooms."""
+
+    def __init__(self, synapse: Synapse, user: MatrixUser) -> None:
+        self.user = user
+        self.client = nio.AsyncClient(synapse.url, user.user_id, config=nio.AsyncClientConfig(encryption_enabled=False))
+        self.client.restore_login(user.user_id, "TESTDEVICE", user.access_token)
+        self.events: list[tuple[str, Event]] = []  # (room id, event source) in arrival order
+        self.since: str | None = None
+
+    async def sync(self) -> None:
+        resp = await self.client.sync(timeout=500, since=self.since)
+        assert isinstance(resp, nio.SyncResponse), resp
+        self.since = resp.next_batch
+        for room_id, info in resp.rooms.join.items():
+            self.events.extend((room_id, ev.source) for ev in info.timeline.events)
+
+    async def wait_for(self, match: Callable[[str, Event], bool], what: str, timeout: float = 30) -> Event:
+        deadline = time.monotonic() + timeout
+        while True:
+            for room_id, ev in self.events:
+                if match(room_id, ev):
+                    return ev
+            assert time.monotonic() < deadline, f"timed out waiting for {what}; seen: {self.events[-8:]}"
+            await self.sync()
+
+    async def from_bot(self, bot: MatrixUser, room: str, match: Callable[[Event], bool], what: str) -> Event:
+        return await self.wait_for(lambda r, ev: r == room and ev.get("sender") == bot.user_id and match(ev), what)
+
+    async def dm(self, bot: MatrixUser) -> str:
+        """A direct room with the bot, once it has joined."""
+        got = await self.client.room_create(invite=[bot.user_id], is_direct=True)
+        assert isinstance(got, nio.RoomCreateResponse), got
+        await self.wait_for(
+            lambda r, ev: (
+                r == got.room_id
+                and ev.get("type") == "m.room.member"
+                and ev.get("state_key") == bot.user_id
+                and ev["content"].get("membership") == "join"
+            ),
+            "the bot joining the DM",
+        )
+        return str(got.room_id)
+
+    async def say(self, room: str, text: str, **content: Any) -> str:
+        got = await self.client.room_send(room, "m.room.message", {"msgtype": "m.text", "body": text, **content})
+        assert isinstance(got, nio.RoomSendResponse), got
+        return str(got.event_id)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+@pytest.fixture
+async def me(synapse: Synapse, owner: MatrixUser) -> AsyncIterator[Person]:
+    person = Person(synapse, owner)
+    await person.sync()
+    yield person
+    await person.close()
+
+
+def body_is(text: str) -> Callable[[Event], bool]:
+    return lambda ev: ev.get("type") == "m.room.message" and ev["content"].get("body") == text
+
+
+async def test_owner_dm_is_answered_by_a_real_run(gw: GatewayProcess, me: Person, bot: MatrixUser) -> None:
+    room = await me.dm(bot)
+    asked = await me.say(room, "hello **agent**")
+    reply = await me.from_bot(bot, room, body_is("echo: hello **agent**"), "the agent's reply")
+    assert reply["content"]["formatted_body"] == "<p>echo: hello <strong>agent</strong></p>"  # Markdown as HTML
+    run = next(r for r in cli_runs(gw.state_dir) if "hello **agent**" in r["prompt"])
+    assert run["env"]["REMOTECLAW_SENDER_IS_OWNER"] == "true"
+    assert run["env"]["REMOTECLAW_CHANNEL"] == "matrix" and run["env"]["REMOTECLAW_TO"] == room
+    c = await operator(gw.url, gw.token or "")
+    try:
+        got = await c.call("message.read", {"channel": "matrix", "to": room})
+        stored = {(m["direction"], m["text"]) for m in got["messages"]}
+        assert ("in", "hello **agent**") in stored and ("out", "echo: hello **agent**") in stored
+        assert any(m.get("messageId") == asked for m in got["messages"]) or asked
+    finally:
+        await c.close()
+
+
+async def test_a_restart_does_not_answer_old_messages_again(
+    tmp_path: Path, synapse: Synapse, bot: MatrixUser, owner: MatrixUser, me: Person
+) -> None:
+    """The since-token is kept in the state dir: a second start sees only what is new."""
+    other_bot = synapse.register("rcbot" + secrets.token_hex(3))
+    cfg = {
+        "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+        "channels": {"matrix": matrix_config(synapse, other_bot, owner)},
+    }
+    d = tmp_path / "gw"
+    proc = GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")})
+    with proc:
+        room = await me.dm(other_bot)
+        await me.say(room, "first question")
+        await me.from_bot(other_bot, room, body_is("echo: first question"), "the first reply")
+    await me.say(room, "asked while it was down")
+    with proc:
+        await me.from_bot(other_bot, room, body_is("echo: asked while it was down"), "the reply after the restart")
+        await me.say(room, "third question")
+        await me.from_bot(other_bot, room, body_is("echo: third question"), "the third reply")
+    prompts = [r["prompt"] for r in cli_runs(d)]
+    assert sum("first question" in p for p in prompts) == 1, prompts
+
+
+async def test_a_stranger_gets_a_pairing_code_then_an_answer_after_approval(
+    gw: GatewayProcess, synapse: Synapse, bot: MatrixUser
+) -> None:
+    stranger = Person(synapse, synapse.register("stranger"))
+    try:
+        room = await stranger.dm(bot)  # dmPolicy pairing: a DM invite from anyone is joined, to answer with a code
+        await stranger.say(room, "let me in")
+        note = await stranger.from_bot(
+            bot, room, lambda ev: "pairing code" in ev["content"].get("body", ""), "the pairing code"
+        )
+        code = note["content"]["body"].split("Your pairing code: ")[1].split()[0]
+        assert not any("let me in" in r["prompt"] for r in cli_runs(gw.state_dir))
+        c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+        try:
+            await c.call("channels.pairing.approve", {"channel": "matrix", "code": code})
+        finally:
+            await c.close()
+        await stranger.from_bot(
+            bot, room, lambda ev: "You're approved" in ev["content"].get("body", ""), "the approval notice"
+        )
+        await stranger.say(room, "now answer me")
+        await stranger.from_bot(bot, room, body_is("echo: now answer me"), "the answer after approval")
+        run = next(r for r in cli_runs(gw.state_dir) if "now answer me" in r["prompt"])
+        assert run["env"]["REMOTECLAW_SENDER_IS_OWNER"] == "false"
+    finally:
+        await stranger.close()
+
+
+async def test_in_a_room_the_bot_answers_when_mentioned_or_replied_to(
+    gw: GatewayProcess, synapse: Synapse, me: Person, bot: MatrixUser
+) -> None:
+    made = await me.client.room_create(name="team", invite=[bot.user_id])
+    room = made.room_id
+    await me.wait_for(
+        lambda r, ev: r == room and ev.get("state_key") == bot.user_id and ev["content"].get("membership") == "join",
+        "the bot joining the room",
+    )
+    colleague = synapse.register("colleague" + secrets.token_hex(3))
+    invited = await me.client.room_invite(room, colleague.user_id)  # a third member makes it a group
+    assert isinstance(invited, nio.RoomInviteResponse), invited
+    await me.say(room, "chatter nobody asked about")
+    await me.say(room, "rcbot: what is the plan", **{"m.mentions": {"user_ids": [bot.user_id]}})
+    answer = await me.from_bot(
+        bot, room, lambda ev: "what is the plan" in ev["content"].get("body", ""), "the answer to the mention"
+    )
+    assert answer["content"]["body"] == "echo: [owner] what is the plan"  # the mention is taken out
+    await me.say(room, "and then?", **{"m.relates_to": {"m.in_reply_to": {"event_id": answer["event_id"]}}})
+    await me.from_bot(bot, room, body_is("echo: [owner] and then?"), "the answer to a reply")
+    assert not any("chatter nobody asked" in r["prompt"] for r in cli_runs(gw.state_dir))
+
+
+async def test_message_tools_through_the_real_shim(
+    gw: GatewayProcess, me: Person, bot: MatrixUser, tmp_path: Path
+) -> None:
+    room = await me.dm(bot)
+    asked = await me.say(room, "tools please")
+    await me.from_bot(bot, room, body_is("echo: tools please"), "the first answer")
+    shim = await Shim.start(shim_env(gw, tmp_path, channel="matrix", to=room, session_key=f"agent:main:matrix:{room}"))
+    try:
+        await shim.initialize()
+        sent = await shim.call_ok("message_send", {"target": room, "message": "from a tool"})
+        await me.from_bot(bot, room, body_is("from a tool"), "message_send")
+        await shim.call_ok("message_reply", {"message": "a reply", "replyToId": asked})
+        reply = await me.from_bot(bot, room, body_is("a reply"), "message_reply")
+        assert reply["content"]["m.relates_to"]["m.in_reply_to"]["event_id"] == asked
+        await shim.call_ok("message_thread_reply", {"message": "in a thread", "threadId": asked})
+        threaded = await me.from_bot(bot, room, body_is("in a thread"), "message_thread_reply")
+        assert threaded["content"]["m.relates_to"]["rel_type"] == "m.thread"
+        assert threaded["content"]["m.relates_to"]["event_id"] == asked
+        await shim.call_ok("message_react", {"emoji": "👍", "messageId": asked})
+        reaction = await me.from_bot(bot, room, lambda ev: ev.get("type") == "m.reaction", "message_react")
+        assert reaction["content"]["m.relates_to"] == {"rel_type": "m.annotation", "event_id": asked, "key": "👍"}
+        picture = tmp_path / "chart.png"
+        picture.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+        await shim.call_ok("message_send_attachment", {"target": room, "file": str(picture), "caption": "the chart"})
+        image = await me.from_bot(
+            bot, room, lambda ev: ev["content"].get("msgtype") == "m.image", "message_send_attachment"
+        )
+        assert image["content"]["filename"] == "chart.png" and image["content"]["body"] == "the chart"
+        downloaded = await me.client.download(mxc=image["content"]["url"])
+        assert isinstance(downloaded, nio.MemoryDownloadResponse) and downloaded.body == picture.read_bytes()
+        # Pinning needs the right to change room state: a moderator's power level, which the owner grants.
+        levels = await me.client.room_get_state_event(room, "m.room.power_levels", "")
+        granted = {**levels.content, "users": {**levels.content.get("users", {}), bot.user_id: 50}}
+        await me.client.room_put_state(room, "m.room.power_levels", granted)
+        await shim.call_ok("message_pin", {"messageId": asked})
+        pinned = await me.client.room_get_state_event(room, "m.room.pinned_events", "")
+        assert pinned.content["pinned"] == [asked]
+        message_id = sent["messageId"] if isinstance(sent, dict) else None
+        assert message_id and message_id.startswith("$")
+        await shim.call_ok("message_delete", {"messageId": message_id})
+        await me.wait_for(
+            lambda r, ev: r == room and ev.get("type") == "m.room.redaction" and ev.get("redacts") == message_id,
+            "the redaction",
+        )
+    finally:
+        await shim.close()
+
+
+async def test_an_attachment_reaches_the_agent(gw: GatewayProcess, me: Person, bot: MatrixUser) -> None:
+    room = await me.dm(bot)
+    data = b"remember the milk\n"
+    up, _ = await me.client.upload(lambda *_: data, content_type="text/plain", filename="note.txt", filesize=len(data))
+    assert isinstance(up, nio.UploadResponse)
+    await me.say(
+        room,
+        "read this",
+        msgtype="m.file",
+        url=up.content_uri,
+        filename="note.txt",
+        info={"mimetype": "text/plain", "size": len(data)},
+    )
+    await me.from_bot(bot, room, lambda ev: ev["content"].get("body", "").startswith("echo:"), "the answer")
+    run = next(r for r in cli_runs(gw.state_dir) if "read this" in r["prompt"])
+    assert data in _files_named_in(run["prompt"], gw.state_dir), run["prompt"]
+
+
+async def test_switched_off_and_on_live(gw: GatewayProcess, me: Person, bot: MatrixUser) -> None:
+    """Off and on through the config (``channels.matrix.enabled``) and with its plugin, with no restart."""
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+
+    async def state() -> str:
+        status = await c.call("channels.status")
+        accounts = [a for ch in status["channels"].values() for a in ch["accounts"] if a["channel"] == "matrix"]
+        return str(accounts[0]["state"]) if accounts else "absent"
+
+    async def patch(enabled: bool) -> None:
+        base = (await c.call("config.get"))["hash"]
+        await c.call("config.patch", {"patch": {"channels": {"matrix": {"enabled": enabled}}}, "baseHash": base})
+
+    async def answered(text: str) -> None:
+        dm = await me.dm(bot)
+        await me.say(dm, text)
+        await me.from_bot(bot, dm, body_is(f"echo: {text}"), f"an answer to {text!r}")
+
+    try:
+        await until(lambda: _is(state(), "running"), what="the Matrix account running")
+        await patch(False)
+        await until(lambda: _is(state(), "absent"), what="the Matrix account stopped by config.patch")
+        await patch(True)
+        await until(lambda: _is(state(), "running"), what="the Matrix account running again")
+        await answered("back after config.patch?")
+        await c.call("plugins.setEnabled", {"id": "matrix", "enabled": False})
+        await until(lambda: _is(state(), "absent"), what="the Matrix account gone with its plugin")
+        await c.call("plugins.setEnabled", {"id": "matrix", "enabled": True})
+        await until(lambda: _is(state(), "running"), what="the Matrix account back with its plugin")
+        await answered("back with the plugin?")
+    finally:
+        await c.close()
+
+
+def _files_named_in(prompt: str, state_dir: Path) -> list[bytes]:
+    """The contents of the saved files a prompt points the agent at (paths relative to its workspace)."""
+    names = {Path(word.strip("[]")).name for word in prompt.split() if "/" in word}
+    return [p.read_bytes() for p in state_dir.rglob("*") if p.name in names and p.is_file()]
+
+
+async def _is(got: Any, want: str) -> bool:
+    return await got == want
+
+
+def test_bad_config_names_the_field() -> None:
+    from channels.base import ChannelError
+    from plugins.matrix.config import parse_config
+
+    with pytest.raises(ChannelError) as err:
+        parse_config({"homeserver": "matrix.example.org", "userId": "@bot:example.org", "accessToken": "t"})
+    assert "channels.matrix.homeserver" in err.value.message
+    with pytest.raises(ChannelError) as err:
+        parse_config({"homeserver": "https://matrix.example.org", "userId": "@bot:example.org"})
+    assert "accessToken or password" in err.value.message
