@@ -7,6 +7,7 @@ what the person's client sees arrive in the room, and the rows the gateway store
 
 from __future__ import annotations
 
+import json
 import secrets
 import sys
 import time
@@ -154,27 +155,90 @@ async def test_owner_dm_is_answered_by_a_real_run(gw: GatewayProcess, me: Person
 
 
 async def test_a_restart_does_not_answer_old_messages_again(
-    tmp_path: Path, synapse: Synapse, bot: MatrixUser, owner: MatrixUser, me: Person
+    tmp_path: Path, synapse: Synapse, owner: MatrixUser, me: Person
 ) -> None:
-    """The since-token is kept in the state dir: a second start sees only what is new."""
+    """The since-token is kept in the state dir: a second start sees only what is new. The bot logs in with a
+    password here: the session it gets is kept too, so the restart reuses the same device."""
     other_bot = synapse.register("rcbot" + secrets.token_hex(3))
+    settings = {**matrix_config(synapse, other_bot, owner), "password": other_bot.password}
+    del settings["accessToken"]
     cfg = {
         "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
-        "channels": {"matrix": matrix_config(synapse, other_bot, owner)},
+        "channels": {"matrix": settings},
     }
     d = tmp_path / "gw"
     proc = GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")})
+    session_file = d / "matrix" / "default" / "session.json"
     with proc:
         room = await me.dm(other_bot)
         await me.say(room, "first question")
         await me.from_bot(other_bot, room, body_is("echo: first question"), "the first reply")
+        first_session = json.loads(session_file.read_text())
+    assert session_file.stat().st_mode & 0o777 == 0o600  # it holds an access token
     await me.say(room, "asked while it was down")
     with proc:
         await me.from_bot(other_bot, room, body_is("echo: asked while it was down"), "the reply after the restart")
         await me.say(room, "third question")
         await me.from_bot(other_bot, room, body_is("echo: third question"), "the third reply")
+    assert json.loads(session_file.read_text()) == first_session  # no second login, no new device
     prompts = [r["prompt"] for r in cli_runs(d)]
     assert sum("first question" in p for p in prompts) == 1, prompts
+    assert sum("asked while it was down" in p for p in prompts) == 1, prompts
+
+
+async def test_a_thread_is_answered_in_the_thread(gw: GatewayProcess, me: Person, bot: MatrixUser) -> None:
+    room = await me.dm(bot)
+    root = await me.say(room, "start of a thread")
+    await me.from_bot(bot, room, body_is("echo: start of a thread"), "the answer to the root")
+    await me.say(room, "inside the thread", **{"m.relates_to": {"rel_type": "m.thread", "event_id": root}})
+    answer = await me.from_bot(bot, room, body_is("echo: inside the thread"), "the answer in the thread")
+    assert answer["content"]["m.relates_to"]["rel_type"] == "m.thread"
+    assert answer["content"]["m.relates_to"]["event_id"] == root
+
+
+async def test_an_encrypted_room_is_explained_once_and_refused(gw: GatewayProcess, me: Person, bot: MatrixUser) -> None:
+    made = await me.client.room_create(
+        invite=[bot.user_id],
+        is_direct=True,
+        initial_state=[
+            {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}}
+        ],
+    )
+    room = made.room_id
+    await me.wait_for(
+        lambda r, ev: r == room and ev.get("state_key") == bot.user_id and ev["content"].get("membership") == "join",
+        "the bot joining the encrypted room",
+    )
+    ciphertext = {
+        "algorithm": "m.megolm.v1.aes-sha2",
+        "ciphertext": "AwgA…",
+        "sender_key": "k",
+        "session_id": "s",
+        "device_id": "TESTDEVICE",
+    }
+    for _ in range(2):
+        sent = await me.client.room_send(room, "m.room.encrypted", ciphertext)
+        assert isinstance(sent, nio.RoomSendResponse), sent
+    note = await me.from_bot(
+        bot,
+        room,
+        lambda ev: "end-to-end encrypted" in ev["content"].get("body", ""),
+        "the bot saying it cannot read encrypted rooms",
+    )
+    assert note["content"]["msgtype"] == "m.notice"
+    c = await operator(gw.url, gw.token or "", scopes=["operator.write"])
+    try:
+        refused = await c.req("message.send", {"channel": "matrix", "to": room, "message": "secret?"})
+    finally:
+        await c.close()
+    assert not refused["ok"] and "encrypted" in refused["error"]["message"], refused
+    await me.sync()
+    notes = [
+        ev
+        for r, ev in me.events
+        if r == room and ev.get("sender") == bot.user_id and ev.get("type") == "m.room.message"
+    ]
+    assert len(notes) == 1, notes  # said once, however many encrypted messages came
 
 
 async def test_a_stranger_gets_a_pairing_code_then_an_answer_after_approval(
