@@ -7,6 +7,7 @@ what the person's client sees arrive in the room, and the rows the gateway store
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 import sys
@@ -412,3 +413,39 @@ def test_bad_config_names_the_field() -> None:
     with pytest.raises(ChannelError) as err:
         parse_config({"homeserver": "https://matrix.example.org", "userId": "@bot:example.org"})
     assert "accessToken or password" in err.value.message
+
+
+async def test_a_live_reply_is_one_notice_edited_in_place_then_the_answer(
+    gw: GatewayProcess, me: Person, bot: MatrixUser
+) -> None:
+    """``stream: edits``: the answer as it is written shows in one notice (edited with ``m.replace``), which is
+    redacted when the answer itself arrives as a normal message."""
+    room = await me.dm(bot)
+    await me.say(room, "stream:10 explain")
+
+    def mine(ev: Event) -> bool:
+        return ev.get("sender") == bot.user_id
+
+    note = await me.from_bot(bot, room, lambda ev: ev["content"].get("msgtype") == "m.notice", "the live note")
+    redaction = await me.wait_for(
+        lambda r, ev: (
+            r == room and mine(ev) and ev.get("type") == "m.room.redaction" and ev.get("redacts") == note["event_id"]
+        ),
+        "the live note redacted",
+        timeout=60,
+    )
+    answer = await me.from_bot(bot, room, lambda ev: ev["content"].get("msgtype") == "m.text", "the answer")
+    in_room = [ev for r, ev in me.events if r == room and mine(ev)]
+    edits = [ev for ev in in_room if (ev["content"].get("m.relates_to") or {}).get("rel_type") == "m.replace"]
+    assert edits and all(ev["content"]["m.relates_to"]["event_id"] == note["event_id"] for ev in edits)
+    texts = [ev["content"]["m.new_content"]["body"] for ev in edits]
+    assert all(len(a) <= len(b) for a, b in itertools.pairwise(texts)), texts  # the answer grows
+    assert in_room.index(redaction) < in_room.index(answer)  # the note goes, then the answer comes
+
+
+async def test_chat_commands_are_answered_by_the_gateway(gw: GatewayProcess, me: Person, bot: MatrixUser) -> None:
+    room = await me.dm(bot)
+    await me.say(room, "/help")
+    answer = await me.from_bot(bot, room, lambda ev: "/status" in ev["content"].get("body", ""), "the command list")
+    assert "/stop" in answer["content"]["body"]
+    assert not any(r["prompt"].strip() == "/help" for r in cli_runs(gw.state_dir))
