@@ -494,11 +494,16 @@ class MatrixChannel(Channel):
                 retry_after_ms=retry,
                 details=details,
             )
+        if code == "M_FORBIDDEN" and re.search(r"not in (the )?room|not joined|unknown room", message, re.IGNORECASE):
+            # The homeserver does not say whether the room exists; either way the bot cannot reach it.
+            return TargetNotFound(
+                f"matrix {op}: the bot is not in {target} ({message})", details={**details, "code": "TARGET_NOT_FOUND"}
+            )
         if code == "M_FORBIDDEN":
             return ChannelForbidden(
                 f"matrix refused {op} in {target}: {message}", details={**details, "code": "CHANNEL_FORBIDDEN"}
             )
-        if (code in ("M_NOT_FOUND", "M_UNKNOWN") and "not" in message.lower()) or code == "M_NOT_FOUND":
+        if code == "M_NOT_FOUND":
             return TargetNotFound(f"matrix {op}: {message} ({target})", details={**details, "code": "TARGET_NOT_FOUND"})
         if code == "M_UNKNOWN_TOKEN":
             return ChannelUnavailable(f"matrix account {self.account_id}: the access token is no longer valid")
