@@ -48,8 +48,9 @@ from channels.base import (
     TargetNotFound,
 )
 from channels.media import account_media_dir
+from channels.ordering import KeyedLocks
 from gateway.extras import MissingExtra
-from gateway.platforms import ChatType, MediaKind
+from gateway.platforms import ChatType, InboundJournal, MediaKind
 from plugins.matrix.config import MatrixAccountConfig, parse_config
 
 try:
@@ -138,6 +139,9 @@ class MatrixChannel(Channel):
         self._dm_rooms: dict[str, str] = {}  # user id -> the DM room the bot last talked to them in
         self._reactions: dict[tuple[str, str, str], str] = {}  # (room, event, key) -> our reaction's event id
         self._warned_encrypted: set[str] = set()
+        self._journal: InboundJournal | None = getattr(host, "journal", None)
+        self._rooms = KeyedLocks()
+        self._handling: set[asyncio.Task[None]] = set()
         self.user_id = settings.userId
         self.display_name: str | None = None
 
@@ -175,6 +179,7 @@ class MatrixChannel(Channel):
             if isinstance(first, nio.SyncError):
                 raise self._error("sync", first, self.settings.homeserver)
             await self._handle_sync(first, history=since is None)
+            await self._replay()
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             await self.stop()
             raise ChannelUnavailable(
@@ -187,9 +192,11 @@ class MatrixChannel(Channel):
         log.info("matrix bot started", account=self.account_id, user=client.user_id)
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
+        tasks = [t for t in (self._task, *self._handling) if t is not None]
+        self._task = None
+        for task in tasks:  # an event cut off here stays unhandled in the journal: replayed at the next start
             task.cancel()
+        for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
         client, self._client = self._client, None
@@ -281,17 +288,51 @@ class MatrixChannel(Channel):
             since = resp.next_batch
 
     async def _handle_sync(self, resp: nio.SyncResponse, *, history: bool) -> None:
-        """Invites, then each joined room's new events in order; then the since-token is saved."""
+        """Invites, then each joined room's new events handed out; then the since-token is saved.
+
+        Each event worth handling is written to the gateway's inbound journal before the token moves past it,
+        and marked done once handled: one stopped half-way is handed out again at the next start. Rooms are
+        handled at once, each room's events one after another, in order (a slow step in one room, such as a
+        large download or ``/new`` waiting for a turn to stop, holds up no other room)."""
         for room_id, info in resp.rooms.invite.items():
             await self._on_invite(room_id, info)
         if not history:
             for room_id, info in resp.rooms.join.items():
                 for event in info.timeline.events:
-                    try:
-                        await self._on_event(room_id, event)
-                    except Exception:
-                        log.exception("matrix event not handled", account=self.account_id, room=room_id)
+                    src: dict[str, Any] = getattr(event, "source", None) or {}
+                    if not self._wanted(src):
+                        continue
+                    if self._journal is not None and not await self._journal.put(
+                        self.name, self.account_id, str(src["event_id"]), {"room": room_id, "event": src}
+                    ):
+                        continue  # already journalled: delivered twice, handled once
+                    self._dispatch(room_id, src)
         self._save("sync-token", resp.next_batch)
+
+    async def _replay(self) -> None:
+        """Hand out again the events journalled but never handled before the last stop."""
+        if self._journal is None:
+            return
+        pending = await self._journal.unhandled(self.name, self.account_id)
+        for _key, payload in pending:
+            self._dispatch(str(payload["room"]), payload["event"])
+        if pending:
+            log.info("matrix events replayed after a restart", account=self.account_id, count=len(pending))
+
+    def _dispatch(self, room_id: str, src: dict[str, Any]) -> None:
+        task = asyncio.create_task(self._handle(room_id, src), name=f"matrix-event-{self.account_id}")
+        self._handling.add(task)
+        task.add_done_callback(self._handling.discard)
+
+    async def _handle(self, room_id: str, src: dict[str, Any]) -> None:
+        async with self._rooms.hold(room_id):  # FIFO per room: events start in the order they came
+            try:
+                await self._on_event(room_id, src)
+            except Exception:  # left unhandled in the journal: replayed at the next start
+                log.exception("matrix event not handled", account=self.account_id, room=room_id)
+                return
+            if self._journal is not None:
+                await self._journal.done(self.name, self.account_id, str(src["event_id"]))
 
     def _access_now(self) -> dict[str, Any]:
         """This account's access keys as the config says now (access rules change without a restart)."""
@@ -359,20 +400,24 @@ class MatrixChannel(Channel):
             return "group"
         return "dm" if room.member_count <= 2 else "group"  # members joined or invited
 
-    async def _on_event(self, room_id: str, event: Any) -> None:
-        src: dict[str, Any] = getattr(event, "source", None) or {}
+    def _wanted(self, src: dict[str, Any]) -> bool:
+        """A message from someone else (or an encrypted one, to explain once); not edits, not notices."""
         sender = src.get("sender", "")
-        if sender == self.user_id or not sender:
-            return
+        if sender == self.user_id or not sender or not src.get("event_id"):
+            return False
+        if src.get("type") == "m.room.encrypted":
+            return True
+        content = src.get("content") or {}
+        if src.get("type") != "m.room.message" or not content.get("msgtype"):
+            return False
+        relates = content.get("m.relates_to") or {}
+        # Edits are not new messages; notices are other bots talking (answering them could loop forever).
+        return relates.get("rel_type") != "m.replace" and content.get("msgtype") != "m.notice"
+
+    async def _on_event(self, room_id: str, src: dict[str, Any]) -> None:
         if src.get("type") == "m.room.encrypted":
             await self._say_encrypted(room_id)
             return
-        content = src.get("content") or {}
-        if src.get("type") != "m.room.message" or not content.get("msgtype"):
-            return
-        relates = content.get("m.relates_to") or {}
-        if relates.get("rel_type") == "m.replace" or content.get("msgtype") == "m.notice":
-            return  # edits are not new messages; notices are other bots talking
         await self.on_inbound(await self._to_inbound(room_id, src))
 
     async def _say_encrypted(self, room_id: str) -> None:

@@ -145,7 +145,7 @@ def body_is(text: str) -> Callable[[Event], bool]:
 
 async def test_owner_dm_is_answered_by_a_real_run(gw: GatewayProcess, me: Person, bot: MatrixUser) -> None:
     room = await me.dm(bot)
-    asked = await me.say(room, "hello **agent**")
+    await me.say(room, "hello **agent**")
     reply = await me.from_bot(bot, room, body_is("echo: hello **agent**"), "the agent's reply")
     assert reply["content"]["formatted_body"] == "<p>echo: hello <strong>agent</strong></p>"  # Markdown as HTML
     run = next(r for r in cli_runs(gw.state_dir) if "hello **agent**" in r["prompt"])
@@ -153,10 +153,13 @@ async def test_owner_dm_is_answered_by_a_real_run(gw: GatewayProcess, me: Person
     assert run["env"]["REMOTECLAW_CHANNEL"] == "matrix" and run["env"]["REMOTECLAW_TO"] == room
     c = await operator(gw.url, gw.token or "")
     try:
-        got = await c.call("message.read", {"channel": "matrix", "to": room})
-        stored = {(m["direction"], m["text"]) for m in got["messages"]}
-        assert ("in", "hello **agent**") in stored and ("out", "echo: hello **agent**") in stored
-        assert any(m.get("messageId") == asked for m in got["messages"]) or asked
+
+        async def stored() -> bool:  # the reply can reach the room a moment before its row is written
+            got = await c.call("message.read", {"channel": "matrix", "to": room})
+            rows = {(m["direction"], m["text"]) for m in got["messages"]}
+            return ("in", "hello **agent**") in rows and ("out", "echo: hello **agent**") in rows
+
+        await until(stored, timeout=10, what="both messages in the message log")
     finally:
         await c.close()
 
