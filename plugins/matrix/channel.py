@@ -3,9 +3,10 @@
 One ``MatrixChannel`` is one bot account on one homeserver. It logs in with an access token, or once with a
 password (the session it gets is kept in the state dir so a restart reuses the same device), and runs the
 ``/sync`` long-poll itself rather than nio's ``sync_forever``, so it decides what happens to the first batch
-and when the since-token is saved. The token is saved after each batch has been handed over, so a restart
-neither answers old messages again nor loses the ones that came while the gateway was down; on the very first
-start (no token yet) the rooms' history is skipped.
+and when the since-token is saved. Each event is journalled (the gateway's inbound journal) before the token
+is saved past it, so a restart neither answers old messages again nor loses the ones that came while the
+gateway was down or were cut off half-handled; on the very first start (no token yet) the rooms' history is
+skipped.
 
 A room of two (the bot and one person) is a DM; any larger room is a group, where the bot answers when
 mentioned (``m.mentions``, its id or name in the text, a pill link) or replied to. Threads
