@@ -74,6 +74,8 @@ ENCRYPTED_TEXT = (
     "Talk to it in a room without encryption."
 )
 _MEDIA_KINDS: dict[str, MediaKind] = {"m.image": "photo", "m.audio": "audio", "m.video": "video", "m.file": "file"}
+VOICE_SUFFIXES = frozenset({".ogg", ".oga", ".opus"})
+"""OGG/Opus files go out as voice messages (the spoken replies of the voice capability are such files)."""
 _OUT_KINDS = {"image": "m.image", "audio": "m.audio", "video": "m.video"}
 _REPLY_FALLBACK = re.compile(r"\A(?:>[^\n]*\n)+\n?")
 _HTML_REPLY_FALLBACK = re.compile(r"<mx-reply>.*?</mx-reply>", re.DOTALL)
@@ -682,7 +684,8 @@ class MatrixChannel(Channel):
         except OSError as exc:
             raise ChannelError(f"cannot read {file}: {exc.strerror}", details={"field": "file"}) from exc
         name = Path(file).name or "file"
-        mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        voice = Path(name).suffix.lower() in VOICE_SUFFIXES
+        mime = "audio/ogg" if voice else mimetypes.guess_type(name)[0] or "application/octet-stream"
         client = self._live()
         got, _keys = await client.upload(lambda *_: data, content_type=mime, filename=name, filesize=len(data))
         if not isinstance(got, nio.UploadResponse):
@@ -694,6 +697,9 @@ class MatrixChannel(Channel):
             "filename": name,
             "info": {"mimetype": mime, "size": len(data)},
         }
+        if voice:  # shown as a voice message (a waveform and a play button) by clients that know MSC3245
+            content["org.matrix.msc3245.voice"] = {}
+            content["org.matrix.msc1767.audio"] = {}
         relation = self._relation(thread_id, None)
         if relation:
             content["m.relates_to"] = relation

@@ -7,10 +7,13 @@ what the person's client sees arrive in the room, and the rows the gateway store
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import itertools
 import json
 import secrets
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -474,3 +477,67 @@ async def test_refusals_become_the_gateways_errors(gw: GatewayProcess, me: Perso
         assert no_right["error"]["code"] == "FORBIDDEN", no_right  # the bot is no moderator in this room
     finally:
         await c.close()
+
+
+async def test_a_voice_message_is_heard_and_answered_with_a_voice_message(
+    tmp_path: Path, synapse: Synapse, owner: MatrixUser, me: Person
+) -> None:
+    """The voice capability on Matrix: a voice message (MSC3245) is transcribed before the agent sees it (the
+    fake speech-to-text API), and the reply comes back as text and as a voice message spoken by espeak-ng."""
+    require(shutil.which("espeak-ng") is not None, "espeak-ng is not installed")
+    from tests.support.fake_voice import FakeVoiceAPI
+
+    voice_bot = synapse.register("rcvoice" + secrets.token_hex(3))
+    with FakeVoiceAPI(transcript="what is the weather tomorrow") as api:
+        cfg = {
+            "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+            "channels": {"matrix": matrix_config(synapse, voice_bot, owner)},
+            "messages": {
+                "tts": {"enabled": True, "auto": "inbound", "provider": "local"},
+                "stt": {"provider": "openai", "openai": {"apiKey": "sk-test", "baseUrl": f"{api.url}/v1"}},
+            },
+        }
+        d = tmp_path / "gw"
+        with GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")}):
+            room = await me.dm(voice_bot)
+            note = await asyncio.to_thread(_spoken_note, "What is the weather tomorrow?")
+            up, _ = await me.client.upload(
+                lambda *_: note, content_type="audio/ogg", filename="voice.ogg", filesize=len(note)
+            )
+            assert isinstance(up, nio.UploadResponse)
+            await me.say(
+                room,
+                "Voice message",
+                msgtype="m.audio",
+                url=up.content_uri,
+                info={"mimetype": "audio/ogg", "size": len(note)},
+                **{"org.matrix.msc3245.voice": {}, "org.matrix.msc1767.audio": {}},
+            )
+            text = await me.from_bot(
+                voice_bot,
+                room,
+                lambda ev: "what is the weather tomorrow" in ev["content"].get("body", ""),
+                "the answer to the transcript",
+            )
+            spoken = await me.from_bot(
+                voice_bot,
+                room,
+                lambda ev: ev["content"].get("msgtype") == "m.audio",
+                "the spoken reply",
+            )
+        run = cli_runs(d)[-1]
+        assert "[voice transcript (openai): what is the weather tomorrow]" in run["prompt"]
+        assert api.transcriptions
+    assert "org.matrix.msc3245.voice" in spoken["content"] and spoken["content"]["info"]["mimetype"] == "audio/ogg"
+    audio = await me.client.download(mxc=spoken["content"]["url"])
+    assert isinstance(audio, nio.MemoryDownloadResponse) and audio.body[:4] == b"OggS"
+    events = [ev for _r, ev in me.events]
+    assert events.index(text) < events.index(spoken)  # the text first, the voice after it
+
+
+def _spoken_note(text: str) -> bytes:
+    """A real voice message, as a phone records it: speech encoded as OGG/Opus."""
+    from gateway.voice import codec
+
+    wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True, check=True).stdout
+    return codec.to_ogg_opus(wav).data
