@@ -150,7 +150,9 @@ class MatrixChannel(Channel):
 
     @staticmethod
     def configured(cfg: dict[str, Any]) -> bool:
-        return bool(cfg.get("homeserver") and cfg.get("userId") and (cfg.get("accessToken") or cfg.get("password")))
+        """Any of the account's own keys set: a half-filled account then fails with the missing field named in
+        ``channels.status``, instead of being skipped silently."""
+        return any(cfg.get(k) for k in ("homeserver", "userId", "accessToken", "password"))
 
     @classmethod
     def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> MatrixChannel:
@@ -177,7 +179,7 @@ class MatrixChannel(Channel):
         self._client = client
         try:
             await self._login(client)
-            since = self._load("sync-token")
+            since = self._since()
             first = await client.sync(timeout=0, since=since, full_state=since is None)
             if isinstance(first, nio.SyncError):
                 raise self._error("sync", first, self.settings.homeserver)
@@ -239,6 +241,14 @@ class MatrixChannel(Channel):
             "session.json",
             json.dumps({"userId": got.user_id, "deviceId": got.device_id, "accessToken": got.access_token}),
         )
+
+    def _since(self) -> str | None:
+        """The saved sync position, if it is this user's (a changed ``userId`` starts afresh)."""
+        saved = self._load("sync.json")
+        if not saved:
+            return None
+        position = json.loads(saved)
+        return str(position["since"]) if position.get("userId") == self.user_id and position.get("since") else None
 
     def _load(self, name: str) -> str | None:
         if self._state_dir is None:
@@ -310,7 +320,7 @@ class MatrixChannel(Channel):
                     ):
                         continue  # already journalled: delivered twice, handled once
                     self._dispatch(room_id, src)
-        self._save("sync-token", resp.next_batch)
+        self._save("sync.json", json.dumps({"userId": self.user_id, "since": resp.next_batch}))
 
     async def _replay(self) -> None:
         """Hand out again the events journalled but never handled before the last stop."""

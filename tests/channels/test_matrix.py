@@ -541,3 +541,26 @@ def _spoken_note(text: str) -> bytes:
 
     wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True, check=True).stdout
     return codec.to_ogg_opus(wav).data
+
+
+async def test_a_bad_account_is_reported_with_the_field_named(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+
+    async def broken() -> dict[str, Any] | None:
+        status = await c.call("channels.status")
+        for ch in status["channels"].values():
+            for a in ch["accounts"]:
+                if a["channel"] == "matrix" and a.get("accountId") == "broken" and a["state"] == "error":
+                    return dict(a)
+        return None
+
+    try:
+        base = (await c.call("config.get"))["hash"]
+        patch = {"channels": {"matrix": {"accounts": {"broken": {"userId": "not-a-matrix-id"}}}}}
+        await c.call("config.patch", {"patch": patch, "baseHash": base})
+        account = await until(broken, what="the broken account's error")
+        assert "channels.matrix.userId" in str(account), account
+        base = (await c.call("config.get"))["hash"]
+        await c.call("config.patch", {"patch": {"channels": {"matrix": {"accounts": None}}}, "baseHash": base})
+    finally:
+        await c.close()
