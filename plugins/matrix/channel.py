@@ -172,13 +172,27 @@ class MatrixChannel(Channel):
 
     async def start(self) -> None:
         """Log in (or check the token), take a first sync, then keep syncing in the background."""
+        e2e = self.settings.encryption
+        if e2e and not nio.crypto.ENCRYPTION_ENABLED:
+            raise MissingExtra("matrix-e2e", "end-to-end encryption on Matrix (channels.matrix.encryption)")
+        if e2e and self._state_dir is None:
+            raise ChannelError(
+                "channels.matrix.encryption needs a state dir for the key store",
+                details={"field": "channels.matrix.encryption"},
+            )
         config = nio.AsyncClientConfig(
-            encryption_enabled=False, max_limit_exceeded=3, max_timeouts=2, request_timeout=30, store_sync_tokens=False
+            encryption_enabled=e2e, max_limit_exceeded=3, max_timeouts=2, request_timeout=30, store_sync_tokens=False
         )
-        client = nio.AsyncClient(self.settings.homeserver, self.settings.userId, config=config)
+        store = self._state_dir / "e2e-store" if e2e and self._state_dir is not None else None
+        if store is not None:
+            await asyncio.to_thread(store.mkdir, parents=True, exist_ok=True)
+        client = nio.AsyncClient(
+            self.settings.homeserver, self.settings.userId, store_path=str(store or ""), config=config
+        )
         self._client = client
         try:
             await self._login(client)
+            await self._crypto_upkeep(client)
             since = self._since()
             first = await client.sync(timeout=0, since=since, full_state=since is None)
             if isinstance(first, nio.SyncError):
@@ -221,8 +235,17 @@ class MatrixChannel(Channel):
             client.access_token = token
             who = await client.whoami()
             if isinstance(who, nio.WhoamiResponse):
-                client.user_id, client.device_id = who.user_id, who.device_id or device or ""
                 self.user_id = who.user_id
+                if self.settings.encryption:  # loads (or creates) this device's keys from the store
+                    if not (who.device_id or device):
+                        raise ChannelError(
+                            "channels.matrix.encryption: the homeserver did not say which device "
+                            "the access token belongs to",
+                            details={"field": "accessToken"},
+                        )
+                    client.restore_login(who.user_id, who.device_id or device or "", token)
+                else:
+                    client.user_id, client.device_id = who.user_id, who.device_id or device or ""
                 return
             if self.settings.accessToken or not self.settings.password:
                 raise ChannelError(
@@ -299,6 +322,22 @@ class MatrixChannel(Channel):
             delay = 1.0
             await self._handle_sync(resp, history=False)
             since = resp.next_batch
+            try:
+                await self._crypto_upkeep(client)
+            except Exception as exc:
+                log.warning("matrix key upkeep failed", account=self.account_id, error=str(exc))
+
+    async def _crypto_upkeep(self, client: nio.AsyncClient) -> None:
+        """With encryption on: publish this device's keys, learn the others', and send the room keys due."""
+        if client.olm is None:
+            return
+        if client.should_upload_keys:
+            await client.keys_upload()
+        if client.should_query_keys:
+            await client.keys_query()
+        if client.should_claim_keys:
+            await client.keys_claim(client.get_users_for_key_claiming())
+        await client.send_to_device_messages()
 
     async def _handle_sync(self, resp: nio.SyncResponse, *, history: bool) -> None:
         """Invites, then each joined room's new events handed out; then the since-token is saved.
@@ -428,7 +467,15 @@ class MatrixChannel(Channel):
         return relates.get("rel_type") != "m.replace" and content.get("msgtype") != "m.notice"
 
     async def _on_event(self, room_id: str, src: dict[str, Any]) -> None:
-        if src.get("type") == "m.room.encrypted":
+        if src.get("type") == "m.room.encrypted":  # still encrypted: encryption off, or no key for it
+            if self.settings.encryption:
+                log.warning(
+                    "matrix event could not be decrypted",
+                    account=self.account_id,
+                    room=room_id,
+                    event=src.get("event_id"),
+                )
+                return
             await self._say_encrypted(room_id)
             return
         await self.on_inbound(await self._to_inbound(room_id, src))
@@ -604,20 +651,22 @@ class MatrixChannel(Channel):
         client = self._live()
         room = client.rooms.get(room_id)
         if (
-            room is not None
+            not self.settings.encryption
+            and room is not None
             and room.encrypted
             and event_type == "m.room.message"
             and content.get("body") != ENCRYPTED_TEXT
         ):
             raise ChannelError(
-                "matrix: this room is end-to-end encrypted, which this channel does not support",
+                "matrix: this room is end-to-end encrypted and channels.matrix.encryption is off",
                 details={"channel": "matrix", "to": room_id, "code": "ENCRYPTED_ROOM"},
             )
         # A fresh transaction id per event: the homeserver stores a retried request once.
         got = await self._call(
             event_type,
             room_id,
-            client.room_send(room_id, event_type, content, tx_id=uuid.uuid4().hex),
+            # Unverified devices get the room key too: the bot cannot verify anyone interactively.
+            client.room_send(room_id, event_type, content, tx_id=uuid.uuid4().hex, ignore_unverified_devices=True),
             nio.RoomSendResponse,
         )
         return str(got.event_id)

@@ -33,6 +33,11 @@ class MatrixAccountConfig(BaseModel):
     )
     syncTimeoutSeconds: int = Field(30, ge=0, le=300)
     stream: Literal["off", "edits"] = "edits"
+    encryption: bool = Field(
+        False,
+        description="Take part in end-to-end encrypted rooms (extra matrix-e2e: vodozemac); the device's "
+        "keys are kept in the state dir",
+    )
 
     @model_validator(mode="after")
     def _one_credential(self) -> MatrixAccountConfig:

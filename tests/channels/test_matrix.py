@@ -564,3 +564,89 @@ async def test_a_bad_account_is_reported_with_the_field_named(gw: GatewayProcess
         await c.call("config.patch", {"patch": {"channels": {"matrix": {"accounts": None}}}, "baseHash": base})
     finally:
         await c.close()
+
+
+async def test_an_encrypted_dm_is_read_and_answered_encrypted(
+    tmp_path: Path, synapse: Synapse, owner: MatrixUser
+) -> None:
+    """``encryption: true`` (extra matrix-e2e): the bot has its own device keys, reads Megolm-encrypted messages
+    and answers encrypted; the person's client (with encryption too) decrypts the answer."""
+    require(nio.crypto.ENCRYPTION_ENABLED, "needs matrix-nio[e2e] (pip install -e '.[matrix-e2e]')")
+    e2e_bot = synapse.register("rce2e" + secrets.token_hex(3))
+    cfg = {
+        "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+        "channels": {"matrix": matrix_config(synapse, e2e_bot, owner, encryption=True)},
+    }
+    d = tmp_path / "gw"
+    store = tmp_path / "person-store"
+    store.mkdir()
+    person = nio.AsyncClient(
+        synapse.url,
+        owner.user_id,
+        store_path=str(store),
+        config=nio.AsyncClientConfig(encryption_enabled=True, store_sync_tokens=False),
+    )
+    try:
+        person.access_token = owner.access_token
+        who = await person.whoami()  # keys belong to the device the access token was issued to
+        assert isinstance(who, nio.WhoamiResponse) and who.device_id, who
+        person.restore_login(owner.user_id, who.device_id, owner.access_token)
+        await person.keys_upload()
+        with GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")}):
+            made = await person.room_create(
+                invite=[e2e_bot.user_id],
+                is_direct=True,
+                initial_state=[
+                    {"type": "m.room.encryption", "state_key": "", "content": {"algorithm": "m.megolm.v1.aes-sha2"}}
+                ],
+            )
+            room = made.room_id
+            seen: list[Any] = []
+            since: str | None = None
+
+            async def sync() -> None:
+                nonlocal since
+                resp = await person.sync(timeout=500, since=since)
+                assert isinstance(resp, nio.SyncResponse), resp
+                since = resp.next_batch
+                if person.should_query_keys:
+                    await person.keys_query()
+                if person.should_claim_keys:
+                    await person.keys_claim(person.get_users_for_key_claiming())
+                await person.send_to_device_messages()
+                for rid, info in resp.rooms.join.items():
+                    seen.extend(ev for ev in info.timeline.events if rid == room)
+
+            async def bot_joined() -> bool:
+                await sync()
+                return any(
+                    getattr(ev, "state_key", None) == e2e_bot.user_id and getattr(ev, "membership", "") == "join"
+                    for ev in seen
+                )
+
+            await until(bot_joined, what="the bot joining the encrypted DM")
+            sent = await person.room_send(
+                room,
+                "m.room.message",
+                {"msgtype": "m.text", "body": "a secret question"},
+                ignore_unverified_devices=True,
+            )
+            assert isinstance(sent, nio.RoomSendResponse), sent
+
+            async def answer() -> Any:
+                await sync()
+                return next(
+                    (
+                        ev
+                        for ev in seen
+                        if getattr(ev, "sender", "") == e2e_bot.user_id
+                        and getattr(ev, "body", None) == "echo: a secret question"
+                    ),
+                    None,
+                )
+
+            reply = await until(answer, what="the encrypted answer")
+            assert reply.decrypted  # it came encrypted and the person's device could read it
+        assert any("a secret question" in r["prompt"] for r in cli_runs(d))
+    finally:
+        await person.close()
