@@ -11,8 +11,9 @@ skipped.
 A room of two (the bot and one person) is a DM; any larger room is a group, where the bot answers when
 mentioned (``m.mentions``, its id or name in the text, a pill link) or replied to. Threads
 (``rel_type: m.thread``) carry their root event id as ``thread_id``. Invites are joined when the access rules
-would let the inviter in (see ``autoJoin``). Encrypted rooms are not supported: the bot says so once in such a
-room and ignores its encrypted events.
+would let the inviter in (see ``autoJoin``). With ``encryption`` on (extra ``matrix-e2e``), nio's Olm machine
+decrypts events as they are synced and encrypts what is sent; the keys are kept up to date after each sync.
+With it off, the bot says once in an encrypted room that it cannot read it, and ignores its encrypted events.
 
 Outbound: Markdown as ``formatted_body`` HTML, replies (``m.in_reply_to``), thread replies, reactions
 (``m.annotation``), redactions, pins (``m.room.pinned_events``), edits (``m.replace``, for live replies),
