@@ -511,7 +511,7 @@ class MatrixChannel(Channel):
             media.append(
                 Media(
                     kind=kind,
-                    path=await self._download(content.get("url"), name, src["event_id"]),
+                    path=await self._download(content, name, src["event_id"]),
                     mime=info.get("mimetype"),
                     name=name,
                     size=info.get("size"),
@@ -565,8 +565,11 @@ class MatrixChannel(Channel):
             hit = isinstance(got, nio.RoomGetEventResponse) and got.event.sender == me
         return hit, text
 
-    async def _download(self, mxc: Any, name: str | None, event_id: str) -> str | None:
-        """Fetch a file from the content repository into the state dir; None when it cannot be had."""
+    async def _download(self, content: dict[str, Any], name: str | None, event_id: str) -> str | None:
+        """Fetch a file from the content repository into the state dir (decrypted, when it was sent in an
+        encrypted room: ``file`` holds its key); None when it cannot be had."""
+        encrypted = content.get("file") if isinstance(content.get("file"), dict) else None
+        mxc = (encrypted or content).get("url")
         if self._media_dir is None or not isinstance(mxc, str) or not mxc.startswith("mxc://"):
             return None
         try:
@@ -574,13 +577,20 @@ class MatrixChannel(Channel):
             if not isinstance(got, nio.MemoryDownloadResponse) or len(got.body) > MAX_DOWNLOAD_BYTES:
                 log.warning("matrix download refused", account=self.account_id, mxc=mxc)
                 return None
+            body = got.body
+            if encrypted is not None:
+                from nio.crypto.attachments import decrypt_attachment  # checks the hash before decrypting
+
+                body = await asyncio.to_thread(
+                    decrypt_attachment, body, encrypted["key"]["k"], encrypted["hashes"]["sha256"], encrypted["iv"]
+                )
             suffix = (
                 Path(name or got.filename or "").suffix or mimetypes.guess_extension(got.content_type or "") or ".bin"
             )
             safe = re.sub(r"[^A-Za-z0-9_-]", "_", event_id)[-64:]
             path = self._media_dir / f"{safe}{suffix}"
             await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
-            await asyncio.to_thread(path.write_bytes, got.body)
+            await asyncio.to_thread(path.write_bytes, body)
             return str(path)
         except Exception as exc:
             log.warning("matrix download failed", account=self.account_id, error=str(exc))
@@ -747,7 +757,11 @@ class MatrixChannel(Channel):
         voice = Path(name).suffix.lower() in VOICE_SUFFIXES
         mime = "audio/ogg" if voice else mimetypes.guess_type(name)[0] or "application/octet-stream"
         client = self._live()
-        got, _keys = await client.upload(lambda *_: data, content_type=mime, filename=name, filesize=len(data))
+        room = client.rooms.get(room_id)
+        encrypt = bool(self.settings.encryption and room is not None and room.encrypted)
+        got, keys = await client.upload(
+            lambda *_: data, content_type=mime, filename=name, filesize=len(data), encrypt=encrypt
+        )
         if not isinstance(got, nio.UploadResponse):
             raise self._error("upload", got, to)
         content: dict[str, Any] = {
@@ -757,6 +771,8 @@ class MatrixChannel(Channel):
             "filename": name,
             "info": {"mimetype": mime, "size": len(data)},
         }
+        if encrypt and keys:  # the file is encrypted in the repository; its key travels in the (encrypted) event
+            content["file"] = {**keys, "url": content.pop("url")}
         if voice:  # shown as a voice message (a waveform and a play button) by clients that know MSC3245
             content["org.matrix.msc3245.voice"] = {}
             content["org.matrix.msc1767.audio"] = {}

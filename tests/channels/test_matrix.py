@@ -572,6 +572,8 @@ async def test_an_encrypted_dm_is_read_and_answered_encrypted(
     """``encryption: true`` (extra matrix-e2e): the bot has its own device keys, reads Megolm-encrypted messages
     and answers encrypted; the person's client (with encryption too) decrypts the answer."""
     require(nio.crypto.ENCRYPTION_ENABLED, "needs matrix-nio[e2e] (pip install -e '.[matrix-e2e]')")
+    from nio.crypto.attachments import decrypt_attachment
+
     e2e_bot = synapse.register("rce2e" + secrets.token_hex(3))
     cfg = {
         "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
@@ -592,7 +594,7 @@ async def test_an_encrypted_dm_is_read_and_answered_encrypted(
         assert isinstance(who, nio.WhoamiResponse) and who.device_id, who
         person.restore_login(owner.user_id, who.device_id, owner.access_token)
         await person.keys_upload()
-        with GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")}):
+        with GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")}) as proc:
             made = await person.room_create(
                 invite=[e2e_bot.user_id],
                 is_direct=True,
@@ -647,6 +649,62 @@ async def test_an_encrypted_dm_is_read_and_answered_encrypted(
 
             reply = await until(answer, what="the encrypted answer")
             assert reply.decrypted  # it came encrypted and the person's device could read it
+
+            # Files both ways, encrypted in the content repository.
+            data = b"the secret plan\n"
+            up, keys = await person.upload(
+                lambda *_: data, content_type="text/plain", filename="plan.txt", filesize=len(data), encrypt=True
+            )
+            assert isinstance(up, nio.UploadResponse) and keys
+            file_msg = {
+                "msgtype": "m.file",
+                "body": "plan.txt",
+                "info": {"mimetype": "text/plain"},
+                "file": {**keys, "url": up.content_uri},
+            }
+            await person.room_send(room, "m.room.message", file_msg, ignore_unverified_devices=True)
+
+            async def file_answer() -> Any:
+                await sync()
+                return next(
+                    (
+                        ev
+                        for ev in seen
+                        if getattr(ev, "sender", "") == e2e_bot.user_id
+                        and "[attachment: file" in str(getattr(ev, "body", ""))
+                    ),
+                    None,
+                )
+
+            await until(file_answer, what="the answer to the encrypted file")
+            run = next(r for r in cli_runs(d) if "[attachment: file" in r["prompt"])
+            assert data in _files_named_in(run["prompt"], d), run["prompt"]  # decrypted before the agent saw it
+            out = tmp_path / "report.txt"
+            out.write_bytes(b"the answer, encrypted at rest\n")
+            c = await operator(proc.url, proc.token or "", scopes=["operator.write"])
+            try:
+                await c.call("message.sendAttachment", {"channel": "matrix", "to": room, "file": str(out)})
+            finally:
+                await c.close()
+
+            async def sent_file() -> Any:
+                await sync()
+                return next(
+                    (
+                        ev
+                        for ev in seen
+                        if getattr(ev, "sender", "") == e2e_bot.user_id and "file" in ev.source.get("content", {})
+                    ),
+                    None,
+                )
+
+            got = await until(sent_file, what="the bot's encrypted file")
+            enc = got.source["content"]["file"]
+            assert "url" not in got.source["content"]  # only the encrypted copy is in the repository
+            fetched = await person.download(mxc=enc["url"])
+            assert isinstance(fetched, nio.MemoryDownloadResponse) and fetched.body != out.read_bytes()
+            plain = decrypt_attachment(fetched.body, enc["key"]["k"], enc["hashes"]["sha256"], enc["iv"])
+            assert plain == out.read_bytes()
         assert any("a secret question" in r["prompt"] for r in cli_runs(d))
     finally:
         await person.close()
