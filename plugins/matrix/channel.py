@@ -320,8 +320,19 @@ class MatrixChannel(Channel):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
                 continue
+            try:
+                await self._handle_sync(resp, history=False)
+            except Exception as exc:  # e.g. the journal could not be written: the same batch is fetched again
+                log.warning(
+                    "matrix sync batch not handled; fetching it again",
+                    account=self.account_id,
+                    error=str(exc),
+                    delay=delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+                continue
             delay = 1.0
-            await self._handle_sync(resp, history=False)
             since = resp.next_batch
             try:
                 await self._crypto_upkeep(client)
@@ -348,7 +359,10 @@ class MatrixChannel(Channel):
         handled at once, each room's events one after another, in order (a slow step in one room, such as a
         large download or ``/new`` waiting for a turn to stop, holds up no other room)."""
         for room_id, info in resp.rooms.invite.items():
-            await self._on_invite(room_id, info)
+            try:
+                await self._on_invite(room_id, info)
+            except Exception as exc:  # still pending on the homeserver: seen again at the next start
+                log.warning("matrix invite not answered", account=self.account_id, room=room_id, error=str(exc))
         if not history:
             for room_id, info in resp.rooms.join.items():
                 for event in info.timeline.events:
