@@ -708,3 +708,33 @@ async def test_an_encrypted_dm_is_read_and_answered_encrypted(
         assert any("a secret question" in r["prompt"] for r in cli_runs(d))
     finally:
         await person.close()
+
+
+async def test_a_user_id_or_an_alias_as_the_target(
+    gw: GatewayProcess, synapse: Synapse, me: Person, bot: MatrixUser
+) -> None:
+    """``to`` may name a person (their direct chat with the bot, created when there is none) or a room alias."""
+    newcomer = Person(synapse, synapse.register("newcomer" + secrets.token_hex(3)))
+    c = await operator(gw.url, gw.token or "", scopes=["operator.write"])
+    try:
+        await newcomer.sync()
+        sent = await c.call("message.send", {"channel": "matrix", "to": newcomer.user.user_id, "message": "hello"})
+        invited = await newcomer.client.sync(timeout=3000, since=newcomer.since)
+        assert isinstance(invited, nio.SyncResponse) and invited.rooms.invite, (sent, invited)
+        dm = next(iter(invited.rooms.invite))
+        await newcomer.client.join(dm)
+        await newcomer.from_bot(bot, dm, body_is("hello"), "the message in the new direct chat")
+        alias_local = "team" + secrets.token_hex(3)
+        made = await me.client.room_create(alias=alias_local, invite=[bot.user_id])
+        await me.wait_for(
+            lambda r, ev: (
+                r == made.room_id and ev.get("state_key") == bot.user_id and ev["content"].get("membership") == "join"
+            ),
+            "the bot joining the aliased room",
+        )
+        alias = f"#{alias_local}:{bot.user_id.split(':', 1)[1]}"
+        await c.call("message.send", {"channel": "matrix", "to": alias, "message": "via the alias"})
+        await me.from_bot(bot, made.room_id, body_is("via the alias"), "the message sent to the alias")
+    finally:
+        await c.close()
+        await newcomer.close()
