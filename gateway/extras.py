@@ -32,6 +32,8 @@ class Extra:
 EXTRAS: tuple[Extra, ...] = (
     Extra("telegram", "the Telegram channel", ("telegram", "markdown_it")),
     Extra("discord", "the Discord channel", ("discord",)),
+    Extra("matrix", "the Matrix channel (plugin)", ("nio", "markdown_it")),
+    Extra("matrix-e2e", "end-to-end encrypted rooms on Matrix (vodozemac)", ("nio", "vodozemac")),
     Extra("tts", "voice: spoken replies and voice notes transcribed (OGG/Opus, offline speech to text)",
           ("av", "pocketsphinx")),
     Extra("browser", "a node's headless browser and canvas (Playwright driving Chromium)", ("playwright",)),

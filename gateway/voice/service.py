@@ -41,6 +41,7 @@ TAG = re.compile(r"\[\[\s*tts\s*\]\]", re.IGNORECASE)
 FORMAT_FOR_CHANNEL: dict[str, str] = {
     "telegram": "ogg-opus",  # sendVoice takes OGG/Opus only; anything else is sent as a plain file
     "discord": "ogg-opus",  # Discord's voice messages are OGG/Opus; its client plays them inline
+    "matrix": "ogg-opus",  # MSC3245 voice messages are OGG/Opus (plugins/matrix marks them so)
     "webchat": "mp3",  # an <audio> element in every browser, Safari included
 }
 
