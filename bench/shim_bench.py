@@ -8,7 +8,7 @@ Run on a quiet machine (not part of the tests)::
     .venv/bin/python -m bench.shim_bench --against 6fa98ed   # this tree's shim against an older commit's
 
 Cold start is measured the way an agent CLI experiences it: spawn the server, send ``initialize`` and
-wait, send ``tools/list`` and wait, send one ``tools/call`` and wait. All three servers list the same 51
+wait, send ``tools/list`` and wait, send one ``tools/call`` and wait. All three servers list the same 53
 tool schemas. The shim is measured a second time as a 2026-07-28 client meets it (Claude Code 2.1.330
 does): ``server/discover`` instead of ``initialize``, then ``tools/list`` and the call, each request with
 the per-request ``_meta`` envelope.
@@ -18,7 +18,9 @@ the per-request ``_meta`` envelope.
 spawned in turn, one cold start each, so both see the same machine load: on a busy machine that is the
 only fair before/after. Our first call goes over a new WebSocket to a real gateway process (``agents_list``); the
 SDK servers answer their call from memory, so that column favours them. Per-call latency is measured
-on one warm process with sequential calls.
+on one warm process with sequential calls. "Call after pause" is the first call's own time when it is sent
+half a second after ``tools/list``, as a model's first tool call comes: the shim opens its gateway connection
+in that pause.
 """
 
 from __future__ import annotations
@@ -92,8 +94,17 @@ def _exchange(proc: subprocess.Popen[bytes], *messages: dict[str, Any]) -> dict[
             return msg
 
 
+THINK_S = 0.5
+"""The pause before the first call in the "call after pause" measure: a model reads the tool list and thinks
+for at least this long before it calls a tool."""
+
+COLD_KEYS = ("initialize", "tools/list", "first call", "call after pause")
+
+
 def cold_start(server: Server, runs: int) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {"initialize": [], "tools/list": [], "first call": []}
+    """Times from the spawn to each answer, the first call sent at once; and, in a second process, the first
+    call's own time when it comes ``THINK_S`` after ``tools/list`` (what an agent run sees)."""
+    out: dict[str, list[float]] = {key: [] for key in COLD_KEYS}
     for _ in range(runs):
         t0 = time.perf_counter()
         proc = server.spawn()
@@ -102,9 +113,20 @@ def cold_start(server: Server, runs: int) -> dict[str, list[float]]:
         out["initialize"].append(time.perf_counter() - t0)
         listed = _exchange(proc, *server.listing())
         out["tools/list"].append(time.perf_counter() - t0)
-        assert len(listed["result"]["tools"]) == 51, server.name
+        assert len(listed["result"]["tools"]) == 53, server.name
         called = _exchange(proc, server.call(2))
         out["first call"].append(time.perf_counter() - t0)
+        assert not called["result"].get("isError"), called
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.wait(10)
+
+        proc = server.spawn()
+        _exchange(proc, *server.opening())
+        _exchange(proc, *server.listing())
+        time.sleep(THINK_S)
+        t1 = time.perf_counter()
+        called = _exchange(proc, server.call(2))
+        out["call after pause"].append(time.perf_counter() - t1)
         assert not called["result"].get("isError"), called
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(10)
@@ -195,8 +217,7 @@ def _record(results: dict[str, Any], server: Server, cold: dict[str, list[float]
 
 
 def _measure_interleaved(servers: list[Server], args: argparse.Namespace, results: dict[str, Any]) -> None:
-    cold: dict[str, dict[str, list[float]]] = {s.name: {"initialize": [], "tools/list": [], "first call": []}
-                                               for s in servers}
+    cold: dict[str, dict[str, list[float]]] = {s.name: {key: [] for key in COLD_KEYS} for s in servers}
     print(f"measuring {', '.join(s.name for s in servers)} in turn ...", file=sys.stderr)
     for _ in range(args.runs):
         for server in servers:
@@ -228,14 +249,15 @@ def _print_table(results: dict[str, Any]) -> None:
     servers = results["servers"]
     ours = servers["remoteclaw shim"]
     print(f"cold start, median of {results['runs']} runs (ms; ratio = theirs / ours)")
-    print(f"{'server':44} {'initialize':>15} {'tools/list':>15} {'first call':>15} {'call p50':>9} {'call p99':>9}")
+    print(f"{'server':44} {'initialize':>15} {'tools/list':>15} {'first call':>15} {'after pause':>15} "
+          f"{'call p50':>9} {'call p99':>9}")
     for name, r in servers.items():
         c = r["cold_ms"]
         cells = []
-        for key in ("initialize", "tools/list", "first call"):
+        for key in COLD_KEYS:
             ratio = c[key]["p50"] / ours["cold_ms"][key]["p50"]
             cells.append(f"{c[key]['p50']:.1f} (x{ratio:.1f})")
-        print(f"{name:44} {cells[0]:>15} {cells[1]:>15} {cells[2]:>15} {r['call_ms']['p50']:9.2f} "
+        print(f"{name:44} {cells[0]:>15} {cells[1]:>15} {cells[2]:>15} {cells[3]:>15} {r['call_ms']['p50']:9.2f} "
               f"{r['call_ms']['p99']:9.2f}")
 
 

@@ -25,6 +25,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from gateway.agents.cli import cli_facts
+from gateway.agents.projects import describe as describe_project
 from gateway.protocol import InvalidRequest
 from gateway.store.models import utcnow
 from gateway.store.transcripts import SessionRecord, SessionRepo
@@ -205,6 +206,9 @@ class SessionsService:
         out["model"] = row.model or agent.model
         out["run"] = self.gw.runs.lane_state(key)
         out["busy"] = out["run"]["active"] is not None
+        where = await describe_project(agent, row.project, key)  # the web chat header shows project and branch
+        out["project"], out["projectPath"], out["branch"] = where["project"], where["path"], where["branch"]
+        out["projects"] = [p.name for p in agent.projects]  # what the web chat's project picker offers
         return out
 
 

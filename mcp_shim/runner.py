@@ -8,6 +8,7 @@ connects on first use and reconnects after a gateway restart.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 import traceback
@@ -80,6 +81,9 @@ class Runner:
         """Call a gateway method on the shared connection (opened on first use)."""
         if self._request is not None:
             return await self._request(method, params, timeout=timeout)
+        return await self._gateway_client().request(method, params, timeout=timeout)
+
+    def _gateway_client(self) -> Any:
         if self._client is None:
             from mcp_shim.client import GatewayClient
 
@@ -87,7 +91,19 @@ class Runner:
                 self.ctx.gateway_url, self.ctx.gateway_token, client_id="remoteclaw-mcp", mode="backend",
                 version=__version__, scopes=self.catalog.scopes(), timeout=CALL_TIMEOUT_S,
             )
-        return await self._client.request(method, params, timeout=timeout)
+        return self._client
+
+    async def warm(self) -> None:
+        """Open the gateway connection before the first call needs it.
+
+        The model thinks for a while between ``tools/list`` and its first call; connecting in that gap
+        (importing websockets, the handshake) takes the connection off the first call's path. A failure
+        here is not reported: the first call connects again and says what went wrong.
+        """
+        if self._request is not None:
+            return
+        with contextlib.suppress(Exception):
+            await self._gateway_client().connect()
 
     async def refresh_plugins(self) -> bool:
         """Standalone runs: ask the gateway for plugin tools; returns whether the tool list changed."""

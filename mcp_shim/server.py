@@ -81,6 +81,7 @@ class Engine:
         self.writer = writer
         self.loop: Any = None
         self.runner: Any = None
+        self._warming: Any = None  # the task opening the gateway connection ahead of the first call
         self._ready = threading.Event()
         self._calls: dict[Any, Future[Any]] = {}
         self._lock = threading.Lock()
@@ -95,6 +96,7 @@ class Engine:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         self.runner = Runner(self.catalog)
+        self._warming = self.loop.create_task(self.runner.warm(), name="warm-gateway-connection")
         self._ready.set()
         self.loop.run_forever()
 

@@ -24,6 +24,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("stop", "Stop the current answer and drop the messages waiting for it", ("abort",)),
     Command("new", "Start a new conversation (the agent forgets this one)", ("reset",)),
     Command("status", "What the agent is doing and what this conversation has used"),
+    Command("project", "List the projects, or switch this conversation to one: /project <name>"),
+    Command("diff", "The last turn's changes as a file; /diff all: everything uncommitted"),
+    Command("queue", "Show the messages waiting for the next turn; /queue clear drops them"),
+    Command("usage", "Tokens and cost today, this week and in this conversation"),
+    Command("handoff", "The command that continues this conversation in the agent's CLI on the machine"),
     Command("approve", "Decide what the agent asked: /approve <id> allow-once|allow-always|deny"),
     Command("help", "List these commands", ("start",)),  # /start is the first thing Telegram sends
 )

@@ -3,11 +3,13 @@
 Installed as the run queue's executor, so every run (from a channel, ``agent``, ``chat.send``, a
 sub-agent or cron) goes through the same steps:
 
+0. a turn of an agent whose daily budget (``maxCostPerDay``) is spent is refused before anything starts;
 1. a fresh workspace (with the message's downloaded attachments in ``attachments/``) and side-effects
    file, the ``REMOTECLAW_*`` context and a run token for the MCP shim (``context``);
 2. the agent's CLI through its runtime adapter, resuming the session's CLI session when there is one;
 3. each event broadcast as ``agent``/``chat`` events and written to the transcript (``stream``);
-4. usage and the new CLI session id saved; workspace, side-effects file and token removed;
+4. usage (the session's totals, and the turn's tokens and cost in ``turn_usage``) and the new CLI session
+   id saved; workspace, side-effects file and token removed;
 5. for channel runs, the reply delivered through the gateway's ``ChatPlatforms``: reply tags applied,
    ``NO_REPLY`` honoured, and skipped when a message tool already sent the same text to the same chat.
    A failed run tells the user why in one line.
@@ -18,13 +20,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import re
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import structlog
@@ -32,16 +36,24 @@ import structlog
 from gateway.agents import outbox
 from gateway.agents.cli import cli_argv
 from gateway.agents.context import context_env, issue_run_token, prompt_for
+from gateway.agents.diffs import diff_trees, save_diff, snapshot
 from gateway.agents.inbound import InboundRouter
+from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, get_runtime
+from gateway.agents.runtimes.base import Runtime
 from gateway.agents.runtimes.driver import run_turn
+from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
+from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
+from gateway.runs.steering import effective_mode
+from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo
+from gateway.store.usage import UsageRepo
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -50,6 +62,15 @@ if TYPE_CHECKING:
 __all__ = ["AgentExecutor", "start"]
 
 log = structlog.get_logger("gateway.agents")
+
+DIFF_MARK = "\N{MEMO}"  # the reply's last line after a turn that changed files: "📝 2 files changed, +3 -1"
+MAX_PAGE_DIFF = 200_000  # characters of a turn's diff kept in the transcript for the web chat
+_ATTACHMENT_NOTE = re.compile(rf"(\[attachment: \w+ ){ATTACHMENTS_DIR}/")
+
+
+def _steer_into(feed: StdinFeed, runtime: Runtime) -> Callable[[str], bool]:
+    """The run's ``steer``: hand one more user message to its running CLI (False once its stdin is closed)."""
+    return lambda text: feed.send(runtime.user_message(text))
 
 
 class AgentExecutor:
@@ -65,6 +86,7 @@ class AgentExecutor:
         # and each removes its workspace after every turn.
         state_id = hashlib.sha256(str(gateway.state_dir.resolve()).encode()).hexdigest()[:12]
         self.runs_dir = self.root / state_id
+        self._diff_files: dict[str, Path] = {}  # run id -> its turn's .diff, until after_run sends it
 
     # -- while a turn runs ---------------------------------------------------------------------
 
@@ -119,6 +141,19 @@ class AgentExecutor:
 
     # -- running -------------------------------------------------------------------------------
 
+    async def handoff_place(self, session_key: str) -> tuple[Path, Path]:
+        """Where the session's turns run (its project folder or worktree, else the private path the executor
+        uses) and its state dir: what ``/handoff`` needs to resume the CLI's session by hand."""
+        agent = self.gw.sessions.agent(parse_key(session_key)[0], field="sessionKey")
+        row = await self.gw.sessions.get(session_key)
+        workdir = await resolve_workdir(agent, row.project if row is not None else None, session_key)
+        private = self.workspace_for(session_key)
+        return (workdir.path if workdir is not None else private), self.gw.state_dir / "runtimes" / private.name
+
+    def workspace_for(self, session_key: str) -> Path:
+        """A stable path per session (removed after each run): CLIs file their resumable sessions by cwd."""
+        return self.runs_dir / hashlib.sha256(session_key.encode()).hexdigest()[:20]
+
     async def execute(self, run: Run) -> RunOutcome:
         gw = self.gw
         agent = gw.sessions.agent(run.agent_id, field="sessionKey")
@@ -126,20 +161,36 @@ class AgentExecutor:
         run.answer_facts = {"agentId": agent.id, "runtime": runtime.name, "cli": cli_argv(agent)[0]}
         if agent.model:
             run.answer_facts["model"] = agent.model
+        refused = await budget_refusal(gw.db, agent)
+        if refused is not None:  # before any process starts: a spent budget costs nothing more
+            log.info("turn refused: daily budget reached", session_key=run.session_key, agent_id=agent.id)
+            return RunOutcome(status="error", error=refused)
         row = await gw.sessions.get(run.session_key)
         resume_id = row.cli_session(runtime.name) if row is not None else None
         if resume_id and await self._idle_expired(run.session_key):
             log.info("session idle: starting a fresh conversation", session_key=run.session_key)
             resume_id = None
-        # A stable path per session (removed after each run): CLIs file their resumable sessions by cwd.
-        workspace = self.runs_dir / hashlib.sha256(run.session_key.encode()).hexdigest()[:20]
+        try:
+            workdir = await resolve_workdir(agent, row.project if row is not None else None, run.session_key)
+        except (GitError, OSError) as exc:
+            return RunOutcome(status="error", error=f"the project's folder could not be prepared: {exc}")
+        workspace = workdir.path if workdir is not None else self.workspace_for(run.session_key)
+        # Our own files in a project (attachments) go in its git-excluded .remoteclaw/, removed after the run.
+        scratch = workspace / PRIVATE_DIR if workdir is not None else workspace
         fx_path = self.runs_dir / f"{run.id}.side-effects.ndjson"
         private_dir(self.root)
         private_dir(self.runs_dir)
-        shutil.rmtree(workspace, ignore_errors=True)
-        workspace.mkdir(mode=0o700)
+        if workdir is None:
+            shutil.rmtree(workspace, ignore_errors=True)
+            workspace.mkdir(mode=0o700)
+        else:
+            run.answer_facts["project"] = workdir.project
+            if workdir.branch:
+                run.answer_facts["branch"] = workdir.branch
+            private_dir(scratch)  # .remoteclaw/ gets the MCP config with the run's token: ours, 0700, no symlink
         if any(req.files for req in run.requests):
-            await asyncio.to_thread(copy_attachments, run, workspace / ATTACHMENTS_DIR)
+            await asyncio.to_thread(copy_attachments, run, scratch / ATTACHMENTS_DIR)
+        before = await self._snapshot(workdir)
         token = issue_run_token(gw.run_tokens, run)
         tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
         started = time.monotonic()
@@ -151,6 +202,8 @@ class AgentExecutor:
             listing = gw.plugins.tool_listing(run.agent_id) if gw.plugins is not None else {"tools": []}
             tools_path.write_bytes(orjson.dumps(listing))
             prompt = prompt_for(run)
+            if scratch != workspace:  # the prompt names attachments by their place in the workspace
+                prompt = _ATTACHMENT_NOTE.sub(rf"\1{PRIVATE_DIR}/{ATTACHMENTS_DIR}/", prompt)
             if gw.hooks.has("before_agent_start"):
                 decided = await gw.hooks.decide("before_agent_start", {
                     "sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id, "prompt": prompt,
@@ -169,7 +222,8 @@ class AgentExecutor:
                 workspace=workspace,
                 mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
-                state_dir=gw.state_dir / "runtimes" / workspace.name, permissions=agent.permissions,
+                state_dir=gw.state_dir / "runtimes" / self.workspace_for(run.session_key).name,
+                permissions=agent.permissions,
             )
             progress = self._progress_note(run)
             if progress is not None:
@@ -182,14 +236,20 @@ class AgentExecutor:
             def on_spawn(at: float) -> None:
                 run.spawned_mono = at
 
+            feed: StdinFeed | None = None
+            if effective_mode(gw.config, agent.id) == "steer":  # messages sent mid-turn go to this CLI
+                spec.steer, feed = True, StdinFeed()
+                run.steer = _steer_into(feed, runtime)
             res = await run_turn(runtime, spec, stream.on_event,
-                                 no_output_timeout=gw.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn)
+                                 no_output_timeout=gw.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn,
+                                 feed=feed)
         finally:  # what must happen comes first, without an await that a cancellation could cut short
+            run.steer = None
             if typing is not None:
                 typing.cancel()
             gw.run_tokens.revoke(token)
             run.side_effects = read_effects(fx_path)
-            shutil.rmtree(workspace, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)  # the throw-away workspace, or .remoteclaw/ in a project
             fx_path.unlink(missing_ok=True)
             tools_path.unlink(missing_ok=True)
             if gw.approvals is not None:  # a decision arriving after this is refused: the run has ended
@@ -208,7 +268,17 @@ class AgentExecutor:
                                            usage=res.usage, model=res.model)
             if res.model:
                 run.answer_facts["model"] = res.model
+            await UsageRepo.record(s, run_id=run.id, session_key=run.session_key, agent_id=agent.id,
+                                   runtime=runtime.name, model=res.model or agent.model, usage=res.usage,
+                                   cost_usd=res.cost_usd)
+            if res.usage or res.cost_usd is not None:
+                run.answer_facts["usage"] = turn_facts(res.usage, res.cost_usd)
             reply = self._page_reply(run, res.reply) if res.ok else res.reply
+            changed = await self._turn_diff(run, workdir, before)
+            if changed is not None:  # in the transcript entry and the final chat event: the web chat renders it
+                run.answer_facts["diff"] = changed
+                if res.ok and reply and not clean_reply(reply)[1]:  # a silent answer stays silent
+                    reply = f"{reply}\n\n{DIFF_MARK} {changed['summary']}"
             if res.ok and reply:
                 entry = await SessionRepo.add_entry(s, run.session_key, "assistant", reply, run_id=run.id,
                                                     meta=dict(run.answer_facts))
@@ -220,6 +290,35 @@ class AgentExecutor:
         if not res.ok:
             return RunOutcome(status="error", error=res.error or "the agent failed")
         return RunOutcome(status="ok", reply=reply)
+
+    async def _snapshot(self, workdir: Workdir | None) -> str | None:
+        """The work tree's tree id before the turn, in a git project (None: nothing to diff against)."""
+        if workdir is None or not workdir.git:
+            return None
+        try:
+            return await snapshot(workdir.path)
+        except (GitError, OSError) as exc:
+            log.warning("no snapshot of the project before the turn: no diff", path=str(workdir.path),
+                        error=str(exc))
+            return None
+
+    async def _turn_diff(self, run: Run, workdir: Workdir | None, before: str | None) -> dict[str, Any] | None:
+        """What the turn changed in its git project: saved as a ``.diff`` file for the chat (and ``/diff``), and
+        described for the transcript (summary, counts, the diff text for the web chat, cut when huge)."""
+        if workdir is None or before is None:
+            return None
+        try:
+            diff = await diff_trees(workdir.path, before, await snapshot(workdir.path))
+        except (GitError, OSError) as exc:
+            log.warning("the turn's diff could not be made", run_id=run.id, error=str(exc))
+            return None
+        if diff.empty:
+            return None
+        path = await asyncio.to_thread(save_diff, self.gw.state_dir, run.session_key, diff)
+        self._diff_files[run.id] = path
+        text = diff.text if len(diff.text) <= MAX_PAGE_DIFF else diff.text[:MAX_PAGE_DIFF] + "\n… (cut)\n"
+        return {"summary": diff.summary(), "files": diff.files, "added": diff.added, "removed": diff.removed,
+                "name": path.name, "text": text}
 
     def _page_reply(self, run: Run, reply: str) -> str:
         """A web chat reply as the page shows it: reply tags become ``replyTo`` (the message it quotes) and
@@ -237,6 +336,7 @@ class AgentExecutor:
 
     async def after_run(self, run: Run) -> None:
         """Keep a failed turn in the transcript; deliver a channel run's reply, or one line saying why it failed."""
+        diff_file = self._diff_files.pop(run.id, None)
         if run.status != "ok":
             await self._record_failure(run)
         origin = run.last.origin
@@ -250,6 +350,10 @@ class AgentExecutor:
             why = run.error or "unknown error"
             await outbox.deliver(self.gw, origin, one_line(f"⚠️ Sorry, that didn't work: {why}"), run.session_key,
                                  run_id=run.id)
+            changed = run.answer_facts.get("diff")
+            if diff_file is not None and changed and origin.channel != "webchat":  # what it did before failing
+                await self.send_file(origin, diff_file, run.session_key,
+                                     caption=f"{DIFF_MARK} changed before it failed: {changed['summary']}")
             return
         body, silent, reply_to = clean_reply(run.reply)
         if silent:
@@ -266,6 +370,21 @@ class AgentExecutor:
         await outbox.deliver(self.gw, origin, body, run.session_key, run_id=run.id, reply_to_id=reply_to_id)
         if speak:
             await self._speak(origin, body, run)
+        if diff_file is not None and origin.channel != "webchat":  # the web chat renders the diff itself
+            await self.send_file(origin, diff_file, run.session_key)
+
+    async def send_file(self, origin: Origin, path: Path, session_key: str, caption: str | None = None) -> bool:
+        """Attach a file the gateway made (a turn's diff) to the chat behind ``origin``; whether it went."""
+        platforms = self.gw.platforms
+        if platforms is None:
+            return False
+        try:
+            await platforms.send_attachment(origin.channel, origin.account_id, origin.to, str(path),
+                                            caption=caption, thread_id=origin.thread_id, session_key=session_key)
+        except Exception as exc:
+            log.warning("file not sent to the chat", file=path.name, channel=origin.channel, error=str(exc))
+            return False
+        return True
 
     async def _record_failure(self, run: Run) -> None:
         """A failed or stopped turn as a transcript entry, so a reload still shows why nothing was answered."""

@@ -2,7 +2,8 @@
 
 Platforms decide *whether* a sender may talk (access rules, pairing, the owner); this decides what
 their message does: which session it belongs to (shaped by ``session.dmScope``), whether it is a
-chat command the gateway answers at once (``/stop``, ``/new``, ``/status``, ``/help``), and otherwise
+chat command the gateway answers at once (``/stop``, ``/new``, ``/status``, ``/queue``, ``/usage``, ``/handoff``,
+``/help``), and otherwise
 the run request it becomes, with its downloaded files named by their path in the run's workspace.
 """
 
@@ -13,10 +14,13 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from gateway.agents import commands
+from gateway.agents import commands, project_commands
+from gateway.agents.handoff import handoff
+from gateway.agents.projects import GitError
+from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.runs import Origin, RunRequest
-from gateway.sessions import inbound_key
+from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
@@ -68,7 +72,10 @@ class InboundRouter:
         if command is not None:
             cmd, rest = command
             log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
-            await gw.agents.notify(origin, await self._answer_command(cmd, key), key)
+            if cmd.name in ("project", "diff"):
+                await gw.agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
+                return
+            await gw.agents.notify(origin, await self._answer_command(cmd, key, rest), key)
             if cmd.name != "new" or not (rest or msg.media):
                 return
             text = rest  # "/new <text>": the first message of the new conversation
@@ -102,8 +109,14 @@ class InboundRouter:
                                                 "the agent gets the audio file instead.", key)
         return note
 
-    async def _answer_command(self, cmd: commands.Command, key: str) -> str:
+    async def _answer_command(self, cmd: commands.Command, key: str, rest: str = "") -> str:
         gw = self.gw
+        if cmd.name == "queue":
+            return self._queue_text(key, rest)
+        if cmd.name == "usage":
+            return await usage_text(gw.db, key, gw.sessions.agent(parse_key(key)[0]))
+        if cmd.name == "handoff":
+            return await self._handoff_text(key)
         if cmd.name == "stop":
             stopped, _forwarded = await gw.runs.abort_everywhere(key)
             return "⏹ Stopped." if stopped else "Nothing is running."
@@ -113,6 +126,40 @@ class InboundRouter:
         if cmd.name == "status":
             return await self._status_text(key)
         return commands.help_text()
+
+    async def _handoff_text(self, key: str) -> str:
+        """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
+        try:
+            found = await handoff(self.gw, key)
+        except (GitError, OSError) as exc:
+            return f"The project's folder could not be prepared: {exc}"
+        if found is None:
+            return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
+        runtime, sid = found["runtime"], found["sessionId"]
+        if found["command"] is None:
+            return f"The {runtime} runtime cannot be resumed outside the gateway (session id {sid})."
+        return (f"Continue this conversation on the gateway's machine ({runtime}, session {sid}):\n\n"
+                f"{found['command']}\n\nWhat you do there is picked up here with the next message.")
+
+    def _queue_text(self, key: str, rest: str) -> str:
+        """``/queue``: what waits for the next turn; ``/queue clear``: drop it."""
+        if rest.lower() == "clear":
+            dropped = self.gw.runs.clear_waiting(key)
+            return f"🗑 Dropped {dropped} waiting message(s)." if dropped else "Nothing is waiting."
+        if rest:
+            return "Usage: /queue shows what waits; /queue clear drops it."
+        waiting = self.gw.runs.waiting(key)
+        if not waiting:
+            return "Nothing is waiting."
+        shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
+        return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
+
+    async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
+        """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""
+        agent = self.gw.sessions.agent(None)
+        if cmd.name == "project":
+            return await project_commands.answer_project(self.gw, agent, key, rest)
+        return await project_commands.answer_diff(self.gw, agent, key, rest, origin)
 
     async def _status_text(self, key: str) -> str:
         st = await self.gw.sessions.status(key)
@@ -124,6 +171,8 @@ class InboundRouter:
                  f"Now: {doing}",
                  f"Tokens: {st['inputTokens']:,} in, {st['outputTokens']:,} out",
                  f"Session: {key}"]
+        if st.get("project"):
+            lines.insert(2, f"Project: {st['project']}" + (f" (branch {st['branch']})" if st.get("branch") else ""))
         return "\n".join(lines)
 
 

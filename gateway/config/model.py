@@ -46,6 +46,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "ConfigStore",
+    "ProjectConfig",
     "env_overrides",
     "hash_data",
     "merge_patch",
@@ -153,6 +154,28 @@ class CronConfig(Section):
                                       "addresses (a LAN service); off, only public addresses are posted to.")
 
 
+SteeringMode = Literal["queue", "interrupt", "steer"]
+"""Our three ways to handle a message that arrives during a turn (``gateway.runs.steering``)."""
+
+
+class ProjectConfig(Section):
+    """A folder an agent may work in; a conversation picks one with ``/project <name>``."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    path: str = Field(min_length=1, description="An existing directory (``~`` expanded).")
+    worktrees: bool = Field(False, description="In a git repository: give each conversation its own git worktree "
+                                               "on a branch remoteclaw/<session>, so two conversations never "
+                                               "edit the same checkout.")
+
+    @field_validator("path")
+    @classmethod
+    def _existing_directory(cls, value: str) -> str:
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"must be an absolute path, got {value!r}")
+        if not path.is_dir():
+            raise ValueError(f"{value!r} is not an existing directory")
+        return str(path.resolve())
 class ApprovalsConfig(Section):
     timeoutSeconds: int = Field(600, ge=5, le=86_400, description="A tool use nobody decides within this long "
                                 "is denied (reason: timeout).")
@@ -171,6 +194,29 @@ class AgentConfig(Section):
     toolProfile: Literal["minimal", "messaging", "coding", "full"] = "full"
     env: dict[str, str] = Field(default_factory=dict)
     heartbeat: HeartbeatConfig | None = Field(None, description="A periodic turn in the agent's main session.")
+    steering: SteeringMode | None = Field(None, description="What a message that arrives while this agent works "
+                                          "does: queue (the next turn), interrupt (stop and restart with it), "
+                                          "steer (into the running turn where the runtime allows); unset: "
+                                          "messages.queue.mode.")
+    maxCostPerDay: float | None = Field(None, gt=0, description="US dollars this agent may spend per UTC day, "
+                                        "as its CLI reports cost; once reached, new turns are refused until "
+                                        "midnight UTC.")
+    projects: builtins.list[ProjectConfig] = Field(
+        default_factory=list, description="Folders this agent can work in; /project lists and switches them "
+                                          "(without any, every turn runs in a fresh private folder).")
+
+    @field_validator("projects")
+    @classmethod
+    def _unique_project_names(cls, value: builtins.list[ProjectConfig]) -> builtins.list[ProjectConfig]:
+        names = [p.name for p in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate project names: {', '.join(dupes)}")
+        return value
+
+    def project(self, name: str | None) -> ProjectConfig | None:
+        """The project called ``name`` (None when unset or no longer configured)."""
+        return next((p for p in self.projects if p.name == name), None) if name else None
     permissions: Literal["allowlist", "ask", "ask-dangerous", "bypass"] = Field(
         "allowlist", description="What the agent may do without asking: allowlist (its allowed tools, the rest is "
         "refused), ask (anything else asks the session's owner), ask-dangerous (reads run, writes and commands "
@@ -212,7 +258,16 @@ class SessionConfig(OpenSection):
                                                     "fresh agent conversation (0: conversations never expire).")
 
 
+class QueueConfig(OpenSection):
+    """OpenClaw's ``messages.queue``: its mode names are accepted and mapped onto ours (collect and followup
+    queue, steer-backlog steers)."""
+
+    mode: Literal["queue", "interrupt", "steer", "collect", "followup", "steer-backlog"] = Field(
+        "queue", description="Default steering mode for agents without agents.list[].steering.")
+
+
 class MessagesConfig(OpenSection):
+    queue: QueueConfig = QueueConfig()
     tts: TtsConfig = TtsConfig()
     stt: SttConfig = SttConfig()
     progress: bool = Field(True, description="While an agent works on a Telegram or Discord message, keep one "

@@ -82,6 +82,11 @@ def _problem(status: int, text: str, headers: dict[str, str] | None = None) -> R
                  status, headers)
 
 
+
+def _valid_id(value: object) -> bool:
+    """JSON-RPC ids we answer to: a string or an integer (null, floats and containers are refused)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
 class McpHttp:
     """The ``/mcp`` endpoint of one gateway and the sessions opened on it."""
 
@@ -214,6 +219,9 @@ class McpHttp:
         method = message.get("method")
         if not isinstance(method, str):
             return Response(status_code=202)  # a response to a request we never sent: nothing to do
+        if "id" in message and not _valid_id(message["id"]):
+            return _json(error_message(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer"),
+                         400)
         params = message.get("params")
         if params is not None and not isinstance(params, dict):
             return _json(error_message(message.get("id"), INVALID_PARAMS, "Invalid params: must be an object"), 400)
@@ -235,7 +243,8 @@ class McpHttp:
         session = found
         if "id" not in message:
             if method == "notifications/cancelled":
-                task = session.calls.get(params.get("requestId"))
+                target = params.get("requestId")
+                task = session.calls.get(target) if _valid_id(target) else None
                 if task is not None:
                     task.cancel()
             return Response(status_code=202)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,22 @@ def _save_clip(clip: VoiceClip, state: Path) -> str:
     return str(path)
 
 
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""An idempotency key usable as a run id: it names files in the runs folder, and fits ``agent_runs.id``."""
+
+
+async def _run_id_from(idempotency_key: str, ctx: CallContext) -> str | None:
+    """The run id a turn started by this message gets: its idempotency key, as OpenClaw does (its Control UI
+    matches the message it sent to the turn by it), unless the key cannot name a run or already names one
+    (a key reused after the idempotency window, or by another client); then a fresh id."""
+    if not _RUN_ID.fullmatch(idempotency_key) or idempotency_key.startswith("msg-"):  # msg-<id>: posted messages
+        return None
+    if idempotency_key in ctx.gateway.runs.runs:
+        return None
+    async with ctx.gateway.db.session() as s:
+        return None if await SessionRepo.get_run(s, idempotency_key) is not None else idempotency_key
+
+
 @method("chat.send", params=SendParams, scope=WRITE, idempotent=True)
 async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send a message into a session; ``queued`` when it joins the turn after the running one."""
@@ -143,6 +160,7 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
             message = f"{message}\n[attachment: {kind} {ATTACHMENTS_DIR}/{Path(path).name}]".strip()
             shown.append(await store_file(ctx.gateway.db, key, path, name=upload.name))
     req = RunRequest(session_key=key, agent_id=parse_key(key)[0], message=message, source="chat",
+                     run_id=await _run_id_from(p.idempotencyKey, ctx),
                      is_owner=is_owner(ctx), origin=origin, deliver=deliver, files=files,
                      voice_in=p.audio is not None, entry_meta={"attachments": shown} if shown else None)
     run, status = await ctx.gateway.runs.submit(req)

@@ -1,10 +1,12 @@
-"""Token usage for OpenClaw's Control UI Home page: ``usage.status`` and ``sessions.usage``.
+"""Token usage and cost for OpenClaw's Control UI: ``usage.status``, ``usage.cost`` and ``sessions.usage``.
 
-Our agent CLIs report tokens per turn, which we add up per session (``sessions`` table); they report no
-cost and no provider quota. So ``usage.status`` (provider quota windows) lists no providers, and
-``sessions.usage`` gives real token totals of the sessions active in the range, per agent and per
-channel, with every cost at 0. Per-session, per-day and per-model breakdowns are left empty: we keep
-session totals, not a timeline.
+Our agent CLIs report tokens per turn, which we add up per session (``sessions`` table), and each turn's
+tokens and, where the CLI states it (Claude Code, OpenCode), its cost are kept in ``turn_usage``. No CLI
+reports a provider quota, so ``usage.status`` lists no providers. ``usage.cost`` is OpenClaw's cost summary
+(``days``, ``daily`` per UTC day, ``totals``) from ``turn_usage``; ``missingCostEntries`` counts the turns
+whose CLI reported no cost. ``sessions.usage`` gives the token totals of the sessions active in the range,
+per agent and per channel, with the cost of their turns in the range. Per-session and per-model breakdowns
+are left empty.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.protocol import Forbidden, InvalidRequest
 from gateway.rpc import READ, CallContext, NoParams, Params, method
 from gateway.store.transcripts import SessionRepo
+from gateway.store.usage import Totals, UsageRepo, day_start_ms
 
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
 _RANGES = {"7d": 7, "30d": 30, "90d": 90, "1y": 365}
@@ -68,6 +72,9 @@ async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, 
     by_agent: dict[str, dict[str, float]] = {}
     by_channel: dict[str, dict[str, float]] = {}
     scope = ctx.caller.confined_to
+    async with ctx.gateway.db.session() as s:
+        turns = await UsageRepo.totals(s, since_ms=day_start_ms(start), until_ms=day_start_ms(end + timedelta(days=1)),
+                                       agent_id=p.agentId)
     for row in rows:
         day = row.updated_at.date() if row.updated_at else None
         if day is None or not start <= day <= end or (p.key and row.key != p.key):
@@ -75,8 +82,12 @@ async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, 
         if (p.agentId and row.agent_id != p.agentId) or (scope is not None and not scope.allows(row.key)):
             continue
         count += 1
-        used = {"input": row.input_tokens, "output": row.output_tokens, "cacheRead": row.cache_read_tokens,
-                "cacheWrite": row.cache_write_tokens, "totalTokens": row.input_tokens + row.output_tokens}
+        used: dict[str, float] = {
+            "input": row.input_tokens, "output": row.output_tokens, "cacheRead": row.cache_read_tokens,
+            "cacheWrite": row.cache_write_tokens, "totalTokens": row.input_tokens + row.output_tokens}
+        cost = turns.by_session.get(row.key)
+        if cost is not None:
+            used.update(totalCost=cost.cost, missingCostEntries=cost.unpriced)
         for bucket in (totals, by_agent.setdefault(row.agent_id, _totals()),
                        by_channel.setdefault(row.channel or "webchat", _totals())):
             for k, v in used.items():
@@ -92,3 +103,39 @@ async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, 
     }
     return {"updatedAt": int(time.time() * 1000), "startDate": start.isoformat(), "endDate": end.isoformat(),
             "sessions": [], "totals": totals, "aggregates": aggregates, "creatorOptions": []}
+
+
+class UsageCostParams(Params):
+    startDate: str | None = Field(None, pattern=_DATE)
+    endDate: str | None = Field(None, pattern=_DATE)
+    days: int | None = Field(None, ge=1, le=3660, description="The last N UTC days (without startDate).")
+    agentId: str | None = Field(None, min_length=1)
+    agentScope: Literal["all"] | None = None
+    mode: Literal["utc", "gateway", "specific"] | None = Field(None, description="Accepted; days are UTC days.")
+    utcOffset: str | None = Field(None, pattern=r"^UTC[+-]\d{1,2}(?::[0-5]\d)?$", description="Accepted and ignored.")
+    timeZone: str | None = Field(None, min_length=1, description="Accepted and ignored.")
+
+
+def _days(start: date, end: date) -> list[date]:
+    return [start + timedelta(days=i) for i in range((end - start).days + 1)]
+
+
+@method("usage.cost", params=UsageCostParams, scope=READ)
+async def usage_cost(p: UsageCostParams, ctx: CallContext) -> dict[str, Any]:
+    """OpenClaw's cost summary over UTC days: one ``daily`` row per day (zeros included) and the ``totals``."""
+    if p.agentScope == "all" and p.agentId:
+        raise InvalidRequest("agentScope=all cannot be combined with agentId", details={"field": "agentScope"})
+    today = datetime.now(UTC).date()
+    end = date.fromisoformat(p.endDate) if p.endDate else today
+    start = date.fromisoformat(p.startDate) if p.startDate else end - timedelta(days=(p.days or 30) - 1)
+    if start > end:
+        raise InvalidRequest("startDate is after endDate", details={"field": "startDate"})
+    if ctx.caller.confined_to is not None:  # as OpenClaw: a sum over all sessions is not for a confined caller
+        raise Forbidden("usage.cost sums every session's usage; this caller may only see some sessions")
+    if p.agentId:
+        ctx.gateway.sessions.agent(p.agentId)  # an unknown id names agentId
+    async with ctx.gateway.db.session() as s:
+        got = await UsageRepo.totals(s, since_ms=day_start_ms(start), until_ms=day_start_ms(end + timedelta(days=1)),
+                                     agent_id=p.agentId)
+    daily = [{"date": d.isoformat(), **got.by_day.get(d.isoformat(), Totals()).openclaw()} for d in _days(start, end)]
+    return {"updatedAt": int(time.time() * 1000), "days": len(daily), "daily": daily, "totals": got.openclaw()}

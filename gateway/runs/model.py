@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,8 @@ class RunRequest:
     # Files that came with the message (downloaded channel media): copied into the run's workspace
     # under ``attachments/``, where the agent may read them; the message names them by that path.
     files: tuple[str, ...] = ()
-    # Recovery after a crash re-queues a stored run under its own id, its message already in the transcript.
+    # The id of the run this request starts, if it starts one: recovery after a crash re-queues a stored run under
+    # its own id, its message already in the transcript; chat.send names it after the idempotency key.
     run_id: str | None = None
     stored: bool = False
     # The chat message this request carries, (channel, account, chat, message id): marked handled in the
@@ -89,8 +91,11 @@ class Run:
     cut_by_shutdown: bool = False  # stopped because the gateway stops: left for recovery at the next start
     # Who answered ({agentId, runtime, cli, model}, and replyTo on the web chat) and the transcript entry of the
     # answer (or of the failure): set by the executor, carried in the final ``chat`` event's ``message``.
-    answer_facts: dict[str, str] = field(default_factory=dict)
+    answer_facts: dict[str, Any] = field(default_factory=dict)  # (diff: what the turn changed, a dict)
     answer_entry_id: int | None = None
+    # While a steerable CLI runs this turn (steering mode ``steer``): hands it one more user message; False
+    # when it no longer takes any (the message then waits for the next turn). Set and cleared by the executor.
+    steer: Callable[[str], bool] | None = None
     # What the ``chat`` events of this run said so far: their sequence number and the text of the last delta,
     # so each delta also carries only its new part (``deltaText``, as OpenClaw's clients read it); and the
     # sequence number of its ``agent`` events.

@@ -30,6 +30,7 @@ import structlog
 from gateway.protocol import InvalidRequest
 from gateway.runs.lease import LeaseService, LeaseUnavailable
 from gateway.runs.model import FINISHED, Run, RunOutcome, RunRequest
+from gateway.runs.steering import effective_mode
 from gateway.session_events import openclaw_message
 from gateway.store.leases import LeaseRepo
 from gateway.store.messages import mark_handled
@@ -85,12 +86,20 @@ class RunQueue:
             run = lane.current  # waiting for a global slot: still time to join its turn
             run.requests.append(req)
             status = "queued"
+        elif lane.current is not None and self._steered(lane.current, req):
+            run = lane.current  # the running CLI took it: answered in this turn, with this turn's reply
+            run.requests.append(req)
+            status = "queued"
         elif lane.current is not None:
             if lane.pending is None:
                 lane.pending = self._new_run(req)
             else:
                 lane.pending.requests.append(req)
             run, status = lane.pending, "queued"
+            if self._interrupts(lane.current, req):
+                # Folded in front: the restarted turn answers what the stopped one was asked, then the new words.
+                run.requests[0:0] = lane.current.requests
+                lane.current.stop("interrupted by a newer message (steering mode interrupt)")
         else:
             run = lane.current = self._new_run(req)
         async with self.gw.db.session() as s:
@@ -110,9 +119,26 @@ class RunQueue:
             run.task = asyncio.create_task(self._drive(run), name=f"run-{run.id}")
         return run, status
 
+    def _steered(self, current: Run, req: RunRequest) -> bool:
+        """Hand ``req`` to the running turn's CLI (``steer`` mode, a chat message); whether it took it."""
+        if req.stored or req.source not in ("channel", "chat") or current.steer is None or current.stopping:
+            return False
+        if effective_mode(self.gw.config, req.agent_id) != "steer":
+            return False
+        return current.steer(req.message)
+
+    def _interrupts(self, current: Run, req: RunRequest) -> bool:
+        """Whether ``req`` stops the running ``current`` turn (``interrupt`` mode, a chat message, mid-turn)."""
+        if req.stored or req.source not in ("channel", "chat") or current.started_at is None:
+            return False
+        if current.stopping or current.done.is_set():
+            return False
+        return effective_mode(self.gw.config, req.agent_id) == "interrupt"
+
     def _new_run(self, req: RunRequest) -> Run:
-        run = Run(id=req.run_id or str(uuid.uuid4()), session_key=req.session_key, agent_id=req.agent_id,
-                  requests=[req])
+        taken = req.run_id in self.runs and not req.stored  # two messages raced for one key: the second gets a new id
+        run_id = req.run_id if req.run_id and not taken else str(uuid.uuid4())
+        run = Run(id=run_id, session_key=req.session_key, agent_id=req.agent_id, requests=[req])
         self.runs[run.id] = run
         return run
 
@@ -280,6 +306,22 @@ class RunQueue:
                 continue  # already stopping or delivering: nothing more to stop
             aborted.append(run.id)
         return aborted
+
+    def waiting(self, session_key: str) -> list[str]:
+        """The messages collected for the session's next turn, in the order they arrived."""
+        lane = self._lanes.get(session_key)
+        return lane.pending.messages if lane is not None and lane.pending is not None else []
+
+    def clear_waiting(self, session_key: str) -> int:
+        """Drop the session's collected next turn (the running one goes on); how many messages were dropped."""
+        lane = self._lanes.get(session_key)
+        if lane is None or lane.pending is None or lane.pending.done.is_set():
+            return 0
+        run, lane.pending = lane.pending, None
+        run.status, run.error = "aborted", "dropped by /queue clear"
+        # Keep a reference: the loop holds tasks weakly, and this one must run to the end.
+        run.task = asyncio.get_running_loop().create_task(self._finish(run), name=f"run-drop-{run.id}")
+        return len(run.requests)
 
     def lane_state(self, session_key: str) -> dict[str, Any]:
         lane = self._lanes.get(session_key)

@@ -301,15 +301,40 @@
   }
 
   var RUNTIMES = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode' };
+  // " · 1,234 tokens · $0.0123": what the turn used, as its final chat event (or the transcript) says.
+  function usageText(u) {
+    if (!u) return '';
+    var tokens = (u.input || 0) + (u.output || 0) + (u.cacheRead || 0) + (u.cacheWrite || 0);
+    var text = ' · ' + tokens.toLocaleString('en-US') + ' tokens';
+    if (typeof u.costUsd === 'number') text += ' · $' + u.costUsd.toFixed(u.costUsd < 1 ? 4 : 2);  // a turn costs cents
+    return text;
+  }
+
   // "main · Claude Code (claude) · sonnet": which agent and which CLI answered a turn.
   function answeredLine(facts) {
     if (!facts || !facts.agentId) return null;
     var runtime = RUNTIMES[facts.runtime] || facts.runtime || '';
     var text = facts.agentId + ' · ' + runtime + (facts.cli ? ' (' + facts.cli + ')' : '') +
-      (facts.model ? ' · ' + facts.model : '');
+      (facts.model ? ' · ' + facts.model : '') + usageText(facts.usage);
     var line = el('div', 'answered', text);
     line.title = 'answered by agent ' + facts.agentId + ' with ' + (facts.cli || runtime);
     return line;
+  }
+
+  // What a turn changed in its git project (the entry's diff): collapsed under the summary, each line
+  // coloured by its first character. textContent only: the diff is the agent's output, never markup.
+  function diffBlock(diff) {
+    if (!diff || !diff.text) return null;
+    var box = el('details', 'diff');
+    box.appendChild(el('summary', null, '\uD83D\uDCDD ' + (diff.summary || 'changes') + (diff.name ? ' · ' + diff.name : '')));
+    var pre = el('pre');
+    diff.text.split('\n').forEach(function (line) {
+      var c = line.charAt(0);
+      var kind = /^(\+\+\+|---|diff |index )/.test(line) ? 'dh' : c === '+' ? 'da' : c === '-' ? 'dr' : c === '@' ? 'dc' : null;
+      pre.appendChild(el('span', kind, line + '\n'));
+    });
+    box.appendChild(pre);
+    return box;
   }
 
   // One assistant turn: text segments interleaved with tool cards, as the run produced them.
@@ -356,8 +381,13 @@
   Turn.prototype.answered = function (facts) {
     var old = this.node.querySelector(':scope > .answered');
     if (old) old.remove();
+    var oldDiff = this.node.querySelector(':scope > .diff');
+    if (oldDiff) oldDiff.remove();
+    var diff = diffBlock(facts && facts.diff);
+    if (diff) this.node.appendChild(diff);
     var line = answeredLine(facts);
     if (line) this.node.appendChild(line);
+    if (facts && facts.project) showProject();  // a turn in a project may have made its worktree (branch)
   };
   Turn.prototype.tool = function (data) {
     var stick = nearBottom();
@@ -503,6 +533,38 @@
     $('session-title').textContent = title;
     document.title = (state.unseen ? '(' + state.unseen + ') ' : '') + title + ' · remoteclaw';
     showAgent();
+    showProject();
+  }
+
+  // The session's project and branch under its title (status {sessionKey}); hidden without a project. The
+  // picker beside "New" lists the agent's projects (the chat's /project); hidden when it has none, or before
+  // the conversation's first message (the session does not exist yet).
+  function showProject() {
+    var key = state.sessionKey, line = $('session-project'), pick = $('project-pick');
+    if (!key) { line.hidden = true; pick.hidden = true; return; }
+    request('status', { sessionKey: key }).then(function (st) {
+      if (key !== state.sessionKey) return;
+      line.hidden = !st.project;
+      line.textContent = st.project ? '\uD83D\uDCC1 ' + st.project + (st.branch ? ' \u00B7 ' + st.branch : '') : '';
+      line.title = st.projectPath || '';
+      var names = st.projects || [];
+      pick.hidden = !names.length;
+      pick.textContent = '';
+      [''].concat(names).forEach(function (name) {
+        var opt = el('option', null, name ? '\uD83D\uDCC1 ' + name : 'no project');
+        opt.value = name;
+        pick.appendChild(opt);
+      });
+      pick.value = st.project || '';
+    }, function () { if (key === state.sessionKey) { line.hidden = true; pick.hidden = true; } });
+  }
+
+  function pickProject() {
+    var key = state.sessionKey, name = $('project-pick').value || null;
+    request('sessions.project', { sessionKey: key, project: name }).then(showProject, function (err) {
+      showError('could not switch the project: ' + err.message);
+      showProject();
+    });
   }
 
   // The transcript of the session on screen. Events for it that arrive while the request is out are held and
@@ -938,6 +1000,21 @@
     input.focus();
   }
   $('new-chat').addEventListener('click', newChat);
+  $('project-pick').addEventListener('change', pickProject);
+  // "Desk": the shell line that resumes this conversation in the CLI on the gateway's machine (sessions.handoff).
+  $('handoff').addEventListener('click', function () {
+    request('sessions.handoff', { key: state.sessionKey }).then(function (h) {
+      var box = el('div', 'handoff');
+      box.appendChild(el('p', null, h.command ? 'Continue this conversation at the desk (' + h.runtime +
+        ', session ' + h.sessionId + '), on the gateway\u2019s machine:' :
+        'The ' + h.runtime + ' runtime has no resume command (session ' + h.sessionId + ').'));
+      if (h.command) {
+        var pre = el('pre'); pre.appendChild(el('code', null, h.command)); box.appendChild(pre);
+        box.appendChild(el('p', 'note', 'What you do there is picked up here with the next message.'));
+      }
+      messages.appendChild(box); refreshEmpty(); scrollDown(true);
+    }).catch(function (err) { showError('no handoff: ' + err.message); });
+  });
   $('side-new').addEventListener('click', newChat);
   $('agent-pick').addEventListener('change', function () {
     state.newAgent = $('agent-pick').value; store(AGENT_KEY, state.newAgent);

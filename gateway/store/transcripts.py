@@ -35,7 +35,7 @@ from gateway.store.models import Base, utcnow
 __all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
 
 ENTRY_META = frozenset({"replyTo", "thread", "reaction", "pinned", "deleted", "attachments", "error", "aborted",
-                        "agentId", "runtime", "cli", "model"})
+                        "agentId", "runtime", "cli", "model", "project", "branch", "diff", "usage"})
 """The keys a transcript entry's ``meta`` may hold (each is also a key of the entry in ``chat.history``)."""
 
 
@@ -55,6 +55,7 @@ class SessionRecord(Base):
     parent_key: Mapped[str | None] = mapped_column(String(512), nullable=True, index=True)
     model: Mapped[str | None] = mapped_column(String(128), nullable=True)
     cli_sessions: Mapped[str] = mapped_column(Text, default="{}")  # JSON {runtime: cli session id}
+    project: Mapped[str | None] = mapped_column(String(64), nullable=True)  # a name in its agent's projects
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cache_read_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -80,6 +81,7 @@ class SessionRecord(Base):
             "threadId": self.thread_id,
             "parentSessionKey": self.parent_key,
             "model": self.model,
+            "project": self.project,
             "cliSessionIds": orjson.loads(self.cli_sessions or "{}"),
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
@@ -104,7 +106,8 @@ class TranscriptEntry(Base):
     tool: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON {name, input, output, isError}
     ts: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # JSON of what a chat shows around the message (``ENTRY_META``): replyTo, reaction, pinned, deleted,
-    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered).
+    # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered), project/branch (where)
+    # and diff (what the turn changed there: summary, counts, the diff text), usage (the turn's tokens and cost).
     meta: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     @property

@@ -60,6 +60,12 @@ AGENT = textwrap.dedent('''
         say(reply)
         out({"type": "result", "subtype": "success", "session_id": sid, "result": reply, "usage": usage})
         sys.exit(0)
+    if "what did it cost" in prompt:
+        reply = "Cheap."
+        say(reply)
+        out({"type": "result", "subtype": "success", "session_id": sid, "result": reply, "total_cost_usd": 0.0123,
+             "usage": {"input_tokens": 1200, "output_tokens": 34, "cache_read_input_tokens": 0}})
+        sys.exit(0)
     if "quote me" in prompt:
         reply = "[[reply_to_current]] Quoting you."
         say(reply)
@@ -250,6 +256,22 @@ async def test_tables_and_quotes_in_a_reply(chat_gateway: GatewayProcess, page: 
     assert await reply.locator("th strong").text_content() == "state"
     assert await reply.locator("tbody tr").count() == 2
     assert await reply.locator("tbody tr").last.locator("td code").text_content() == "idle"
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+async def test_the_cost_of_a_turn_shows_under_its_answer(chat_gateway: GatewayProcess, page: Any) -> None:
+    await open_chat(page, printed_link(chat_gateway))
+    await page.click("#new-chat")
+    await send(page, "what did it cost")
+    line = page.locator(".turn .answered", has_text="tokens")
+    await line.wait_for(timeout=15_000)
+    assert (await line.text_content() or "").endswith(" · 1,234 tokens · $0.0123")
+    await page.reload()  # the transcript keeps it
+    await page.wait_for_selector(".turn .answered >> text=1,234 tokens · $0.0123", timeout=10_000)
+    # "Desk" shows the line that resumes this conversation in the CLI (sessions.handoff).
+    await page.click("#handoff")
+    command = await page.locator(".handoff code").text_content(timeout=10_000) or ""
+    assert command.startswith("mkdir -p ") and " --resume " in command
     assert await page.evaluate("document.documentElement.scrollWidth") <= 390
 
 

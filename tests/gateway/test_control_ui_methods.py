@@ -216,7 +216,9 @@ async def test_subscriptions_deliver_per_connection_and_stop(gw: GatewayProcess)
 
 async def test_chat_events_carry_openclaw_fields(admin: RawClient, schema: dict[str, Any]) -> None:
     """``deltaText``, ``seq`` and ``message``: what the Control UI renders a reply from, in its closed shape."""
-    await admin.call("chat.send", {"sessionKey": "agent:main:cui-chat", "message": "fields", "idempotencyKey": "f1"})
+    sent = await admin.call("chat.send", {"sessionKey": "agent:main:cui-chat", "message": "fields",
+                                          "idempotencyKey": "f1"})
+    assert sent["runId"] == "f1"  # the run is named by the idempotency key, as OpenClaw's clients expect
     deltas, agent = [], []
     while True:
         event = await asyncio.wait_for(admin.events.get(), 15)
@@ -229,6 +231,7 @@ async def test_chat_events_carry_openclaw_fields(admin: RawClient, schema: dict[
             deltas.append(frame)
         if frame["state"] == "final":
             break
+    assert frame["runId"] == "f1"
     assert "".join(d["deltaText"] for d in deltas) == "echo: fields"
     assert [d["seq"] for d in deltas] + [frame["seq"]] == list(range(len(deltas) + 1))
     assert frame["message"]["content"] == [{"type": "text", "text": "echo: fields"}] and frame["agentId"] == "main"

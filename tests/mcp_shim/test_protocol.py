@@ -295,3 +295,27 @@ def test_the_output_schema_table_names_only_real_tools() -> None:
 
     assert set(OUTPUT_SCHEMAS) <= {t.name for t in BUILTIN}
     assert sum(1 for t in BUILTIN if t.output_schema is not None) == len(OUTPUT_SCHEMAS) == 45
+
+
+async def test_the_gateway_connection_opens_after_tools_list_before_any_call(gateway: GatewayProcess,
+                                                                              start_shim: ShimFactory) -> None:
+    """The model thinks between tools/list and its first call: the shim connects to the gateway in that pause,
+    so the first call does not wait for the import of websockets and the handshake."""
+    from tests.support.ws import operator
+
+    admin = await operator(gateway.url, gateway.token or "")
+    try:
+        async def shims() -> int:
+            entries = await admin.call("system-presence")
+            return sum(1 for e in entries if e.get("host") == "remoteclaw-mcp")
+
+        before = await shims()
+        shim = await start_shim(gateway, plugin_manifest={"tools": []})
+        assert len(await shim.tools()) == 53  # and no tools/call at all
+
+        async def connected() -> bool:
+            return await shims() > before
+
+        assert await until(connected, what="the shim's gateway connection", timeout=10)
+    finally:
+        await admin.close()

@@ -5,7 +5,9 @@ Scripted by the conversation itself, so one server serves every turn of a test:
   answer with a ``tool_use`` of the first offered tool whose name ends with ``<tool>``;
 - otherwise answer text: ``REPLY <text>`` in the prompt answers exactly ``<text>``; after a tool
   result the answer is ``THEN <text>`` from the prompt if given, else ``done: <first 200 chars of
-  the result>``; else ``ok``.
+  the result>``; else ``ok``;
+- ``SLOW <s>`` in the newest user message: answer after s seconds (a turn still under way when the next
+  message arrives).
 Every request body is kept in ``requests`` for assertions.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from tests.support.fake_http import FakeHTTPServer, Reply, json_reply, script, sse_event
@@ -100,6 +103,9 @@ class FakeAnthropic(FakeHTTPServer):
         if method != "POST" or not path.endswith("/v1/messages"):
             return _NOT_FOUND
         body = json.loads(raw or b"{}")
+        newest = next((m for m in reversed(body.get("messages") or []) if m.get("role") == "user"), {})
+        if slow := re.search(r"SLOW ([\d.]+)", " ".join(_texts(newest.get("content")))):
+            time.sleep(float(slow.group(1)))
         msg = _message(body, plan(body), self.record(self.requests, body))
         if body.get("stream"):
             return 200, _sse(msg), "text/event-stream"

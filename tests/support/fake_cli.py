@@ -12,10 +12,15 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
   apart, before answering;
 - ``stream:<n>`` write the answer in n pieces 0.5 s apart, as ``stream_event`` text deltas when run with
   ``--include-partial-messages`` (as Claude Code does), then the whole block;
+- ``cost:<usd>`` state that cost (``total_cost_usd``) in the result, as Claude Code does;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
-  a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``.
+  a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``;
+- ``edit:<path>`` edit a file below its working directory as a coding agent would: a new file gets three
+  lines, an existing one has its first line replaced (for the projects and diff tests).
 
-Otherwise it echoes. Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
+Otherwise it echoes. With ``--input-format stream-json`` (steering) it takes the prompt from the first JSON
+line and afterwards echoes each further user message written to its stdin, until stdin closes.
+Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ def out(obj: dict) -> None:
 
 def main() -> int:
     argv = sys.argv[1:]
-    prompt = sys.stdin.read()
+    streamed = "--input-format" in argv  # stream-json: one JSON user message a line, stdin kept open
+    prompt = _user_text(sys.stdin.readline()) if streamed else sys.stdin.read()
     resume = argv[argv.index("--resume") + 1] if "--resume" in argv else None
     log = os.environ.get("FAKE_CLI_LOG")
     if log:
@@ -75,6 +81,14 @@ def main() -> int:
             time.sleep(0.8)
             out({"type": "user", "session_id": sid, "message": {"content": [
                 {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": "done"}]}]}})
+    for rel in re.findall(r"edit:(\S+)", prompt):
+        target = Path(rel)
+        if target.is_file():
+            lines = target.read_text().splitlines(keepends=True)
+            target.write_text("".join(["edited by the agent\n", *lines[1:]]))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("line 1\nline 2\nline 3\n")
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 2, "cache_creation_input_tokens": 1}
     if re.search(r"\bfail\b", prompt):  # the word, so a prompt that merely says "failed" is not a directive
         out({"type": "result", "subtype": "error_during_execution", "is_error": True, "session_id": sid,
@@ -109,14 +123,31 @@ def main() -> int:
         reply = "NO_REPLY"
     if "tag" in prompt:
         reply = "[[reply_to_current]] tagged answer"
-    if "show attachments" in prompt:
-        seen = sorted(os.listdir("attachments")) if os.path.isdir("attachments") else []
+    if "show attachments" in prompt:  # in a project the gateway puts them under its own .remoteclaw/
+        where = next((d for d in ("attachments", ".remoteclaw/attachments") if os.path.isdir(d)), "attachments")
+        seen = sorted(os.listdir(where)) if os.path.isdir(where) else []
         reply = "attachments: " + ", ".join(
-            f"{name}={Path('attachments', name).read_bytes()[:64]!r}" for name in seen)
+            f"{name}={Path(where, name).read_bytes()[:64]!r}" for name in seen)
     out({"type": "assistant", "session_id": sid, "message": {"content": [{"type": "text", "text": reply}]}})
-    out({"type": "result", "subtype": "success", "is_error": False, "session_id": sid, "result": reply,
-         "usage": usage})
+    result = {"type": "result", "subtype": "success", "is_error": False, "session_id": sid, "result": reply,
+              "usage": usage}
+    if m := re.search(r"cost:([\d.]+)", prompt):
+        result["total_cost_usd"] = float(m.group(1))
+    out(result)
+    if streamed:  # messages steered in while it worked: each answered in turn, until stdin closes
+        for line in sys.stdin:
+            text = _user_text(line).strip()
+            answer = {"content": [{"type": "text", "text": f"echo: {text}"}]}
+            out({"type": "assistant", "session_id": sid, "message": answer})
+            out({"type": "result", "subtype": "success", "is_error": False, "session_id": sid,
+                 "result": f"echo: {text}", "usage": usage})
     return 0
+
+
+def _user_text(line: str) -> str:
+    """The text of one stream-json user message."""
+    msg = json.loads(line) if line.strip() else {}
+    return "".join(b.get("text", "") for b in (msg.get("message") or {}).get("content") or [])
 
 
 if __name__ == "__main__":

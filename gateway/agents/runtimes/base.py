@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "mcp_server_name"]
+__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "instructions_file", "mcp_server_name"]
 
 EventKind = Literal["text", "text_delta", "thinking", "tool_use", "tool_result", "error", "done"]
 
@@ -26,7 +26,7 @@ class Event:
 
     ``text``/``thinking`` carry a complete block; ``text_delta`` is a piece of a text block as the model writes
     it (where the CLI streams them: a live reply shows it; the complete ``text`` block still follows); ``tool_use`` and
-    ``tool_result`` share ``tool_id``; ``done`` carries ``usage`` (input/output/cacheRead/cacheWrite),
+    ``tool_result`` share ``tool_id``; ``done`` carries ``usage`` (input/output/cacheRead/cacheWrite), ``cost_usd``,
     the CLI's ``session_id`` and, when the CLI states it, the final reply in ``text``.
     """
 
@@ -40,6 +40,7 @@ class Event:
     usage: dict[str, int] | None = None
     session_id: str | None = None
     model: str | None = None
+    cost_usd: float | None = None  # on ``done``, when the CLI states what the turn cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,8 @@ class RunSpec:
     env: dict[str, str] = field(default_factory=dict)
     state_dir: Path | None = None
     """A directory that outlives the run, one per session (Codex keeps its resumable sessions there)."""
+    steer: bool = False
+    """Keep the CLI's stdin open for more user messages during the turn (only for a ``steerable`` runtime)."""
     permissions: str = "allowlist"
     """``agents.list[].permissions``: allowlist, ask, ask-dangerous or bypass (docs/approvals.md)."""
 
@@ -77,6 +80,7 @@ class Invocation:
     cwd: Path
     files: dict[Path, str] = field(default_factory=dict)
     stdin: bytes | None = None
+    keep_stdin: bool = False  # stdin stays open after ``stdin``: more user messages follow (steering)
 
 
 class Parser(ABC):
@@ -99,6 +103,9 @@ class Runtime(ABC):
 
     name: str = ""
     executable: str = ""
+    steerable: bool = False
+    """Whether the CLI takes more user messages on stdin while a turn runs (``build`` honours ``spec.steer``
+    and ``user_message`` encodes one); the steering mode ``steer`` falls back to ``queue`` elsewhere."""
 
     def command(self, spec: RunSpec) -> list[str]:
         return list(spec.command) if spec.command else [self.executable]
@@ -110,8 +117,23 @@ class Runtime(ABC):
     @abstractmethod
     def parser(self) -> Parser: ...
 
+    def user_message(self, text: str) -> bytes:
+        """One more user message for a running CLI's stdin (steerable runtimes only)."""
+        raise NotImplementedError(f"the {self.name} runtime cannot take messages during a turn")
+
     def session_expired(self, message: str) -> bool:
         """Whether an error says the resume id is unknown or expired (we then retry once afresh)."""
         m = message.lower()
         return "session" in m and any(w in m for w in ("not found", "no conversation", "expired", "unknown",
                                                        "does not exist", "no such", "invalid"))
+
+
+def instructions_file(path: Path, ours: str) -> str:
+    """The text of an instructions file the CLI reads from its folder (``AGENTS.md``, ``GEMINI.md``): our system
+    prompt, then the file's own text when the folder already has one (a project's rules still apply). The file
+    is given back as it was after the run (``process.run_process``)."""
+    try:
+        theirs = path.read_text() if path.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        theirs = ""
+    return ours + "\n" + (f"\n{theirs}" if theirs.strip() else "")

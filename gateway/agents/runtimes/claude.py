@@ -48,6 +48,11 @@ def _text_of(content: Any) -> str:
     return "" if content is None else json.dumps(content)
 
 
+def _cost(value: Any) -> float | None:
+    """``total_cost_usd`` of a result (what Claude Code computed from its price table), if it is a number."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+
+
 class ClaudeParser(Parser):
     def __init__(self) -> None:
         super().__init__()
@@ -93,6 +98,7 @@ class ClaudeParser(Parser):
                 text=obj.get("result") or "" if isinstance(obj.get("result"), str) else "",
                 session_id=self.session_id,
                 model=self.model,
+                cost_usd=_cost(obj.get("total_cost_usd")),
                 usage={
                     "input": int(usage.get("input_tokens") or 0),
                     "output": int(usage.get("output_tokens") or 0),
@@ -104,7 +110,7 @@ class ClaudeParser(Parser):
                 errs = obj.get("errors")
                 msg = done.text or ("; ".join(map(str, errs)) if errs else str(obj.get("subtype") or "error"))
                 return [Event("error", text=msg), Event("done", session_id=self.session_id, usage=done.usage,
-                                                        model=self.model, is_error=True)]
+                                                        model=self.model, is_error=True, cost_usd=done.cost_usd)]
             return [done]
         return []
 
@@ -112,6 +118,13 @@ class ClaudeParser(Parser):
 class ClaudeRuntime(Runtime):
     name = "claude"
     executable = "claude"
+    # ``--input-format stream-json``: user messages are JSON lines on stdin, and Claude Code answers each in
+    # turn (a ``result`` per message) until stdin closes, so a message sent mid-turn is answered in this process.
+    steerable = True
+
+    def user_message(self, text: str) -> bytes:
+        msg = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+        return json.dumps(msg).encode() + b"\n"
 
     def build(self, spec: RunSpec) -> Invocation:
         cfg_path = spec.workspace / ".remoteclaw" / "mcp.json"
@@ -130,6 +143,9 @@ class ClaudeRuntime(Runtime):
         if spec.resume_id:
             argv += ["--resume", spec.resume_id]
         env = {**spec.mcp.env, **spec.env}
+        if spec.steer:
+            return Invocation(argv=[*argv, "--input-format", "stream-json"], env=env, cwd=spec.workspace,
+                              files={cfg_path: json.dumps(mcp)}, stdin=self.user_message(spec.prompt), keep_stdin=True)
         return Invocation(argv=argv, env=env, cwd=spec.workspace, files={cfg_path: json.dumps(mcp)},
                           stdin=spec.prompt.encode())
 

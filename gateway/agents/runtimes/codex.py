@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.agents.runtimes import toml
-from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime
+from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, instructions_file
 
 __all__ = ["CodexParser", "CodexRuntime"]
 
@@ -112,7 +112,7 @@ class CodexRuntime(Runtime):
     def build(self, spec: RunSpec) -> Invocation:
         home = spec.workspace / ".remoteclaw" / "codex-home"
         files = {home / "config.toml": toml.dumps(self.config(spec)),
-                 spec.workspace / "AGENTS.md": spec.system_prompt + "\n"}
+                 spec.workspace / "AGENTS.md": instructions_file(spec.workspace / "AGENTS.md", spec.system_prompt)}
         base = _base_home(spec)
         home.mkdir(parents=True, exist_ok=True)
         if (base / "auth.json").is_file():

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gateway.agents.runtimes.base import Event, RunSpec, Runtime
-from gateway.agents.runtimes.process import ProcessResult, run_process
+from gateway.agents.runtimes.process import ProcessResult, StdinFeed, run_process
 
 __all__ = ["TurnResult", "run_turn"]
 
@@ -19,6 +19,7 @@ class TurnResult:
     session_id: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     model: str | None = None
+    cost_usd: float | None = None
     events: list[Event] = field(default_factory=list)
     retried_fresh: bool = False
     process: ProcessResult | None = None
@@ -39,8 +40,22 @@ def _reply_of(events: list[Event], stated: str) -> str:
     return "\n\n".join(t.strip() for t in texts if t.strip())
 
 
+def _replies_of(events: list[Event]) -> str:
+    """The reply of a turn: of each answer (one per ``done``; several when messages steered the turn), joined."""
+    replies: list[str] = []
+    start = 0
+    for i, ev in enumerate(events):
+        if ev.kind == "done":
+            text = _reply_of(events[start:i], ev.text)
+            if text:
+                replies.append(text)
+            start = i + 1
+    return "\n\n".join(replies)
+
+
 async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], None], *,
-                   no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> TurnResult:
+                   no_output_timeout: float, on_spawn: Callable[[float], None] | None,
+                   feed: StdinFeed | None = None) -> TurnResult:
     parser = runtime.parser()
     events: list[Event] = []
 
@@ -48,10 +63,12 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
         for ev in parser.feed(obj):
             events.append(ev)
             on_event(ev)
+            if ev.kind == "done" and feed is not None:
+                feed.answered_one()  # the last answer owed closes stdin, and the CLI ends
 
     inv = runtime.build(spec)
     try:
-        proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn)
+        proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
     except (FileNotFoundError, PermissionError) as exc:
         return TurnResult(ok=False, error=f"cannot start {runtime.name} ({inv.argv[0]}): {exc.strerror}; is it "
                           "installed for the gateway's user? (agents.list[].command overrides the path)")
@@ -60,9 +77,16 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
         on_event(ev)
     done = next((e for e in reversed(events) if e.kind == "done"), None)
     errors = [e.text for e in events if e.kind == "error" and e.text]
+    dones = [e for e in events if e.kind == "done"]
+    usage: dict[str, int] = {}
+    for d in dones:  # a steered turn answers several messages: one ``done`` each, each with its own tokens
+        for k, v in (d.usage or {}).items():
+            usage[k] = usage.get(k, 0) + v
+    # Claude Code's ``total_cost_usd`` counts the whole process, so the last stated cost is the turn's.
+    cost = next((d.cost_usd for d in reversed(dones) if d.cost_usd is not None), None)
     res = TurnResult(ok=False, events=events, process=proc,
                      session_id=(done.session_id if done else None) or parser.session_id,
-                     usage=(done.usage or {}) if done else {}, model=done.model if done else None)
+                     usage=usage, model=done.model if done else None, cost_usd=cost)
     if proc.watchdog_fired:
         res.error = f"the agent produced no output for {int(no_output_timeout)}s and was stopped"
     elif done is None or done.is_error or (errors and not _reply_of(events, done.text if done else "")):
@@ -75,20 +99,23 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
         res.error = f"{runtime.name} exited with code {proc.returncode}"
     else:
         res.ok = True
-        res.reply = _reply_of(events, done.text)
+        res.reply = _replies_of(events)
     return res
 
 
 async def run_turn(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], None], *,
-                   no_output_timeout: float, on_spawn: Callable[[float], None] | None = None) -> TurnResult:
-    """Run one turn; if a resumed session turns out to be gone, run it once more as a new session."""
-    res = await _attempt(runtime, spec, on_event, no_output_timeout=no_output_timeout, on_spawn=on_spawn)
+                   no_output_timeout: float, on_spawn: Callable[[float], None] | None = None,
+                   feed: StdinFeed | None = None) -> TurnResult:
+    """Run one turn; if a resumed session turns out to be gone, run it once more as a new session.
+
+    ``feed``: with ``spec.steer``, the handle through which more user messages reach the running CLI."""
+    res = await _attempt(runtime, spec, on_event, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
     if res.ok or not spec.resume_id or res.process is None or res.process.watchdog_fired:
         return res
     evidence = " ".join(filter(None, [res.error or "", res.process.stderr_tail, *res.process.stdout_noise]))
     if not runtime.session_expired(evidence):
         return res
     spec.resume_id = None
-    fresh = await _attempt(runtime, spec, on_event, no_output_timeout=no_output_timeout, on_spawn=None)
+    fresh = await _attempt(runtime, spec, on_event, no_output_timeout=no_output_timeout, on_spawn=None, feed=feed)
     fresh.retried_fresh = True
     return fresh

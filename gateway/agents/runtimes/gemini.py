@@ -20,7 +20,15 @@ import json
 import os
 from typing import Any
 
-from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, mcp_server_name
+from gateway.agents.runtimes.base import (
+    Event,
+    Invocation,
+    Parser,
+    RunSpec,
+    Runtime,
+    instructions_file,
+    mcp_server_name,
+)
 
 __all__ = ["GeminiParser", "GeminiRuntime"]
 
@@ -108,7 +116,7 @@ class GeminiRuntime(Runtime):
         if env.get("GOOGLE_GEMINI_BASE_URL") and not vertex_or_login:
             settings["security"] = {"auth": {"selectedType": "gemini-api-key"}}
         files = {spec.workspace / ".gemini" / "settings.json": json.dumps(settings, indent=2),
-                 spec.workspace / "GEMINI.md": spec.system_prompt + "\n"}
+                 spec.workspace / "GEMINI.md": instructions_file(spec.workspace / "GEMINI.md", spec.system_prompt)}
         argv = [*self.command(spec), "--output-format", "stream-json", "--approval-mode", "yolo"]
         if spec.model:
             argv += ["--model", spec.model]

@@ -33,6 +33,7 @@ class OpenCodeParser(Parser):
     def __init__(self) -> None:
         super().__init__()
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        self.cost: float | None = None  # step_finish parts carry what each step cost
         self.failed = False
         self.steps = 0
 
@@ -60,6 +61,8 @@ class OpenCodeParser(Parser):
             self.usage["output"] += int(tokens.get("output") or 0)
             self.usage["cacheRead"] += int(cache.get("read") or 0)
             self.usage["cacheWrite"] += int(cache.get("write") or 0)
+            if isinstance(part.get("cost"), int | float):
+                self.cost = (self.cost or 0.0) + float(part["cost"])
             return []
         if kind == "error":
             self.failed = True
@@ -71,7 +74,8 @@ class OpenCodeParser(Parser):
     def finish(self) -> list[Event]:
         if self.steps == 0 and not self.failed:
             return []
-        return [Event("done", session_id=self.session_id, usage=dict(self.usage), is_error=self.failed)]
+        return [Event("done", session_id=self.session_id, usage=dict(self.usage), is_error=self.failed,
+                      cost_usd=self.cost)]
 
 
 class OpenCodeRuntime(Runtime):

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -24,7 +25,7 @@ import orjson
 from gateway.agents.runtimes.base import Invocation
 from gateway.agents.runtimes.spawn import Child, spawn
 
-__all__ = ["ProcessResult", "run_process", "stop_process"]
+__all__ = ["ProcessResult", "StdinFeed", "run_process", "stop_process"]
 
 STREAM_LIMIT = 32 * 1024 * 1024
 """Longest single NDJSON line we accept (a tool result with an image can be large)."""
@@ -36,6 +37,50 @@ class ProcessResult:
     stderr_tail: str
     stdout_noise: list[str] = field(default_factory=list)
     watchdog_fired: bool = False
+
+
+class StdinFeed:
+    """The open stdin of a CLI that answers one user message after another (steering, ``keep_stdin``).
+
+    Every message sent is owed an answer (the CLI's ``done``); when all are answered stdin is closed, which
+    ends the CLI. Both happen on the event loop's thread between two reads, so a message either goes in
+    before the close (and is answered by this process) or is refused (and waits for the next turn).
+    """
+
+    def __init__(self) -> None:
+        self._proc: Child | None = None
+        self.sent = 0
+        self.answered = 0
+        self.closed = False
+
+    def attach(self, proc: Child) -> None:
+        """The process started with its first message already written."""
+        self._proc, self.sent, self.answered, self.closed = proc, 1, 0, False
+
+    def send(self, data: bytes) -> bool:
+        """Write one more message; False when stdin is closed (or not open yet)."""
+        if self.closed or self._proc is None or self._proc.stdin is None:
+            return False
+        try:
+            self._proc.stdin.write(data)
+        except (BrokenPipeError, ConnectionResetError, RuntimeError):
+            self.close()
+            return False
+        self.sent += 1
+        return True
+
+    def answered_one(self) -> None:
+        self.answered += 1
+        if self.answered >= self.sent:
+            self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._proc is not None and self._proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                self._proc.stdin.close()
 
 
 async def stop_process(proc: Child, grace: float = 3.0) -> None:
@@ -57,14 +102,52 @@ async def stop_process(proc: Child, grace: float = 3.0) -> None:
 
 async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *,
                       no_output_timeout: float, grace: float = 3.0,
-                      on_spawn: Callable[[float], None] | None = None) -> ProcessResult:
-    """Run ``inv`` to the end, handing each decoded JSON line to ``on_object``."""
-    for path, text in inv.files.items():
+                      on_spawn: Callable[[float], None] | None = None,
+                      feed: StdinFeed | None = None) -> ProcessResult:
+    """Run ``inv`` to the end, handing each decoded JSON line to ``on_object``.
+
+    With ``inv.keep_stdin``, stdin stays open after ``inv.stdin``: ``feed`` (attached here) writes further
+    user messages and closes it once every message is answered.
+
+    The per-run files are taken back afterwards: a file that was there before gets its old content again, a
+    new one is removed. In a throw-away workspace that changes nothing; in a project folder it keeps a
+    project's own ``AGENTS.md`` or ``GEMINI.md`` and leaves no token-bearing config behind to be committed.
+    """
+    before = _write_files(inv.files)
+    try:
+        return await _run(inv, on_object, no_output_timeout=no_output_timeout, grace=grace, on_spawn=on_spawn,
+                          feed=feed)
+    finally:
+        _restore_files(before)
+
+
+def _write_files(files: dict[Path, str]) -> dict[Path, bytes | None]:
+    """Write the per-run files; what each path held before (None: nothing)."""
+    before: dict[Path, bytes | None] = {}
+    for path, text in files.items():
+        try:
+            before[path] = path.read_bytes() if path.is_file() else None
+        except OSError:
+            before[path] = None
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # 0600: these files (the per-run MCP config) carry the run's gateway token.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+    return before
+
+
+def _restore_files(before: dict[Path, bytes | None]) -> None:
+    for path, old in before.items():
+        with contextlib.suppress(OSError):
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_bytes(old)
+
+
+async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, no_output_timeout: float,
+               grace: float, on_spawn: Callable[[float], None] | None, feed: StdinFeed | None) -> ProcessResult:
     # The gateway's own REMOTECLAW_* variables (its token, database URL, channel tokens) stay with it:
     # the agent gets only its run's context, which the adapter put in ``inv.env``.
     env = {**{k: v for k, v in os.environ.items() if not k.upper().startswith("REMOTECLAW_")}, **inv.env}
@@ -80,7 +163,8 @@ async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], Non
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             proc.stdin.write(inv.stdin or b"")
             await proc.stdin.drain()
-            proc.stdin.close()
+            if not keep_open:
+                proc.stdin.close()
 
     async def read_stderr() -> None:
         assert proc.stderr is not None
@@ -89,6 +173,9 @@ async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], Non
             if line:
                 stderr.append(line)
 
+    keep_open = inv.keep_stdin and feed is not None
+    if keep_open and feed is not None:
+        feed.attach(proc)
     tasks = [asyncio.create_task(read_stderr())]
     if inv.stdin is not None:
         tasks.append(asyncio.create_task(feed_stdin()))
@@ -131,6 +218,8 @@ async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], Non
         await asyncio.shield(stop_process(proc, grace))
         raise
     finally:
+        if feed is not None:
+            feed.close()
         for t in tasks:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(t, 2)

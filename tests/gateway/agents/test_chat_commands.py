@@ -51,7 +51,8 @@ async def test_the_command_menu_is_registered(gw: GatewayProcess, fake: FakeTele
     call = await fake.wait_call("setMyCommands")
     commands = call.params["commands"]
     commands = json.loads(commands) if isinstance(commands, str) else commands
-    assert [c["command"] for c in commands] == ["stop", "new", "status", "approve", "help"]
+    assert [c["command"] for c in commands] == ["stop", "new", "status", "project", "diff", "queue", "usage",
+                                                "handoff", "approve", "help"]
 
 
 async def test_help_and_status_are_answered_by_the_gateway(gw: GatewayProcess, fake: FakeTelegram) -> None:
@@ -142,3 +143,12 @@ async def test_new_during_a_turn_leaves_nothing_of_it_behind(gw: GatewayProcess,
         assert (await c.call("status", {"sessionKey": KEY}))["cliSessionIds"] == {}
     finally:
         await c.close()
+
+
+async def test_project_without_projects_says_how_to_configure_them(gw: GatewayProcess, fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    runs = len(cli_runs(gw.state_dir))
+    answer = await say(fake, "/project", lambda t: "has no projects" in t)
+    assert "agents.list[].projects" in answer and "docs/projects.md" in answer
+    assert "No turn has changed files" in await say(fake, "/diff", lambda t: "changed files" in t)
+    assert len(cli_runs(gw.state_dir)) == runs  # neither reached the agent

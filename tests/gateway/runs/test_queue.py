@@ -222,3 +222,27 @@ async def test_chat_send_attachments_are_checked_and_named(gw: GatewayProcess) -
     listed = (await c.call("sessions.list", {"search": key, "includeDerivedTitles": True}))["sessions"]
     assert listed[0]["derivedTitle"] == "(a file)"
     await c.close()
+
+
+async def test_chat_send_names_its_run_after_the_idempotency_key_when_it_can(gw: GatewayProcess) -> None:
+    """OpenClaw's clients match the message they sent to its turn by the idempotency key: it is the run id,
+    unless it cannot name a file or a run (odd characters, too long, the posted-message prefix) or already does."""
+    c = await operator(gw.url, gw.token or "")
+    try:
+        key = f"agent:main:q:ids-{uuid.uuid4().hex[:6]}"
+        mine = f"k-{uuid.uuid4().hex}"
+        sent = await c.call("chat.send", {"sessionKey": key, "message": "one", "idempotencyKey": mine})
+        assert sent["runId"] == mine and (await wait(c, mine))["status"] == "ok"
+        for odd in ("has space", "../up", "x" * 65, "msg-12"):
+            other = await c.call("chat.send", {"sessionKey": key, "message": "odd", "idempotencyKey": odd})
+            assert other["runId"] != odd and uuid.UUID(other["runId"])
+            await wait(c, other["runId"])
+        # A key that already names a stored run (here one the agent method started) does not take it over.
+        started = await c.call("agent", {"sessionKey": key, "message": "via agent", "idempotencyKey": "a-1"})
+        await wait(c, started["runId"])
+        again = await c.call("chat.send", {"sessionKey": f"{key}-b", "message": "two",
+                                           "idempotencyKey": started["runId"]})
+        assert again["runId"] != started["runId"]
+        assert (await wait(c, again["runId"]))["status"] == "ok"
+    finally:
+        await c.close()

@@ -1,7 +1,7 @@
 """Approvals and questions: the history of every request an agent run put to its person, and the "allow
 always" rules a person granted (per agent and tool pattern).
 
-Revision ID: 0016_approvals
+Revision ID: 0018_approvals
 Revises: 0001_core
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016_approvals"
+revision = "0018_approvals"
 down_revision = "0001_core"
 branch_labels = ("approvals",)
 depends_on = None

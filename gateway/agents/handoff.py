@@ -1,0 +1,72 @@
+"""``/handoff``: the shell command that continues this chat's conversation in the agent's CLI at the desk.
+
+Each CLI files a conversation under its own id, which the gateway keeps per session and runtime
+(``sessions.cli_sessions``), and most also by the folder it ran in: the session's project folder (or its
+worktree), else one stable private path that the bridge removes between turns, so the command recreates the
+folder before it resumes there. A turn
+taken afterwards from chat resumes the same id, so the conversation continues in the chat too (Claude Code
+and Gemini CLI append to the same session file; Codex and OpenCode keep theirs in the gateway's state).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gateway.agents.cli import cli_argv
+from gateway.sessions import parse_key
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+__all__ = ["handoff", "handoff_command"]
+
+
+async def handoff(gw: Gateway, key: str) -> dict[str, str | None] | None:
+    """``{runtime, sessionId, cwd, command}`` for session ``key`` (``command`` None for a runtime without a line),
+    or None before the CLI has a session. May prepare the session's project worktree, as its next turn would;
+    raises ``GitError``/``OSError`` when that fails."""
+    agent = gw.sessions.agent(parse_key(key)[0], field="key")
+    row = await gw.sessions.get(key)
+    resume_id = row.cli_session(agent.runtime) if row is not None else None
+    if not resume_id:
+        return None
+    workspace, state_dir = await gw.agents.handoff_place(key)
+    return {
+        "runtime": agent.runtime,
+        "sessionId": resume_id,
+        "cwd": str(workspace),
+        "command": handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace, state_dir),
+    }
+
+
+def handoff_command(
+    runtime: str, argv: list[str], resume_id: str, workspace: Path, state_dir: Path | None = None
+) -> str | None:
+    """A POSIX shell line resuming ``resume_id`` with the agent's CLI (``argv``), or None for an unknown runtime.
+
+    ``state_dir`` is the session's directory that outlives runs (Codex keeps its sessions there).
+    """
+    cli = shlex.join(argv)
+    here = f"mkdir -p {shlex.quote(str(workspace))} && cd {shlex.quote(str(workspace))}"
+    rid = shlex.quote(resume_id)
+    if runtime == "claude":
+        return f"{here} && {cli} --resume {rid}"
+    if runtime == "gemini":
+        return f"{here} && {cli} --resume {rid}"
+    if runtime == "opencode":
+        return f"{here} && {cli} --session {rid}"
+    if runtime == "codex":
+        if state_dir is None:
+            return f"{here} && {cli} resume {rid}"
+        # The bridge gives Codex a CODEX_HOME per run whose sessions/ points at the session's state dir: make
+        # one that does the same, with the desk's own login (auth.json) beside it.
+        home = state_dir / "codex-home"
+        q = shlex.quote
+        return (
+            f"mkdir -p {q(str(home))} && ln -sfn {q(str(state_dir / 'codex-sessions'))} {q(str(home / 'sessions'))}"
+            f" && cp -n ~/.codex/auth.json {q(str(home))}/ 2>/dev/null; {here} && "
+            f"CODEX_HOME={q(str(home))} {cli} resume {rid}"
+        )
+    return None

@@ -1,0 +1,154 @@
+"""``/project`` and ``/diff``: which folder a conversation works in, and what the agent changed there.
+
+``/project`` lists the agent's projects (the current one marked), ``/project <name>`` switches, ``/project none``
+goes back to a private folder per turn, ``/project worktrees`` lists the conversations' worktrees of the current
+project and ``/project remove`` removes this conversation's one (git refuses while it has uncommitted changes).
+Switching starts a fresh agent conversation: the CLIs file their sessions by working directory, so the old one
+could not be resumed in the new folder anyway.
+
+``/diff`` sends the last turn's diff again; ``/diff all`` everything not committed in the project now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gateway.agents import diffs, projects
+from gateway.store.transcripts import SessionRepo
+
+if TYPE_CHECKING:
+    from gateway.config import AgentConfig
+    from gateway.core import Gateway
+    from gateway.runs import Origin
+
+__all__ = ["answer_diff", "answer_project", "no_projects_text", "switch_project"]
+
+MAX_INLINE_DIFF = 3000  # characters of a diff shown in the web chat's answer (other chats get the file)
+
+
+def no_projects_text(agent: AgentConfig) -> str:
+    return (f"Agent {agent.id} has no projects. Give it some in the config, e.g.\n"
+            f'agents.list[].projects: [{{"name": "web", "path": "/home/me/web", "worktrees": true}}]\n'
+            "then /project web switches this conversation there (see docs/projects.md).")
+
+
+async def _current(gw: Gateway, key: str) -> str | None:
+    async with gw.db.session() as s:
+        row = await SessionRepo.get(s, key)
+        return row.project if row is not None else None
+
+
+async def switch_project(gw: Gateway, key: str, name: str | None) -> None:
+    """Store the session's project and forget its CLI sessions (they belong to the old folder)."""
+    async with gw.db.session() as s:
+        row = await SessionRepo.get(s, key)
+        if row is not None:
+            row.project = name
+            row.cli_sessions = "{}"
+
+
+async def answer_project(gw: Gateway, agent: AgentConfig, key: str, arg: str) -> str:
+    """The answer to ``/project [arg]``."""
+    if not agent.projects:
+        return no_projects_text(agent)
+    current = agent.project(await _current(gw, key))
+    word = arg.strip()
+    if not word:
+        return await _listing(agent, current, key)
+    chosen = agent.project(word)
+    if chosen is not None:
+        await switch_project(gw, key, chosen.name)
+        where = await projects.describe(agent, chosen.name, key)
+        how = ("its own git worktree (made at the first message)" if chosen.worktrees
+               else f"{where['path']}" + (f" on branch {where['branch']}" if where["branch"] else ""))
+        return f"📁 Now working in {chosen.name}: {how}. The agent starts a fresh conversation there."
+    lowered = word.lower()
+    if lowered in ("none", "off"):
+        await switch_project(gw, key, None)
+        return "📁 No project: each turn runs in a fresh private folder again."
+    if lowered == "worktrees":
+        return await _worktrees(current)
+    if lowered == "remove":
+        return await _remove(current, key)
+    names = ", ".join(p.name for p in agent.projects)
+    return f"There is no project {word!r}. Projects: {names}."
+
+
+async def _listing(agent: AgentConfig, current: object, key: str) -> str:
+    lines = ["Projects (/project <name> switches):"]
+    for p in agent.projects:
+        mark = "▶" if p is current else "•"
+        lines.append(f"{mark} {p.name} — {p.path}" + (" (a worktree per conversation)" if p.worktrees else ""))
+    if current is None:
+        lines.append("This conversation has no project: each turn runs in a fresh private folder.")
+    else:
+        where = await projects.describe(agent, getattr(current, "name", None), key)
+        lines.append(f"Now: {where['project']} in {where['path']}"
+                     + (f" on branch {where['branch']}" if where["branch"] else ""))
+    return "\n".join(lines)
+
+
+async def _worktrees(current: object) -> str:
+    from gateway.config import ProjectConfig
+
+    if not isinstance(current, ProjectConfig):
+        return "Choose a project first (/project <name>)."
+    try:
+        trees = await projects.worktrees_of(current)
+    except (projects.GitError, OSError) as exc:
+        return f"⚠️ {exc}"
+    if not trees:
+        return f"{current.name} has no conversation worktrees."
+    return f"Worktrees of {current.name}:\n" + "\n".join(f"• {branch} — {path}" for path, branch in trees)
+
+
+async def _remove(current: object, key: str) -> str:
+    from gateway.config import ProjectConfig
+
+    if not isinstance(current, ProjectConfig):
+        return "Choose a project first (/project <name>)."
+    try:
+        removed = await projects.remove_worktree(current, key)
+    except (projects.GitError, OSError) as exc:
+        return f"⚠️ The worktree stays: {exc} (commit or discard the changes first)."
+    if removed is None:
+        return "This conversation has no worktree of this project."
+    return f"🗑 Removed {removed}; its branch and commits stay. The next message makes a fresh worktree."
+
+
+async def answer_diff(gw: Gateway, agent: AgentConfig, key: str, arg: str, origin: Origin) -> str:
+    """The answer to ``/diff`` (the last turn's) or ``/diff all`` (everything uncommitted); the file is sent to
+    the chat, except on the web chat, which gets (the start of) the diff in the answer."""
+    if arg.strip().lower() in ("all", "uncommitted"):
+        name = await _current(gw, key)
+        where = await projects.describe(agent, name, key)
+        if where["path"] is None:
+            return no_projects_text(agent) if not agent.projects else "This conversation has no project."
+        folder = Path(where["path"])
+        if not await asyncio.to_thread(folder.is_dir):
+            return f"Nothing yet: this conversation's worktree of {name} is made at its first message."
+        if await projects.git_toplevel(folder) is None:
+            return f"{name} is not a git repository: no diff."
+        try:
+            diff = await diffs.uncommitted(Path(where["path"]))
+        except (projects.GitError, OSError) as exc:
+            return f"⚠️ No diff: {exc}"
+        if diff.empty:
+            return f"Nothing uncommitted in {name}."
+        path = diffs.save_diff(gw.state_dir, key, diff, name="uncommitted")
+        summary = f"Uncommitted in {name}: {diff.summary()}"
+        text = diff.text
+    else:
+        last = diffs.last_diff(gw.state_dir, key)
+        if last is None:
+            return "No turn has changed files in this conversation yet."
+        path = last
+        text = last.read_text()
+        summary = f"Last turn's diff ({last.name})"
+    if origin.channel == "webchat":
+        shown = text if len(text) <= MAX_INLINE_DIFF else text[:MAX_INLINE_DIFF] + "\n… (cut)"
+        return f"{summary}\n```diff\n{shown}\n```"
+    sent = await gw.agents.send_file(origin, path, key)
+    return summary if sent else f"{summary}: the file could not be sent."

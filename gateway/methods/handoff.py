@@ -1,0 +1,40 @@
+"""``sessions.handoff`` (ours): the shell line that resumes a session in its CLI on the gateway's machine.
+
+The web chat's "At the desk" button reads it; chat apps get the same answer from ``/handoff``
+(``gateway.agents.handoff``). Write scope, as sending a message: the web chat's owner may continue what it
+may drive, and making the answer may prepare the session's project worktree as the next turn would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from gateway.agents.handoff import handoff
+from gateway.agents.projects import GitError
+from gateway.protocol import InvalidRequest, Unavailable
+from gateway.rpc import WRITE, CallContext, Params, method
+from gateway.sessions import parse_key
+
+
+class HandoffParams(Params):
+    key: str = Field(min_length=1, description="The session to continue at the desk.")
+
+
+@method("sessions.handoff", params=HandoffParams, scope=WRITE)
+async def sessions_handoff(p: HandoffParams, ctx: CallContext) -> dict[str, Any]:
+    """``{key, runtime, sessionId, cwd, command}``; ``command`` is None for a runtime without a resume line."""
+    try:
+        parse_key(p.key)
+    except InvalidRequest as exc:
+        raise InvalidRequest(
+            f"invalid key '{p.key}': expected agent:<agentId>:<name>", details={"field": "key"}
+        ) from exc
+    try:
+        found = await handoff(ctx.gateway, p.key)
+    except (GitError, OSError) as exc:
+        raise Unavailable(f"the project's folder could not be prepared: {exc}") from exc
+    if found is None:
+        raise InvalidRequest(f"key '{p.key}' has no agent session yet: nothing to hand off", details={"field": "key"})
+    return {"key": p.key, **found}

@@ -1,0 +1,37 @@
+"""``agents.list[].projects`` is checked when the config is loaded: each path an existing directory, names unique."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.config import ConfigError, validate
+
+
+def agent(*projects: dict[str, object]) -> dict[str, object]:
+    return {"agents": {"list": [{"id": "main", "projects": list(projects)}]}}
+
+
+def errors(data: dict[str, object]) -> list[dict[str, str]]:
+    with pytest.raises(ConfigError) as info:
+        validate(data)
+    return list((info.value.details or {})["errors"])
+
+
+def test_projects_are_validated(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x")
+    ok = validate(agent({"name": "web", "path": str(tmp_path), "worktrees": True}))
+    project = ok.agents.list[0].projects[0]
+    assert project.path == str(tmp_path.resolve()) and project.worktrees
+    assert ok.agents.list[0].project("web") is project and ok.agents.list[0].project("nope") is None
+
+    missing = errors(agent({"name": "web", "path": str(tmp_path / "gone")}))
+    assert missing[0]["path"] == "/agents/list/0/projects/0/path"
+    assert "not an existing directory" in missing[0]["message"]
+    a_file = errors(agent({"name": "f", "path": str(tmp_path / "a-file")}))
+    assert "not an existing directory" in a_file[0]["message"]
+    assert "absolute" in errors(agent({"name": "rel", "path": "relative/dir"}))[0]["message"]
+    dupes = errors(agent({"name": "web", "path": str(tmp_path)}, {"name": "web", "path": str(tmp_path)}))
+    assert dupes[0]["path"] == "/agents/list/0/projects" and "duplicate project names: web" in dupes[0]["message"]
+    assert errors(agent({"name": "no spaces", "path": str(tmp_path)}))[0]["path"] == "/agents/list/0/projects/0/name"
