@@ -164,7 +164,7 @@ class ChatApprovals:
             return None
         m = _APPROVE.match(text.strip())
         pending_questions = [i for i in service.pending_for(key) if i.kind == "question"]
-        if m is None and not pending_questions:
+        if m is None and (not pending_questions or not text.strip()):  # a photo or a voice note stays a message
             return None
         who = f"{channel}:{sender}"
         item: Pending | None
