@@ -67,6 +67,14 @@ class WebchatChannel(Channel):
         log.info("webchat message sent", session_key=key, message_id=message_id)
         return Sent(message_id=message_id, chat_id=key, thread_id=thread_id)
 
+    async def send_buttons(self, to: str, text: str, buttons: list[tuple[str, str]], *,
+                           thread_id: str | None = None) -> Sent | None:
+        """A message with buttons under it on the page; a press sends the button's text as the viewer's own
+        message (``chat.send``), so it is decided like a typed ``/approve``."""
+        posts = self._posts(to)
+        key, message_id = await posts.post(to, text, buttons=buttons)
+        return Sent(message_id=message_id, chat_id=key, thread_id=thread_id)
+
     async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:
         posts = self._posts(to)

@@ -145,8 +145,8 @@ class ChatApprovals:
     async def _route(self, session_key: str) -> Origin | None:
         async with self.gw.db.session() as s:
             row = await SessionRepo.get(s, session_key)
-        if row is None or not row.channel or not row.peer_id:
-            return None
+        if row is None or not row.channel or not row.peer_id:  # a session of the web chat (or of no chat yet)
+            return Origin(channel="webchat", account_id=None, to=session_key, chat_type="dm")
         return Origin(
             channel=row.channel,
             account_id=row.account_id,
@@ -164,7 +164,7 @@ class ChatApprovals:
             return None
         m = _APPROVE.match(text.strip())
         pending_questions = [i for i in service.pending_for(key) if i.kind == "question"]
-        if m is None and not pending_questions:
+        if m is None and (not pending_questions or not text.strip()):  # a photo or a voice note stays a message
             return None
         who = f"{channel}:{sender}"
         item: Pending | None

@@ -239,6 +239,7 @@ class ApprovalService:
             item.done.set()
             self._items[item.id] = item
             await self._insert(item)
+            asyncio.get_running_loop().call_later(300, self._items.pop, item.id, None)
             return item
         return await self._open(item, self.tool_timeout_s)
 

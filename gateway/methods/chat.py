@@ -133,6 +133,16 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     if origin is None:
         origin = Origin(channel="webchat", account_id=None, to=key, chat_type="dm")
     message, heard = p.message, None
+    chat = ctx.gateway.approvals.chat if ctx.gateway.approvals is not None else None
+    if chat is not None and p.audio is None and not p.attachments:  # /approve, or a pending question's answer
+        who = ctx.caller.display_name or ctx.caller.device_id or ctx.caller.client_id
+        answer = await chat.handle(key, message, sender=who, channel="webchat", is_owner=is_owner(ctx),
+                                   chat_type="dm")
+        if answer is not None:  # decided here: no turn; the outcome is told in the session's chat
+            if answer and origin.channel == "webchat":
+                await ctx.gateway.agents.notify(origin, answer, key)
+            return {"runId": f"decision-{uuid.uuid4().hex[:12]}", "status": "decided", "sessionKey": key,
+                    **({"notice": answer} if answer else {})}
     files: tuple[str, ...] = ()
     if p.audio is not None:  # a recording: the agent gets the file and, when it can be had, the words
         path = await asyncio.to_thread(_save_clip, p.audio, ctx.gateway.state_dir)

@@ -227,6 +227,22 @@
       }
       node.appendChild(link);
     });
+    if (facts.buttons && facts.buttons.length) {  // an approval or a question: a press sends its text
+      var row = el('div', 'choices');
+      facts.buttons.forEach(function (b) {
+        var btn = el('button', 'choice', b.label);
+        btn.type = 'button';
+        btn.addEventListener('click', function () {
+          row.querySelectorAll('button').forEach(function (x) { x.disabled = true; });
+          btn.classList.add('chosen');
+          request('chat.send', { sessionKey: state.sessionKey, message: b.send,
+                                 idempotencyKey: 'choice-' + Date.now() + '-' + Math.random().toString(36).slice(2) })
+            .catch(function () { row.querySelectorAll('button').forEach(function (x) { x.disabled = false; }); });
+        });
+        row.appendChild(btn);
+      });
+      node.appendChild(row);
+    }
     setReaction(node, facts.reaction);
     setPinned(node, facts.pinned);
   }

@@ -35,7 +35,7 @@ from gateway.store.models import Base, utcnow
 __all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
 
 ENTRY_META = frozenset({"replyTo", "thread", "reaction", "pinned", "deleted", "attachments", "error", "aborted",
-                        "agentId", "runtime", "cli", "model", "project", "branch", "diff", "usage"})
+                        "agentId", "runtime", "cli", "model", "project", "branch", "diff", "usage", "buttons"})
 """The keys a transcript entry's ``meta`` may hold (each is also a key of the entry in ``chat.history``)."""
 
 
@@ -108,6 +108,7 @@ class TranscriptEntry(Base):
     # JSON of what a chat shows around the message (``ENTRY_META``): replyTo, reaction, pinned, deleted,
     # attachments, error/aborted (a failed turn), agentId/runtime/cli/model (who answered), project/branch (where)
     # and diff (what the turn changed there: summary, counts, the diff text), usage (the turn's tokens and cost).
+    # buttons: the choices under an approval request or a question on the web chat page ({label, send}).
     meta: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     @property

@@ -52,8 +52,9 @@ class WebchatPosts:
         return entry
 
     async def post(self, to: str, text: str, *, reply_to: str | None = None, thread: bool = False,
-                   file: str | None = None) -> tuple[str, str]:
-        """Add an agent's message (text, and ``file``: a checked local path or an http(s) URL).
+                   file: str | None = None, buttons: list[tuple[str, str]] | None = None) -> tuple[str, str]:
+        """Add an agent's message (text, and ``file``: a checked local path or an http(s) URL; ``buttons``:
+        ``(label, what a press sends)``, shown under it, a press sent as the viewer's message).
 
         Returns:
             ``(session key, message id)``.
@@ -71,6 +72,8 @@ class WebchatPosts:
             attachment = (link_attachment(file) if file.startswith(("http://", "https://"))
                           else await store_file(self._gw.db, key, file))
             meta["attachments"] = [attachment]
+        if buttons:
+            meta["buttons"] = [{"label": label, "send": data} for label, data in buttons]
         async with self._gw.db.session() as s:
             entry = await SessionRepo.add_entry(s, key, "assistant", text, meta=meta or None)
             await s.flush()

@@ -31,13 +31,29 @@ def _new_id(prefix: str) -> str:
 
 
 async def _outcome(call: Call, request_id: str, state: dict[str, Any]) -> dict[str, Any]:
-    """Wait until the request is no longer pending; its last state."""
+    """Wait until the request is no longer pending; its last state.
+
+    A wait that fails on the way (the socket dropped, the gateway is restarting) is asked again until the
+    request's own expiry has passed: the decision is kept under its id, so whatever was decided meanwhile is
+    found; only a refusal that is not worth repeating (an unknown id) ends the call.
+    """
+    import asyncio
+    import time
+
+    from gateway.protocol import RpcError
+
+    give_up = float(state.get("expiresAtMs") or 0) / 1000 + 60
     while state.get("status") == "pending":
-        state = await call.gateway(
-            "approvals.wait",
-            {"id": request_id, "sessionKey": call.ctx.session_key, "timeoutMs": WAIT_STEP_MS},
-            timeout=WAIT_STEP_MS / 1000 + 15,
-        )
+        try:
+            state = await call.gateway(
+                "approvals.wait",
+                {"id": request_id, "sessionKey": call.ctx.session_key, "timeoutMs": WAIT_STEP_MS},
+                timeout=WAIT_STEP_MS / 1000 + 5,
+            )
+        except RpcError as exc:
+            if not exc.retryable or time.time() > give_up:
+                raise
+            await asyncio.sleep(0.5)
     return state
 
 

@@ -606,3 +606,36 @@ async def test_scrolled_up_readers_get_a_new_messages_button(chat_gateway: Gatew
         assert await page.is_hidden("#jump")
     finally:
         await client.close()
+
+
+async def test_an_approval_and_a_question_are_answered_with_the_page_buttons(
+    chat_gateway: GatewayProcess, page: Any, tmp_path: Path
+) -> None:
+    """The real shim asks (as Claude Code would run it); the page shows buttons; a tap answers the run."""
+    import asyncio
+    import json
+
+    from tests.mcp_shim.shim import Shim, shim_env
+
+    await open_chat(page, printed_link(chat_gateway))
+    await goto_session(page, "agent:main:main")
+    shim = await Shim.start(shim_env(chat_gateway, tmp_path, plugin_manifest={"tools": []}))
+    await shim.initialize()
+    try:
+        questions = [{"id": "db", "header": "Database", "question": "Which database?",
+                      "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]
+        call = asyncio.create_task(shim.call("ask_user", {"questions": questions}, timeout=60))
+        await page.wait_for_selector(".msg.assistant .choice >> text=SQLite", timeout=15_000)
+        await page.click(".msg.assistant .choice >> text=SQLite")
+        result = json.loads((await call)["content"][0]["text"])
+        assert result["status"] == "answered" and result["answers"] == {"db": ["SQLite"]}
+        args = {"tool_name": "Bash", "input": {"command": "make page"}}
+        call = asyncio.create_task(shim.call("approval_prompt", args, timeout=60))
+        await page.wait_for_selector(".msg.assistant:has-text('make page') .choice >> text=Allow once", timeout=15_000)
+        await page.click(".msg.assistant:has-text('make page') .choice >> text=Allow once")
+        verdict = json.loads((await call)["content"][0]["text"])
+        assert verdict == {"behavior": "allow", "updatedInput": {"command": "make page"}}
+        await page.wait_for_selector(".msg.assistant >> text=Allowed once", timeout=10_000)
+        assert not page.errors, page.errors
+    finally:
+        await shim.close()

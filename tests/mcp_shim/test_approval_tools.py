@@ -255,3 +255,44 @@ async def test_a_decision_made_while_the_shim_reconnects_still_reaches_it(
         assert verdict(await call)["behavior"] == "allow"
     finally:
         await relay.close()
+
+
+async def test_the_web_chat_page_shows_the_request_and_answers_it_by_typing(
+    approvals_gateway: GatewayProcess, start_shim: ShimFactory
+) -> None:
+    key = "agent:main:webchat:approvals"
+    page = await operator(approvals_gateway.url, approvals_gateway.token or "")
+    try:
+        shim = await start_shim(approvals_gateway, session_key=key, to=key, plugin_manifest={"tools": []})
+        call = asyncio.create_task(shim.call("ask_user", {"questions": QUESTIONS}, timeout=60))
+
+        async def shown(text: str) -> dict[str, Any]:
+            while True:
+                history = await page.call("chat.history", {"sessionKey": key})
+                found = [m for m in history["messages"] if text in (m.get("text") or "")]
+                if found:
+                    return found[-1]
+                await asyncio.sleep(0.2)
+
+        prompt = await asyncio.wait_for(shown("Which database?"), 15)
+        assert "2. SQLite" in prompt["text"]
+        sent = await page.call("chat.send", {"sessionKey": key, "message": "1", "idempotencyKey": "answer-1"})
+        assert sent["status"] == "decided"
+        payload = json.loads((await call)["content"][0]["text"])
+        assert payload["answers"] == {"db": ["Postgres"]}
+        call = await prompt_in(shim, key)
+        text = (await asyncio.wait_for(shown("asks to use Bash: make web"), 15))["text"]
+        approval_id = text.split("/approve ", 1)[1].split()[0]
+        await page.call(
+            "chat.send",
+            {"sessionKey": key, "message": f"/approve {approval_id} allow-always", "idempotencyKey": "approve-1"},
+        )
+        assert verdict(await call)["behavior"] == "allow"
+        await asyncio.wait_for(shown("Allowed always"), 15)
+    finally:
+        await page.close()
+
+
+async def prompt_in(shim: Shim, key: str) -> asyncio.Task[dict[str, Any]]:
+    args = {"tool_name": "Bash", "input": {"command": "make web"}}
+    return asyncio.create_task(shim.call("approval_prompt", args, timeout=60))
