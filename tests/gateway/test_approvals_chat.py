@@ -169,7 +169,7 @@ async def test_a_decision_after_the_run_ended_is_refused(
     gw: GatewayProcess, fake: FakeTelegram, start_shim: ShimFactory
 ) -> None:
     await fake.wait_polling()
-    fake.user_message(chat_id=OWNER, user_id=OWNER, text="sleep:3 a short job")  # the run asking
+    fake.user_message(chat_id=OWNER, user_id=OWNER, text="sleep:6 a short job")  # the run asking (time for its note)
     await fake.wait_call("sendChatAction")
     shim = await start_shim(gw, session_key=DM_KEY, channel="telegram", to=str(OWNER), plugin_manifest={"tools": []})
     call = asyncio.create_task(
