@@ -7,7 +7,6 @@ The whole gateway, discord.py against the loopback fake, the stand-in CLI's ``ed
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,12 +15,9 @@ import pytest
 
 from tests.support.fake_discord import FakeDiscord, snowflake
 from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.gitrepo import make_repo
 
 pytestmark = pytest.mark.slow
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture(scope="module")
@@ -33,15 +29,7 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("dproj") / "app"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "T")
-    (path / "main.py").write_text("print('hi')\nprint('bye')\n")
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "first")
-    return path
+    return make_repo(tmp_path_factory.mktemp("dproj") / "app", {"main.py": "print('hi')\nprint('bye')\n"})
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from tests.support.fake_telegram import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.gitrepo import make_repo
 from tests.support.requires import require
 from tests.support.ws import operator
 
@@ -36,21 +36,9 @@ def _needs_chromium() -> None:
     require(os.path.exists(CHROMIUM), "needs /usr/bin/chromium (apt-get install chromium)")
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("wcproj") / "site"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "T")
-    (path / "index.html").write_text("<h1>old</h1>\n")
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "first")
-    return path
+    return make_repo(tmp_path_factory.mktemp("wcproj") / "site", {"index.html": "<h1>old</h1>\n"})
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ Two Telegram users are two conversations (``dmScope: per-peer``).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from tests.support.fake_telegram import FAKE_CLI, FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.gitrepo import git, make_repo
 from tests.support.ws import operator
 
 ADA, BEN = 111, 222
@@ -24,22 +24,10 @@ ADA, BEN = 111, 222
 fake = module_fake()
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A git repository with one commit (README.md, three lines)."""
-    path = tmp_path_factory.mktemp("projects") / "web"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "T")
-    (path / "README.md").write_text("# web\nsecond\nthird\n")
-    git(path, "add", "README.md")
-    git(path, "commit", "-q", "-m", "first")
-    return path
+    return make_repo(tmp_path_factory.mktemp("projects") / "web", {"README.md": "# web\nsecond\nthird\n"})
 
 
 @pytest.fixture(scope="module")

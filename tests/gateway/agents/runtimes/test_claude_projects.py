@@ -8,7 +8,6 @@ next turn, and leaves the worktree clean (no MCP config with the run's token beh
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from tests.gateway.agents.runtimes.flows import agent_gateway, ask, cli_workdir,
 from tests.gateway.agents.runtimes.test_claude import offline_env
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.gitrepo import git, make_repo
 from tests.support.ws import operator
 
 pytestmark = pytest.mark.slow
@@ -25,21 +25,9 @@ api = fake_api(FakeAnthropic)
 KEY = "agent:main:projects"
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("claude-proj") / "svc"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "T")
-    (path / "app.py").write_text("print('hi')\n")
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "first")
-    return path
+    return make_repo(tmp_path_factory.mktemp("claude-proj") / "svc", {"app.py": "print('hi')\n"})
 
 
 @pytest.fixture(scope="module")

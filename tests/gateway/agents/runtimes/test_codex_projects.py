@@ -7,7 +7,6 @@ by the project's rules; after it the project's file is back, byte for byte, and 
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from tests.gateway.agents.runtimes.flows import agent_gateway, ask, cli_workdir, fake_api
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.gitrepo import git, make_repo
 from tests.support.ws import operator
 
 pytestmark = pytest.mark.slow
@@ -24,21 +24,9 @@ KEY = "agent:main:codex-project"
 THEIRS = "# Project rules\n\nNever touch prod.\n"
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("codex-proj") / "tool"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "T")
-    (path / "AGENTS.md").write_text(THEIRS)
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "first")
-    return path
+    return make_repo(tmp_path_factory.mktemp("codex-proj") / "tool", {"AGENTS.md": THEIRS})
 
 
 @pytest.fixture(scope="module")
