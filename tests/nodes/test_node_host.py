@@ -271,9 +271,12 @@ async def test_node_connections_need_a_device_and_unpaired_nodes_can_do_nothing(
     hello = await raw.connect_with(node_params(device, gateway.token or "", nonce_of(raw), name="stranger"))
     assert hello["ok"] and hello["payload"]["auth"]["paired"] is False
     assert hello["payload"]["auth"]["requestId"]
-    # One store, but a node is not an operator device waiting for approval.
+    # One store, but a node is not an operator device: device.pair.list shows it only as a pending request with
+    # role node (as OpenClaw lists nodes, so its Control UI can approve them), never paired or rejected there.
     devices = await admin.call("device.pair.list")
-    assert all(d["deviceId"] != device.id for section in devices.values() for d in section)
+    mine = [(section, d) for section, entries in devices.items() for d in entries if d["deviceId"] == device.id]
+    assert [(section, d["role"], d["requestId"]) for section, d in mine] == [
+        ("pending", "node", hello["payload"]["auth"]["requestId"])]
     for method, body in (("node.event", {"event": "host.stats", "payloadJSON": "{}"}),
                          ("node.invoke.result", {"id": "x", "ok": True})):
         answer = await raw.req(method, body)
