@@ -90,9 +90,11 @@ async def test_results_validate_against_the_published_schema(admin: RawClient, s
 
 
 async def test_answers_carry_real_data(admin: RawClient, gw: GatewayProcess) -> None:
-    await admin.call("chat.send", {"sessionKey": MAIN, "message": "data please", "idempotencyKey": "cui-2"})
-    while (await admin.next_event("chat", timeout=15))["payload"]["state"] != "final":
-        pass
+    sent = await admin.call("chat.send", {"sessionKey": MAIN, "message": "data please", "idempotencyKey": "cui-2"})
+    while True:  # this turn's final event (the module's client may still hold events of earlier turns)
+        event = (await admin.next_event("chat", timeout=15))["payload"]
+        if event["runId"] == sent["runId"] and event["state"] == "final":
+            break
     info = await admin.call("system.info")
     assert info["pid"] != 0 and info["cpuCount"] >= 1 and info["memoryTotalBytes"] > 0
     assert info["port"] == gw.port and info["diskPath"] == str(gw.state_dir)
