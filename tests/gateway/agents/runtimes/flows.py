@@ -114,21 +114,32 @@ async def spawn_child_then_resume(gw: GatewayProcess, *, runtime: str, key: str,
     return before
 
 
+def loop_dm(gw: GatewayProcess, sender: str, msg_id: str, text: str) -> None:
+    """A direct message from ``sender`` into the loop channel's webhook (as a chat app would deliver it)."""
+    body = {"sender": sender, "id": msg_id, "text": text}
+    req = urllib.request.Request(f"{gw.http}/channels/loop/default/webhook", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    urllib.request.urlopen(req, timeout=10).read()
+
+
+def loop_sent(gw: GatewayProcess, sender: str) -> list[str]:
+    """The texts the gateway sent to ``sender`` on the loop channel so far (its outbox file)."""
+    outbox: Path = gw.outbox  # type: ignore[attr-defined]
+    lines = outbox.read_text().splitlines() if outbox.exists() else []
+    return [s["text"] for s in map(json.loads, lines) if s["op"] == "send" and s["to"] == sender]
+
+
 async def channel_reply_is_sent_once(gw: GatewayProcess, *, sender: str, msg_id: str, text: str) -> None:
     """A loop-channel DM makes the model send ``text`` with ``message_reply`` and then answer the same text.
 
     The bridge sees the final reply repeats what the tool already sent to this chat and does not send it again.
     """
     c = await operator(gw.url, gw.token or "", scopes=["operator.read"])
-    body = {"sender": sender, "id": msg_id, "text": f'CALL message_reply {{"message": "{text}"}}\nTHEN {text}'}
-    req = urllib.request.Request(f"{gw.http}/channels/loop/default/webhook", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    await asyncio.to_thread(urllib.request.urlopen, req, timeout=10)
+    await asyncio.to_thread(loop_dm, gw, sender, msg_id, f'CALL message_reply {{"message": "{text}"}}\nTHEN {text}')
     while True:
         p = (await c.next_event("agent", timeout=90))["payload"]
         if p["data"]["sessionKey"] == f"agent:main:loop:direct:{sender}" and p["data"].get("phase") in ("end", "error"):
             break
     assert p["data"]["phase"] == "end", p
-    sends = [json.loads(x) for x in gw.outbox.read_text().splitlines()]  # type: ignore[attr-defined]
-    assert [s["text"] for s in sends if s["op"] == "send" and s["to"] == sender] == [text]
+    assert loop_sent(gw, sender) == [text]
     await c.close()

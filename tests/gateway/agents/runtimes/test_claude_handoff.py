@@ -11,14 +11,12 @@ import asyncio
 import json
 import os
 import subprocess
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.gateway.agents.runtimes.flows import agent_gateway, cli_workdir, fake_api
+from tests.gateway.agents.runtimes.flows import agent_gateway, cli_workdir, fake_api, loop_dm, loop_sent
 from tests.gateway.agents.runtimes.test_claude import offline_env
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
@@ -35,23 +33,6 @@ def setup(api: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Itera
     env = offline_env(api.url, d / "home")
     with agent_gateway(d, {"runtime": "claude", "command": [claude], "env": env}) as proc:
         yield proc, env
-
-
-def dm(gw: GatewayProcess, msg_id: str, text: str) -> None:
-    body = {"sender": SENDER, "id": msg_id, "text": text}
-    req = urllib.request.Request(
-        f"{gw.http}/channels/loop/default/webhook",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    urllib.request.urlopen(req, timeout=10).read()
-
-
-def sent(gw: GatewayProcess) -> list[str]:
-    outbox: Path = gw.outbox  # type: ignore[attr-defined]
-    lines = outbox.read_text().splitlines() if outbox.exists() else []
-    return [s["text"] for s in map(json.loads, lines) if s["op"] == "send" and s["to"] == SENDER]
 
 
 async def test_the_printed_command_resumes_the_session(
@@ -81,3 +62,11 @@ async def test_the_printed_command_resumes_the_session(
     assert json.loads(done.stdout)["result"] == "back at the desk"
     seen = json.dumps([r.get("messages") for r in api.requests[before:]])
     assert "the zebra password" in seen  # the resumed session carries the chat's turn
+
+
+def dm(gw: GatewayProcess, msg_id: str, text: str) -> None:
+    loop_dm(gw, SENDER, msg_id, text)
+
+
+def sent(gw: GatewayProcess) -> list[str]:
+    return loop_sent(gw, SENDER)

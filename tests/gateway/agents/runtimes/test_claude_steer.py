@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.gateway.agents.runtimes.flows import agent_gateway, cli_workdir, fake_api
+from tests.gateway.agents.runtimes.flows import agent_gateway, cli_workdir, fake_api, loop_dm, loop_sent
 from tests.gateway.agents.runtimes.test_claude import offline_env
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
@@ -34,23 +32,6 @@ def gw(api: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     agent = {"runtime": "claude", "command": [claude], "env": offline_env(api.url, d / "home"), "steering": "steer"}
     with agent_gateway(d, agent) as proc:
         yield proc
-
-
-def dm(gw: GatewayProcess, msg_id: str, text: str) -> None:
-    body = {"sender": SENDER, "id": msg_id, "text": text}
-    req = urllib.request.Request(
-        f"{gw.http}/channels/loop/default/webhook",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    urllib.request.urlopen(req, timeout=10).read()
-
-
-def sent(gw: GatewayProcess) -> list[str]:
-    outbox: Path = gw.outbox  # type: ignore[attr-defined]
-    lines = outbox.read_text().splitlines() if outbox.exists() else []
-    return [s["text"] for s in map(json.loads, lines) if s["op"] == "send" and s["to"] == SENDER]
 
 
 async def test_a_message_sent_mid_turn_is_answered_by_the_running_cli(gw: GatewayProcess, api: FakeAnthropic) -> None:
@@ -76,3 +57,11 @@ async def test_a_message_sent_mid_turn_is_answered_by_the_running_cli(gw: Gatewa
     # One Claude Code conversation: the second message's model request carries the first exchange.
     second = next(r for r in api.requests if "and the second one too" in json.dumps(r["messages"][-1]))
     assert "the first part is done" in json.dumps(second["messages"])
+
+
+def dm(gw: GatewayProcess, msg_id: str, text: str) -> None:
+    loop_dm(gw, SENDER, msg_id, text)
+
+
+def sent(gw: GatewayProcess) -> list[str]:
+    return loop_sent(gw, SENDER)
