@@ -35,7 +35,7 @@ async def exec_approvals_get(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     gw = ctx.gateway
     agents: dict[str, dict[str, Any]] = {}
     for agent in gw.config.agents.list:
-        security, ask = _LEVELS.get(agent.permissions, ("allowlist", "off"))
+        security, ask = _LEVELS[agent.permissions]
         agents[agent.id] = {"security": security, "ask": ask, "askFallback": "deny", "allowlist": []}
     for rule in await gw.approvals.rules() if gw.approvals is not None else []:
         entry: dict[str, Any] = {"id": rule.id, "pattern": rule.pattern, "source": "allow-always"}

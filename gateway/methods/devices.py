@@ -71,9 +71,14 @@ def _node_request(node: dict[str, Any]) -> dict[str, Any]:
 async def _resolve_node(ctx: CallContext, request_id: str, status: str) -> dict[str, Any] | None:
     """Approve or reject a node's request named by its ``requestId`` (None when no node asked with that id)."""
     nodes = ctx.gateway.nodes
-    if nodes is None or await nodes.store.by_request(request_id) is None:
+    if nodes is None:
         return None
-    node = await nodes.resolve(request_id, status)
+    try:
+        node = await nodes.resolve(request_id, status)
+    except InvalidRequest as exc:
+        if (exc.details or {}).get("code") == "UNKNOWN_REQUEST":
+            return None
+        raise
     return {"requestId": request_id, "deviceId": node["nodeId"], "status": node["status"],
             "resolvedAtMs": int(time.time() * 1000), "node": node}
 
