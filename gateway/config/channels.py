@@ -1,6 +1,6 @@
 """Config models of the ``channels`` section: access rules shared by every channel, and each channel's own keys.
 
-Kept apart from ``gateway.config`` because they grow with every channel type; ``channels.access``
+Kept apart from ``gateway.config`` because they grow with every channel type; ``gateway.platforms.access``
 reads the access rules, each adapter its own keys.
 """
 
@@ -40,7 +40,7 @@ class ChannelGroupConfig(Section):
 
 
 class ChannelAccessConfig(Section):
-    """Who may talk to the agent on one channel; shared by every channel type (see channels.access)."""
+    """Who may talk to the agent on one channel; shared by every channel type (see gateway.platforms.access)."""
 
     enabled: bool = True
     dmPolicy: Literal["pairing", "allowlist", "open", "disabled"] = Field(

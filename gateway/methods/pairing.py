@@ -15,10 +15,14 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
+import structlog
 from pydantic import Field, model_validator
 
 from gateway.platforms import pairing
+from gateway.platforms.interface import ChatPlatforms
 from gateway.rpc import PAIRING, READ, CallContext, Params, method
+
+log = structlog.get_logger("gateway.methods.pairing")
 
 ChannelName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$",
                                    description="e.g. telegram")]
@@ -85,15 +89,25 @@ async def pairing_list(p: PairingListParams, ctx: CallContext) -> dict[str, Any]
                        "ttlMs": int(pairing.PAIRING_TTL.total_seconds() * 1000)}}
 
 
+async def _tell_approved(platforms: ChatPlatforms, request: dict[str, Any]) -> bool:
+    """Tell a newly approved sender on their channel (best effort); whether it reached them."""
+    try:
+        await platforms.send_text(request["channel"], request["accountId"], request["chatId"], pairing.APPROVED_TEXT)
+    except Exception as exc:
+        log.warning("cannot notify approved sender", channel=request["channel"], error=str(exc))
+        return False
+    return True
+
+
 @method("channels.pairing.approve", params=PairingResolveParams, scope=PAIRING, aliases=("pairing.approve",))
 async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Let the sender behind the code talk to the agent; they are told so on their channel (unless
     ``notify: false``). Answers OpenClaw's ``{requestId, senderId, notification, commandOwnerBootstrap}``."""
-    mgr = ctx.platforms
+    platforms = ctx.platforms
     request = await pairing.approve(ctx.gateway.db, p.channel, p.the_code)
     notification = "not-requested"
     if p.notify:
-        notification = "sent" if await mgr.notify_approved(request) else "failed"
+        notification = "sent" if await _tell_approved(platforms, request) else "failed"
     return {"requestId": request["code"], "senderId": request["senderId"], "notification": notification,
             "commandOwnerBootstrap": "not-requested"}
 

@@ -30,14 +30,22 @@ class MessageCancelled(InvalidRequest):
 
 class HookedPlatforms:
     """``ChatPlatforms`` with ``message_sending`` / ``message_sent`` around ``send_text`` and ``deliver``;
-    every other operation goes straight to the platforms underneath."""
+    every other operation goes straight to the platforms underneath (each one written out, so a reader and mypy
+    see which operations exist)."""
 
     def __init__(self, inner: ChatPlatforms, hooks: HookRunner) -> None:
         self.inner = inner
         self._hooks = hooks
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        self.typing = inner.typing
+        self.progress_note = inner.progress_note
+        self.ask = inner.ask
+        self.settle = inner.settle
+        self.send_attachment = inner.send_attachment
+        self.react = inner.react
+        self.delete = inner.delete
+        self.pin = inner.pin
+        self.read = inner.read
+        self.describe = inner.describe
 
     async def _sending(self, event: dict[str, Any]) -> str:
         """The text to send after the hooks had their say; raises ``MessageCancelled``."""

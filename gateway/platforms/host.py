@@ -1,9 +1,10 @@
 """``PlatformHost``: the part of a running gateway that platform packages may use.
 
 A platform package (``channels/``, or a plugin's) gets one of these in its subsystem's
-``start(host)`` instead of the whole ``Gateway``: it can read the config, hand allowed messages to
-the agents, keep the message log, store pairing requests, post to the web chat, add HTTP routes
-and clean-up, and attach its ``ChatPlatforms`` implementation. Everything else of the gateway stays
+``start(host)`` instead of the whole ``Gateway``: it can read the config, hand every message it receives
+to the gateway's inbound door (``receive``: history, access, pairing offers and routing happen there), keep
+the message log, post to the web chat, add HTTP routes and clean-up, and attach its ``ChatPlatforms``
+implementation. Everything else of the gateway stays
 out of its reach, so the two sides can change independently.
 """
 
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.platforms import pairing
 from gateway.platforms.history import MessageLog
+from gateway.platforms.inbound import InboundDoor
 from gateway.platforms.journal import InboundJournal
 from gateway.webchat.posts import WebchatPosts
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from gateway.config import Config
     from gateway.core import Gateway
     from gateway.platforms.interface import ChatPlatforms
-    from gateway.platforms.messages import Inbound
+    from gateway.platforms.messages import Inbound, Sent
 
 __all__ = ["ConfigListener", "PlatformHost"]
 
@@ -40,6 +42,8 @@ class PlatformHost:
         self.journal = InboundJournal(gateway.db)
         # The web chat's messages are session transcripts: post, react, pin, delete, read them.
         self.webchat = WebchatPosts(gateway)
+        self.door = InboundDoor(gateway.db, lambda: gateway.config, self.history, gateway.agents.inbound,
+                                self._send_text)
 
     # -- facts -----------------------------------------------------------------------------------
 
@@ -78,14 +82,16 @@ class PlatformHost:
 
     # -- inbound ---------------------------------------------------------------------------------
 
-    async def handle_inbound(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None) -> None:
-        """An allowed message: a chat command is answered, anything else becomes (part of) an agent turn."""
-        await self._gw.agents.inbound.handle(msg, is_owner=is_owner, tool_profile=tool_profile)
+    async def receive(self, msg: Inbound) -> None:
+        """Every message a channel receives, handed over once (``gateway.platforms.inbound``)."""
+        await self.door.receive(msg)
 
     async def is_approved(self, channel: str, sender_id: str) -> bool:
-        """Whether the owner approved this sender through pairing."""
+        """Whether the owner approved this sender through pairing (e.g. to accept a room invitation)."""
         return await pairing.is_approved(self._gw.db, channel, sender_id)
 
-    async def request_pairing_code(self, msg: Inbound) -> tuple[str, bool] | None:
-        """The sender's pending pairing code ``(code, created)``; None when too many are pending."""
-        return await pairing.request_code(self._gw.db, msg)
+    async def _send_text(self, channel: str, account_id: str | None, to: str, text: str, **kwargs: Any) -> list[Sent]:
+        platforms = self._gw.platforms
+        if platforms is None:
+            return []
+        return await platforms.send_text(channel, account_id, to, text, **kwargs)

@@ -84,6 +84,3 @@ class ChatPlatforms(Protocol):
 
     def describe(self) -> list[dict[str, Any]]:
         """Each configured account and its state (``channels.status``)."""
-
-    async def notify_approved(self, request: dict[str, Any]) -> bool:
-        """Tell a sender the owner just approved (best effort); whether it reached them."""

@@ -2,7 +2,7 @@
 
 Pairing requests and approved senders live in the database, never in the config file: approving
 someone must not rewrite what the operator wrote. The policy that decides who needs a code is the
-platform package's (``channels.access``); this is the part the gateway's ``channels.pairing.*``
+``gateway.platforms.access`` module's; this is the part the gateway's ``channels.pairing.*``
 methods and every platform share.
 """
 
@@ -19,12 +19,15 @@ from gateway.protocol import ApprovalNotFound, InvalidRequest
 from gateway.store import Database
 from gateway.store.messages import ApprovedSender, PairingRequest
 
-__all__ = ["CODE_ALPHABET", "PAIRING_TTL", "approve", "is_approved", "list_requests", "reject", "request_code"]
+__all__ = ["APPROVED_TEXT", "CODE_ALPHABET", "PAIRING_TTL", "approve", "is_approved", "list_requests", "reject",
+           "request_code"]
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 """No 0/O or 1/I: codes are read aloud and typed from a phone."""
 CODE_LENGTH = 8
 PAIRING_TTL = timedelta(hours=1)
+APPROVED_TEXT = "You're approved: send your message again and the assistant will answer."
+"""What an approved sender is told on their channel (``channels.pairing.approve``, unless ``notify: false``)."""
 MAX_PENDING_PER_CHANNEL = 20
 """A flood of strangers cannot grow the table without bound: past this, new ones are ignored."""
 

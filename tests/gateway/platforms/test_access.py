@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from channels.access import access_config, decide, is_owner
-from channels.base import Inbound
+from gateway.platforms.access import access_config, decide, is_owner
+from gateway.platforms.messages import Inbound
 from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.ws import operator

@@ -2,7 +2,7 @@
 
 The decision itself (``decide``) is a pure function of the channel's policy config, the message and
 whether the sender was approved through pairing, so it is easy to read and to test. Pairing
-requests and approved senders are stored by the gateway (``gateway.platforms.pairing``).
+requests and approved senders are stored beside it (``gateway.platforms.pairing``).
 
 Policies (per channel, ``channels.<name>``):
 - ``dmPolicy``: ``pairing`` (default; an unknown sender gets a short code the owner approves),
@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.platforms import ChannelAccessConfig, Inbound
+from gateway.config import ChannelAccessConfig
+from gateway.platforms.messages import Inbound
 
 __all__ = ["Decision", "access_config", "decide", "is_owner"]
 

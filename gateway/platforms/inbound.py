@@ -1,0 +1,117 @@
+"""The one door every chat message comes in by, on the gateway side.
+
+A channel turns a platform update into one ``Inbound`` value and hands it to ``InboundDoor.receive`` (it is
+the ``on_inbound`` callback every channel is built with). From there the path is a straight line, in this
+order:
+
+1. **history**: the message is stored; one seen before stops here (platforms redeliver after a restart);
+2. **access**: who is talking (``access.decide`` on the channel's policy, the owner lists and the senders
+   approved through pairing);
+3. **pairing offer**: an unknown DM sender under ``dmPolicy: pairing`` is answered with a code, once;
+4. **routing**: an allowed message goes to the agents (a chat command answered, or a turn queued).
+
+The message is marked handled at the end whatever happened, so one bad message never stops a channel; a
+message that could not even be stored raises, so the channel does not acknowledge it and it comes again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from gateway.platforms import access, pairing
+from gateway.platforms.history import MessageLog
+from gateway.platforms.messages import Inbound, Sent
+from gateway.store import Database
+
+if TYPE_CHECKING:
+    from gateway.config import Config
+
+__all__ = ["PAIRING_TEXT", "AgentInbound", "InboundDoor", "channel_section"]
+
+log = structlog.get_logger("gateway.platforms.inbound")
+
+PAIRING_TEXT = (
+    "Hi! This assistant only talks with people its owner has approved.\n"
+    "Your pairing code: {code}\n"
+    "Ask the owner to run: remoteclaw pairing approve {channel} {code}"
+)
+
+
+class AgentInbound(Protocol):
+    """Where allowed messages go: the agents' inbound handler (``gateway.agents.inbound``)."""
+
+    async def handle(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None) -> None: ...
+
+
+SendText = Callable[..., Awaitable[list[Sent]]]
+"""``ChatPlatforms.send_text``: how the pairing offer is answered on the sender's own channel."""
+
+
+def channel_section(config: Config, channel: str) -> Any:
+    """The config section of one channel type: a declared model field, or a plugin channel's free section."""
+    ch = config.channels
+    if channel in type(ch).model_fields:
+        return getattr(ch, channel)
+    return (ch.model_extra or {}).get(channel)
+
+
+class InboundDoor:
+    """Stores, checks, offers pairing and routes every inbound message, in that order."""
+
+    def __init__(self, db: Database, config: Callable[[], Config], history: MessageLog, agents: AgentInbound,
+                 send_text: SendText) -> None:
+        self._db = db
+        self._config = config
+        self._history = history
+        self._agents = agents
+        self._send_text = send_text
+
+    async def receive(self, msg: Inbound) -> None:
+        """The ``on_inbound`` of every channel."""
+        try:
+            if not await self._history.record_in(msg):
+                log.info("inbound message seen before: not handled twice", channel=msg.channel, chat=msg.chat_id,
+                         message=msg.message_id)
+                return
+        except Exception:
+            log.exception("inbound message could not be stored", channel=msg.channel, chat=msg.chat_id)
+            raise  # not acknowledged: the platform (or the journal) hands it out again
+        try:
+            await self.route(msg)
+        except Exception:
+            log.exception("inbound message failed", channel=msg.channel, chat=msg.chat_id)
+        finally:
+            await self._history.handled(msg)
+
+    async def route(self, msg: Inbound) -> access.Decision:
+        """Decide who is talking, then offer pairing, hand the message to the agents, or drop it."""
+        config = self._config()
+        cfg = access.access_config(channel_section(config, msg.channel))
+        owner = access.is_owner(cfg, config.channels.ownerAllowFrom, msg)
+        approved = (msg.chat_type == "dm" and not owner
+                    and await pairing.is_approved(self._db, msg.channel, msg.sender_id))
+        decision = access.decide(cfg, msg, owner=owner, approved=approved)
+        log.info("inbound", channel=msg.channel, account=msg.account_id, chat=msg.chat_id, sender=msg.sender_id,
+                 action=decision.action, reason=decision.reason, owner=decision.is_owner)
+        if decision.action == "pair":
+            await self._offer_pairing(msg)
+        elif decision.action == "allow":
+            await self._agents.handle(msg, is_owner=decision.is_owner)
+        return decision
+
+    async def _offer_pairing(self, msg: Inbound) -> None:
+        got = await pairing.request_code(self._db, msg)
+        if got is None:
+            log.warning("too many pending pairing requests; ignoring sender", channel=msg.channel)
+            return
+        code, created = got
+        if not created:
+            return  # they already have a code; answering every message would let strangers spam the bot
+        log.info("pairing requested", channel=msg.channel, sender=msg.sender_id, code=code)
+        with contextlib.suppress(Exception):
+            await self._send_text(msg.channel, msg.account_id, msg.chat_id,
+                                  PAIRING_TEXT.format(code=code, channel=msg.channel), thread_id=msg.thread_id)
