@@ -12,11 +12,11 @@ import uuid
 from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
-from sqlalchemy import delete, func, or_, select
 
+from gateway.cron import store
 from gateway.cron.jobs import KNOWN, validate_job, validate_patch
 from gateway.cron.service import CronService, now_ms, stored_schedule
-from gateway.cron.store import CronJob, CronRun
+from gateway.cron.store import CronJob
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
 
@@ -110,11 +110,9 @@ async def cron_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Scheduler state: enabled, job counts, next wake, runs in progress."""
     svc = _service(ctx)
     async with ctx.gateway.db.session() as s:
-        total = await s.scalar(select(func.count()).select_from(CronJob)) or 0
-        enabled = await s.scalar(select(func.count()).select_from(CronJob).where(CronJob.enabled.is_(True))) or 0
-        nxt = await s.scalar(select(func.min(CronJob.next_run_at)).where(CronJob.enabled.is_(True)))
-    return {"enabled": ctx.gateway.config.cron.enabled, "jobs": total, "enabledJobs": enabled,
-            "nextWakeAtMs": nxt, "running": svc.running,
+        counts = await store.job_counts(s)
+    return {"enabled": ctx.gateway.config.cron.enabled, "jobs": counts.total, "enabledJobs": counts.enabled,
+            "nextWakeAtMs": counts.next_run_at, "running": svc.running,
             "maxConcurrentRuns": ctx.gateway.config.cron.maxConcurrentRuns, "firedSinceStart": svc.fired}
 
 
@@ -126,34 +124,19 @@ async def cron_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     ``snapshotRevision`` that changes whenever a job is added, changed or removed.
     """
     _service(ctx)
-    q = select(CronJob)
-    if not p.includeDisabled or p.enabled == "enabled":
-        q = q.where(CronJob.enabled.is_(True))
-    elif p.enabled == "disabled":
-        q = q.where(CronJob.enabled.is_(False))
-    if p.agentId:
-        default = ctx.gateway.config.agents.default
-        q = q.where(CronJob.agent_id == p.agentId if p.agentId != default
-                    else or_(CronJob.agent_id == p.agentId, CronJob.agent_id.is_(None)))
-    if p.scheduleKind != "all":
-        q = q.where(CronJob.schedule.like(f'%"kind":"{p.scheduleKind}"%'))
-    text = p.query or p.filter
-    if text:
-        like = f"%{text.lower()}%"
-        q = q.where(or_(func.lower(CronJob.name).like(like), func.lower(CronJob.description).like(like),
-                        func.lower(CronJob.id).like(like), func.lower(CronJob.payload).like(like)))
-    column = {"nextRunAtMs": CronJob.next_run_at, "updatedAtMs": CronJob.updated_at, "name": CronJob.name}[p.sortBy]
-    order = [column.is_(None), column.desc() if p.sortDir == "desc" else column, CronJob.id]
+    enabled = "enabled" if not p.includeDisabled else p.enabled
+    q = store.job_filter(enabled=enabled, agent_id=p.agentId, default_agent=ctx.gateway.config.agents.default,
+                         schedule_kind=p.scheduleKind, text=p.query or p.filter)
     limit = min(p.limit, MAX_PAGE)
     async with ctx.gateway.db.session() as s:
-        total = await s.scalar(select(func.count()).select_from(q.subquery())) or 0
-        rows = (await s.execute(q.order_by(*order).offset(p.offset).limit(limit))).scalars().all()
-        revision = (await s.execute(select(func.count(), func.max(CronJob.updated_at)))).one()
+        page = await store.job_page(s, q, sort_by=p.sortBy, descending=p.sortDir == "desc", offset=p.offset,
+                                    limit=limit)
+    total, rows = page.total, page.rows
     jobs = [r.to_dict() for r in rows]
     more = p.offset + len(jobs) < total
     return {"jobs": jobs, "total": total, "offset": p.offset, "limit": limit, "hasMore": more,
             "nextOffset": p.offset + len(jobs) if more else None,
-            "snapshotRevision": f"{revision[0]}.{revision[1] or 0}"}
+            "snapshotRevision": page.revision}
 
 
 @method("cron.get", params=JobRef, scope=READ, aliases=("cron:get",))
@@ -224,8 +207,7 @@ async def cron_remove(p: JobRef, ctx: CallContext) -> dict[str, Any]:
                                  details={"field": "id"})
         removed = job is not None
         if job is not None:
-            await s.delete(job)
-            await s.execute(delete(CronRun).where(CronRun.job_id == p.ref))
+            await store.remove_job(s, job)
     if removed:
         svc.wake()
         svc.event("removed", p.ref)
@@ -244,17 +226,10 @@ async def cron_run(p: RunParams, ctx: CallContext) -> dict[str, Any]:
 async def cron_runs(p: RunsParams, ctx: CallContext) -> dict[str, Any]:
     """Run history, newest first: one job's (``id``), or every job's (``scope: all``, or no ``id``)."""
     _service(ctx)
-    q = select(CronRun)
-    if p.ref is not None:
-        q = q.where(CronRun.job_id == p.ref)
-    if p.status and p.status != "all":
-        q = q.where(CronRun.status == p.status)
-    if p.statuses:
-        q = q.where(CronRun.status.in_(p.statuses))
-    order = CronRun.id.desc() if p.sortDir == "desc" else CronRun.id
+    status = p.status if p.status and p.status != "all" else None
     async with ctx.gateway.db.session() as s:
-        total = await s.scalar(select(func.count()).select_from(q.subquery())) or 0
-        rows = (await s.execute(q.order_by(order).offset(p.offset).limit(p.limit))).scalars().all()
+        rows, total = await store.run_page(s, job_id=p.ref, status=status, statuses=p.statuses,
+                                           descending=p.sortDir == "desc", offset=p.offset, limit=p.limit)
     entries = [r.to_dict() for r in rows]
     more = p.offset + len(entries) < total
     return {"entries": entries, "total": total, "offset": p.offset, "limit": p.limit, "hasMore": more,

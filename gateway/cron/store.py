@@ -7,15 +7,19 @@ delivery), not a scheduler library's pickled job store: any replica, and any too
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import BigInteger, Boolean, Index, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, Index, Integer, Select, String, Text, delete, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.store.models import Base
 
-__all__ = ["CronJob", "CronRun", "delivery_status"]
+__all__ = ["CronJob", "CronRun", "JobCounts", "JobPage", "delivery_status", "job_counts", "job_page", "remove_job",
+           "run_page"]
 
 
 def _load(text: str | None) -> Any:
@@ -146,3 +150,83 @@ class CronRun(Base):
             if value is not None:
                 out[key] = value
         return out
+
+
+# -- queries of the cron.* methods (handlers never build queries) ---------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class JobCounts:
+    total: int
+    enabled: int
+    next_run_at: int | None
+
+
+async def job_counts(s: AsyncSession) -> JobCounts:
+    """How many jobs, how many enabled, and the soonest enabled job's next run."""
+    total = await s.scalar(select(func.count()).select_from(CronJob)) or 0
+    enabled = await s.scalar(select(func.count()).select_from(CronJob).where(CronJob.enabled.is_(True))) or 0
+    nxt = await s.scalar(select(func.min(CronJob.next_run_at)).where(CronJob.enabled.is_(True)))
+    return JobCounts(total, enabled, nxt)
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    rows: list[CronJob]
+    total: int
+    revision: str
+    """Changes whenever a job is added, changed or removed (count and latest update)."""
+
+
+def job_filter(*, enabled: str, agent_id: str | None, default_agent: str, schedule_kind: str,
+               text: str | None) -> Select[CronJob]:
+    """The jobs ``cron.list`` selects: enabled ``enabled|disabled|all``, an agent (the default agent's jobs
+    include those with no agent), a schedule kind, and a text matched in name, description, id and payload."""
+    q = select(CronJob)
+    if enabled == "enabled":
+        q = q.where(CronJob.enabled.is_(True))
+    elif enabled == "disabled":
+        q = q.where(CronJob.enabled.is_(False))
+    if agent_id:
+        q = q.where(CronJob.agent_id == agent_id if agent_id != default_agent
+                    else or_(CronJob.agent_id == agent_id, CronJob.agent_id.is_(None)))
+    if schedule_kind != "all":
+        q = q.where(CronJob.schedule.like(f'%"kind":"{schedule_kind}"%'))
+    if text:
+        like = f"%{text.lower()}%"
+        q = q.where(or_(func.lower(CronJob.name).like(like), func.lower(CronJob.description).like(like),
+                        func.lower(CronJob.id).like(like), func.lower(CronJob.payload).like(like)))
+    return q
+
+
+async def job_page(s: AsyncSession, q: Select[CronJob], *, sort_by: str, descending: bool, offset: int,
+                   limit: int) -> JobPage:
+    """One page of ``q`` sorted by ``nextRunAtMs|updatedAtMs|name`` (jobs without a value last, then by id)."""
+    column = {"nextRunAtMs": CronJob.next_run_at, "updatedAtMs": CronJob.updated_at, "name": CronJob.name}[sort_by]
+    order = [column.is_(None), column.desc() if descending else column, CronJob.id]
+    total = await s.scalar(select(func.count()).select_from(q.subquery())) or 0
+    rows = list((await s.execute(q.order_by(*order).offset(offset).limit(limit))).scalars().all())
+    revision = (await s.execute(select(func.count(), func.max(CronJob.updated_at)))).one()
+    return JobPage(rows, total, f"{revision[0]}.{revision[1] or 0}")
+
+
+async def remove_job(s: AsyncSession, job: CronJob) -> None:
+    """Delete a job and its run history."""
+    await s.delete(job)
+    await s.execute(delete(CronRun).where(CronRun.job_id == job.id))
+
+
+async def run_page(s: AsyncSession, *, job_id: str | None, status: str | None, statuses: Sequence[str] | None,
+                   descending: bool, offset: int, limit: int) -> tuple[list[CronRun], int]:
+    """One page of run history (one job's, or every job's; ``status`` and ``statuses`` both apply), with the
+    total count."""
+    q = select(CronRun)
+    if job_id is not None:
+        q = q.where(CronRun.job_id == job_id)
+    if status:
+        q = q.where(CronRun.status == status)
+    if statuses:
+        q = q.where(CronRun.status.in_(statuses))
+    total = await s.scalar(select(func.count()).select_from(q.subquery())) or 0
+    order = CronRun.id.desc() if descending else CronRun.id
+    rows = list((await s.execute(q.order_by(order).offset(offset).limit(limit))).scalars().all())
+    return rows, total
