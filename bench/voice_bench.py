@@ -52,8 +52,8 @@ class _DB:
 
 def service(tts: TtsConfig, state: Path) -> VoiceService:
     config = Config(messages={"tts": tts.model_dump(), "stt": {"provider": "local"}})
-    gw = SimpleNamespace(config=config, state_dir=state, db=_DB())
-    svc = VoiceService(gw)  # type: ignore[arg-type]
+    store = SimpleNamespace(config=config)  # what the service reads of a ConfigStore
+    svc = VoiceService(store, _DB(), state)  # type: ignore[arg-type]
 
     async def settings() -> tuple[bool, str]:
         return True, tts.provider

@@ -328,23 +328,15 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     restore.add_argument("--force", action="store_true", help="replace the database and files already there")
     restore.set_defaults(func=cmd_restore)
 
-    from gateway.cron.cli import register as register_cron
-    from gateway.devices.cli import register as register_nodes
-    from gateway.mcp_http.cli import register as register_mcp
-    from gateway.plugins.cli import register as register_plugins
-
-    register_mcp(sub)
-    register_cron(sub)
-    register_plugins(sub)
-    register_nodes(sub)
     if extensions:
         _add_plugin_commands(sub)
     return parser
 
 
 def _add_plugin_commands(sub: Any) -> None:
-    """Commands owned by other packages (the MCP shim, channels, nodes, plugins): the ``remoteclaw.cli``
-    extension point, so this module names none of them. One whose library is missing is left out."""
+    """Commands owned by other packages and by the capabilities (the MCP shim, channels, nodes, plugins, cron,
+    remote MCP): the ``remoteclaw.cli`` extension point, so this module names none of them. One whose library is
+    missing is left out."""
     from gateway.extensions import CLI_COMMANDS
 
     for name in CLI_COMMANDS.names():
@@ -355,7 +347,7 @@ def _add_plugin_commands(sub: Any) -> None:
         register(sub)
 
 
-BUILTIN_COMMANDS = frozenset({"gateway", "config", "mcp", "backup", "restore", "doctor", "setup"})
+BUILTIN_COMMANDS = frozenset({"gateway", "config", "backup", "restore", "doctor", "setup"})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ from gateway.preauth import PreAuthSockets
 from gateway.presence import PresenceBoard
 from gateway.protocol import event_head
 from gateway.rpc import READ, Dispatcher, IdempotencyCache, grants, registry
+from gateway.services import Services
 from gateway.session_events import SessionSubscriptions
 from gateway.store import Database, database_url
 from gateway.store.idempotency import MISSING, DurableOutcomes
@@ -38,19 +39,14 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from gateway.agents.executor import AgentExecutor
-    from gateway.approvals.service import ApprovalService
     from gateway.bus import EventBus
     from gateway.config.reload import Listener
     from gateway.config.watch import ConfigWatcher
-    from gateway.cron.service import CronService
     from gateway.devices.service import NodeService
-    from gateway.mcp_http.transport import McpHttp
     from gateway.platforms.interface import ChatPlatforms
-    from gateway.plugins.service import PluginManager
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch
     from gateway.sessions import SessionsService
-    from gateway.voice.service import VoiceService
 
 __all__ = ["Gateway"]
 
@@ -63,7 +59,7 @@ class Gateway:
     """Holds config, storage, live connections, the dispatcher and the services of one server start.
 
     The services are typed attributes, so a reader (and mypy) sees what each part uses. Those built
-    when the gateway starts (``gateway.subsystems``, in order) exist from then on; ``bus`` and
+    when the gateway starts (``gateway.wiring``, in order) exist from then on; ``bus`` and
     ``platforms`` stay None when no Redis is configured or no chat platform is installed.
     """
 
@@ -111,28 +107,20 @@ class Gateway:
         self.platforms: ChatPlatforms | None = None
         """The chat platforms, once a platform package attached itself (``gateway.platforms``)."""
         self.config_watch: ConfigWatcher | None = None
-        self.mcp_http: McpHttp | None = None
-        """The remote MCP endpoint at ``/mcp``, unless ``gateway.mcp.enabled`` is false."""
         self.config_listeners: list[Listener] = []
         """Called after every live config change (``gateway.config.reload``)."""
         self.http_routes: list[BaseRoute] = []
         """Routes subsystems add to the HTTP app (webhooks)."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)
         """Where the server listens (set by ``gateway.server`` once bound)."""
-        self.approvals: ApprovalService | None = None
-        """Requests agent runs put to their person, waiting for a decision (``gateway.approvals``)."""
-        self.cron: CronService | None = None
-        """The scheduler (``gateway.cron``), unless it failed to start."""
         self.replicas: ReplicaWatch | None = None
         """This replica's heartbeat, and adoption of dead replicas' turns (``gateway.runs.replicas``)."""
+        self.services = Services()
+        """The capabilities' services, by type (``gateway.capabilities``): the core names none of them."""
         self.hooks = HookRunner()
         """Plugin hooks (``gateway.plugins.hooks``): empty, and free to call, until a plugin adds one."""
-        self.plugins: PluginManager | None = None
-        """The plugins found and loaded (``gateway.plugins``)."""
         self.nodes: NodeService | None = None
         """Paired nodes and their live sockets (``gateway.devices``)."""
-        self.voice: VoiceService | None = None
-        """Text to speech and speech to text (``gateway.voice``)."""
         self.recovered: dict[str, int] = {}
         """What start-up recovery did with the previous process's unfinished turns (``gateway.runs.recovery``)."""
         self.background: set[asyncio.Task[None]] = set()
@@ -164,9 +152,9 @@ class Gateway:
         from gateway.methods import load_all
 
         load_all()
-        from gateway import subsystems
+        from gateway import wiring
 
-        await subsystems.start_all(self)
+        await wiring.start_all(self)
         self._tick_task = asyncio.create_task(self._tick_loop(), name="gateway-tick")
         log.info("gateway started", version=self.version, pid=os.getpid(), db=self.db.url.split("://")[0])
 

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import orjson
 import structlog
@@ -40,6 +40,7 @@ from gateway.protocol import (
 if TYPE_CHECKING:
     from gateway.core import Gateway
     from gateway.platforms.interface import ChatPlatforms
+    from gateway.services import Key
 
 __all__ = [
     "ADMIN",
@@ -68,6 +69,8 @@ __all__ = [
 ]
 
 log = structlog.get_logger("gateway.rpc")
+
+_S = TypeVar("_S")
 
 READ: Final = "operator.read"
 WRITE: Final = "operator.write"
@@ -254,6 +257,11 @@ class CallContext:
         if platforms is None:
             raise Unavailable("channels are not available on this gateway")
         return platforms
+
+    def service(self, key: Key[_S]) -> _S:
+        """A capability's service (``gateway.services``), or ``Unavailable`` naming it when that capability did
+        not start on this gateway."""
+        return self.gateway.services.get(key)
 
 
 class Registry:

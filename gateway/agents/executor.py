@@ -48,6 +48,7 @@ from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
+from gateway.ports import PLUGIN_TOOLS, RUN_WATCHERS, VOICE, Voice
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
@@ -199,7 +200,8 @@ class AgentExecutor:
         progress: ProgressSink | None = None
         try:  # from the moment the token exists it must be revoked, whatever happens next
             # The plugin tools, handed over in a file: the shim lists them without asking the gateway at start.
-            listing = gw.plugins.tool_listing(run.agent_id) if gw.plugins is not None else {"tools": []}
+            plugins = gw.services.find(PLUGIN_TOOLS)
+            listing = plugins.tool_listing(run.agent_id) if plugins is not None else {"tools": []}
             tools_path.write_bytes(orjson.dumps(listing))
             prompt = prompt_for(run)
             if scratch != workspace:  # the prompt names attachments by their place in the workspace
@@ -252,8 +254,9 @@ class AgentExecutor:
             shutil.rmtree(scratch, ignore_errors=True)  # the throw-away workspace, or .remoteclaw/ in a project
             fx_path.unlink(missing_ok=True)
             tools_path.unlink(missing_ok=True)
-            if gw.approvals is not None:  # a decision arriving after this is refused: the run has ended
-                await gw.approvals.run_ended(run.session_key)
+            approvals = gw.services.find(RUN_WATCHERS)
+            if approvals is not None:  # a decision arriving after this is refused: the run has ended
+                await approvals.run_ended(run.session_key)
             if progress is not None:
                 if self._notes.get(run.session_key) is progress:
                     del self._notes[run.session_key]
@@ -341,8 +344,9 @@ class AgentExecutor:
             await self._record_failure(run)
         origin = run.last.origin
         if run.last.source == "chat" and not run.last.deliver:  # the web chat page (or an API client) watches
-            if run.status == "ok" and self.gw.voice is not None:
-                await self._speak_to_page(run)
+            voice = self.gw.services.find(VOICE)
+            if run.status == "ok" and voice is not None:
+                await self._speak_to_page(run, voice)
             return
         if origin is None or not run.last.deliver or run.status == "aborted":
             return
@@ -364,12 +368,13 @@ class AgentExecutor:
             return
         reply_to_id = origin.reply_to_id if reply_to == "current" else reply_to
         speak = False
-        if self.gw.voice is not None:
-            body, speak = await self.gw.voice.auto_reply(body, inbound_voice=run.last.voice_in)
+        voice = self.gw.services.find(VOICE)
+        if voice is not None:
+            body, speak = await voice.auto_reply(body, inbound_voice=run.last.voice_in)
         # Through the outbox: written down before it is sent, so a crash in between loses no reply.
         await outbox.deliver(self.gw, origin, body, run.session_key, run_id=run.id, reply_to_id=reply_to_id)
-        if speak:
-            await self._speak(origin, body, run)
+        if speak and voice is not None:
+            await self._speak(origin, body, run, voice)
         if diff_file is not None and origin.channel != "webchat":  # the web chat renders the diff itself
             await self.send_file(origin, diff_file, run.session_key)
 
@@ -402,18 +407,15 @@ class AgentExecutor:
         except Exception:
             log.exception("failed turn not written to the transcript", run_id=run.id)
 
-    async def _speak_to_page(self, run: Run) -> None:
+    async def _speak_to_page(self, run: Run, voice: Voice) -> None:
         """Auto-TTS for the web chat: the clip goes to the page's viewers as a ``chat.audio`` event."""
-        assert self.gw.voice is not None
         body, silent, _reply_to = clean_reply(run.reply)
-        text, wanted = await self.gw.voice.auto_reply(body, inbound_voice=run.last.voice_in)
+        text, wanted = await voice.auto_reply(body, inbound_voice=run.last.voice_in)
         if silent or not wanted:
             return
         try:
-            from gateway.voice.service import format_for_channel  # voice (PyAV) loads only when used
-
             # MP3, not OGG/Opus: the page must play it in Safari too (see gateway/voice/codec.py)
-            speech = await self.gw.voice.speak(text, format_for_channel("webchat"))
+            speech = await voice.speak_for(text, "webchat")
             data = await asyncio.to_thread(Path(speech.path).read_bytes)
         except (RpcError, OSError) as exc:
             log.warning("spoken reply not made for the web chat", run_id=run.id, error=str(exc))
@@ -422,14 +424,13 @@ class AgentExecutor:
                                          "durationS": round(speech.duration_s, 2), "provider": speech.provider,
                                          "base64": base64.b64encode(data).decode()})
 
-    async def _speak(self, origin: Origin, text: str, run: Run) -> None:
+    async def _speak(self, origin: Origin, text: str, run: Run, voice: Voice) -> None:
         """The reply as a voice message after its text (auto-TTS); a failure costs only the voice."""
-        assert self.gw.voice is not None
         platforms = self.gw.platforms
         if platforms is None:
             return
         try:
-            speech = await self.gw.voice.speak(text)
+            speech = await voice.speak_for(text)
             await platforms.send_attachment(origin.channel, origin.account_id, origin.to, speech.path,
                                             thread_id=origin.thread_id, session_key=run.session_key)
         except RpcError as exc:

@@ -19,6 +19,7 @@ from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
+from gateway.ports import CHAT_DECISIONS, VOICE
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
@@ -60,7 +61,7 @@ class InboundRouter:
                         thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id,
                         sender_name=msg.sender_name)
         text = msg.text
-        chat = gw.approvals.chat if gw.approvals is not None else None
+        chat = gw.services.find(CHAT_DECISIONS)
         if chat is not None:  # /approve, or the answer to a pending question: never reaches the agent
             answer = await chat.handle(key, text, sender=msg.sender_id, channel=msg.channel, is_owner=is_owner,
                                        chat_type=msg.chat_type)
@@ -101,9 +102,10 @@ class InboundRouter:
     async def _transcript(self, path: str, origin: Origin, key: str) -> str:
         """The words of a voice message for the prompt; a failure is told to the user (the message still goes
         through, with the audio in the workspace)."""
-        if self.gw.voice is None:
+        voice = self.gw.services.find(VOICE)
+        if voice is None:
             return ""
-        note, error = await self.gw.voice.hear(path)
+        note, error = await voice.hear(path)
         if error:
             await self.gw.agents.notify(origin, f"⚠️ I could not transcribe your voice message ({error}); "
                                                 "the agent gets the audio file instead.", key)

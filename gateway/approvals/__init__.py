@@ -4,3 +4,13 @@
 always" rules, ``methods.py`` is the RPC surface (OpenClaw's ``exec.approval.*``, ``approval.*``,
 ``question.*``, and the agent-side ``approvals.ask``/``questions.ask``/``approvals.wait``). See docs/approvals.md.
 """
+
+from gateway.capabilities import Capability
+
+CAPABILITY = Capability(
+    "approvals",
+    start="gateway.approvals.service:start",
+    methods=("gateway.approvals.methods",
+    "gateway.approvals.policy"),
+)
+"""What this capability adds to the gateway (``gateway.capabilities``)."""

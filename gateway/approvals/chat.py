@@ -23,7 +23,11 @@ from gateway.runs import Origin
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from collections.abc import Callable
+
+    from gateway.approvals.service import ApprovalService
+    from gateway.platforms.interface import ChatPlatforms
+    from gateway.store import Database
 
 __all__ = ["ChatApprovals", "answers_from_text"]
 
@@ -118,15 +122,18 @@ def outcome_text(item: Pending) -> str:
 class ChatApprovals:
     """Tells the session's chat about requests, and turns what is typed there into decisions."""
 
-    def __init__(self, gw: Gateway) -> None:
-        self.gw = gw
+    def __init__(self, db: Database, platforms: Callable[[], ChatPlatforms | None], service: ApprovalService) -> None:
+        self._db = db
+        self._platforms = platforms
+        """The chat platforms, once attached (they start after the capabilities)."""
+        self._service = service
         self._shown: dict[str, tuple[Origin, str]] = {}
         """Request id -> the chat message with its buttons, edited to the outcome once decided."""
 
     async def present(self, phase: str, item: Pending) -> None:
         if item.status == "allowed" and item.reason == "rule":
             return  # answered by a stored rule: nobody was asked, nothing to tell
-        platforms = self.gw.platforms
+        platforms = self._platforms()
         origin = await self._route(item.session_key)
         if origin is None or platforms is None:
             return
@@ -143,7 +150,7 @@ class ChatApprovals:
         await platforms.deliver(origin, outcome_text(item), item.session_key)
 
     async def _route(self, session_key: str) -> Origin | None:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             row = await SessionRepo.get(s, session_key)
         if row is None or not row.channel or not row.peer_id:  # a session of the web chat (or of no chat yet)
             return Origin(channel="webchat", account_id=None, to=session_key, chat_type="dm")
@@ -159,9 +166,7 @@ class ChatApprovals:
         self, key: str, text: str, *, sender: str, channel: str, is_owner: bool, chat_type: str
     ) -> str | None:
         """The answer to tell the chat when ``text`` was an approval or an answer; None when it was not one."""
-        service = self.gw.approvals
-        if service is None:
-            return None
+        service = self._service
         m = _APPROVE.match(text.strip())
         pending_questions = [i for i in service.pending_for(key) if i.kind == "question"]
         if m is None and (not pending_questions or not text.strip()):  # a photo or a voice note stays a message

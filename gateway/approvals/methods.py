@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from gateway.approvals.service import ApprovalService, Decision, Pending
-from gateway.protocol import ApprovalNotFound, Forbidden, InvalidRequest, Unavailable
+from gateway.approvals.service import APPROVALS_SERVICE, ApprovalService, Decision, Pending
+from gateway.protocol import ApprovalNotFound, Forbidden, InvalidRequest
 from gateway.rpc import APPROVALS, QUESTIONS, WRITE, CallContext, NoParams, Params, method
 from gateway.sessions import parse_key
 
@@ -31,10 +31,7 @@ MAX_WAIT_MS = 60_000
 
 
 def _service(ctx: CallContext) -> ApprovalService:
-    service = ctx.gateway.approvals
-    if service is None:
-        raise Unavailable("approvals are not available on this gateway")
-    return service
+    return ctx.service(APPROVALS_SERVICE)
 
 
 def _who(ctx: CallContext, reviewer: Reviewer | None = None, resolved_by: str | None = None) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from gateway.approvals.service import APPROVALS_SERVICE
 from gateway.rpc import APPROVALS, CallContext, NoParams, method
 
 _LEVELS: dict[str, tuple[str, str]] = {
@@ -37,7 +38,8 @@ async def exec_approvals_get(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     for agent in gw.config.agents.list:
         security, ask = _LEVELS[agent.permissions]
         agents[agent.id] = {"security": security, "ask": ask, "askFallback": "deny", "allowlist": []}
-    for rule in await gw.approvals.rules() if gw.approvals is not None else []:
+    approvals = gw.services.find(APPROVALS_SERVICE)
+    for rule in await approvals.rules() if approvals is not None else []:
         entry: dict[str, Any] = {"id": rule.id, "pattern": rule.pattern, "source": "allow-always"}
         if rule.last_used_at is not None:
             entry["lastUsedAt"] = rule.last_used_at

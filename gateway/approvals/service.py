@@ -28,12 +28,16 @@ import structlog
 from sqlalchemy import delete, select, update
 
 from gateway.approvals.store import ApprovalRequest, ApprovalRule
+from gateway.ports import CHAT_DECISIONS, RUN_WATCHERS
 from gateway.protocol import ApprovalNotFound, InvalidRequest
 from gateway.rpc import APPROVALS, QUESTIONS
+from gateway.services import Key
 
 if TYPE_CHECKING:
     from gateway.approvals.chat import ChatApprovals
-    from gateway.core import Gateway
+    from gateway.capabilities import Broadcast, CapabilityHost, Spawn
+    from gateway.config import ConfigStore
+    from gateway.store import Database
 
 __all__ = ["ApprovalService", "Decision", "Pending", "Presenter", "now_ms", "rule_pattern", "start"]
 
@@ -187,8 +191,14 @@ class Pending:
 class ApprovalService:
     """Pending requests of this gateway, their history rows, and the "allow always" rules."""
 
-    def __init__(self, gw: Gateway) -> None:
-        self.gw = gw
+    def __init__(self, db: Database, config: ConfigStore, broadcast: Broadcast, spawn: Spawn,
+                 waiting: Callable[[str, bool], None]) -> None:
+        self._db = db
+        self._config = config
+        self._broadcast = broadcast
+        self._spawn = spawn
+        self._waiting = waiting
+        """Tells a session's progress note whether anything of its run waits for the person."""
         self._items: dict[str, Pending] = {}
         self._presenters: list[Presenter] = []
         self._lock = asyncio.Lock()
@@ -204,11 +214,11 @@ class ApprovalService:
 
     @property
     def tool_timeout_s(self) -> float:
-        return float(self.gw.config.approvals.timeoutSeconds)
+        return float(self._config.config.approvals.timeoutSeconds)
 
     @property
     def question_timeout_s(self) -> float:
-        return float(self.gw.config.approvals.questionTimeoutSeconds)
+        return float(self._config.config.approvals.questionTimeoutSeconds)
 
     # -- asking -------------------------------------------------------------------------------
 
@@ -366,9 +376,7 @@ class ApprovalService:
         return ended
 
     def _expire_soon(self, request_id: str) -> None:
-        task = asyncio.ensure_future(self._expire(request_id))
-        self.gw.background.add(task)
-        task.add_done_callback(self.gw.background.discard)
+        self._spawn(self._expire(request_id), "approval-expiry")
 
     async def _expire(self, request_id: str) -> None:
         async with self._lock:
@@ -384,7 +392,7 @@ class ApprovalService:
         item.resolved_by, item.resolved_at = by, now_ms()
         if item.timer is not None:
             item.timer.cancel()
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             await s.execute(
                 update(ApprovalRequest)
                 .where(ApprovalRequest.id == item.id)
@@ -408,7 +416,7 @@ class ApprovalService:
         item = self._items.get(request_id)
         if item is not None:
             return item
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             row = await s.get(ApprovalRequest, request_id)
         if row is None:
             return None
@@ -425,7 +433,7 @@ class ApprovalService:
         return [i for i in self._items.values() if i.pending and i.session_key == session_key]
 
     async def history(self, kind: Kind, limit: int) -> list[Pending]:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             rows = (
                 (
                     await s.execute(
@@ -443,7 +451,7 @@ class ApprovalService:
     # -- rules --------------------------------------------------------------------------------
 
     async def _matching_rule(self, agent_id: str, tool_name: str, tool_input: Any) -> str | None:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             rules = (
                 (
                     await s.execute(
@@ -461,7 +469,7 @@ class ApprovalService:
         return None
 
     async def _add_rule(self, item: Pending, by: str) -> None:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             s.add(
                 ApprovalRule(
                     id=uuid.uuid4().hex[:16],
@@ -475,7 +483,7 @@ class ApprovalService:
             )
 
     async def rules(self, agent_id: str | None = None, *, include_revoked: bool = False) -> list[ApprovalRule]:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             q = select(ApprovalRule).order_by(ApprovalRule.created_at)
             if agent_id is not None:
                 q = q.where(ApprovalRule.agent_id == agent_id)
@@ -485,7 +493,7 @@ class ApprovalService:
 
     async def revoke_rule(self, rule_id: str, by: str) -> str:
         """``revoked``, ``already-revoked`` or ``not-found`` (OpenClaw's ``ExecApprovalGrantsRevokeResult``)."""
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             rule = await s.get(ApprovalRule, rule_id)
             if rule is None:
                 return "not-found"
@@ -497,7 +505,7 @@ class ApprovalService:
     # -- storage and events -------------------------------------------------------------------
 
     async def _insert(self, item: Pending) -> None:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             s.add(
                 ApprovalRequest(
                     id=item.id,
@@ -517,19 +525,16 @@ class ApprovalService:
             )
 
     def _announce(self, phase: str, item: Pending) -> None:
-        agents = getattr(self.gw, "agents", None)
-        if agents is not None:  # the run's progress note: "waiting for you" while anything of it is pending
-            agents.waiting(item.session_key, bool(self.pending_for(item.session_key)))
+        # the run's progress note: "waiting for you" while anything of it is pending
+        self._waiting(item.session_key, bool(self.pending_for(item.session_key)))
         if item.kind == "tool":
-            self.gw.broadcast(f"exec.approval.{phase}", item.snapshot(), scope=APPROVALS)
+            self._broadcast(f"exec.approval.{phase}", item.snapshot(), scope=APPROVALS)
         elif phase == "requested":
-            self.gw.broadcast("question.requested", item.question_record(), scope=QUESTIONS)
+            self._broadcast("question.requested", item.question_record(), scope=QUESTIONS)
         else:
-            self.gw.broadcast("question.resolved", _question_resolved(item), scope=QUESTIONS)
+            self._broadcast("question.resolved", _question_resolved(item), scope=QUESTIONS)
         for presenter in self._presenters:
-            task = asyncio.ensure_future(self._present(presenter, phase, item))
-            self.gw.background.add(task)
-            task.add_done_callback(self.gw.background.discard)
+            self._spawn(self._present(presenter, phase, item), "approval-present")
 
     @staticmethod
     async def _present(presenter: Presenter, phase: str, item: Pending) -> None:
@@ -541,7 +546,7 @@ class ApprovalService:
     async def prune(self, keep_days: int) -> int:
         """History older than ``keep_days`` goes (the pending ones are in memory and stay)."""
         cutoff = now_ms() - keep_days * 86_400_000
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             result = await s.execute(
                 delete(ApprovalRequest).where(ApprovalRequest.created_at < cutoff, ApprovalRequest.status != "pending")
             )
@@ -550,7 +555,7 @@ class ApprovalService:
     async def _prune_loop(self) -> None:
         while True:
             try:
-                await self.prune(self.gw.config.approvals.keepDays)
+                await self.prune(self._config.config.approvals.keepDays)
             except Exception:
                 log.exception("pruning approval history failed")
             await asyncio.sleep(PRUNE_EVERY_S)
@@ -573,12 +578,20 @@ def _question_resolved(item: Pending) -> dict[str, Any]:
     return {"id": item.id, "status": "expired" if item.status == "expired" else "cancelled"}
 
 
-async def start(gw: Gateway) -> None:
+APPROVALS_SERVICE: Key[ApprovalService] = Key("approvals")
+
+
+async def start(host: CapabilityHost) -> None:
+    """Capability entry: the pending requests, told and decided in the chats; the agents see them as
+    ``gateway.ports`` (a typed ``/approve`` or answer, the end of a run)."""
     from gateway.approvals.chat import ChatApprovals
 
-    service = ApprovalService(gw)
-    service.chat = ChatApprovals(gw)
+    service = ApprovalService(host.db, host.config_store, host.broadcast, host.spawn,
+                              waiting=host.agents.waiting)
+    service.chat = ChatApprovals(host.db, host.platforms, service)
     service.add_presenter(service.chat.present)
-    gw.approvals = service
+    host.services.provide(APPROVALS_SERVICE, service)
+    host.services.provide(RUN_WATCHERS, service)
+    host.services.provide(CHAT_DECISIONS, service.chat)
     service.start()
-    gw.on_stop(service.stop)
+    host.on_stop(service.stop)

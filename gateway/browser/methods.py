@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from gateway.browser.files import FileEnvelopeError, persist_files
-from gateway.browser.serve import describe
+from gateway.browser.serve import BROWSER_FILES
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, CallContext, Params, method
 
@@ -101,5 +101,5 @@ async def browser_request(p: BrowserRequestParams, ctx: CallContext) -> Any:
         raise Unavailable(str(exc), details={"nodeId": target["nodeId"]}) from None
     if saved and isinstance(result, dict) and "files" not in result:
         # What each saved file is and where an HTTP client fetches it (a remote MCP client cannot read path).
-        result["files"] = await asyncio.to_thread(describe, ctx.gateway, saved)
+        result["files"] = await asyncio.to_thread(ctx.service(BROWSER_FILES).describe, saved)
     return result

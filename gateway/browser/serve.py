@@ -26,13 +26,18 @@ from starlette.routing import Route
 from gateway.paths import outbound_dir
 from gateway.protocol import InvalidRequest
 from gateway.rpc import ADMIN, CallContext, Params, method
+from gateway.services import Key
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from starlette.requests import Request
 
-    from gateway.core import Gateway
+    from gateway.capabilities import CapabilityHost
+    from gateway.config import ConfigStore
+    from gateway.store import Database
 
-__all__ = ["FILES_PATH", "MAX_INLINE_BYTES", "browser_file", "describe", "file_url", "start"]
+__all__ = ["BROWSER_FILES", "FILES_PATH", "MAX_INLINE_BYTES", "BrowserFiles", "browser_file", "start"]
 
 FILES_PATH = "/__remoteclaw__/browser/files"
 MAX_INLINE_BYTES = 10 * 1024 * 1024
@@ -40,39 +45,78 @@ MAX_INLINE_BYTES = 10 * 1024 * 1024
 _NAME = re.compile(r"^[\w.\-]{1,200}$")
 
 
-def base_url(gw: Gateway) -> str:
-    """Where clients reach this gateway over HTTP: ``gateway.publicUrl``, else the address it listens on."""
-    public = gw.config.gateway.publicUrl
-    if public:
-        return public.rstrip("/")
-    host, port = gw.listen
-    host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
-    return f"http://{host}:{port}"
-
-
-def file_url(gw: Gateway, name: str) -> str:
-    return f"{base_url(gw)}{FILES_PATH}/{name}"
-
-
 def _mime(name: str) -> str:
     return mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
-def describe(gw: Gateway, saved: list[str]) -> list[dict[str, Any]]:
-    """The ``files`` list of an answer: each saved file's name, path, type, size and fetch URL."""
-    out = []
-    for path in saved:
-        p = Path(path)
-        out.append({"name": p.name, "path": path, "mimeType": _mime(p.name), "size": p.stat().st_size,
-                    "url": file_url(gw, p.name)})
-    return out
+class BrowserFiles:
+    """The saved browser files: their URLs in answers, the ``browser.file`` bytes, and the HTTP route."""
+
+    def __init__(self, config: ConfigStore, db: Database, state_dir: Path, token: str,
+                 listen: Callable[[], tuple[str, int]]) -> None:
+        self._config = config
+        self._db = db
+        self._state_dir = state_dir
+        self._token = token
+        self._listen = listen
+        """Where the server listens (known once it is bound, after this is built)."""
+
+    def base_url(self) -> str:
+        """Where clients reach this gateway over HTTP: ``gateway.publicUrl``, else the address it listens on."""
+        public = self._config.config.gateway.publicUrl
+        if public:
+            return public.rstrip("/")
+        host, port = self._listen()
+        host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+        return f"http://{host}:{port}"
+
+    def file_url(self, name: str) -> str:
+        return f"{self.base_url()}{FILES_PATH}/{name}"
+
+    def describe(self, saved: list[str]) -> list[dict[str, Any]]:
+        """The ``files`` list of an answer: each saved file's name, path, type, size and fetch URL."""
+        out = []
+        for path in saved:
+            p = Path(path)
+            out.append({"name": p.name, "path": path, "mimeType": _mime(p.name), "size": p.stat().st_size,
+                        "url": self.file_url(p.name)})
+        return out
+
+    def find(self, name: str) -> Path | None:
+        if not _NAME.match(name) or name.startswith("."):
+            return None
+        path = outbound_dir(self._state_dir, "browser") / name
+        return path if path.is_file() else None
+
+    async def _authorized(self, request: Request) -> bool:
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        token = value.strip()
+        if scheme.lower() != "bearer" or not token:
+            return False
+        if self._token and hmac.compare_digest(self._token.encode(), token.encode()):
+            return True
+        from gateway.mcp_http import tokens
+
+        grant = await tokens.verify(self._db, token)
+        return grant is not None and not grant.expired() and grant.owner
+
+    def route(self) -> Route:
+        async def serve(request: Request) -> Response:
+            if not await self._authorized(request):
+                return PlainTextResponse("unauthorized: send Authorization: Bearer <gateway token or owner MCP token>",
+                                         status_code=401, headers={"www-authenticate": "Bearer"})
+            path = self.find(request.path_params["name"])
+            if path is None:
+                return PlainTextResponse("no such browser file", status_code=404)
+            data = await asyncio.to_thread(path.read_bytes)
+            return Response(data, media_type=_mime(path.name), headers={
+                "content-disposition": f'attachment; filename="{path.name}"', "x-content-type-options": "nosniff",
+                "content-security-policy": "sandbox", "cache-control": "private, no-store"})
+
+        return Route(FILES_PATH + "/{name}", serve, methods=["GET"])
 
 
-def _find(gw: Gateway, name: str) -> Path | None:
-    if not _NAME.match(name) or name.startswith("."):
-        return None
-    path = outbound_dir(gw.state_dir, "browser") / name
-    return path if path.is_file() else None
+BROWSER_FILES: Key[BrowserFiles] = Key("browser files")
 
 
 class FileParams(Params):
@@ -82,7 +126,7 @@ class FileParams(Params):
 @method("browser.file", params=FileParams, scope=ADMIN, aliases=("browser:file",))
 async def browser_file(p: FileParams, ctx: CallContext) -> dict[str, Any]:
     """A saved browser file's bytes (base64), for tools that hand them to an MCP client as content."""
-    path = _find(ctx.gateway, p.name)
+    path = ctx.service(BROWSER_FILES).find(p.name)
     if path is None:
         raise InvalidRequest(f"name: no browser file {p.name!r} (it may have been pruned: take it again)",
                              details={"field": "name"})
@@ -94,35 +138,8 @@ async def browser_file(p: FileParams, ctx: CallContext) -> dict[str, Any]:
             "base64": base64.b64encode(data).decode()}
 
 
-async def _authorized(gw: Gateway, request: Request) -> bool:
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    token = value.strip()
-    if scheme.lower() != "bearer" or not token:
-        return False
-    if gw.token and hmac.compare_digest(gw.token.encode(), token.encode()):
-        return True
-    from gateway.mcp_http import tokens
-
-    grant = await tokens.verify(gw.db, token)
-    return grant is not None and not grant.expired() and grant.owner
-
-
-def route(gw: Gateway) -> Route:
-    async def serve(request: Request) -> Response:
-        if not await _authorized(gw, request):
-            return PlainTextResponse("unauthorized: send Authorization: Bearer <gateway token or owner MCP token>",
-                                     status_code=401, headers={"www-authenticate": "Bearer"})
-        path = _find(gw, request.path_params["name"])
-        if path is None:
-            return PlainTextResponse("no such browser file", status_code=404)
-        data = await asyncio.to_thread(path.read_bytes)
-        return Response(data, media_type=_mime(path.name), headers={
-            "content-disposition": f'attachment; filename="{path.name}"', "x-content-type-options": "nosniff",
-            "content-security-policy": "sandbox", "cache-control": "private, no-store"})
-
-    return Route(FILES_PATH + "/{name}", serve, methods=["GET"])
-
-
-async def start(gateway: Gateway) -> None:
-    """Subsystem entry: the file route."""
-    gateway.http_routes.append(route(gateway))
+async def start(host: CapabilityHost) -> None:
+    """Capability entry: the saved files, and their route."""
+    files = BrowserFiles(host.config_store, host.db, host.state_dir, host.token, host.listen)
+    host.services.provide(BROWSER_FILES, files)
+    host.add_route(files.route())

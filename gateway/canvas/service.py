@@ -17,7 +17,7 @@ from gateway.canvas.host import PATH, canvas_page
 from gateway.protocol import InvalidRequest
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.capabilities import CapabilityHost
 
 __all__ = ["check_push", "check_push_jsonl", "start"]
 
@@ -40,9 +40,10 @@ check_push = _checker("messages", list, "a list of A2UI messages", a2ui.validate
 check_push_jsonl = _checker("jsonl", str, "a string of A2UI messages, one per line", a2ui.parse_jsonl)
 
 
-async def start(gateway: Gateway) -> None:
-    """Subsystem entry: the page route, and the A2UI checks on the node service's calls."""
-    gateway.http_routes += [Route(PATH, canvas_page), Route(PATH.rstrip("/"), canvas_page)]
-    if gateway.nodes is not None:
-        gateway.nodes.param_checks["canvas.a2ui.push"] = check_push
-        gateway.nodes.param_checks["canvas.a2ui.pushJSONL"] = check_push_jsonl
+async def start(host: CapabilityHost) -> None:
+    """Capability entry: the page route, and the A2UI checks on the node service's calls."""
+    host.add_route(Route(PATH, canvas_page))
+    host.add_route(Route(PATH.rstrip("/"), canvas_page))
+    if host.nodes is not None:
+        host.nodes.param_checks["canvas.a2ui.push"] = check_push
+        host.nodes.param_checks["canvas.a2ui.pushJSONL"] = check_push_jsonl

@@ -5,3 +5,12 @@ the next due job, claims it and runs it, ``delivery.py`` takes the result to a c
 ``heartbeat.py`` keeps each agent's periodic heartbeat job in step with the config, ``methods.py`` is
 the ``cron.*`` RPC surface, and ``cli.py`` the ``remoteclaw cron`` command.
 """
+
+from gateway.capabilities import Capability
+
+CAPABILITY = Capability(
+    "cron",
+    start="gateway.cron.service:start",
+    methods=("gateway.cron.methods",),
+)
+"""What this capability adds to the gateway (``gateway.capabilities``)."""

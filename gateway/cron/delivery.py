@@ -24,7 +24,9 @@ from gateway.netguard import is_public_address
 from gateway.runs import Origin
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.platforms.interface import ChatPlatforms
+    from gateway.sessions import SessionsService
+    from gateway.store import Database
 
 __all__ = ["WebhookRefused", "announce", "post_webhook", "skip_reason"]
 
@@ -47,7 +49,8 @@ def skip_reason(side_effects: list[dict[str, Any]]) -> str | None:
     return None
 
 
-async def announce(gw: Gateway, delivery: dict[str, Any], text: str, session_key: str, agent_id: str) -> str:
+async def announce(db: Database, sessions: SessionsService, platforms: ChatPlatforms | None, delivery: dict[str, Any],
+                   text: str, session_key: str, agent_id: str) -> str:
     """Send ``text`` to the delivery's chat, or to the last chat the session (or the agent's main
     session) was used from; returns the delivery status."""
     from gateway.store.transcripts import SessionRepo
@@ -59,7 +62,7 @@ async def announce(gw: Gateway, delivery: dict[str, Any], text: str, session_key
         origin = Origin(channel=delivery["channel"], account_id=delivery.get("accountId"), to=delivery["to"],
                         chat_type="dm", thread_id=delivery.get("threadId"))
     else:
-        async with gw.db.session() as s:
+        async with db.session() as s:
             for key in (session_key, f"agent:{agent_id}:main"):
                 row = await SessionRepo.get(s, key)
                 if row is not None and row.channel and row.peer_id and row.channel != "webchat":
@@ -68,13 +71,13 @@ async def announce(gw: Gateway, delivery: dict[str, Any], text: str, session_key
                     break
     if origin is None:
         # No chat to send to: the web chat shows it (the transcript keeps it).
-        await gw.sessions.ensure(session_key)
-        async with gw.db.session() as s:
+        await sessions.ensure(session_key)
+        async with db.session() as s:
             await SessionRepo.add_entry(s, session_key, "assistant", text, run_id=None)
         return "transcript"
-    if gw.platforms is None:
+    if platforms is None:
         raise RuntimeError("no chat platforms run on this gateway")
-    await gw.platforms.deliver(origin, text, session_key)
+    await platforms.deliver(origin, text, session_key)
     return "delivered"
 
 

@@ -20,7 +20,7 @@ from gateway.cron.store import CronJob
 
 if TYPE_CHECKING:
     from gateway.config import Config
-    from gateway.core import Gateway
+    from gateway.store import Database
 
 __all__ = ["every_ms", "sync_heartbeats"]
 
@@ -35,11 +35,11 @@ def every_ms(text: str) -> int:
     return max(int(float(m.group(1)) * UNITS_MS[m.group(2)]), 1_000)
 
 
-async def sync_heartbeats(gateway: Gateway, config: Config, now_ms: int) -> int:
+async def sync_heartbeats(db: Database, config: Config, now_ms: int) -> int:
     """Make the heartbeat jobs match ``config``; how many changed."""
     wanted = {f"heartbeat-{a.id}": a for a in config.agents.list if a.heartbeat is not None}
     changed = 0
-    async with gateway.db.session() as s:
+    async with db.session() as s:
         existing = {j.id: j for j in (await s.execute(select(CronJob).where(CronJob.kind == "heartbeat"))).scalars()}
         gone = [job_id for job_id in existing if job_id not in wanted]
         if gone:

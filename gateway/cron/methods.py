@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from gateway.cron import store
 from gateway.cron.jobs import KNOWN, validate_job, validate_patch
-from gateway.cron.service import CronService, now_ms, stored_schedule
+from gateway.cron.service import CRON, CronService, now_ms, stored_schedule
 from gateway.cron.store import CronJob
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
@@ -84,7 +84,7 @@ class RunsParams(Params):
 
 
 def _service(ctx: CallContext) -> CronService:
-    svc = ctx.gateway.cron
+    svc = ctx.gateway.services.find(CRON)
     if svc is None:
         raise Unavailable("cron is not running on this gateway", details={"capability": "cron"})
     return svc

@@ -37,10 +37,19 @@ from gateway.cron.delivery import announce, post_webhook, skip_reason
 from gateway.cron.schedule import Schedule, parse_schedule
 from gateway.cron.store import CronJob, CronRun
 from gateway.runs.model import RunRequest
+from gateway.services import Key
 from gateway.store.db import rowcount
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from collections.abc import Callable
+
+    from gateway.capabilities import Broadcast, CapabilityHost
+    from gateway.config import ConfigStore
+    from gateway.platforms.interface import ChatPlatforms
+    from gateway.runs import RunQueue
+    from gateway.runs.replicas import ReplicaWatch
+    from gateway.sessions import SessionsService
+    from gateway.store import Database
 
 __all__ = ["CronService", "now_ms", "start", "stored_schedule"]
 
@@ -68,8 +77,18 @@ def stored_schedule(job: CronJob) -> Schedule:
 class CronService:
     """Jobs of this gateway's database, fired by this replica when it claims them."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
+    def __init__(self, db: Database, config: ConfigStore, replica_id: str, sessions: SessionsService, runs: RunQueue,
+                 replicas: ReplicaWatch | None, broadcast: Broadcast,
+                 platforms: Callable[[], ChatPlatforms | None]) -> None:
+        self._db = db
+        self._config = config
+        self._replica_id = replica_id
+        self._sessions = sessions
+        self._runs = runs
+        self._replicas = replicas
+        self._broadcast = broadcast
+        self._platforms = platforms
+        """The chat platforms, once attached (they start after the capabilities)."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -80,7 +99,7 @@ class CronService:
     # -- lifecycle --------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.mark_interrupted([self.gw.replica_id])
+        await self.mark_interrupted([self._replica_id])
         self._task = asyncio.create_task(self._loop(), name="cron-timer")
 
     async def stop(self) -> None:
@@ -108,7 +127,7 @@ class CronService:
             delay = MAX_SLEEP_S
             self._wake.clear()  # before the pass: a wake during it (a job added meanwhile) is not lost
             try:
-                if self.gw.config.cron.enabled:
+                if self._config.config.cron.enabled:
                     await self._fire_due()
                     delay = await self._seconds_to_next()
                     if time.monotonic() - self._adopted_at > ADOPT_EVERY_S:
@@ -121,10 +140,10 @@ class CronService:
                 await asyncio.wait_for(self._wake.wait(), delay)
 
     async def _seconds_to_next(self) -> float:
-        if self.running >= self.gw.config.cron.maxConcurrentRuns:
+        if self.running >= self._config.config.cron.maxConcurrentRuns:
             self.next_wake_ms = None
             return MAX_SLEEP_S  # a finishing run wakes the timer
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             nxt = await s.scalar(select(func.min(CronJob.next_run_at)).where(
                 CronJob.enabled.is_(True), CronJob.running_at.is_(None), CronJob.next_run_at.is_not(None)))
         self.next_wake_ms = nxt
@@ -133,12 +152,12 @@ class CronService:
         return min(max(nxt - CLAIM_AHEAD_MS - now_ms(), 0) / 1000, MAX_SLEEP_S)
 
     async def _fire_due(self) -> None:
-        free = self.gw.config.cron.maxConcurrentRuns - self.running
+        free = self._config.config.cron.maxConcurrentRuns - self.running
         if free <= 0:
             return
         now = now_ms()
         claimed: list[tuple[CronJob, int]] = []
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             rows = (await s.execute(
                 select(CronJob).where(CronJob.enabled.is_(True), CronJob.running_at.is_(None),
                                       CronJob.next_run_at <= now + CLAIM_AHEAD_MS)
@@ -154,7 +173,7 @@ class CronService:
                     continue
                 result = await s.execute(update(CronJob).where(
                     CronJob.id == job.id, CronJob.next_run_at == due, CronJob.running_at.is_(None),
-                ).values(running_at=now, running_replica=self.gw.replica_id, next_run_at=nxt))
+                ).values(running_at=now, running_replica=self._replica_id, next_run_at=nxt))
                 if rowcount(result):
                     s.expunge(job)
                     claimed.append((job, due))
@@ -176,7 +195,7 @@ class CronService:
     async def run_now(self, job_id: str, *, due_only: bool) -> dict[str, Any]:
         """``cron.run``: claim the job now (``force``) or only if it is due (``due``) and start it."""
         now = now_ms()
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             job = await s.get(CronJob, job_id)
             if job is None:
                 return {"ok": False, "ran": False, "reason": "not-found"}
@@ -185,7 +204,7 @@ class CronService:
             if due_only and (job.next_run_at is None or job.next_run_at > now or not job.enabled):
                 return {"ok": True, "ran": False, "reason": "not-due"}
             due = job.next_run_at
-            values: dict[str, Any] = {"running_at": now, "running_replica": self.gw.replica_id}
+            values: dict[str, Any] = {"running_at": now, "running_replica": self._replica_id}
             if due_only and due is not None:
                 values["next_run_at"] = stored_schedule(job).next_after(now)
             result = await s.execute(update(CronJob).where(
@@ -199,9 +218,9 @@ class CronService:
     async def _run(self, job: CronJob, scheduled_for: int | None, trigger: str) -> None:
         if scheduled_for is not None and scheduled_for > now_ms():  # claimed ahead: wait for its time
             await asyncio.sleep((scheduled_for - now_ms()) / 1000)
-            async with self.gw.db.session() as s:  # removed, switched off or changed meanwhile?
+            async with self._db.session() as s:  # removed, switched off or changed meanwhile?
                 current = await s.get(CronJob, job.id)
-                if current is None or current.running_replica != self.gw.replica_id:
+                if current is None or current.running_replica != self._replica_id:
                     return
                 if not current.enabled:
                     current.running_at = current.running_replica = None
@@ -209,9 +228,9 @@ class CronService:
                 s.expunge(current)
             job = current
         started = now_ms()
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             row = CronRun(job_id=job.id, status="running", trigger=trigger, scheduled_for=scheduled_for,
-                          started_at=started, replica_id=self.gw.replica_id)
+                          started_at=started, replica_id=self._replica_id)
             s.add(row)
             await s.flush()
             history_id = row.id
@@ -232,10 +251,9 @@ class CronService:
 
     async def _execute(self, job: CronJob) -> tuple[str, str | None, str | None, str | None, str | None, str | None]:
         """Run the job's payload; (status, summary, error, agent run id, session key, delivery status)."""
-        gw = self.gw
         payload: dict[str, Any] = orjson.loads(job.payload)
         delivery: dict[str, Any] = orjson.loads(job.delivery) if job.delivery else {"mode": "none"}
-        agent = gw.sessions.agent(job.agent_id)
+        agent = self._sessions.agent(job.agent_id)
         if job.kind == "heartbeat" and not _within_active_hours(agent.heartbeat):
             return "skipped", "outside active hours", None, None, None, None
         if job.kind == "job" and job.wake_mode == "next-heartbeat" and job.session_target == "main":
@@ -247,16 +265,16 @@ class CronService:
         elif target == "main":
             key = f"agent:{agent.id}:main"
         else:
-            key = gw.sessions.normalize_key(target.removeprefix("session:"))
-        await gw.sessions.ensure(key, kind="cron" if target == "isolated" else None)
+            key = self._sessions.normalize_key(target.removeprefix("session:"))
+        await self._sessions.ensure(key, kind="cron" if target == "isolated" else None)
         text = payload["message"] if payload["kind"] == "agentTurn" else f"[scheduled: {job.name}] {payload['text']}"
         if job.kind == "heartbeat":
             events = await self._take_queued(agent.id)
             if events:
                 text = "\n".join(f"System: {line}" for line in events) + "\n\n" + text
-        run, _ = await gw.runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="cron",
+        run, _ = await self._runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="cron",
                                                  is_owner=False, deliver=False))
-        limit = payload.get("timeoutSeconds") or gw.config.agents.timeoutSeconds + 30
+        limit = payload.get("timeoutSeconds") or self._config.config.agents.timeoutSeconds + 30
         try:
             await asyncio.wait_for(asyncio.shield(run.done.wait()), limit)
         except TimeoutError:
@@ -274,12 +292,12 @@ class CronService:
             return "ok", summary, None, run.id, key, skip
         try:
             if mode == "announce":
-                delivered = await announce(gw, delivery, reply, key, agent.id)
+                delivered = await announce(self._db, self._sessions, self._platforms(), delivery, reply, key, agent.id)
             else:
                 body = {"jobId": job.id, "jobName": job.name, "runId": run.id, "status": "ok", "sessionKey": key,
                         "summary": reply, "finishedAtMs": now_ms()}
                 code = await post_webhook(delivery["to"], body, token=delivery.get("token"),
-                                          allow_private=gw.config.cron.webhookAllowPrivate)
+                                          allow_private=self._config.config.cron.webhookAllowPrivate)
                 delivered = f"webhook:{code}"
         except Exception as exc:  # WebhookRefused, a chat platform error, ...
             if delivery.get("bestEffort"):
@@ -291,7 +309,7 @@ class CronService:
     async def _queue_for_heartbeat(self, job: CronJob, agent_id: str) -> tuple[str, str | None, str | None,
                                                                                  str | None, str | None, str | None]:
         """A ``next-heartbeat`` firing: mark the job's event queued (once, however often it fires before)."""
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             await s.execute(update(CronJob).where(CronJob.id == job.id, CronJob.wake_pending_at.is_(None))
                             .values(wake_pending_at=now_ms()))
         # Nothing is delivered by this run: the heartbeat turn that carries the event delivers its own reply.
@@ -300,8 +318,8 @@ class CronService:
 
     async def _take_queued(self, agent_id: str) -> list[str]:
         """The events queued for ``agent_id``'s heartbeat, oldest first, cleared as they are taken."""
-        default = self.gw.sessions.default_agent_id
-        async with self.gw.db.session() as s:
+        default = self._sessions.default_agent_id
+        async with self._db.session() as s:
             mine = CronJob.agent_id == agent_id
             if agent_id == default:
                 mine = mine | CronJob.agent_id.is_(None)
@@ -322,10 +340,10 @@ class CronService:
                       error: str | None, run_id: str | None, session_key: str | None,
                       delivery_status: str | None) -> None:
         ended = now_ms()
-        cfg = self.gw.config.cron
+        cfg = self._config.config.cron
         alert, threshold = False, 0
         try:
-            async with self.gw.db.session() as s:
+            async with self._db.session() as s:
                 await s.execute(update(CronRun).where(CronRun.id == history_id).values(
                     status=status, ended_at=ended, duration_ms=ended - started, summary=summary, error=error,
                     run_id=run_id, session_key=session_key, delivery_status=delivery_status))
@@ -359,7 +377,7 @@ class CronService:
             await self._alert(job, error, threshold)
 
     async def _prune(self, s: Any, job_id: str, now: int) -> None:
-        cfg = self.gw.config.cron
+        cfg = self._config.config.cron
         await s.execute(delete(CronRun).where(CronRun.job_id == job_id,
                                               CronRun.started_at < now - cfg.keepRunsDays * 86_400_000))
         keep_from = await s.scalar(select(CronRun.id).where(CronRun.job_id == job_id)
@@ -375,9 +393,10 @@ class CronService:
         target = alert if alert.get("channel") and alert.get("to") else (
             delivery if delivery.get("mode") == "announce" else {})
         text = f"⚠️ Scheduled job “{job.name}” failed {failures} times in a row. Last error: {error or 'unknown'}"
-        agent = self.gw.sessions.agent(job.agent_id)
+        agent = self._sessions.agent(job.agent_id)
         try:
-            await announce(self.gw, target, text, f"agent:{agent.id}:main", agent.id)
+            await announce(self._db, self._sessions, self._platforms(), target, text, f"agent:{agent.id}:main",
+                           agent.id)
         except Exception as exc:
             log.warning("could not send a cron failure alert", job=job.id, error=str(exc))
 
@@ -388,7 +407,7 @@ class CronService:
         if not replicas:
             return 0
         ended = now_ms()
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             jobs = (await s.execute(select(CronJob.id).where(CronJob.running_replica.in_(replicas),
                                                              CronJob.running_at.is_not(None)))).scalars().all()
             for job_id in jobs:
@@ -403,18 +422,18 @@ class CronService:
         return len(jobs)
 
     async def _adopt_dead_replicas(self) -> None:
-        watch = self.gw.replicas
+        watch = self._replicas
         if watch is None:
             return
         from gateway.store.leases import ReplicaRepo
 
-        async with self.gw.db.session() as s:
-            dead = await ReplicaRepo.stale(s, self.gw.replica_id, before_ms=now_ms() - watch.ttl_ms)
+        async with self._db.session() as s:
+            dead = await ReplicaRepo.stale(s, self._replica_id, before_ms=now_ms() - watch.ttl_ms)
         if dead:
             await self.mark_interrupted(dead)
 
     def event(self, action: str, job_id: str, extra: dict[str, Any] | None = None) -> None:
-        self.gw.broadcast("cron", {"action": action, "jobId": job_id, **(extra or {})})
+        self._broadcast("cron", {"action": action, "jobId": job_id, **(extra or {})})
 
 
 def _within_active_hours(heartbeat: Any) -> bool:
@@ -429,27 +448,31 @@ def _within_active_hours(heartbeat: Any) -> bool:
     return start <= now < end if start <= end else (now >= start or now < end)
 
 
-async def start(gateway: Gateway) -> None:
-    """The scheduler, and the heartbeat jobs in step with the config."""
+CRON: Key[CronService] = Key("cron")
+
+
+async def start(host: CapabilityHost) -> None:
+    """Capability entry: the scheduler, and the heartbeat jobs in step with the config."""
     from gateway.cron.heartbeat import sync_heartbeats
 
-    svc = CronService(gateway)
-    await sync_heartbeats(gateway, gateway.config, now_ms())
+    svc = CronService(host.db, host.config_store, host.replica_id, host.sessions, host.runs, host.replicas,
+                      host.broadcast, host.platforms)
+    await sync_heartbeats(host.db, host.config, now_ms())
     await svc.start()
-    gateway.cron = svc
-    gateway.on_stop(svc.stop)
+    host.services.provide(CRON, svc)
+    host.on_stop(svc.stop)
 
     async def on_change(_old: Any, new: Any, changed: frozenset[str]) -> None:
-        if "agents" in changed and await sync_heartbeats(gateway, new, now_ms()):
+        if "agents" in changed and await sync_heartbeats(host.db, new, now_ms()):
             svc.wake()
         if "cron" in changed:
             svc.wake()
 
-    gateway.config_listeners.append(on_change)
+    host.on_config_change(on_change)
 
     def on_remote(event: str, payload: Any) -> None:  # another replica changed a job: its time may be sooner
         if event == "cron" and isinstance(payload, dict) and payload.get("action") in ("added", "updated"):
             svc.wake()
 
-    if gateway.bus is not None:
-        gateway.bus.add_listener(on_remote)
+    if host.bus is not None:
+        host.bus.add_listener(on_remote)

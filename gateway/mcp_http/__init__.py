@@ -5,3 +5,12 @@
 - ``tokens``: bearer tokens, stored hashed, each deciding tier, profile and session;
 - ``methods``: ``mcp.tokens.create|list|revoke``; ``cli``: ``remoteclaw mcp token ...``.
 """
+
+from gateway.capabilities import Capability
+
+CAPABILITY = Capability(
+    "mcp_http",
+    start="gateway.mcp_http.transport:start",
+    methods=("gateway.mcp_http.methods",),
+)
+"""What this capability adds to the gateway (``gateway.capabilities``)."""

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from gateway.mcp_http import tokens
+from gateway.mcp_http.transport import MCP_HTTP
 from gateway.protocol import InvalidRequest
 from gateway.rpc import ADMIN, CallContext, NoParams, Params, method
 
@@ -52,8 +53,9 @@ async def tokens_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
 async def tokens_revoke(p: RevokeParams, ctx: CallContext) -> dict[str, Any]:
     """Revoke a token by id or name: its next request is refused with 401."""
     revoked = await tokens.revoke(ctx.gateway.db, p.id)
-    if ctx.gateway.mcp_http is not None:
-        ctx.gateway.mcp_http.forget_grants()
+    mcp = ctx.gateway.services.find(MCP_HTTP)
+    if mcp is not None:
+        mcp.forget_grants()
     if not revoked:
         raise InvalidRequest(f"no active MCP token with id or name {p.id!r}", details={"field": "id"})
     return {"ok": True, "revoked": revoked}

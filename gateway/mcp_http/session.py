@@ -21,7 +21,7 @@ from mcp_shim.context import Context
 from mcp_shim.runner import Runner
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.capabilities import MethodCall
     from gateway.mcp_http.tokens import TokenGrant
 
 __all__ = ["McpSession"]
@@ -30,7 +30,7 @@ __all__ = ["McpSession"]
 class McpSession:
     """The state behind one ``Mcp-Session-Id``: who it is for, its tools, its calls in flight."""
 
-    def __init__(self, gateway: Gateway, grant: TokenGrant, *, remote: str, protocol: str) -> None:
+    def __init__(self, call: MethodCall, default_agent: str, grant: TokenGrant, *, remote: str, protocol: str) -> None:
         self.id = secrets.token_urlsafe(24)
         self.grant = grant
         self.protocol = protocol
@@ -38,10 +38,9 @@ class McpSession:
         self.calls: dict[Any, asyncio.Task[Any]] = {}
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=100)
         self.closed = asyncio.Event()
-        cfg = gateway.config
         ctx = Context(
             gateway_url="inproc:", gateway_token="", side_effects_file=os.devnull,
-            session_key=grant.session_key or f"agent:{cfg.agents.default}:main",
+            session_key=grant.session_key or f"agent:{default_agent}:main",
             sender_is_owner=grant.owner, tool_profile=grant.profile,
             plugin_tools_file=None,
         )
@@ -53,14 +52,13 @@ class McpSession:
             methods=None if grant.owner else registry.baseline_names(),
             confined_to=None if grant.owner else SessionScope(ctx.session_key),
         )
-        self._gateway = gateway
+        self._call = call
         self.runner = Runner(self.catalog, self.request)
 
     async def request(self, method: str, params: dict[str, Any] | None = None, *,
                       timeout: float | None = None) -> Any:
         """The runner's way to the gateway: the dispatcher, in process, as this session's caller."""
-        gw = self._gateway
-        call = gw.dispatcher.call(method, params or {}, self.caller, gw, request_id=f"{self.caller.conn_id}")
+        call = self._call(method, params or {}, self.caller, request_id=f"{self.caller.conn_id}")
         if timeout is None:
             return await call
         async with asyncio.timeout(timeout):

@@ -42,12 +42,15 @@ from starlette.routing import Route
 from gateway.mcp_http import tokens
 from gateway.mcp_http.session import McpSession
 from gateway.origins import origin_allowed
+from gateway.services import Key
 from mcp_shim import protocol
 from mcp_shim.protocol import Envelope, ProtocolError, error_message, initialize_result
 from mcp_shim.runner import UnknownTool
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.capabilities import CapabilityHost, MethodCall
+    from gateway.config import ConfigStore
+    from gateway.store import Database
 
 __all__ = ["MCP_PATH", "McpHttp", "start"]
 
@@ -90,8 +93,10 @@ def _valid_id(value: object) -> bool:
 class McpHttp:
     """The ``/mcp`` endpoint of one gateway and the sessions opened on it."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
+    def __init__(self, config: ConfigStore, db: Database, call: MethodCall) -> None:
+        self._config = config
+        self._db = db
+        self._call_method = call
         self.sessions: dict[str, McpSession] = {}
         self.stateless: dict[str, McpSession] = {}
         """2026-07-28 requests' catalog and runner, one per token id (they carry no session id)."""
@@ -108,7 +113,7 @@ class McpHttp:
         ]
 
     def _base_url(self, request: Request) -> str:
-        public = self.gw.config.gateway.publicUrl
+        public = self._config.config.gateway.publicUrl
         if public:
             return public.rstrip("/")
         return f"{request.url.scheme}://{request.url.netloc}"
@@ -130,7 +135,7 @@ class McpHttp:
         """A browser page from another origin must not drive the tools (the app front refuses it already;
         this keeps the endpoint safe wherever it is mounted)."""
         return not origin_allowed(request.headers.get("origin"), request.headers.get("host"),
-                                  self.gw.config.gateway.allowedOrigins)
+                                  self._config.config.gateway.allowedOrigins)
 
     async def _grant(self, request: Request) -> tokens.TokenGrant | None:
         """The grant of the request's bearer token, looked up at most once a ``GRANT_CACHE_S`` per token.
@@ -149,7 +154,7 @@ class McpHttp:
         if cached is not None and now - cached[0] < GRANT_CACHE_S:
             grant = cached[1]
         else:
-            grant = await tokens.verify(self.gw.db, token)
+            grant = await tokens.verify(self._db, token)
             if len(self._grants) > 10_000:  # bound memory under a spray of made-up tokens
                 self._grants.clear()
             self._grants[token] = (now, grant)
@@ -194,7 +199,7 @@ class McpHttp:
         return await self._post(request, grant)
 
     async def _read(self, request: Request) -> bytes | Response:
-        limit = self.gw.config.gateway.mcp.maxRequestBytes
+        limit = self._config.config.gateway.mcp.maxRequestBytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             return _problem(413, f"Payload Too Large: at most {limit} bytes")
@@ -266,9 +271,7 @@ class McpHttp:
             return _json(error_message(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"), 404)
         session = self.stateless.get(grant.id)
         if session is None or session.grant != grant:
-            client = request.client
-            session = McpSession(self.gw, grant, remote=client.host if client else "unknown",
-                                 protocol=envelope.version)
+            session = self._new_session(request, grant, envelope.version)
             self.stateless[grant.id] = session
             await session.refresh_plugins()
             log.info("mcp stateless runner ready", token=grant.name, owner=grant.owner, profile=grant.profile,
@@ -279,15 +282,18 @@ class McpHttp:
             return _json({"jsonrpc": "2.0", "id": req_id, "result": result})
         return await self._call(request, session, req_id, params, envelope)
 
+    def _new_session(self, request: Request, grant: tokens.TokenGrant, protocol: str) -> McpSession:
+        client = request.client
+        return McpSession(self._call_method, self._config.config.agents.default, grant,
+                          remote=client.host if client else "unknown", protocol=protocol)
+
     async def _initialize(self, request: Request, grant: tokens.TokenGrant, req_id: Any,
                           params: dict[str, Any]) -> Response:
         await self._sweep()
         if len(self.sessions) >= MAX_SESSIONS:
             return _problem(503, "Service Unavailable: too many MCP sessions; end unused ones (DELETE /mcp)")
         result = initialize_result(params)
-        client = request.client
-        session = McpSession(self.gw, grant, remote=client.host if client else "unknown",
-                             protocol=result["protocolVersion"])
+        session = self._new_session(request, grant, result["protocolVersion"])
         self.sessions[session.id] = session
         await session.refresh_plugins()
         log.info("mcp session opened", session=session.id[:8], token=grant.name, owner=grant.owner,
@@ -378,7 +384,7 @@ class McpHttp:
 
     async def _sweep(self) -> None:
         """End sessions (and 2026-07-28 runners) idle past ``gateway.mcp.sessionIdleMinutes``."""
-        idle_s = self.gw.config.gateway.mcp.sessionIdleMinutes * 60
+        idle_s = self._config.config.gateway.mcp.sessionIdleMinutes * 60
         for session in [s for s in self.sessions.values() if s.idle_for() > idle_s and not s.calls]:
             await self._end(session)
         for grant_id, runner in list(self.stateless.items()):
@@ -406,13 +412,16 @@ class McpHttp:
         self.stateless.clear()
 
 
-async def start(gateway: Gateway) -> None:
-    """Subsystem entry: serve ``/mcp`` (unless ``gateway.mcp.enabled`` is false)."""
-    if not gateway.config.gateway.mcp.enabled:
-        return
-    mcp = McpHttp(gateway)
-    gateway.mcp_http = mcp
-    gateway.http_routes.extend(mcp.routes())
-    mcp.start()
-    gateway.on_stop(mcp.stop)
+MCP_HTTP: Key[McpHttp] = Key("remote MCP")
 
+
+async def start(host: CapabilityHost) -> None:
+    """Capability entry: serve ``/mcp`` (unless ``gateway.mcp.enabled`` is false)."""
+    if not host.config.gateway.mcp.enabled:
+        return
+    mcp = McpHttp(host.config_store, host.db, host.call)
+    host.services.provide(MCP_HTTP, mcp)
+    for route in mcp.routes():
+        host.add_route(route)
+    mcp.start()
+    host.on_stop(mcp.stop)

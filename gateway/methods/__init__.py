@@ -1,5 +1,5 @@
-"""Gateway methods, one module per method group of the core, plus the ``methods`` module of each capability
-subpackage (``CAPABILITY_METHODS``). Importing a module registers its methods."""
+"""Gateway methods: one module per method group of the core here, plus the method modules each capability declares
+(``gateway.capabilities``). Importing a module registers its methods."""
 
 from __future__ import annotations
 
@@ -8,18 +8,8 @@ import pkgutil
 
 __all__ = ["load_all"]
 
-CAPABILITY_METHODS: list[str] = [
-    "gateway.mcp_http.methods",
-    "gateway.cron.methods",
-    "gateway.approvals.methods",
-    "gateway.approvals.policy",
-    "gateway.plugins.methods",
-    "gateway.devices.methods",
-    "gateway.browser.methods",
-    "gateway.browser.serve",
-    "gateway.voice.methods",
-]
-"""Method modules that live in a capability's own subpackage (``gateway/<capability>/methods.py``)."""
+CORE_METHODS: list[str] = ["gateway.devices.methods"]
+"""Method modules of core subpackages (nodes: ``node.*``)."""
 
 _loaded = False
 
@@ -31,6 +21,8 @@ def load_all() -> None:
         return
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
-    for name in CAPABILITY_METHODS:
+    from gateway.capabilities import declared
+
+    for name in [*CORE_METHODS, *(m for capability in declared() for m in capability.methods)]:
         importlib.import_module(name)
     _loaded = True

@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.methods.agent import delivery_origin
 from gateway.methods.sessions import check_visible, is_owner
+from gateway.ports import CHAT_DECISIONS, VOICE
 from gateway.protocol import InvalidRequest
 from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.runs import Origin, RunRequest
@@ -133,7 +134,7 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     if origin is None:
         origin = Origin(channel="webchat", account_id=None, to=key, chat_type="dm")
     message, heard = p.message, None
-    chat = ctx.gateway.approvals.chat if ctx.gateway.approvals is not None else None
+    chat = ctx.gateway.services.find(CHAT_DECISIONS)
     if chat is not None and p.audio is None and not p.attachments:  # /approve, or a pending question's answer
         who = ctx.caller.display_name or ctx.caller.device_id or ctx.caller.client_id
         answer = await chat.handle(key, message, sender=who, channel="webchat", is_owner=is_owner(ctx),
@@ -147,7 +148,8 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     if p.audio is not None:  # a recording: the agent gets the file and, when it can be had, the words
         path = await asyncio.to_thread(_save_clip, p.audio, ctx.gateway.state_dir)
         files = (path,)
-        note, error = await ctx.gateway.voice.hear(path) if ctx.gateway.voice is not None else ("", None)
+        voice = ctx.gateway.services.find(VOICE)
+        note, error = await voice.hear(path) if voice is not None else ("", None)
         message = f"{message}\n[attachment: voice {ATTACHMENTS_DIR}/{Path(path).name}]{note}".strip()
         heard = {"transcript": note.strip(), **({"transcriptError": error} if error else {})}
     shown: list[dict[str, Any]] = []

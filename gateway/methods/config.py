@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from gateway.config import Config, ConfigStore, env_overrides
 from gateway.config.reload import apply_committed
+from gateway.ports import PLUGIN_TOOLS
 from gateway.protocol import InvalidRequest
 from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
 
@@ -58,8 +59,9 @@ async def config_get(p: ConfigGetParams, ctx: CallContext) -> dict[str, Any]:
 async def config_schema(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """JSON Schema of the config file (with each plugin's settings schema under its entry)."""
     schema = Config.model_json_schema()
-    if ctx.gateway.plugins is not None:
-        schema = ctx.gateway.plugins.extend_schema(schema)
+    plugins = ctx.gateway.services.find(PLUGIN_TOOLS)
+    if plugins is not None:
+        schema = plugins.extend_schema(schema)
     return {"schema": schema}
 
 

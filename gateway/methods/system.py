@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.ports import VOICE
 from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
 
 _ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64", "i686": "ia32", "armv7l": "arm"}
@@ -126,8 +127,9 @@ async def talk_catalog(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Speech providers we have (for voice notes); no talk modes, since there is no live talk session."""
     speech: list[dict[str, Any]] = []
     active = None
-    if ctx.gateway.voice is not None:
-        listed = await ctx.gateway.voice.providers()
+    voice = ctx.gateway.services.find(VOICE)
+    if voice is not None:
+        listed = await voice.providers()
         active = listed.get("active")
         speech = [{"id": p["id"], "label": p["id"], "configured": bool(p["configured"])} for p in listed["providers"]]
     return {"modes": [], "transports": [], "brains": [],

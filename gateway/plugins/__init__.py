@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gateway.capabilities import Capability
+
 __all__ = ["Database", "PluginApi", "ToolContext", "ToolFailed", "image", "text"]
 
 if TYPE_CHECKING:
@@ -40,3 +42,10 @@ def __getattr__(name: str) -> Any:
 
         return ToolFailed
     raise AttributeError(name)
+
+CAPABILITY = Capability(
+    "plugins",
+    start="gateway.plugins.service:start",
+    methods=("gateway.plugins.methods",),
+)
+"""What this capability adds to the gateway (``gateway.capabilities``)."""

@@ -125,18 +125,18 @@ class PluginApi:
     @property
     def gateway_config(self) -> Config:
         """The whole gateway config (read per use: it changes live)."""
-        return self._manager.gateway.config
+        return self._manager.config_store.config
 
     @property
     def db(self) -> Database:
         """The gateway's database (SQLite or PostgreSQL): ``db.session()``, ``db.engine``, ``db.is_sqlite``.
         A plugin keeps its own tables, named after its id."""
-        return self._manager.gateway.db
+        return self._manager.db
 
     @property
     def data_dir(self) -> Path:
         """A folder for this plugin's files (``<state dir>/plugins/<id>``), created on first use."""
-        path = self._manager.gateway.state_dir / "plugins" / self.id
+        path = self._manager.state_dir / "plugins" / self.id
         path.mkdir(parents=True, exist_ok=True)
         return path
 

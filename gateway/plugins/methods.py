@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from gateway.config.reload import apply_committed
+from gateway.plugins.service import PLUGINS, PluginManager
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 
@@ -45,8 +46,8 @@ class SetEnabledParams(Params):
         return self.pluginId or self.id or ""
 
 
-def _manager(ctx: CallContext) -> Any:
-    manager = ctx.gateway.plugins
+def _manager(ctx: CallContext) -> PluginManager:
+    manager = ctx.gateway.services.find(PLUGINS)
     if manager is None:
         raise Unavailable("plugins did not start on this gateway (see its log)", details={"capability": "plugins"})
     return manager
@@ -106,9 +107,10 @@ async def plugins_set_enabled(p: SetEnabledParams, ctx: CallContext) -> dict[str
 @method("plugin.tools.list", params=ToolsListParams, scope=READ, aliases=("plugin:tools:list",), baseline=True)
 async def tools_list(p: ToolsListParams, ctx: CallContext) -> dict[str, Any]:
     """Tools the loaded plugins offer to agents: ``{tools: [{name, description, inputSchema, annotations}]}``."""
-    if ctx.gateway.plugins is None:
+    manager = ctx.gateway.services.find(PLUGINS)
+    if manager is None:
         return {"tools": []}
-    return ctx.gateway.plugins.tool_listing(p.agentId)
+    return manager.tool_listing(p.agentId)
 
 
 @method("plugin.tools.invoke", params=InvokeParams, scope=WRITE, aliases=("plugin:tools:invoke",), baseline=True)

@@ -27,17 +27,24 @@ from gateway.extensions import CHANNELS
 from gateway.plugins.api import PluginApi, PluginMethod, PluginTool, ToolContext
 from gateway.plugins.discovery import Candidate, discover
 from gateway.plugins.hooks import HookHandler
+from gateway.ports import PLUGIN_TOOLS
 from gateway.protocol import Forbidden, InvalidRequest, RpcError, Unavailable
 from gateway.redaction import schema_secret_paths
 from gateway.rpc import ADMIN, PAIRING, CallContext, Caller, MethodSpec, registry
+from gateway.services import Key
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from starlette.types import Receive, Scope, Send
 
-    from gateway.config import Config
-    from gateway.core import Gateway
+    from gateway.capabilities import CapabilityHost, MethodCall
+    from gateway.config import Config, ConfigStore
+    from gateway.plugins.hooks import HookRunner
+    from gateway.sessions import SessionsService
+    from gateway.store import Database
 
-__all__ = ["LOAD_TIMEOUT_S", "PluginManager", "ToolFailed", "start"]
+__all__ = ["LOAD_TIMEOUT_S", "PLUGINS", "PluginManager", "ToolFailed", "start"]
 
 log = structlog.get_logger("gateway.plugins")
 
@@ -100,9 +107,16 @@ class PluginHttp:
 class PluginManager:
     """Every plugin found, the loaded ones' tools and routes, and loading/unloading them."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.hooks = gateway.hooks
+    def __init__(self, config: ConfigStore, db: Database, state_dir: Path, hooks: HookRunner,
+                 sessions: SessionsService, call: MethodCall, restart_reason: Callable[[], str | None]) -> None:
+        self.config_store = config
+        self.db = db
+        self.state_dir = state_dir
+        self.hooks = hooks
+        self._sessions = sessions
+        self._call = call
+        """Calls a gateway method in process (``call_as_plugin``)."""
+        self._restart_reason = restart_reason
         self.states: dict[str, PluginState] = {}
         self.tools: dict[str, PluginTool] = {}
         self.routers: dict[str, Router] = {}
@@ -147,8 +161,8 @@ class PluginManager:
     async def reconcile(self) -> None:
         """Load what config wants loaded and unload the rest (also after the plugin folders changed)."""
         async with self._lock:
-            config = self.gateway.config
-            base = Path(self.gateway.config_store.path).parent
+            config = self.config_store.config
+            base = Path(self.config_store.path).parent
             found: dict[str, Candidate] = {}
             duplicates: list[Candidate] = []
             for cand in await asyncio.to_thread(discover, config.plugins.load.paths, base):
@@ -285,7 +299,7 @@ class PluginManager:
         log.info("plugin unloaded", plugin=api.id)
 
     async def stop(self) -> None:
-        self.hooks.fire("gateway_stop", {"reason": self.gateway.restart_reason or "stop"})
+        self.hooks.fire("gateway_stop", {"reason": self._restart_reason() or "stop"})
         await self.hooks.drain(2.0)
         async with self._lock:
             for state in list(self.states.values()):
@@ -337,7 +351,7 @@ class PluginManager:
             raise Forbidden(f"{name} is only for the bot's owner", details={"code": "RUN_TIER_FORBIDDEN"})
         if caller.confined_to is not None:  # a non-owner run acts for its own session, whatever it says
             session_key = caller.confined_to.session_key
-        sessions = self.gateway.sessions
+        sessions = self._sessions
         agent_id = sessions.default_agent_id
         if session_key:
             from gateway.sessions import parse_key
@@ -365,7 +379,7 @@ class PluginManager:
     async def call_as_plugin(self, plugin_id: str, method: str, params: dict[str, Any] | None) -> Any:
         caller = Caller(conn_id=f"plugin:{plugin_id}", role="operator", scopes=frozenset({ADMIN, PAIRING}),
                         client_id=f"plugin:{plugin_id}", client_mode="backend", remote="in-process")
-        return await self.gateway.dispatcher.call(method, params, caller, self.gateway)
+        return await self._call(method, params, caller)
 
     def extend_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         """The config JSON Schema with each known plugin's settings schema under its entry."""
@@ -431,20 +445,25 @@ def _tool_result(result: Any) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "details": result}
 
 
-async def start(gateway: Gateway) -> None:
-    manager = PluginManager(gateway)
-    gateway.plugins = manager
-    gateway.http_routes.append(Mount("/plugins", app=PluginHttp(manager)))
+PLUGINS: Key[PluginManager] = Key("plugins")
+
+
+async def start(host: CapabilityHost) -> None:
+    """Capability entry: find and load the plugins; the agents see their tools as ``gateway.ports.PLUGIN_TOOLS``."""
+    manager = PluginManager(host.config_store, host.db, host.state_dir, host.hooks, host.sessions, host.call,
+                            host.restart_reason)
+    host.services.provide(PLUGINS, manager)
+    host.services.provide(PLUGIN_TOOLS, manager)
+    host.add_route(Mount("/plugins", app=PluginHttp(manager)))
     config_model.extra_checks.append(manager.config_problems)
 
     async def on_change(_old: Config, _new: Config, changed: frozenset[str]) -> None:
         if "plugins" in changed:
             await manager.reconcile()
 
-    gateway.config_listeners.append(on_change)
-    gateway.on_stop(manager.stop)
+    host.on_config_change(on_change)
+    host.on_stop(manager.stop)
     try:
         await manager.reconcile()
     except Exception:  # discovery itself broke (a corrupt environment): run without plugins
         log.exception("plugins could not be loaded")
-

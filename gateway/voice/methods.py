@@ -15,18 +15,16 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from gateway.extras import require
-from gateway.protocol import InvalidRequest, Unavailable
+from gateway.protocol import InvalidRequest
 from gateway.rpc import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
-from gateway.voice.service import VoiceService, format_for_channel
+from gateway.voice.service import VOICE_SERVICE, VoiceService, format_for_channel
 
 MAX_AUDIO_BYTES = 25 * 1024 * 1024
 
 
 def _voice(ctx: CallContext) -> VoiceService:
     require("tts", "voice (text to speech and speech to text)")
-    if ctx.gateway.voice is None:
-        raise Unavailable("voice is not available on this gateway (the voice service did not start)")
-    return ctx.gateway.voice
+    return ctx.service(VOICE_SERVICE)
 
 
 class ConvertParams(Params):

@@ -23,13 +23,17 @@ import structlog
 
 from gateway.extras import require
 from gateway.paths import outbound_dir
+from gateway.ports import VOICE
 from gateway.protocol import InvalidRequest, Unavailable
+from gateway.services import Key
 from gateway.voice import codec, prefs, stt
 from gateway.voice.config import PROVIDERS, TtsConfig
 from gateway.voice.providers import TtsFailure, make_provider
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.capabilities import CapabilityHost
+    from gateway.config import ConfigStore
+    from gateway.store import Database
 
 __all__ = ["FORMAT_FOR_CHANNEL", "Speech", "VoiceService", "format_for_channel", "spoken_text", "start"]
 
@@ -96,32 +100,35 @@ def spoken_text(text: str, max_length: int) -> tuple[str, bool]:
 
 
 class VoiceService:
-    def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
-        self.state_dir = gateway.state_dir
+    """Speaks replies and hears voice notes, with the owner's stored choices over the config's."""
+
+    def __init__(self, config: ConfigStore, db: Database, state_dir: Path) -> None:
+        self._config = config
+        self._db = db
+        self.state_dir = state_dir
 
     @property
     def cfg(self) -> TtsConfig:
-        return self.gw.config.messages.tts
+        return self._config.config.messages.tts
 
     # -- preferences ---------------------------------------------------------------------------
 
     async def settings(self) -> tuple[bool, str]:
         """(enabled, active provider): the owner's stored choice, else the config."""
-        stored = await prefs.load(self.gw.db)
+        stored = await prefs.load(self._db)
         enabled = stored.enabled if stored.enabled is not None else self.cfg.enabled
         provider = stored.provider if stored.provider is not None else self.cfg.provider
         return enabled, provider if provider in PROVIDERS else "local"
 
     async def set_enabled(self, enabled: bool) -> dict[str, Any]:
-        await prefs.save(self.gw.db, enabled=enabled)
+        await prefs.save(self._db, enabled=enabled)
         return await self.status()
 
     async def set_provider(self, provider: str) -> dict[str, Any]:
         if provider not in PROVIDERS:
             raise InvalidRequest(f"provider: unknown provider {provider!r} (valid: {', '.join(PROVIDERS)})",
                                  details={"field": "provider", "valid": list(PROVIDERS)})
-        await prefs.save(self.gw.db, provider=provider)
+        await prefs.save(self._db, provider=provider)
         return await self.status()
 
     def order(self, active: str) -> list[str]:
@@ -130,7 +137,7 @@ class VoiceService:
     async def status(self) -> dict[str, Any]:
         enabled, active = await self.settings()
         fallbacks = [p for p in self.order(active)[1:] if make_provider(p, self.cfg).configured()[0]]
-        stt_cfg = self.gw.config.messages.stt
+        stt_cfg = self._config.config.messages.stt
         return {"enabled": enabled, "provider": active, "fallbacks": fallbacks, "auto": self.cfg.auto,
                 "maxLength": self.cfg.maxLength, "format": "ogg/opus",
                 "stt": {"enabled": stt_cfg.enabled, "provider": stt.pick(stt_cfg)}}
@@ -195,6 +202,10 @@ class VoiceService:
         path.write_bytes(data)
         return path
 
+    async def speak_for(self, text: str, channel: str | None = None) -> Speech:
+        """``text`` as audio in the format ``channel`` plays (``format_for_channel``)."""
+        return await self.speak(text, format_for_channel(channel))
+
     async def auto_reply(self, reply: str, *, inbound_voice: bool) -> tuple[str, bool]:
         """Auto-TTS: the reply's text to send (``[[tts]]`` removed) and whether it is also to be spoken."""
         tagged = bool(TAG.search(reply))
@@ -209,7 +220,7 @@ class VoiceService:
 
     async def transcribe(self, data: bytes, name: str = "audio.ogg") -> stt.Transcript:
         require("tts", "speech to text")
-        cfg = self.gw.config.messages.stt
+        cfg = self._config.config.messages.stt
         try:
             return await stt.transcribe(cfg, data, name)
         except stt.SttFailure as exc:
@@ -220,7 +231,7 @@ class VoiceService:
     async def hear(self, path: str) -> tuple[str, str | None]:
         """A voice message for the agent's prompt: ``(note, error)``. The note holds the transcript, or says
         why there is none (the message goes through either way; the caller tells the user ``error``)."""
-        if not self.gw.config.messages.stt.enabled:
+        if not self._config.config.messages.stt.enabled:
             return "", None
         try:
             data = await asyncio.to_thread(Path(path).read_bytes)
@@ -233,6 +244,12 @@ class VoiceService:
         return f"\n[voice transcript ({heard.provider}): {heard.text or '(no words recognised)'}]", None
 
 
-async def start(gateway: Gateway) -> None:
-    """Subsystem entry: the voice service."""
-    gateway.voice = VoiceService(gateway)
+VOICE_SERVICE: Key[VoiceService] = Key("voice")
+"""The whole service, for the ``tts.*`` methods (the core knows it as ``gateway.ports.VOICE``)."""
+
+
+async def start(host: CapabilityHost) -> None:
+    """Capability entry: the voice service, for its methods and for the agents' replies."""
+    service = VoiceService(host.config_store, host.db, host.state_dir)
+    host.services.provide(VOICE_SERVICE, service)
+    host.services.provide(VOICE, service)

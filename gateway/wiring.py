@@ -1,11 +1,14 @@
-"""The gateway's subsystems, started in this order when a gateway starts.
+"""Where one gateway start's services are built and wired, in this order.
 
-Each entry names a gateway module with ``async def start(gateway) -> None``; it sets its service as a
-typed attribute of the ``Gateway`` and registers its clean-up with ``gateway.on_stop``. Then the
-subsystems of other packages start (the ``remoteclaw.subsystems`` extension point: the channels), each
-with a ``PlatformHost``, so the gateway never names their modules. Listing the order here, in one
-place, keeps it explicit: the bus first (every later event goes through it), the executor after the
-run queue it serves, the platforms last (their messages need everything else).
+1. The core services (``CORE``): each module's ``async def start(gateway) -> None`` builds its service with
+   the collaborators it uses and sets it as a typed attribute of the ``Gateway``; clean-up goes to
+   ``gateway.on_stop``. The bus first (every later event goes through it), the executor after the run queue
+   it serves.
+2. The capabilities (``gateway.capabilities``), each through its own ``start(host)`` with a
+   ``CapabilityHost``: they provide their services in ``gateway.services``.
+3. The subsystems of other packages (the ``remoteclaw.subsystems`` extension point: the channels), each with a
+   ``PlatformHost``, so the gateway never names their modules; last, because their messages need everything
+   else.
 """
 
 from __future__ import annotations
@@ -15,37 +18,35 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from gateway.capabilities import CapabilityHost, declared, load
 from gateway.extensions import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
 
-__all__ = ["SUBSYSTEMS", "start_all"]
+__all__ = ["CORE", "start_all"]
 
-log = structlog.get_logger("gateway.subsystems")
+log = structlog.get_logger("gateway.wiring")
 
-SUBSYSTEMS: list[str] = [
+CORE: list[str] = [
     "gateway.bus",
     "gateway.config.watch",
     "gateway.sessions",
     "gateway.runs.queue",
     "gateway.runs.replicas",
     "gateway.agents.executor",
-    "gateway.approvals.service",
-    "gateway.cron.service",
-    "gateway.plugins.service",
     "gateway.devices.service",
-    "gateway.canvas.service",
-    "gateway.browser.serve",
-    "gateway.voice.service",
-    "gateway.mcp_http.transport",
 ]
 
 
 async def start_all(gateway: Gateway) -> None:
-    for name in SUBSYSTEMS:
+    for name in CORE:
         module = importlib.import_module(name)
         await module.start(gateway)
+    host = CapabilityHost(gateway)
+    for capability in declared():
+        if capability.start is not None:
+            await load(capability.start)(host)
     from gateway.platforms import PlatformHost
 
     for name in EXTENSION_SUBSYSTEMS.names():
