@@ -64,7 +64,7 @@ async def test_a_request_goes_to_the_target_only_and_the_owner_decides_there(
     call = asyncio.create_task(
         shim.call("approval_prompt", {"tool_name": "Bash", "input": {"command": "make deploy"}}, timeout=60))
     prompt = await sent(fake, OPS, "asks to use Bash: make deploy")
-    assert [label for label, _ in fake.buttons(prompt)][0] == "✅ Allow once"
+    assert fake.buttons(prompt)[0][0] == "✅ Allow once"
     fake.press(message=prompt.result, user_id=STRANGER, data=fake.buttons(prompt)[0][1])
     await said(fake, OPS, "Only the session's owner may decide this")  # the ops chat is not the session's
     assert not call.done()
