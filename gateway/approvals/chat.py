@@ -204,6 +204,14 @@ class ChatApprovals:
             thread_id=row.thread_id,
         )
 
+    def awaits_answer(self, key: str, *, is_owner: bool, chat_type: str) -> bool:
+        """Whether what this sender says here now would answer a pending question (so a voice note of theirs is
+        worth transcribing as the answer): a question of this session waits, and they may answer it."""
+        service = self.gw.approvals
+        if service is None or not (is_owner or chat_type == "dm"):
+            return False
+        return any(i.kind == "question" for i in service.pending_for(key))
+
     async def handle(
         self, key: str, text: str, *, sender: str, channel: str, is_owner: bool, chat_type: str
     ) -> str | None:
