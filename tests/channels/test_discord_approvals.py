@@ -19,7 +19,7 @@ import pytest
 from gateway.sessions import inbound_key
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
-from tests.support.fake_discord import FakeDiscord, snowflake
+from tests.support.fake_discord import FakeDiscord, discord_gateway, module_fake, snowflake
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.waiting import until
 
@@ -32,11 +32,7 @@ NO_TOOLS = {"tools": []}
 start_shim = shim_fixtures.start_shim  # the real shim, as the agent CLI starts it
 
 
-@pytest.fixture(scope="module")
-async def fake() -> AsyncIterator[FakeDiscord]:
-    server = await FakeDiscord().start()
-    yield server
-    await server.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +43,8 @@ async def gw(fake: FakeDiscord, tmp_path_factory: pytest.TempPathFactory) -> Asy
                                                  "ownerAllowFrom": [OWNER]}},
     }
     state = tmp_path_factory.mktemp("discord-approvals")
-    proc = GatewayProcess(state, config=config, env={"FAKE_CLI_LOG": str(state / "cli.log")})
-    await asyncio.to_thread(proc.start)
-    try:
-        await asyncio.wait_for(fake.identified.wait(), 20)
+    async with discord_gateway(fake, state, config, env={"FAKE_CLI_LOG": str(state / "cli.log")}) as proc:
         yield proc
-    finally:
-        await asyncio.to_thread(proc.stop)
 
 
 async def route(fake: FakeDiscord, channel_id: str, user_id: str, *, guild: bool) -> None:

@@ -23,17 +23,23 @@ click by a given user (in the guild or a DM), and the bot's answer to it (``POST
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 from aiohttp import WSMsgType, web
 
-__all__ = ["FakeDiscord", "Recorded"]
+from tests.support.gateway_proc import GatewayProcess
+
+__all__ = ["FakeDiscord", "Recorded", "discord_gateway", "module_fake"]
 
 DISCORD_EPOCH_MS = 1420070400000
 _counter = itertools.count(1)
@@ -66,6 +72,29 @@ class Recorded:
     form: dict[str, Any] = field(default_factory=dict)
     files: list[tuple[str, bytes]] = field(default_factory=list)
     query: dict[str, str] = field(default_factory=dict)
+
+
+def module_fake() -> Any:
+    """A module-scoped ``fake`` fixture: one loopback Discord for a test module (``fake = module_fake()``)."""
+    @pytest.fixture(scope="module")
+    async def fake() -> AsyncIterator[FakeDiscord]:
+        server = await FakeDiscord().start()
+        yield server
+        await server.stop()
+    return fake
+
+
+@contextlib.asynccontextmanager
+async def discord_gateway(fake: FakeDiscord, state_dir: Path, config: dict[str, Any],
+                          env: dict[str, str] | None = None) -> AsyncIterator[GatewayProcess]:
+    """A running gateway with ``config``, handed over once its bot has identified at ``fake``."""
+    proc = GatewayProcess(state_dir, config=config, env=env)
+    await asyncio.to_thread(proc.start)
+    try:
+        await asyncio.wait_for(fake.identified.wait(), 20)
+        yield proc
+    finally:
+        await asyncio.to_thread(proc.stop)
 
 
 class FakeDiscord:
