@@ -134,3 +134,21 @@ async def test_a_question_in_a_dm_answered_by_text_then_by_a_press(
     assert payload(await call)["answers"] == {"db": ["SQLite"]}
     await until(lambda: "✅ Answered by discord:" + OWNER + ": SQLite" in fake.messages[second["id"]]["content"], 10,
                 "the question's message edited to its answer")
+
+
+async def test_a_request_in_a_thread_is_decided_there(
+    gw: GatewayProcess, fake: FakeDiscord, start_shim: ShimFactory
+) -> None:
+    thread = fake.thread_id
+    await route(fake, thread, OWNER, guild=True)
+    key = inbound_key("main", "main", channel="discord", account_id="default", chat_type="group",
+                      chat_id=fake.text_channel_id, sender_id=OWNER, thread_id=thread)
+    shim = await start_shim(gw, session_key=key, channel="discord", to=fake.text_channel_id, plugin_manifest=NO_TOOLS)
+    call = asyncio.create_task(
+        shim.call("approval_prompt", {"tool_name": "Write", "input": {"file_path": "/srv/app.conf"}}, timeout=60))
+    prompt = await posted(fake, thread, "asks to use Write: /srv/app.conf")  # in the thread, not its parent
+    await fake.press(prompt["id"], fake.buttons(prompt["id"])[2][1], user_id=OWNER)  # Deny
+    verdict = payload(await call)
+    assert verdict["behavior"] == "deny" and f"discord:{OWNER}" in verdict["message"]
+    await until(lambda: "⛔ Denied by discord:" + OWNER in fake.messages[prompt["id"]]["content"], 10,
+                "the thread's request edited to its outcome")
