@@ -21,6 +21,7 @@ from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support.fake_telegram import FakeTelegram, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import operator
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -111,3 +112,28 @@ def test_bad_routing_config_names_the_field(data: dict[str, Any], path: str) -> 
     with pytest.raises(ConfigError) as info:
         validate({"approvals": {"exec": data}})
     assert any(e["path"] == path for e in info.value.details["errors"]), info.value.details
+
+
+async def test_mode_both_told_in_both_chats_and_a_bad_change_is_refused(
+    gw: GatewayProcess, fake: FakeTelegram, start_shim: ShimFactory
+) -> None:
+    """Last in the module: it changes the live config (read at each request)."""
+    await fake.wait_polling()
+    client = await operator(gw.url, gw.token or "")
+    try:
+        h = (await client.call("config.get"))["hash"]
+        await client.call("config.patch", {"patch": {"approvals": {"exec": {"mode": "both"}}}, "baseHash": h})
+        h = (await client.call("config.get"))["hash"]
+        frame = await client.req("config.patch", {"patch": {"approvals": {"exec": {"targets": None}}}, "baseHash": h})
+        assert not frame["ok"] and "approvals/exec/targets" in frame["error"]["message"], frame
+    finally:
+        await client.close()
+    shim = await start_shim(gw, session_key=DM_KEY, channel="telegram", to=str(OWNER), plugin_manifest=NO_TOOLS)
+    call = asyncio.create_task(
+        shim.call("approval_prompt", {"tool_name": "Bash", "input": {"command": "make both"}}, timeout=60))
+    in_dm = await sent(fake, OWNER, "asks to use Bash: make both")
+    await sent(fake, OPS, "asks to use Bash: make both")
+    fake.press(message=in_dm.result, user_id=OWNER, data=fake.buttons(in_dm)[0][1])  # decided in the DM
+    assert json.loads((await call)["content"][0]["text"])["behavior"] == "allow"
+    await edited(fake, OWNER, f"✅ Allowed once by telegram:{OWNER}: Bash: make both")
+    await edited(fake, OPS, f"✅ Allowed once by telegram:{OWNER}: Bash: make both")  # the target too
