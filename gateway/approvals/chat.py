@@ -157,6 +157,7 @@ class ChatApprovals:
                 except Exception as exc:  # one unreachable target must not keep the request from the others
                     log.warning("an approval request could not be told", id=item.id, channel=origin.channel,
                                 to=origin.to, error=str(exc))
+                    shown.append((origin, None))  # the outcome is still tried there: it may be back by then
             self._shown[item.id] = shown
             return
         told = self._shown.pop(item.id, None)
