@@ -40,7 +40,8 @@ FORWARDING = {
     "mode": "targets",
     "agentFilter": ["main"],
     "sessionFilter": ["^agent:main:main$"],  # a regular expression: the main DM session only
-    "targets": [{"channel": "telegram", "to": str(OPS)}],
+    # The first target cannot be reached (no Discord on this gateway): the next one still gets the request.
+    "targets": [{"channel": "discord", "to": "channel:123456789"}, {"channel": "telegram", "to": str(OPS)}],
 }
 
 
