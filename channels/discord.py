@@ -18,6 +18,13 @@ inbound path. The message log hands a message out only if it was never handled, 
 even if it also arrives live. A conversation the bot never handled anything in has no point to resume
 from and is not read.
 
+**Buttons.** An approval or a question comes with message components (``send_buttons``): one button per
+choice, its ``custom_id`` the text a press types. A press is an ``INTERACTION_CREATE`` (a component
+interaction) that discord.py hands to ``on_interaction``; it is acknowledged at once (a deferred update, so
+Discord shows no "interaction failed") and becomes an inbound message from the presser whose text is the
+button's ``custom_id``, as if they had typed it. No ``discord.ui.View`` is kept in memory for them, so a
+press after a restart still arrives (and is told its request has ended).
+
 ``apiBase`` and ``gatewayUrl`` exist for tests and proxies. discord.py keeps both as class
 attributes, so they apply to every Discord account in this process.
 """
@@ -80,6 +87,9 @@ MAX_DOWNLOAD_BYTES = 25 * 1024 * 1024  # inbound attachments larger than this ar
 RATE_LIMIT_WAIT_S = 30.0  # the shortest limit discord.py accepts; longer 429 waits fail the call instead
 CATCH_UP_LIMIT = 100  # messages read back per conversation after a restart (one page of Discord's history)
 _TARGET = re.compile(r"^(?:(channel|user):)?(\d{1,20})$")
+CUSTOM_ID_LIMIT = 100  # Discord's limits on a button: its custom_id and its label
+LABEL_LIMIT = 80
+MAX_BUTTONS = 25  # five rows of five
 
 
 def _read_upload(file: str) -> tuple[str, bytes]:
@@ -112,6 +122,15 @@ def _media_kind(content_type: str | None, is_voice: bool) -> str:
         return "voice"
     major = (content_type or "").split("/", 1)[0]
     return {"image": "photo", "audio": "audio", "video": "video"}.get(major, "file")
+
+
+def _button_style(data: str) -> Any:
+    """Green for allowing, red for denying, grey for anything else (an option of a question)."""
+    if data.endswith(" deny"):
+        return discord.ButtonStyle.danger
+    if data.endswith((" allow-once", " allow-always")):
+        return discord.ButtonStyle.success
+    return discord.ButtonStyle.secondary
 
 
 class DiscordChannel(Channel):
@@ -242,6 +261,39 @@ class DiscordChannel(Channel):
                 await self.on_inbound(self._to_inbound(message, client.user, paths))
         except Exception:
             log.exception("inbound discord message failed", account=self.account_id, message_id=message.id)
+
+    async def _on_press(self, interaction: discord.Interaction) -> None:
+        """A button press: acknowledged at once, then handled as the presser typing the button's ``custom_id``."""
+        if interaction.type is not discord.InteractionType.component:
+            return
+        data: dict[str, Any] = dict(interaction.data or {})
+        custom_id = str(data.get("custom_id") or "")
+        try:
+            await interaction.response.defer()  # type 6, DEFERRED_UPDATE_MESSAGE: no error shown, no new message
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            log.warning("discord interaction not acknowledged", account=self.account_id, error=str(exc))
+        client, presser = self._client, interaction.user
+        if not custom_id or client is None or client.user is None or presser is None or presser.id == client.user.id:
+            return
+        channel_id = interaction.channel_id or 0
+        ch = interaction.channel
+        chat_id, thread_id = str(channel_id), None
+        if isinstance(ch, discord.Thread):
+            thread_id, chat_id = str(ch.id), str(ch.parent_id)
+        chat_type: ChatType = "dm" if interaction.guild_id is None and not isinstance(ch, discord.GroupChannel) \
+            else "group"
+        try:
+            async with self._chats.hold(channel_id):
+                await self.on_inbound(Inbound(
+                    channel=self.name, account_id=self.account_id, sender_id=str(presser.id),
+                    sender_name=presser.display_name, chat_id=chat_id, chat_type=chat_type,
+                    message_id=f"ix-{interaction.id}", text=custom_id, thread_id=thread_id, mentioned=True,
+                    ts=interaction.created_at.timestamp(),
+                    raw={"guildId": str(interaction.guild_id) if interaction.guild_id else None,
+                         "channelId": str(channel_id), "interactionId": str(interaction.id),
+                         "messageId": str(interaction.message.id) if interaction.message else None}))
+        except Exception:
+            log.exception("discord button press failed", account=self.account_id, interaction_id=interaction.id)
 
     def _start_catch_up(self) -> None:
         """At a fresh session: read what was missed while no session was open (see the module docstring)."""
@@ -422,6 +474,22 @@ class DiscordChannel(Channel):
                 content=caption or None, file=discord.File(io.BytesIO(data), filename=name))
         return Sent(message_id=str(msg.id), chat_id=self._chat_id(to, channel_id, thread_id), thread_id=thread_id)
 
+    async def send_buttons(self, to: str, text: str, buttons: list[tuple[str, str]], *,
+                           thread_id: str | None = None) -> Sent | None:
+        """Message components, one button per choice, its ``custom_id`` the text a press types (see the module
+        docstring). None (plain text instead) when a button's data is over Discord's 100 characters."""
+        if not buttons or len(buttons) > MAX_BUTTONS or any(len(data) > CUSTOM_ID_LIMIT for _l, data in buttons):
+            return None
+        view = discord.ui.View(timeout=None)
+        for label, data in buttons:
+            view.add_item(discord.ui.Button(label=label[:LABEL_LIMIT], custom_id=data, style=_button_style(data)))
+        view.stop()  # a finished view is not kept by discord.py: presses reach on_interaction only
+        channel_id = await self._channel_id(to, thread_id)
+        async with self._errors("send", to):
+            msg = await self._live().get_partial_messageable(channel_id).send(
+                text, view=view, allowed_mentions=discord.AllowedMentions(everyone=False, roles=False))
+        return Sent(message_id=str(msg.id), chat_id=self._chat_id(to, channel_id, thread_id), thread_id=thread_id)
+
     def _message(self, channel_id: int, message_id: str) -> discord.PartialMessage:
         return self._live().get_partial_messageable(channel_id).get_partial_message(
             self._snowflake(message_id, "messageId"))
@@ -449,8 +517,9 @@ class DiscordChannel(Channel):
                                details={"field": "message"})
         channel_id = await self._channel_id(to, thread_id)
         async with self._errors("edit", to):
+            # view=None takes any buttons away: an edited request shows its outcome, nothing left to press.
             await self._message(channel_id, message_id).edit(
-                content=text, allowed_mentions=discord.AllowedMentions(everyone=False, roles=False))
+                content=text, view=None, allowed_mentions=discord.AllowedMentions(everyone=False, roles=False))
 
     async def pin(self, to: str, message_id: str) -> None:
         channel_id = await self._channel_id(to)
@@ -482,3 +551,6 @@ if discord is not None:
 
         async def on_message(self, message: discord.Message) -> None:
             await self._owner._on_message(message)
+
+        async def on_interaction(self, interaction: discord.Interaction) -> None:
+            await self._owner._on_press(interaction)

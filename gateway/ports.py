@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from gateway.services import Key
 
-__all__ = ["CHAT_DECISIONS", "PLUGIN_TOOLS", "RUN_WATCHERS", "VOICE", "ChatDecisions", "Clip", "PluginTools",
+__all__ = ["CHAT_DECISIONS", "PLUGIN_TOOLS", "RUN_WATCHERS", "VOICE", "ChatDecisions", "Clip", "Heard", "PluginTools",
            "RunWatcher", "Voice"]
 
 
@@ -30,6 +30,13 @@ class Clip(Protocol):
     def duration_s(self) -> float: ...
 
 
+class Heard(Protocol):
+    """A transcript."""
+
+    @property
+    def text(self) -> str: ...
+
+
 class Voice(Protocol):
     async def auto_reply(self, reply: str, *, inbound_voice: bool) -> tuple[str, bool]:
         """The reply's text to send and whether it is also to be spoken (auto-TTS)."""
@@ -43,12 +50,20 @@ class Voice(Protocol):
         """A voice message for the prompt: ``(note, error)``."""
         ...
 
+    async def listen(self, path: str) -> tuple[Heard | None, str | None]:
+        """The transcript of an audio file, or None and why not; ``(None, None)`` when speech to text is off."""
+        ...
+
     async def providers(self) -> dict[str, Any]:
         """The speech providers and the active one (``talk.catalog``)."""
         ...
 
 
 class ChatDecisions(Protocol):
+    def awaits_answer(self, key: str, *, is_owner: bool, chat_type: str) -> bool:
+        """Whether what this sender says in this session now would answer a pending question."""
+        ...
+
     async def handle(self, key: str, text: str, *, sender: str, channel: str, is_owner: bool,
                      chat_type: str) -> str | None:
         """The answer to tell the chat when ``text`` decided a pending request; None when it was no decision."""

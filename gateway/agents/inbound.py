@@ -63,6 +63,12 @@ class InboundRouter:
         text = msg.text
         chat = gw.services.find(CHAT_DECISIONS)
         if chat is not None:  # /approve, or the answer to a pending question: never reaches the agent
+            if msg.media and not text.strip() and chat.awaits_answer(key, is_owner=is_owner,
+                                                                     chat_type=msg.chat_type):
+                spoken = await self._spoken_answer(msg, origin, key)
+                if spoken is None:
+                    return
+                text = spoken or text
             answer = await chat.handle(key, text, sender=msg.sender_id, channel=msg.channel, is_owner=is_owner,
                                        chat_type=msg.chat_type)
             if answer is not None:
@@ -98,6 +104,23 @@ class InboundRouter:
                                         is_owner=is_owner, tool_profile=tool_profile, origin=origin,
                                         deliver=True, files=tuple(files), inbound=msg.ref, voice_in=voice_in))
         await gw.agents.typing(origin)
+
+    async def _spoken_answer(self, msg: Inbound, origin: Origin, key: str) -> str | None:
+        """The words of a voice note sent while a question waits for its sender: they are the free answer.
+        "" when there is nothing to hear (not a voice note, speech to text off): the message stays a message.
+        None when it could not be heard: the person is told to type the answer, and nothing else happens."""
+        voice = next((m for m in msg.media if m.kind in ("voice", "audio") and m.path), None)
+        speech = self.gw.services.find(VOICE)
+        if voice is None or voice.path is None or speech is None:
+            return ""
+        heard, why = await speech.listen(voice.path)
+        if heard is None and why is None:
+            return ""
+        if heard is not None and heard.text.strip():
+            return heard.text.strip()
+        await self.gw.agents.notify(origin, f"⚠️ I could not take your voice message as the answer "
+                                            f"({why or 'no words recognised'}); please type it.", key)
+        return None
 
     async def _transcript(self, path: str, origin: Origin, key: str) -> str:
         """The words of a voice message for the prompt; a failure is told to the user (the message still goes

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gateway.approvals.service import ApprovalService
+    from gateway.config import ConfigStore
+    from gateway.config.model import ApprovalForwarding
     from gateway.platforms.interface import ChatPlatforms
     from gateway.store import Database
 
@@ -62,6 +64,23 @@ def answers_from_text(item: Pending, text: str) -> dict[str, list[str]]:
             by_label = next((lab for lab in labels if lab.lower() == part.lower()), None)
             out[question["questionId"]] = [by_label or part]
     return out
+
+
+def forwarded_here(forwarding: ApprovalForwarding, item: Pending) -> bool:
+    """Whether ``approvals.exec`` routes this request: its agent in ``agentFilter`` and its session key
+    containing (or matching, as a regular expression) one of ``sessionFilter``, as OpenClaw filters."""
+    if forwarding.agentFilter and item.agent_id not in forwarding.agentFilter:
+        return False
+    if forwarding.sessionFilter:
+        return any(p in item.session_key or _search(p, item.session_key) for p in forwarding.sessionFilter)
+    return True
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        return re.search(pattern, text[:2048]) is not None
+    except re.error:  # not a regular expression: it was a substring only
+        return False
 
 
 def buttons(item: Pending) -> list[tuple[str, str]]:
@@ -122,32 +141,66 @@ def outcome_text(item: Pending) -> str:
 class ChatApprovals:
     """Tells the session's chat about requests, and turns what is typed there into decisions."""
 
-    def __init__(self, db: Database, platforms: Callable[[], ChatPlatforms | None], service: ApprovalService) -> None:
+    def __init__(self, db: Database, config: ConfigStore, platforms: Callable[[], ChatPlatforms | None],
+                 service: ApprovalService) -> None:
         self._db = db
+        self._config = config
         self._platforms = platforms
         """The chat platforms, once attached (they start after the capabilities)."""
         self._service = service
-        self._shown: dict[str, tuple[Origin, str]] = {}
-        """Request id -> the chat message with its buttons, edited to the outcome once decided."""
+        self._shown: dict[str, list[tuple[Origin, str | None]]] = {}
+        """Request id -> the chats told and the message with its buttons there (edited to the outcome once
+        decided), or None where it went as plain text (the outcome then follows as a message)."""
 
     async def present(self, phase: str, item: Pending) -> None:
         if item.status == "allowed" and item.reason == "rule":
             return  # answered by a stored rule: nobody was asked, nothing to tell
         platforms = self._platforms()
-        origin = await self._route(item.session_key)
-        if origin is None or platforms is None:
+        if platforms is None:
             return
         if phase == "requested":
-            message_id = await platforms.ask(origin, prompt_text(item), buttons(item), item.session_key)
-            if message_id is not None:
-                self._shown[item.id] = (origin, message_id)
+            shown: list[tuple[Origin, str | None]] = []
+            for origin in await self.routes(item):
+                try:
+                    shown.append((origin, await platforms.ask(origin, prompt_text(item), buttons(item),
+                                                              item.session_key)))
+                except Exception as exc:  # one unreachable target must not keep the request from the others
+                    log.warning("an approval request could not be told", id=item.id, channel=origin.channel,
+                                to=origin.to, error=str(exc))
+                    shown.append((origin, None))  # the outcome is still tried there: it may be back by then
+            self._shown[item.id] = shown
             return
-        shown = self._shown.pop(item.id, None)
-        if shown is not None and await platforms.settle(
-            shown[0], shown[1], f"{prompt_text(item, short=True)}\n{outcome_text(item)}"
-        ):
-            return
-        await platforms.deliver(origin, outcome_text(item), item.session_key)
+        told = self._shown.pop(item.id, None)
+        if told is None:
+            told = [(origin, None) for origin in await self.routes(item)]
+        for origin, message_id in told:
+            try:
+                if message_id is not None and await platforms.settle(
+                    origin, message_id, f"{prompt_text(item, short=True)}\n{outcome_text(item)}"
+                ):
+                    continue
+                await platforms.deliver(origin, outcome_text(item), item.session_key)
+            except Exception as exc:
+                log.warning("an approval outcome could not be told", id=item.id, channel=origin.channel,
+                            to=origin.to, error=str(exc))
+
+    async def routes(self, item: Pending) -> list[Origin]:
+        """Where a request is told: the session's chat, and/or the targets of ``approvals.exec`` (tool uses)."""
+        forwarding = self._config.config.approvals.exec
+        forwarded = item.kind == "tool" and forwarding.enabled and forwarded_here(forwarding, item)
+        out: list[Origin] = []
+        if not forwarded or forwarding.mode in ("session", "both"):
+            own = await self._route(item.session_key)
+            if own is not None:
+                out.append(own)
+        if forwarded and forwarding.mode in ("targets", "both"):
+            for target in forwarding.targets:
+                origin = Origin(channel=target.channel, account_id=target.accountId, to=target.to,
+                                chat_type="group", thread_id=str(target.threadId) if target.threadId else None)
+                if not any((o.channel, o.to, o.thread_id) == (origin.channel, origin.to, origin.thread_id)
+                           for o in out):
+                    out.append(origin)
+        return out
 
     async def _route(self, session_key: str) -> Origin | None:
         async with self._db.session() as s:
@@ -161,6 +214,14 @@ class ChatApprovals:
             chat_type=row.chat_type or "dm",
             thread_id=row.thread_id,
         )
+
+    def awaits_answer(self, key: str, *, is_owner: bool, chat_type: str) -> bool:
+        """Whether what this sender says here now would answer a pending question (so a voice note of theirs is
+        worth transcribing as the answer): a question of this session waits, and they may answer it."""
+        service = self._service
+        if not (is_owner or chat_type == "dm"):
+            return False
+        return any(i.kind == "question" for i in service.pending_for(key))
 
     async def handle(
         self, key: str, text: str, *, sender: str, channel: str, is_owner: bool, chat_type: str

@@ -588,7 +588,7 @@ async def start(host: CapabilityHost) -> None:
 
     service = ApprovalService(host.db, host.config_store, host.broadcast, host.spawn,
                               waiting=host.agents.waiting)
-    service.chat = ChatApprovals(host.db, host.platforms, service)
+    service.chat = ChatApprovals(host.db, host.config_store, host.platforms, service)
     service.add_presenter(service.chat.present)
     host.services.provide(APPROVALS_SERVICE, service)
     host.services.provide(RUN_WATCHERS, service)

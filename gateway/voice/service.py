@@ -228,19 +228,28 @@ class VoiceService:
                               details={"capability": "stt", "kind": exc.kind}) from None
 
 
-    async def hear(self, path: str) -> tuple[str, str | None]:
-        """A voice message for the agent's prompt: ``(note, error)``. The note holds the transcript, or says
-        why there is none (the message goes through either way; the caller tells the user ``error``)."""
+    async def listen(self, path: str) -> tuple[stt.Transcript | None, str | None]:
+        """The transcript of an audio file, or None and why not; ``(None, None)`` when speech to text is off."""
         if not self._config.config.messages.stt.enabled:
-            return "", None
+            return None, None
         try:
             data = await asyncio.to_thread(Path(path).read_bytes)
             heard = await self.transcribe(data, Path(path).name)
         except (OSError, Unavailable) as exc:
             why = exc.message if isinstance(exc, Unavailable) else str(exc)
             log.warning("voice message not transcribed", path=path, error=why)
-            return f"\n[voice transcript unavailable: {why}]", why
+            return None, why
         log.info("voice message transcribed", provider=heard.provider, seconds=round(heard.duration_s, 1))
+        return heard, None
+
+    async def hear(self, path: str) -> tuple[str, str | None]:
+        """A voice message for the agent's prompt: ``(note, error)``. The note holds the transcript, or says
+        why there is none (the message goes through either way; the caller tells the user ``error``)."""
+        heard, why = await self.listen(path)
+        if why is not None:
+            return f"\n[voice transcript unavailable: {why}]", why
+        if heard is None:
+            return "", None
         return f"\n[voice transcript ({heard.provider}): {heard.text or '(no words recognised)'}]", None
 
 

@@ -14,14 +14,9 @@ import pytest
 
 from channels.base import ChannelError, ChannelForbidden, ChannelUnavailable, Inbound, TargetNotFound
 from channels.discord import DiscordChannel
-from tests.support.fake_discord import FakeDiscord, snowflake
+from tests.support.fake_discord import FakeDiscord, module_fake, snowflake
 
-
-@pytest.fixture(scope="module")
-async def fake() -> AsyncIterator[FakeDiscord]:
-    server = await FakeDiscord().start()
-    yield server
-    await server.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")

@@ -16,18 +16,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_discord import FakeDiscord, snowflake
+from tests.support.fake_discord import FakeDiscord, discord_gateway, module_fake, snowflake
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.ws import RawClient, operator
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-async def fake() -> AsyncIterator[FakeDiscord]:
-    server = await FakeDiscord().start()
-    yield server
-    await server.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +33,8 @@ async def gw(fake: FakeDiscord, tmp_path_factory: pytest.TempPathFactory) -> Asy
         "channels": {"discord": fake.config() | {"dmPolicy": "open", "groupPolicy": "open"}},
     }
     state = tmp_path_factory.mktemp("discord-gw")
-    proc = GatewayProcess(state, config=config, env={"FAKE_CLI_LOG": str(state / "cli.log")})
-    await asyncio.to_thread(proc.start)
-    try:
-        await asyncio.wait_for(fake.identified.wait(), 20)
+    async with discord_gateway(fake, state, config, env={"FAKE_CLI_LOG": str(state / "cli.log")}) as proc:
         yield proc
-    finally:
-        await asyncio.to_thread(proc.stop)
 
 
 @pytest.fixture

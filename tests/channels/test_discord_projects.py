@@ -13,18 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_discord import FakeDiscord, snowflake
+from tests.support.fake_discord import FakeDiscord, discord_gateway, module_fake, snowflake
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.gitrepo import make_repo
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-async def fake() -> AsyncIterator[FakeDiscord]:
-    server = await FakeDiscord().start()
-    yield server
-    await server.stop()
+fake = module_fake()
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +33,8 @@ async def gw(fake: FakeDiscord, repo: Path, tmp_path_factory: pytest.TempPathFac
     agent = {"id": "main", "command": [sys.executable, str(ROOT / "tests/support/fake_cli.py")],
              "projects": [{"name": "app", "path": str(repo), "worktrees": True}]}
     config = {"agents": {"list": [agent]}, "channels": {"discord": fake.config() | {"dmPolicy": "open"}}}
-    proc = GatewayProcess(tmp_path_factory.mktemp("discord-proj"), config=config)
-    await asyncio.to_thread(proc.start)
-    try:
-        await asyncio.wait_for(fake.identified.wait(), 20)
+    async with discord_gateway(fake, tmp_path_factory.mktemp("discord-proj"), config) as proc:
         yield proc
-    finally:
-        await asyncio.to_thread(proc.stop)
 
 
 async def test_a_turn_in_a_project_sends_its_diff_to_discord(gw: GatewayProcess, fake: FakeDiscord,

@@ -13,22 +13,33 @@ Failure modes a test can switch on: ``rate_limit(n)`` answers the next ``n`` RES
 ``retry_after``, as Discord does; ``forbidden`` channels answer 403 Missing Permissions; ``drop_gateway()``
 closes the gateway socket the way Discord does on a server restart, and events dispatched while the bot is
 away are replayed when it RESUMEs with its last sequence number.
+
+Buttons: a message sent with components keeps them (``buttons(message_id)`` lists ``(label, custom_id)``;
+an edit with ``components: []`` takes them away); ``press`` dispatches the ``INTERACTION_CREATE`` of a
+click by a given user (in the guild or a DM), and the bot's answer to it (``POST
+/interactions/{id}/{token}/callback``, no bot token needed, as on Discord) is kept in ``callbacks``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 from aiohttp import WSMsgType, web
 
-__all__ = ["FakeDiscord", "Recorded"]
+from tests.support.gateway_proc import GatewayProcess
+
+__all__ = ["FakeDiscord", "Recorded", "discord_gateway", "module_fake"]
 
 DISCORD_EPOCH_MS = 1420070400000
 _counter = itertools.count(1)
@@ -63,6 +74,29 @@ class Recorded:
     query: dict[str, str] = field(default_factory=dict)
 
 
+def module_fake() -> Any:
+    """A module-scoped ``fake`` fixture: one loopback Discord for a test module (``fake = module_fake()``)."""
+    @pytest.fixture(scope="module")
+    async def fake() -> AsyncIterator[FakeDiscord]:
+        server = await FakeDiscord().start()
+        yield server
+        await server.stop()
+    return fake
+
+
+@contextlib.asynccontextmanager
+async def discord_gateway(fake: FakeDiscord, state_dir: Path, config: dict[str, Any],
+                          env: dict[str, str] | None = None) -> AsyncIterator[GatewayProcess]:
+    """A running gateway with ``config``, handed over once its bot has identified at ``fake``."""
+    proc = GatewayProcess(state_dir, config=config, env=env)
+    await asyncio.to_thread(proc.start)
+    try:
+        await asyncio.wait_for(fake.identified.wait(), 20)
+        yield proc
+    finally:
+        await asyncio.to_thread(proc.stop)
+
+
 class FakeDiscord:
     """The far side. ``guild``/``text_channel``/``thread`` ids are fixed per instance for tests to use."""
 
@@ -85,6 +119,7 @@ class FakeDiscord:
         self.identifies = 0
         self.resumes = 0
         self.forbidden: set[str] = set()
+        self.callbacks: dict[str, dict[str, Any]] = {}  # interaction id -> the bot's callback body
         self._rate_limited = 0
         self._retry_after = 0.0
         self._sockets: list[web.WebSocketResponse] = []
@@ -161,6 +196,44 @@ class FakeDiscord:
         self._events.append(frame)
         for ws in list(self._sockets):
             await ws.send_str(json.dumps(frame))
+
+    def buttons(self, message_id: str) -> list[tuple[str, str]]:
+        """The ``(label, custom_id)`` of every button on one of the bot's messages, row by row."""
+        rows = self.messages[message_id].get("components") or []
+        return [(b.get("label", ""), b.get("custom_id", "")) for row in rows for b in row.get("components", [])]
+
+    async def press(self, message_id: str, custom_id: str, *, user_id: str, user_name: str = "alice",
+                    guild: bool = True) -> str:
+        """Dispatch the ``INTERACTION_CREATE`` (type 3, a button) of ``user_id`` clicking on one of the bot's
+        messages; in the guild the presser comes as a ``member``, in a DM as a ``user``. Answers its id."""
+        message = self.messages[message_id]
+        iid = snowflake()
+        cid = message["channel_id"]
+        data: dict[str, Any] = {
+            "id": iid, "application_id": self.app_id, "type": 3, "token": f"tok-{iid}", "version": 1,
+            "data": {"custom_id": custom_id, "component_type": 2}, "channel_id": cid, "channel": self._channel(cid),
+            "message": message, "locale": "en-US", "entitlements": [], "attachment_size_limit": 26214400,
+            "app_permissions": "1071698660929",
+        }
+        if guild:
+            data.update(guild_id=self.guild_id, guild_locale="en-US", context=0,
+                        authorizing_integration_owners={"0": self.guild_id},
+                        member={"user": user(user_id, user_name), "roles": [], "joined_at": _now_iso(),
+                                "deaf": False, "mute": False, "flags": 0, "nick": None,
+                                "permissions": "1071698660929"})
+        else:
+            data.update(user=user(user_id, user_name), context=1,
+                        authorizing_integration_owners={"1": user_id})
+        await self.dispatch("INTERACTION_CREATE", data)
+        return iid
+
+    async def wait_callback(self, interaction_id: str, timeout: float = 10.0) -> dict[str, Any]:
+        """The bot's answer to an interaction (``{"type": 6}`` for a deferred update)."""
+        async def wait() -> dict[str, Any]:
+            async with self._changed:
+                await self._changed.wait_for(lambda: interaction_id in self.callbacks)
+            return self.callbacks[interaction_id]
+        return await asyncio.wait_for(wait(), timeout)
 
     def rate_limit(self, count: int, retry_after: float = 0.2) -> None:
         """The next ``count`` REST requests get 429 Too Many Requests with this ``retry_after``."""
@@ -306,6 +379,16 @@ class FakeDiscord:
                 rec.json = json.loads(rec.form["payload_json"])
         async with self._changed:
             self.requests.append(rec)
+            parts = path.strip("/").split("/")
+            if len(parts) == 4 and parts[0] == "interactions" and parts[3] == "callback" and request.method == "POST":
+                # Interaction callbacks are authorised by the interaction's token, not the bot's.
+                if parts[2] != f"tok-{parts[1]}":
+                    return self._error(401, "Invalid interaction token", 50027)
+                self.callbacks[parts[1]] = rec.json or {}
+                self._changed.notify_all()
+                return _json({"interaction": {"id": parts[1], "type": 3, "response_message_loading": False,
+                                              "response_message_ephemeral": False},
+                              "resource": {"type": (rec.json or {}).get("type", 6)}})
             self._changed.notify_all()
         if request.headers.get("Authorization") != f"Bot {self.token}":
             return self._error(401, "401: Unauthorized", 0)
@@ -359,8 +442,11 @@ class FakeDiscord:
             if len(rest) == 2 and m == "GET":
                 return _json(self._with_reactions(mid))
             if len(rest) == 2 and m == "PATCH":
-                self.messages[mid] = {**self.messages[mid], "content": (rec.json or {}).get("content", ""),
+                body = rec.json or {}
+                self.messages[mid] = {**self.messages[mid], "content": body.get("content", ""),
                                       "edited_timestamp": _now_iso()}
+                if "components" in body:
+                    self.messages[mid]["components"] = body["components"]
                 return _json(self.messages[mid])
             if len(rest) == 2 and m == "DELETE":
                 del self.messages[mid]
@@ -407,6 +493,8 @@ class FakeDiscord:
         }
         if body.get("message_reference"):
             data["message_reference"] = body["message_reference"]
+        if body.get("components"):
+            data["components"] = body["components"]
         self.messages[mid] = data
         return data
 
