@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
     from gateway.devices.service import NodeService
     from gateway.platforms.interface import ChatPlatforms
-    from gateway.plugins.hooks import HookRunner
+    from gateway.hooks import HookRunner
     from gateway.rpc import Caller
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch

@@ -25,7 +25,7 @@ from gateway.config import Config, ConfigStore
 from gateway.connection import CLOSE_RESTART, Connection
 from gateway.memory import ReleaseAfterCrowd
 from gateway.outbound import OutboundBudget
-from gateway.plugins.hooks import HookRunner
+from gateway.hooks import HookRunner
 from gateway.preauth import PreAuthSockets
 from gateway.presence import PresenceBoard
 from gateway.protocol import event_head
@@ -118,7 +118,7 @@ class Gateway:
         self.services = Services()
         """The capabilities' services, by type (``gateway.capabilities``): the core names none of them."""
         self.hooks = HookRunner()
-        """Plugin hooks (``gateway.plugins.hooks``): empty, and free to call, until a plugin adds one."""
+        """Plugin hooks (``gateway.hooks``): empty, and free to call, until a plugin adds one."""
         self.nodes: NodeService | None = None
         """Paired nodes and their live sockets (``gateway.devices``)."""
         self.recovered: dict[str, int] = {}

@@ -5,11 +5,12 @@ inside a function counts as much as one at the top of a module."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
+from gateway.capabilities import CAPABILITIES
 from tests.support import ROOT
 
 PLATFORM_PACKAGES = ("channels", "nodes", "plugins")
@@ -22,11 +23,18 @@ GATEWAY_PUBLIC = {
     "gateway.cli",  # call_gateway(), for CLI sub-commands that are clients of a running gateway
     "gateway.plugins",  # the plugin API: PluginApi, ToolContext, ToolFailed, text(), image(), Database
 }
-SHIM_ALLOWED = {"gateway.protocol", "gateway.__version__"}
+SHIM_ALLOWED = {"gateway.protocol", "gateway"}  # the package itself: its __version__
+
+
+def _is_module(name: str, root: Path) -> bool:
+    path = root.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def _imports(package: str, root: Path = ROOT) -> Iterator[tuple[Path, int, str]]:
-    """(file, line, imported module) for every import in a package, wherever it stands."""
+    """(file, line, imported module) for every import in a package, wherever it stands. Module names are whole:
+    ``from gateway.platforms import Inbound`` imports ``gateway.platforms``, ``from gateway import config``
+    imports ``gateway.config``."""
     for path in sorted((root / package).rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
@@ -34,8 +42,9 @@ def _imports(package: str, root: Path = ROOT) -> Iterator[tuple[Path, int, str]]
                 for alias in node.names:
                     yield path, node.lineno, alias.name
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:  # "from gateway import config" imports gateway.config
-                    yield path, node.lineno, f"{node.module}.{alias.name}"
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    yield path, node.lineno, sub if _is_module(sub, root) else node.module
             elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) ==
                   "import_module" and node.args and isinstance(node.args[0], ast.Constant)
                   and isinstance(node.args[0].value, str)):
@@ -44,6 +53,11 @@ def _imports(package: str, root: Path = ROOT) -> Iterator[tuple[Path, int, str]]
 
 def _top(module: str) -> str:
     return module.split(".")[0]
+
+
+def _within(module: str, packages: Iterable[str]) -> bool:
+    """Whether ``module`` is one of ``packages`` or inside one (``gateway.cron.service`` is in ``gateway.cron``)."""
+    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def test_the_gateway_imports_no_platform_package() -> None:
@@ -55,13 +69,13 @@ def test_the_gateway_imports_no_platform_package() -> None:
 @pytest.mark.parametrize("package", [*PLATFORM_PACKAGES])
 def test_platform_packages_use_only_the_gateways_public_surface(package: str) -> None:
     bad = [f"{p.relative_to(ROOT)}:{line} imports {mod}" for p, line, mod in _imports(package)
-           if _top(mod) == "gateway" and not any(mod == m or mod.startswith(m + ".") for m in GATEWAY_PUBLIC)]
+           if _top(mod) == "gateway" and mod not in GATEWAY_PUBLIC]
     assert not bad, "\n".join(bad)
 
 
 def test_the_shim_imports_only_the_protocol_from_the_gateway() -> None:
     bad = [f"{p.relative_to(ROOT)}:{line} imports {mod}" for p, line, mod in _imports("mcp_shim")
-           if _top(mod) == "gateway" and not any(mod == m or mod.startswith(m + ".") for m in SHIM_ALLOWED)]
+           if _top(mod) == "gateway" and mod not in SHIM_ALLOWED]
     assert not bad, "\n".join(bad)
 
 
@@ -71,4 +85,32 @@ def test_the_check_sees_lazy_imports(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "m.py").write_text(
         "import os\n\ndef f():\n    from channels import manager\n    import importlib\n"
         "    importlib.import_module('nodes.x')\n")
-    assert [mod for _p, _l, mod in _imports("pkg", tmp_path)] == ["os", "channels.manager", "importlib", "nodes.x"]
+    assert [mod for _p, _l, mod in _imports("pkg", tmp_path)] == ["os", "channels", "importlib", "nodes.x"]
+
+
+def test_the_core_names_no_capability_package() -> None:
+    """A capability is reached through ``gateway.capabilities`` (its start), ``gateway.services`` (its service, by
+    key) and ``gateway.ports`` (what the core needs of it): no module outside the capability packages imports
+    one, except the config model, which takes each capability's config section from its ``config`` module."""
+    capabilities = list(CAPABILITIES)
+    bad = [f"{p.relative_to(ROOT)}:{line} imports {mod}" for p, line, mod in _imports("gateway")
+           if _within(mod, capabilities) and not _within(_module_of(p), capabilities)
+           and not (_module_of(p) == "gateway.config.model" and mod.endswith(".config"))]
+    assert not bad, "\n".join(bad)
+
+
+def test_handlers_build_no_queries() -> None:
+    """SQL lives in store modules (``gateway/store/`` for the core's tables, each capability's ``store.py``):
+    a method module never imports SQLAlchemy."""
+    handlers = [p for p in (ROOT / "gateway").rglob("*.py")
+                if p.parent.name == "methods" or p.name == "methods.py"]
+    assert len(handlers) > 20
+    bad = [f"{p.relative_to(ROOT)}:{line} imports {mod}" for p, line, mod in _imports("gateway")
+           if p in handlers and _top(mod) == "sqlalchemy"]
+    assert not bad, "\n".join(bad)
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)

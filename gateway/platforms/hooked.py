@@ -16,7 +16,7 @@ from gateway.protocol import InvalidRequest
 if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms
     from gateway.platforms.messages import Sent
-    from gateway.plugins.hooks import HookRunner
+    from gateway.hooks import HookRunner
     from gateway.runs import Origin
 
 __all__ = ["HookedPlatforms", "MessageCancelled"]

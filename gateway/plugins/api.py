@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 # jsonschema is imported where it is used: a start with no plugin schema to check never loads it.
 import structlog
 
-from gateway.plugins.hooks import HOOKS
+from gateway.hooks import HOOKS
 from gateway.rpc import ADMIN, NODE, READ, WRITE
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class PluginApi:
 
     def on(self, hook: str, handler: Callable[[dict[str, Any]], Any] | None = None, *, priority: int = 0,
            timeout_s: float | None = None) -> Any:
-        """Handle a hook (``gateway.plugins.hooks.HOOKS``); higher ``priority`` runs first. Usable as a
+        """Handle a hook (``gateway.hooks.HOOKS``); higher ``priority`` runs first. Usable as a
         decorator."""
         if hook not in HOOKS:
             raise ValueError(f"unknown hook {hook!r} (known: {', '.join(HOOKS)})")

@@ -26,7 +26,7 @@ from gateway.config import model as config_model
 from gateway.extensions import CHANNELS
 from gateway.plugins.api import PluginApi, PluginMethod, PluginTool, ToolContext
 from gateway.plugins.discovery import Candidate, discover
-from gateway.plugins.hooks import HookHandler
+from gateway.hooks import HookHandler
 from gateway.ports import PLUGIN_TOOLS
 from gateway.protocol import Forbidden, InvalidRequest, RpcError, Unavailable
 from gateway.redaction import schema_secret_paths
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from gateway.capabilities import CapabilityHost, MethodCall
     from gateway.config import Config, ConfigStore
-    from gateway.plugins.hooks import HookRunner
+    from gateway.hooks import HookRunner
     from gateway.sessions import SessionsService
     from gateway.store import Database
 

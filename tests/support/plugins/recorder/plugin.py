@@ -13,7 +13,7 @@ import asyncio
 import json
 from typing import Any
 
-from gateway.plugins.hooks import HOOKS
+from gateway.hooks import HOOKS
 
 
 def _append(path: str, line: str) -> None:

@@ -26,7 +26,7 @@ import structlog
 
 __all__ = ["DECIDE_TIMEOUT_S", "HOOKS", "OBSERVE_TIMEOUT_S", "HookHandler", "HookRunner"]
 
-log = structlog.get_logger("gateway.plugins.hooks")
+log = structlog.get_logger("gateway.hooks")
 
 HOOKS: dict[str, Literal["observe", "decide"]] = {
     "before_tool_call": "decide",
