@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from gateway.config.reload import Listener
     from gateway.core import Gateway
     from gateway.devices.service import NodeService
-    from gateway.platforms.interface import ChatPlatforms
     from gateway.hooks import HookRunner
+    from gateway.platforms.interface import ChatPlatforms
     from gateway.rpc import Caller
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch

@@ -23,9 +23,9 @@ from gateway.agents.tokens import RunTokens
 from gateway.auth import AuthThrottle
 from gateway.config import Config, ConfigStore
 from gateway.connection import CLOSE_RESTART, Connection
+from gateway.hooks import HookRunner
 from gateway.memory import ReleaseAfterCrowd
 from gateway.outbound import OutboundBudget
-from gateway.hooks import HookRunner
 from gateway.preauth import PreAuthSockets
 from gateway.presence import PresenceBoard
 from gateway.protocol import event_head

@@ -38,9 +38,17 @@ from gateway.protocol import (
 )
 
 if TYPE_CHECKING:
+    from gateway.agents.executor import AgentExecutor
+    from gateway.config import Config, ConfigStore
     from gateway.core import Gateway
+    from gateway.devices.service import NodeService
+    from gateway.hooks import HookRunner
     from gateway.platforms.interface import ChatPlatforms
-    from gateway.services import Key
+    from gateway.runs import RunQueue
+    from gateway.services import Key, Services
+    from gateway.session_events import SessionSubscriptions
+    from gateway.sessions import SessionsService
+    from gateway.store import Database
 
 __all__ = [
     "ADMIN",
@@ -242,8 +250,9 @@ class Caller:
 
 @dataclass(slots=True)
 class CallContext:
-    """What a handler gets besides its params: who calls, and the gateway whose typed services it uses
-    (``ctx.gateway.sessions``, ``ctx.gateway.runs``, ``ctx.platforms``...)."""
+    """What a handler gets besides its params: who calls, and the typed services it uses (``ctx.sessions``,
+    ``ctx.runs``, ``ctx.platforms``, a capability's ``ctx.service(CRON)``...), so a handler shows what it
+    depends on. ``gateway`` remains for the few handlers about the server itself (health, restart)."""
 
     caller: Caller
     gateway: Gateway
@@ -257,6 +266,55 @@ class CallContext:
         if platforms is None:
             raise Unavailable("channels are not available on this gateway")
         return platforms
+
+    @property
+    def db(self) -> Database:
+        return self.gateway.db
+
+    @property
+    def config(self) -> Config:
+        """The current config (it changes live: read it per use)."""
+        return self.gateway.config
+
+    @property
+    def config_store(self) -> ConfigStore:
+        return self.gateway.config_store
+
+    @property
+    def state_dir(self) -> Path:
+        return self.gateway.state_dir
+
+    @property
+    def sessions(self) -> SessionsService:
+        return self.gateway.sessions
+
+    @property
+    def runs(self) -> RunQueue:
+        return self.gateway.runs
+
+    @property
+    def agents(self) -> AgentExecutor:
+        return self.gateway.agents
+
+    @property
+    def nodes(self) -> NodeService | None:
+        return self.gateway.nodes
+
+    @property
+    def hooks(self) -> HookRunner:
+        return self.gateway.hooks
+
+    @property
+    def subscriptions(self) -> SessionSubscriptions:
+        return self.gateway.subscriptions
+
+    @property
+    def services(self) -> Services:
+        return self.gateway.services
+
+    def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
+        """Send an event to every operator holding ``scope``, on every replica."""
+        return self.gateway.broadcast(event, payload, scope=scope, drop_if_slow=drop_if_slow)
 
     def service(self, key: Key[_S]) -> _S:
         """A capability's service (``gateway.services``), or ``Unavailable`` naming it when that capability did

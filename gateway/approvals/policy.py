@@ -33,12 +33,11 @@ DEFAULTS = {"security": "allowlist", "ask": "off", "askFallback": "deny", "autoA
 @method("exec.approvals.get", scope=APPROVALS)
 async def exec_approvals_get(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Each agent's permission mode and its "allow always" rules, as an exec-approvals snapshot."""
-    gw = ctx.gateway
     agents: dict[str, dict[str, Any]] = {}
-    for agent in gw.config.agents.list:
+    for agent in ctx.config.agents.list:
         security, ask = _LEVELS[agent.permissions]
         agents[agent.id] = {"security": security, "ask": ask, "askFallback": "deny", "allowlist": []}
-    approvals = gw.services.find(APPROVALS_SERVICE)
+    approvals = ctx.services.find(APPROVALS_SERVICE)
     for rule in await approvals.rules() if approvals is not None else []:
         entry: dict[str, Any] = {"id": rule.id, "pattern": rule.pattern, "source": "allow-always"}
         if rule.last_used_at is not None:

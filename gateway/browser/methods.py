@@ -41,10 +41,10 @@ class BrowserRequestParams(Params):
 
 
 async def _target(ctx: CallContext, wanted: str | None) -> dict[str, Any]:
-    nodes = ctx.gateway.nodes
+    nodes = ctx.nodes
     if nodes is None:
         raise Unavailable("nodes are not available on this gateway (the node service did not start)")
-    wanted = wanted or ctx.gateway.config.nodes.browserNode
+    wanted = wanted or ctx.config.nodes.browserNode
     capable = [n for n in await nodes.list()
                if n["status"] == "approved" and PROXY_COMMAND in (n.get("commands") or [])]
     if wanted:
@@ -76,7 +76,7 @@ async def browser_request(p: BrowserRequestParams, ctx: CallContext) -> Any:
     """Send one request to the browser control API of a node and return the route's answer."""
     target = await _target(ctx, p.node)
     timeout = p.timeoutMs or DEFAULT_TIMEOUT_MS
-    answer = await ctx.gateway.nodes.invoke(  # type: ignore[union-attr]
+    answer = await ctx.nodes.invoke(  # type: ignore[union-attr]
         target["nodeId"], PROXY_COMMAND,
         {"method": p.method, "path": p.path, "query": p.query or {}, "body": p.body, "timeoutMs": timeout,
          "errorEnvelope": ERROR_ENVELOPE},
@@ -96,7 +96,7 @@ async def browser_request(p: BrowserRequestParams, ctx: CallContext) -> Any:
         raise Unavailable("the browser node answered without a result", details={"nodeId": target["nodeId"]})
     try:
         result, saved = await asyncio.to_thread(persist_files, payload["result"], payload.get("files"),
-                                                ctx.gateway.state_dir)
+                                                ctx.state_dir)
     except FileEnvelopeError as exc:
         raise Unavailable(str(exc), details={"nodeId": target["nodeId"]}) from None
     if saved and isinstance(result, dict) and "files" not in result:

@@ -84,7 +84,7 @@ class RunsParams(Params):
 
 
 def _service(ctx: CallContext) -> CronService:
-    svc = ctx.gateway.services.find(CRON)
+    svc = ctx.services.find(CRON)
     if svc is None:
         raise Unavailable("cron is not running on this gateway", details={"capability": "cron"})
     return svc
@@ -92,13 +92,13 @@ def _service(ctx: CallContext) -> CronService:
 
 def _agents(ctx: CallContext) -> dict[str, Any]:
     """What a job definition is checked against: the agents, which have a heartbeat, the default one."""
-    agents = ctx.gateway.config.agents.list
-    return {"agent_ids": [a.id for a in agents], "default_agent": ctx.gateway.sessions.default_agent_id,
+    agents = ctx.config.agents.list
+    return {"agent_ids": [a.id for a in agents], "default_agent": ctx.sessions.default_agent_id,
             "heartbeat_agents": frozenset(a.id for a in agents if a.heartbeat is not None)}
 
 
 async def _job(ctx: CallContext, job_id: str) -> CronJob:
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         job = await s.get(CronJob, job_id)
     if job is None:
         raise InvalidRequest(f"id: no cron job {job_id!r}", details={"field": "id"})
@@ -109,11 +109,11 @@ async def _job(ctx: CallContext, job_id: str) -> CronJob:
 async def cron_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Scheduler state: enabled, job counts, next wake, runs in progress."""
     svc = _service(ctx)
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         counts = await store.job_counts(s)
-    return {"enabled": ctx.gateway.config.cron.enabled, "jobs": counts.total, "enabledJobs": counts.enabled,
+    return {"enabled": ctx.config.cron.enabled, "jobs": counts.total, "enabledJobs": counts.enabled,
             "nextWakeAtMs": counts.next_run_at, "running": svc.running,
-            "maxConcurrentRuns": ctx.gateway.config.cron.maxConcurrentRuns, "firedSinceStart": svc.fired}
+            "maxConcurrentRuns": ctx.config.cron.maxConcurrentRuns, "firedSinceStart": svc.fired}
 
 
 @method("cron.list", params=ListParams, scope=READ, aliases=("cron:list",))
@@ -125,10 +125,10 @@ async def cron_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """
     _service(ctx)
     enabled = "enabled" if not p.includeDisabled else p.enabled
-    q = store.job_filter(enabled=enabled, agent_id=p.agentId, default_agent=ctx.gateway.config.agents.default,
+    q = store.job_filter(enabled=enabled, agent_id=p.agentId, default_agent=ctx.config.agents.default,
                          schedule_kind=p.scheduleKind, text=p.query or p.filter)
     limit = min(p.limit, MAX_PAGE)
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         page = await store.job_page(s, q, sort_by=p.sortBy, descending=p.sortDir == "desc", offset=p.offset,
                                     limit=limit)
     total, rows = page.total, page.rows
@@ -159,7 +159,7 @@ async def cron_add(p: AddParams, ctx: CallContext) -> dict[str, Any]:
     job.next_run_at = spec.schedule.next_after(now - 1) if spec.enabled else None
     if spec.schedule.kind == "at" and job.next_run_at is None and spec.enabled:
         job.next_run_at = now  # an "at" time already past: run it now, once
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         s.add(job)
     svc.wake()
     out = job.to_dict()
@@ -177,7 +177,7 @@ async def cron_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
         raise InvalidRequest("id: heartbeat jobs follow agents.<id>.heartbeat in the config; change it there",
                              details={"field": "id"})
     spec = validate_patch(current.to_dict(redact=False), p.patch, now_ms=now, **_agents(ctx))
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         job = await s.get(CronJob, p.ref)
         if job is None:
             raise InvalidRequest(f"id: no cron job {p.ref!r}", details={"field": "id"})
@@ -200,7 +200,7 @@ async def cron_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
 async def cron_remove(p: JobRef, ctx: CallContext) -> dict[str, Any]:
     """Delete a job and its history (a run in progress finishes, unrecorded)."""
     svc = _service(ctx)
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         job = await s.get(CronJob, p.ref)
         if job is not None and job.kind == "heartbeat":
             raise InvalidRequest("id: heartbeat jobs follow agents.<id>.heartbeat in the config; remove it there",
@@ -227,7 +227,7 @@ async def cron_runs(p: RunsParams, ctx: CallContext) -> dict[str, Any]:
     """Run history, newest first: one job's (``id``), or every job's (``scope: all``, or no ``id``)."""
     _service(ctx)
     status = p.status if p.status and p.status != "all" else None
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         rows, total = await store.run_page(s, job_id=p.ref, status=status, statuses=p.statuses,
                                            descending=p.sortDir == "desc", offset=p.offset, limit=p.limit)
     entries = [r.to_dict() for r in rows]

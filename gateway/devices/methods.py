@@ -22,7 +22,7 @@ _ID = Field(min_length=1, max_length=256)
 
 
 def _nodes(ctx: CallContext) -> NodeService:
-    service = ctx.gateway.nodes
+    service = ctx.nodes
     if service is None:
         raise Unavailable("nodes are not available on this gateway (the node service did not start)")
     return service

@@ -35,9 +35,9 @@ class RevokeParams(Params):
 async def tokens_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
     """A new remote MCP token; the answer is the only time the token is shown."""
     if p.sessionKey is not None:
-        ctx.gateway.sessions.normalize_key(p.sessionKey)  # an unknown agent is refused, naming the field
+        ctx.sessions.normalize_key(p.sessionKey)  # an unknown agent is refused, naming the field
     ttl = tokens.parse_ttl(p.expires) if p.expires else None
-    token, row = await tokens.create(ctx.gateway.db, name=p.name, owner=p.owner, profile=p.profile,
+    token, row = await tokens.create(ctx.db, name=p.name, owner=p.owner, profile=p.profile,
                                      session_key=p.sessionKey, ttl_s=ttl)
     return {**row.to_dict(), "token": token}
 
@@ -45,15 +45,15 @@ async def tokens_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
 @method("mcp.tokens.list", scope=ADMIN)
 async def tokens_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Every remote MCP token (never the token itself), oldest first."""
-    listed = await tokens.list_tokens(ctx.gateway.db)
+    listed = await tokens.list_tokens(ctx.db)
     return {"tokens": listed, "count": len(listed)}
 
 
 @method("mcp.tokens.revoke", params=RevokeParams, scope=ADMIN)
 async def tokens_revoke(p: RevokeParams, ctx: CallContext) -> dict[str, Any]:
     """Revoke a token by id or name: its next request is refused with 401."""
-    revoked = await tokens.revoke(ctx.gateway.db, p.id)
-    mcp = ctx.gateway.services.find(MCP_HTTP)
+    revoked = await tokens.revoke(ctx.db, p.id)
+    mcp = ctx.services.find(MCP_HTTP)
     if mcp is not None:
         mcp.forget_grants()
     if not revoked:

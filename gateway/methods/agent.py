@@ -32,7 +32,7 @@ class AgentParams(Params):
 async def delivery_origin(ctx: CallContext, key: str, *, channel: str | None, account_id: str | None,
                           to: str | None, thread_id: str | None) -> Origin | None:
     """Where a ``deliver: true`` reply goes: the given target, else the session's last route."""
-    row = await ctx.gateway.sessions.get(key)
+    row = await ctx.sessions.get(key)
     channel = channel or (row.channel if row else None)
     to = to or (row.peer_id if row else None)
     if not channel or not to:
@@ -45,7 +45,7 @@ async def delivery_origin(ctx: CallContext, key: str, *, channel: str | None, ac
 @method("agent", params=AgentParams, scope=WRITE, idempotent=True, baseline=True)
 async def agent(p: AgentParams, ctx: CallContext) -> dict[str, Any]:
     """Give an agent a message in a session (by key, label, or the agent's main session)."""
-    svc = ctx.gateway.sessions
+    svc = ctx.sessions
     if p.sessionKey:
         key = svc.normalize_key(p.sessionKey)
         await svc.ensure(key)
@@ -60,7 +60,7 @@ async def agent(p: AgentParams, ctx: CallContext) -> dict[str, Any]:
     if p.deliver:
         origin = await delivery_origin(ctx, key, channel=p.channel, account_id=p.accountId, to=p.to,
                                        thread_id=p.threadId)
-    run, status = await ctx.gateway.runs.submit(RunRequest(
+    run, status = await ctx.runs.submit(RunRequest(
         session_key=key, agent_id=agent_id, message=p.message, source="agent", is_owner=is_owner(ctx),
         origin=origin, deliver=origin is not None))
     return {"runId": run.id, "status": "accepted", "queued": status == "queued", "sessionKey": key}
@@ -77,4 +77,4 @@ async def agent_wait(p: WaitParams, ctx: CallContext) -> dict[str, Any]:
 
     Works for runs held by any replica: one running elsewhere is awaited through its final ``agent`` event.
     """
-    return await ctx.gateway.runs.wait(p.runId, p.timeoutMs)
+    return await ctx.runs.wait(p.runId, p.timeoutMs)

@@ -114,16 +114,16 @@ async def _run_id_from(idempotency_key: str, ctx: CallContext) -> str | None:
     (a key reused after the idempotency window, or by another client); then a fresh id."""
     if not _RUN_ID.fullmatch(idempotency_key) or idempotency_key.startswith("msg-"):  # msg-<id>: posted messages
         return None
-    if idempotency_key in ctx.gateway.runs.runs:
+    if idempotency_key in ctx.runs.runs:
         return None
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         return None if await SessionRepo.get_run(s, idempotency_key) is not None else idempotency_key
 
 
 @method("chat.send", params=SendParams, scope=WRITE, idempotent=True)
 async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send a message into a session; ``queued`` when it joins the turn after the running one."""
-    svc = ctx.gateway.sessions
+    svc = ctx.sessions
     key = svc.normalize_key(p.sessionKey)
     await svc.ensure(key)
     # deliver: the reply goes to the chat the session came from (Telegram, Discord ...). Otherwise the page is
@@ -134,21 +134,21 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     if origin is None:
         origin = Origin(channel="webchat", account_id=None, to=key, chat_type="dm")
     message, heard = p.message, None
-    chat = ctx.gateway.services.find(CHAT_DECISIONS)
+    chat = ctx.services.find(CHAT_DECISIONS)
     if chat is not None and p.audio is None and not p.attachments:  # /approve, or a pending question's answer
         who = ctx.caller.display_name or ctx.caller.device_id or ctx.caller.client_id
         answer = await chat.handle(key, message, sender=who, channel="webchat", is_owner=is_owner(ctx),
                                    chat_type="dm")
         if answer is not None:  # decided here: no turn; the outcome is told in the session's chat
             if answer and origin.channel == "webchat":
-                await ctx.gateway.agents.notify(origin, answer, key)
+                await ctx.agents.notify(origin, answer, key)
             return {"runId": f"decision-{uuid.uuid4().hex[:12]}", "status": "decided", "sessionKey": key,
                     **({"notice": answer} if answer else {})}
     files: tuple[str, ...] = ()
     if p.audio is not None:  # a recording: the agent gets the file and, when it can be had, the words
-        path = await asyncio.to_thread(_save_clip, p.audio, ctx.gateway.state_dir)
+        path = await asyncio.to_thread(_save_clip, p.audio, ctx.state_dir)
         files = (path,)
-        voice = ctx.gateway.services.find(VOICE)
+        voice = ctx.services.find(VOICE)
         note, error = await voice.hear(path) if voice is not None else ("", None)
         message = f"{message}\n[attachment: voice {ATTACHMENTS_DIR}/{Path(path).name}]{note}".strip()
         heard = {"transcript": note.strip(), **({"transcriptError": error} if error else {})}
@@ -156,21 +156,21 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     if p.attachments:  # the agent reads them in its workspace; the page shows the stored copies
         _check_total(p.attachments)
         for i, upload in enumerate(p.attachments):
-            path = await asyncio.to_thread(_save_upload, upload, i, ctx.gateway.state_dir)
+            path = await asyncio.to_thread(_save_upload, upload, i, ctx.state_dir)
             files += (path,)
             kind = "image" if upload.mimeType.startswith("image/") else "file"
             message = f"{message}\n[attachment: {kind} {ATTACHMENTS_DIR}/{Path(path).name}]".strip()
-            shown.append(await store_file(ctx.gateway.db, key, path, name=upload.name))
+            shown.append(await store_file(ctx.db, key, path, name=upload.name))
     req = RunRequest(session_key=key, agent_id=parse_key(key)[0], message=message, source="chat",
                      run_id=await _run_id_from(p.idempotencyKey, ctx),
                      is_owner=is_owner(ctx), origin=origin, deliver=deliver, files=files,
                      voice_in=p.audio is not None, entry_meta={"attachments": shown} if shown else None)
-    run, status = await ctx.gateway.runs.submit(req)
+    run, status = await ctx.runs.submit(req)
     out: dict[str, Any] = {"runId": run.id, "status": status, "sessionKey": key, **(heard or {})}
     if req.entry_id is not None:
         out["messageId"] = str(req.entry_id)
         # Other pages open on this session show the message too (the sender's page knows its idempotency key).
-        ctx.gateway.broadcast("chat.user", {"sessionKey": key, "runId": run.id, "messageId": out["messageId"],
+        ctx.broadcast("chat.user", {"sessionKey": key, "runId": run.id, "messageId": out["messageId"],
                                             "text": message, "idempotencyKey": p.idempotencyKey,
                                             **({"attachments": shown} if shown else {})}, scope=READ)
     if shown:
@@ -188,9 +188,9 @@ class HistoryParams(Params):
 @method("chat.history", params=HistoryParams, scope=READ, baseline=True)
 async def chat_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]:
     """The session's transcript, oldest first (the last ``limit`` entries, within ``maxBytes``)."""
-    key = ctx.gateway.sessions.normalize_key(p.sessionKey)
+    key = ctx.sessions.normalize_key(p.sessionKey)
     await check_visible(ctx, key)
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         entries = await SessionRepo.history(s, key, p.limit or 200)
     messages = [e.to_dict() for e in entries]
     if p.maxBytes is not None:
@@ -216,6 +216,6 @@ async def chat_abort(p: AbortParams, ctx: CallContext) -> dict[str, Any]:
     replica holds, to which the request is passed (``forwarded: true``); a turn stopped there ends with
     its usual ``agent``/``chat`` events.
     """
-    key = ctx.gateway.sessions.normalize_key(p.sessionKey)
-    aborted, forwarded = await ctx.gateway.runs.abort_everywhere(key, p.runId)
+    key = ctx.sessions.normalize_key(p.sessionKey)
+    aborted, forwarded = await ctx.runs.abort_everywhere(key, p.runId)
     return {"ok": True, "aborted": bool(aborted), "runIds": aborted, "sessionKey": key, "forwarded": forwarded}

@@ -43,7 +43,7 @@ def _message(entry: dict[str, Any]) -> dict[str, Any]:
 @method("chat.startup", params=StartupParams, scope=READ)
 async def chat_startup(p: StartupParams, ctx: CallContext) -> dict[str, Any]:
     """The session's latest messages and row, to open a chat; also subscribes to ``sessions.changed``."""
-    svc = ctx.gateway.sessions
+    svc = ctx.sessions
     if p.sessionKey is None:
         if p.shortId is not None:
             return {"resolution": {"ok": False}}
@@ -52,17 +52,17 @@ async def chat_startup(p: StartupParams, ctx: CallContext) -> dict[str, Any]:
     else:
         key = svc.normalize_key(p.sessionKey)
     await check_visible(ctx, key)
-    ctx.gateway.subscriptions.subscribe_sessions(ctx.caller.conn_id)
+    ctx.subscriptions.subscribe_sessions(ctx.caller.conn_id)
     agent_id = key.split(":")[1]
     if p.agentId and p.agentId != agent_id:
         raise InvalidRequest(f"invalid chat.startup params: at /agentId: session {key} belongs to agent "
                              f"'{agent_id}'", details={"field": "agentId"})
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         row = await SessionRepo.get(s, key)
         entries = await SessionRepo.history(s, key, min(p.limit or 80, MAX_STARTUP_MESSAGES))
     info: dict[str, Any] = row.to_dict() if row is not None else {"key": key, "sessionKey": key, "agentId": agent_id}
-    if ctx.gateway.runs is not None:
-        lane = ctx.gateway.runs.lane_state(key)
+    if ctx.runs is not None:
+        lane = ctx.runs.lane_state(key)
         info["hasActiveRun"] = lane["active"] is not None
     return {"sessionKey": key, "agentId": agent_id, "messages": [_message(e.to_dict()) for e in entries],
             "sessionInfo": info, "resolution": {"ok": True, "key": key, "agentId": agent_id}}
@@ -76,14 +76,14 @@ class MetadataParams(Params):
 @method("chat.metadata", params=MetadataParams, scope=READ)
 async def chat_metadata(p: MetadataParams, ctx: CallContext) -> dict[str, Any]:
     """Which agent a chat talks to, its CLI and model; no per-user auth profiles here."""
-    svc = ctx.gateway.sessions
+    svc = ctx.sessions
     key = svc.normalize_key(p.sessionKey) if p.sessionKey else None
     if key is not None:
         await check_visible(ctx, key)
     agent = svc.agent(p.agentId or (key.split(":")[1] if key else None))
     model = agent.model
     if key is not None:
-        async with ctx.gateway.db.session() as s:
+        async with ctx.db.session() as s:
             row = await SessionRepo.get(s, key)
         model = (row.model if row is not None else None) or model
     return {"agentId": agent.id, "runtime": agent.runtime, **({"model": model} if model else {})}

@@ -39,7 +39,7 @@ def _lookup(data: Any, key: str) -> Any:
 @method("config.get", params=ConfigGetParams, scope=READ)
 async def config_get(p: ConfigGetParams, ctx: CallContext) -> dict[str, Any]:
     """The effective config with secrets redacted, and the hash to pass back as ``baseHash``."""
-    store = ctx.gateway.config_store
+    store = ctx.config_store
     config = store.redacted()
     out: dict[str, Any] = {"hash": store.hash, "path": str(store.path), "exists": store.path.exists(),
                            "envOverrides": env_overrides()}
@@ -59,7 +59,7 @@ async def config_get(p: ConfigGetParams, ctx: CallContext) -> dict[str, Any]:
 async def config_schema(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """JSON Schema of the config file (with each plugin's settings schema under its entry)."""
     schema = Config.model_json_schema()
-    plugins = ctx.gateway.services.find(PLUGIN_TOOLS)
+    plugins = ctx.services.find(PLUGIN_TOOLS)
     if plugins is not None:
         schema = plugins.extend_schema(schema)
     return {"schema": schema}
@@ -123,7 +123,7 @@ Prepare = Callable[[ConfigStore], tuple[dict[str, Any], Config]]
 async def _write(ctx: CallContext, base_hash: str, prepare: Prepare, note: str | None,
                  delay_ms: int) -> dict[str, Any]:
     """Check the hash, build and validate the new config, then commit and apply it, all under the lock."""
-    store = ctx.gateway.config_store
+    store = ctx.config_store
     async with store.lock:
         store.check_base_hash(base_hash)
         data, config = prepare(store)

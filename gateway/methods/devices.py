@@ -51,8 +51,8 @@ async def device_pair_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     key = {devices.PENDING: "pending", devices.APPROVED: "paired", devices.REJECTED: "rejected"}
     for dev in await devices.list_devices(ctx.gateway):
         out[key.get(dev["status"], "pending")].append({"requestId": dev["deviceId"], **dev})
-    if ctx.gateway.nodes is not None:
-        for node in (await ctx.gateway.nodes.pairing_list())["pending"]:
+    if ctx.nodes is not None:
+        for node in (await ctx.nodes.pairing_list())["pending"]:
             out["pending"].append(_node_request(node))
     return out
 
@@ -70,7 +70,7 @@ def _node_request(node: dict[str, Any]) -> dict[str, Any]:
 
 async def _resolve_node(ctx: CallContext, request_id: str, status: str) -> dict[str, Any] | None:
     """Approve or reject a node's request named by its ``requestId`` (None when no node asked with that id)."""
-    nodes = ctx.gateway.nodes
+    nodes = ctx.nodes
     if nodes is None:
         return None
     try:

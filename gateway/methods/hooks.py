@@ -44,7 +44,7 @@ class HeartbeatParams(Params):
 def _emit(ctx: CallContext, phase: str, payload: dict[str, Any]) -> dict[str, Any]:
     event = {"phase": phase, **payload, "connId": ctx.caller.conn_id}
     # Tool params may carry message texts or config values: only writers see them.
-    delivered = ctx.gateway.broadcast("hooks.tool", event, scope=WRITE)
+    delivered = ctx.broadcast("hooks.tool", event, scope=WRITE)
     return {"ok": True, "delivered": delivered}
 
 
@@ -52,7 +52,7 @@ def _agent_id(ctx: CallContext, session_key: str | None) -> str | None:
     if not session_key:
         return None
     try:
-        return parse_key(ctx.gateway.sessions.normalize_key(session_key))[0]
+        return parse_key(ctx.sessions.normalize_key(session_key))[0]
     except RpcError:
         return None
 
@@ -64,7 +64,7 @@ async def tool_before(p: ToolBeforeParams, ctx: CallContext) -> dict[str, Any]:
     its tool list says such a hook is loaded."""
     log.info("tool call", phase="before", tool=p.toolName, session_key=p.sessionKey)
     out = _emit(ctx, "before", p.model_dump(exclude_none=True))
-    hooks = ctx.gateway.hooks
+    hooks = ctx.hooks
     if hooks.has("before_tool_call"):
         event = {"toolName": p.toolName, "params": p.params, "sessionKey": p.sessionKey,
                  "agentId": _agent_id(ctx, p.sessionKey)}
@@ -84,7 +84,7 @@ async def tool_after(p: ToolAfterParams, ctx: CallContext) -> dict[str, Any]:
     log.info("tool call", phase="after", tool=p.toolName, session_key=p.sessionKey,
              duration_ms=round(p.durationMs, 2), error=p.error)
     payload = p.model_dump(exclude_none=True)
-    ctx.gateway.hooks.fire("after_tool_call", {**payload, "agentId": _agent_id(ctx, p.sessionKey)})
+    ctx.hooks.fire("after_tool_call", {**payload, "agentId": _agent_id(ctx, p.sessionKey)})
     return _emit(ctx, "after", payload)
 
 

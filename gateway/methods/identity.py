@@ -17,7 +17,7 @@ class IdentityParams(Params):
 @method("agent.identity.get", params=IdentityParams, scope=READ)
 async def agent_identity_get(p: IdentityParams, ctx: CallContext) -> dict[str, Any]:
     """The agent's configured ``name`` (its id when unset); we keep no avatars or emoji."""
-    svc = ctx.gateway.sessions
+    svc = ctx.sessions
     wanted = p.agentId
     if wanted is None and p.sessionKey:
         wanted = svc.normalize_key(p.sessionKey).split(":")[1]

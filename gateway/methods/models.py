@@ -61,8 +61,8 @@ def auth_evidence(agent: AgentConfig) -> tuple[Literal["ok", "static", "missing"
 
 
 def _agents(ctx: CallContext, agent_id: str | None) -> list[AgentConfig]:
-    svc = ctx.gateway.sessions
-    return [svc.agent(agent_id)] if agent_id else list(ctx.gateway.config.agents.list)
+    svc = ctx.sessions
+    return [svc.agent(agent_id)] if agent_id else list(ctx.config.agents.list)
 
 
 class ModelsListParams(Params):

@@ -77,7 +77,7 @@ def _request(r: dict[str, Any]) -> dict[str, Any]:
 @method("channels.pairing.list", params=PairingListParams, scope=PAIRING, aliases=("pairing.list",))
 async def pairing_list(p: PairingListParams, ctx: CallContext) -> dict[str, Any]:
     """Pending sender pairing requests (unexpired), oldest first, and the accounts that can have them."""
-    rows = await pairing.list_requests(ctx.gateway.db, p.channel)
+    rows = await pairing.list_requests(ctx.db, p.channel)
     if p.accountId:
         rows = [r for r in rows if r["accountId"] == p.accountId]
     running = ctx.gateway.platforms.describe() if ctx.gateway.platforms is not None else []
@@ -104,7 +104,7 @@ async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str
     """Let the sender behind the code talk to the agent; they are told so on their channel (unless
     ``notify: false``). Answers OpenClaw's ``{requestId, senderId, notification, commandOwnerBootstrap}``."""
     platforms = ctx.platforms
-    request = await pairing.approve(ctx.gateway.db, p.channel, p.the_code)
+    request = await pairing.approve(ctx.db, p.channel, p.the_code)
     notification = "not-requested"
     if p.notify:
         notification = "sent" if await _tell_approved(platforms, request) else "failed"
@@ -115,7 +115,7 @@ async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str
 @method("channels.pairing.reject", params=PairingResolveParams, scope=PAIRING, aliases=("pairing.reject",))
 async def pairing_reject(p: PairingResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Refuse a pending request (the sender gets nothing; a later message asks again)."""
-    request = await pairing.reject(ctx.gateway.db, p.channel, p.the_code)
+    request = await pairing.reject(ctx.db, p.channel, p.the_code)
     return {"ok": True, "rejected": request}
 
 

@@ -31,7 +31,7 @@ class ProjectParams(Params):
 @method("sessions.project", params=ProjectParams, scope=WRITE)
 async def sessions_project(p: ProjectParams, ctx: CallContext) -> dict[str, Any]:
     """Set the session's project; the agent starts a fresh conversation there (CLIs file sessions by folder)."""
-    sessions = ctx.gateway.sessions
+    sessions = ctx.sessions
     key = await sessions.resolve(key=p.sessionKey)
     await check_visible(ctx, key)
     agent = sessions.agent(parse_key(key)[0], field="sessionKey")
@@ -73,13 +73,12 @@ async def _commit_ref(root: Path, ref: str) -> dict[str, str]:
 async def sessions_diff(p: DiffParams, ctx: CallContext) -> dict[str, Any]:
     """What the session's project holds that its base does not (OpenClaw's ``sessions.diff``): per file, with
     its patch. In a worktree project the base is the branch the repository itself has checked out."""
-    gw = ctx.gateway
-    key = gw.sessions.normalize_key(p.sessionKey)
+    key = ctx.sessions.normalize_key(p.sessionKey)
     await check_visible(ctx, key)
-    row = await gw.sessions.get(key)
+    row = await ctx.sessions.get(key)
     if row is None:
         return _unavailable(key, "unknown_session")
-    agent = gw.sessions.agent(row.agent_id, field="sessionKey")
+    agent = ctx.sessions.agent(row.agent_id, field="sessionKey")
     where = await describe(agent, row.project, key)
     root = Path(where["path"]) if where["path"] else None
     if root is None or await git_toplevel(root) is None:

@@ -31,17 +31,17 @@ class DescribeParams(Params):
 @method("sessions.describe", params=DescribeParams, scope=READ)
 async def sessions_describe(p: DescribeParams, ctx: CallContext) -> dict[str, Any]:
     """One session's row (as ``sessions.list`` shows it), or ``session: null`` when it does not exist yet."""
-    key = ctx.gateway.sessions.normalize_key(p.key)
+    key = ctx.sessions.normalize_key(p.key)
     await check_visible(ctx, key, "key")
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         row = await SessionRepo.get(s, key)
         if row is None:
             return {"session": None}
         titles = await SessionRepo.first_user_texts(s, [key]) if p.includeDerivedTitles else {}
         latest = await SessionRepo.last_texts(s, [key]) if p.includeLastMessage else {}
     session = row.to_dict()
-    if ctx.gateway.runs is not None:
-        lane = ctx.gateway.runs.lane_state(key)
+    if ctx.runs is not None:
+        lane = ctx.runs.lane_state(key)
         session["run"] = lane
         session["hasActiveRun"] = lane["active"] is not None
     if key in titles:
@@ -87,10 +87,10 @@ def _task(run: Run) -> dict[str, Any]:
 async def tasks_list(p: TasksListParams, ctx: CallContext) -> dict[str, Any]:
     """The agent runs this replica's queue knows of (running, queued and recent), newest first, as tasks."""
     wanted = {p.status} if isinstance(p.status, str) else set(p.status or [])
-    key = ctx.gateway.sessions.normalize_key(p.sessionKey) if p.sessionKey else None
+    key = ctx.sessions.normalize_key(p.sessionKey) if p.sessionKey else None
     if key is not None:
         await check_visible(ctx, key)
-    runs = list(ctx.gateway.runs.runs.values()) if ctx.gateway.runs is not None else []
+    runs = list(ctx.runs.runs.values()) if ctx.runs is not None else []
     scope = ctx.caller.confined_to
     tasks = []
     for run in sorted(runs, key=lambda r: r.created_at, reverse=True):
@@ -113,14 +113,14 @@ class SessionKeyParams(Params):
 @method("sessions.branches.list", params=SessionKeyParams, scope=READ)
 async def sessions_branches_list(p: SessionKeyParams, ctx: CallContext) -> dict[str, Any]:
     """Transcript branches: ours are linear (one branch, none to switch to), so the list is empty."""
-    await check_visible(ctx, ctx.gateway.sessions.normalize_key(p.sessionKey))
+    await check_visible(ctx, ctx.sessions.normalize_key(p.sessionKey))
     return {"branches": []}
 
 
 @method("sessions.companion.state", params=SessionKeyParams, scope=READ)
 async def sessions_companion_state(p: SessionKeyParams, ctx: CallContext) -> dict[str, Any]:
     """The side-chat beside a session: we have none, so no exchanges."""
-    await check_visible(ctx, ctx.gateway.sessions.normalize_key(p.sessionKey))
+    await check_visible(ctx, ctx.sessions.normalize_key(p.sessionKey))
     return {"exchanges": []}
 
 
@@ -131,7 +131,7 @@ class ProgressCardParams(Params):
 @method("progressCard.get", params=ProgressCardParams, scope=READ)
 async def progress_card_get(p: ProgressCardParams, ctx: CallContext) -> dict[str, Any]:
     """A session's progress card: our agents keep none (their progress streams as ``agent`` events)."""
-    await check_visible(ctx, ctx.gateway.sessions.normalize_key(p.sessionKey))
+    await check_visible(ctx, ctx.sessions.normalize_key(p.sessionKey))
     return {"card": None}
 
 

@@ -33,7 +33,7 @@ async def check_visible(ctx: CallContext, key: str, field: str = "sessionKey") -
     scope = ctx.caller.confined_to
     if scope is None:
         return
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         row = await SessionRepo.get(s, key)
     if row is None or scope.allows(key, channel=row.channel, peer_id=row.peer_id, parent_key=row.parent_key):
         return
@@ -69,8 +69,8 @@ class ListParams(Params):
 async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels; the global and
     unknown sessions only when asked for (see ``gateway/sessions.py``)."""
-    runs = ctx.gateway.runs
-    async with ctx.gateway.db.session() as s:
+    runs = ctx.runs
+    async with ctx.db.session() as s:
         hidden = [name for name, shown in (("global", p.includeGlobal), ("unknown", p.includeUnknown)) if not shown]
         rows = await SessionRepo.search(s, search=p.search, limit=min(p.limit, 1000) if p.limit else None,
                                         hide_names=hidden)
@@ -93,7 +93,7 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
         if p.includeLastMessage:
             d["lastMessagePreview"] = _shorten(latest.get(row.key), 120)
         out.append(d)
-    default = ctx.gateway.sessions.agent(None)
+    default = ctx.sessions.agent(None)
     # What OpenClaw answers beside the list (its Control UI reads it for the model picker): the default agent's
     # CLI as the provider, its model (None: the CLI picks), no context size we could know.
     defaults = {"modelProvider": default.runtime, "model": default.model, "contextTokens": None,
@@ -114,7 +114,7 @@ class KeyParams(Params):
 @method("sessions.resolve", params=KeyParams, scope=READ)
 async def sessions_resolve(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Find a session by key or label."""
-    key = await ctx.gateway.sessions.resolve(key=p.target, label=p.label)
+    key = await ctx.sessions.resolve(key=p.target, label=p.label)
     return {"ok": True, "key": key, "agentId": parse_key(key)[0]}
 
 
@@ -134,10 +134,10 @@ class PatchParams(Params):
 @method("sessions.patch", params=PatchParams, scope=WRITE, aliases=("sessions:patch",))
 async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
     """Change a session's label or model; creates the session if its key is new but well-formed."""
-    svc = ctx.gateway.sessions
+    svc = ctx.sessions
     key = svc.normalize_key(p.key or p.sessionKey or "")
     await svc.ensure(key)
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         if "label" in p.model_fields_set:
             label = p.label or None
             if label:
@@ -161,7 +161,7 @@ async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
 @method("sessions.reset", params=KeyParams, scope=WRITE)
 async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Start the session over: stop its run, clear its transcript and forget the CLI's resume ids."""
-    sessions = ctx.gateway.sessions
+    sessions = ctx.sessions
     key = await sessions.resolve(key=p.target, label=p.label)
     removed = await sessions.reset(key)
     announce(ctx.gateway, key, "reset")
@@ -171,15 +171,15 @@ async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
 @method("sessions.delete", params=KeyParams, scope=WRITE)
 async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Stop the session's run and delete the session with its transcript."""
-    sessions = ctx.gateway.sessions
+    sessions = ctx.sessions
     key = await sessions.resolve(key=p.target, label=p.label)
     await sessions.stop_runs(key)
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         deleted = await SessionRepo.delete(s, key)
-    await delete_files(ctx.gateway.db, session_key=key)
+    await delete_files(ctx.db, session_key=key)
     if deleted:
         announce(ctx.gateway, key, "delete")
-        ctx.gateway.hooks.fire("session_end", {"sessionKey": key, "agentId": key.split(":")[1], "reason": "deleted"})
+        ctx.hooks.fire("session_end", {"sessionKey": key, "agentId": key.split(":")[1], "reason": "deleted"})
     return {"ok": True, "key": key, "deleted": deleted, "archived": []}  # we delete; nothing is archived
 
 
@@ -187,7 +187,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
 async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """The configured agents and which one is the default, in OpenClaw's shape (``AgentsListResult``): each
     agent's CLI is its ``agentRuntime.id`` (``claude``, ``codex``...); ``status`` says where the CLI is."""
-    svc = ctx.gateway.sessions
+    svc = ctx.sessions
     agents = []
     for a in svc.agents():
         # Every agent names its model, as ``models.list`` lists it (``<runtime>/<model or default>``): OpenClaw's
@@ -213,18 +213,18 @@ class SpawnParams(Params):
 
 async def spawn_child(ctx: CallContext, *, task: str, agent_id: str | None, label: str | None,
                       parent: str | None) -> dict[str, Any]:
-    svc = ctx.gateway.sessions
+    svc = ctx.sessions
     agent = svc.agent(agent_id or (parse_key(parent)[0] if parent else None))
     if parent:
         parent = await svc.resolve(key=parent)
     if label:
-        async with ctx.gateway.db.session() as s:
+        async with ctx.db.session() as s:
             if await SessionRepo.by_label(s, label) is not None:
                 raise InvalidRequest(f"invalid sessions.spawn params: at /label: '{label}' is already used",
                                      details={"field": "label"})
     key = f"agent:{agent.id}:subagent:{uuid.uuid4()}"
     await svc.ensure(key, kind="subagent", parent_key=parent, label=label)
-    run, status = await ctx.gateway.runs.submit(RunRequest(
+    run, status = await ctx.runs.submit(RunRequest(
         session_key=key, agent_id=agent.id, message=task, source="spawn", is_owner=False))
     return {"sessionKey": key, "runId": run.id, "status": status, "parent": parent, "label": label}
 
@@ -252,8 +252,8 @@ async def _child(ctx: CallContext, p: SubagentsParams, parent: str) -> dict[str,
     wanted = p.target or p.childSessionKey or p.label or p.runId
     if not wanted:
         raise InvalidRequest(f"invalid sessions.subagents params: {p.action} needs target", details={"field": "target"})
-    runs = ctx.gateway.runs
-    async with ctx.gateway.db.session() as s:
+    runs = ctx.runs
+    async with ctx.db.session() as s:
         children = await SessionRepo.children(s, parent)
     for row in children:
         run = runs.runs.get(wanted)
@@ -267,11 +267,11 @@ async def _child(ctx: CallContext, p: SubagentsParams, parent: str) -> dict[str,
 @method("sessions.subagents", params=SubagentsParams, scope=WRITE, aliases=("subagents",), baseline=True)
 async def sessions_subagents(p: SubagentsParams, ctx: CallContext) -> dict[str, Any]:
     """List a parent's sub-agents, or check on, cancel, message or add one."""
-    svc, runs = ctx.gateway.sessions, ctx.gateway.runs
+    svc, runs = ctx.sessions, ctx.runs
     parent = await svc.resolve(key=p.sessionKey)
     await check_visible(ctx, parent)
     if p.action == "list":
-        async with ctx.gateway.db.session() as s:
+        async with ctx.db.session() as s:
             rows = await SessionRepo.children(s, parent)
         items = []
         for row in rows:

@@ -29,7 +29,7 @@ class SubscribeParams(Params):
 @method("sessions.subscribe", params=SubscribeParams, scope=READ)
 async def sessions_subscribe(p: SubscribeParams, ctx: CallContext) -> dict[str, Any]:
     """Get ``sessions.changed`` events on this connection from now on; with list params, the list too."""
-    ctx.gateway.subscriptions.subscribe_sessions(ctx.caller.conn_id)
+    ctx.subscriptions.subscribe_sessions(ctx.caller.conn_id)
     given = p.model_dump(exclude_unset=True)
     if not given:
         return {"subscribed": True}
@@ -46,7 +46,7 @@ class MessagesSubscribeParams(Params):
 
 
 def _session_key(ctx: CallContext, key: str) -> str:
-    return ctx.gateway.sessions.normalize_key(key)
+    return ctx.sessions.normalize_key(key)
 
 
 @method("sessions.messages.subscribe", params=MessagesSubscribeParams, scope=READ)
@@ -57,7 +57,7 @@ async def sessions_messages_subscribe(p: MessagesSubscribeParams, ctx: CallConte
     if p.includeApprovals and not grants(ctx.caller.scopes, APPROVALS):
         raise Forbidden(f"sessions.messages.subscribe includeApprovals needs scope {APPROVALS}",
                         details={"code": "MISSING_SCOPE", "missingScope": APPROVALS})
-    ctx.gateway.subscriptions.subscribe_messages(ctx.caller.conn_id, key)
+    ctx.subscriptions.subscribe_messages(ctx.caller.conn_id, key)
     out: dict[str, Any] = {"subscribed": True, "key": key}
     if p.includeApprovals:
         # No approvals capability yet: nothing can be pending (see docs/control-ui.md).
@@ -75,5 +75,5 @@ class MessagesUnsubscribeParams(Params):
 async def sessions_messages_unsubscribe(p: MessagesUnsubscribeParams, ctx: CallContext) -> dict[str, Any]:
     """Stop ``session.message`` events for one session on this connection."""
     key = _session_key(ctx, p.key)
-    ctx.gateway.subscriptions.unsubscribe_messages(ctx.caller.conn_id, key)
+    ctx.subscriptions.unsubscribe_messages(ctx.caller.conn_id, key)
     return {"subscribed": False, "key": key}

@@ -111,14 +111,13 @@ class EnvironmentsListParams(Params):
 @method("environments.list", params=EnvironmentsListParams, scope=READ)
 async def environments_list(_p: EnvironmentsListParams, ctx: CallContext) -> dict[str, Any]:
     """Where agent runs happen: this gateway's host (paired nodes are listed by ``node.list``)."""
-    gw = ctx.gateway
-    slots = gw.config.agents.maxConcurrentRuns
-    busy = gw.runs.active_count if gw.runs is not None else 0
+    slots = ctx.config.agents.maxConcurrentRuns
+    busy = ctx.runs.active_count
     return {"environments": [{
         "id": "local", "type": "local", "label": socket.gethostname() or "gateway host", "status": "available",
         "platform": sys.platform, "sessionHost": True, "trust": "persistent",
         "workerSlots": {"total": max(1, min(slots, 1024)), "available": max(0, min(slots - busy, 1024))},
-        "capabilities": sorted({a.runtime for a in gw.config.agents.list}),
+        "capabilities": sorted({a.runtime for a in ctx.config.agents.list}),
     }]}
 
 
@@ -127,7 +126,7 @@ async def talk_catalog(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Speech providers we have (for voice notes); no talk modes, since there is no live talk session."""
     speech: list[dict[str, Any]] = []
     active = None
-    voice = ctx.gateway.services.find(VOICE)
+    voice = ctx.services.find(VOICE)
     if voice is not None:
         listed = await voice.providers()
         active = listed.get("active")

@@ -66,13 +66,13 @@ def _window(p: SessionsUsageParams) -> tuple[date, date]:
 async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, Any]:
     """Token totals of the sessions active in the date range, overall, per agent and per channel."""
     start, end = _window(p)
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         rows = await SessionRepo.search(s, search=None, limit=None)
     totals, count = _totals(), 0
     by_agent: dict[str, dict[str, float]] = {}
     by_channel: dict[str, dict[str, float]] = {}
     scope = ctx.caller.confined_to
-    async with ctx.gateway.db.session() as s:
+    async with ctx.db.session() as s:
         turns = await UsageRepo.totals(s, since_ms=day_start_ms(start), until_ms=day_start_ms(end + timedelta(days=1)),
                                        agent_id=p.agentId)
     for row in rows:
@@ -133,8 +133,8 @@ async def usage_cost(p: UsageCostParams, ctx: CallContext) -> dict[str, Any]:
     if ctx.caller.confined_to is not None:  # as OpenClaw: a sum over all sessions is not for a confined caller
         raise Forbidden("usage.cost sums every session's usage; this caller may only see some sessions")
     if p.agentId:
-        ctx.gateway.sessions.agent(p.agentId)  # an unknown id names agentId
-    async with ctx.gateway.db.session() as s:
+        ctx.sessions.agent(p.agentId)  # an unknown id names agentId
+    async with ctx.db.session() as s:
         got = await UsageRepo.totals(s, since_ms=day_start_ms(start), until_ms=day_start_ms(end + timedelta(days=1)),
                                      agent_id=p.agentId)
     daily = [{"date": d.isoformat(), **got.by_day.get(d.isoformat(), Totals()).openclaw()} for d in _days(start, end)]

@@ -14,9 +14,9 @@ import structlog
 from gateway.protocol import InvalidRequest
 
 if TYPE_CHECKING:
+    from gateway.hooks import HookRunner
     from gateway.platforms.interface import ChatPlatforms
     from gateway.platforms.messages import Sent
-    from gateway.hooks import HookRunner
     from gateway.runs import Origin
 
 __all__ = ["HookedPlatforms", "MessageCancelled"]

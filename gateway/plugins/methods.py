@@ -47,7 +47,7 @@ class SetEnabledParams(Params):
 
 
 def _manager(ctx: CallContext) -> PluginManager:
-    manager = ctx.gateway.services.find(PLUGINS)
+    manager = ctx.services.find(PLUGINS)
     if manager is None:
         raise Unavailable("plugins did not start on this gateway (see its log)", details={"capability": "plugins"})
     return manager
@@ -93,7 +93,7 @@ async def plugins_set_enabled(p: SetEnabledParams, ctx: CallContext) -> dict[str
         known = ", ".join(sorted(manager.states)) or "none"
         raise InvalidRequest(f"plugins.setEnabled: at /{field}: no plugin {plugin_id!r} (found: {known})",
                              details={"field": field})
-    store = ctx.gateway.config_store
+    store = ctx.config_store
     async with store.lock:
         data, config = store.prepare_patch({"plugins": {"entries": {plugin_id: {"enabled": p.enabled}}}})
         await apply_committed(ctx.gateway, data, config, source=ctx.method)
@@ -107,7 +107,7 @@ async def plugins_set_enabled(p: SetEnabledParams, ctx: CallContext) -> dict[str
 @method("plugin.tools.list", params=ToolsListParams, scope=READ, aliases=("plugin:tools:list",), baseline=True)
 async def tools_list(p: ToolsListParams, ctx: CallContext) -> dict[str, Any]:
     """Tools the loaded plugins offer to agents: ``{tools: [{name, description, inputSchema, annotations}]}``."""
-    manager = ctx.gateway.services.find(PLUGINS)
+    manager = ctx.services.find(PLUGINS)
     if manager is None:
         return {"tools": []}
     return manager.tool_listing(p.agentId)

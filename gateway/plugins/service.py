@@ -24,9 +24,9 @@ from starlette.routing import Mount, Router
 
 from gateway.config import model as config_model
 from gateway.extensions import CHANNELS
+from gateway.hooks import HookHandler
 from gateway.plugins.api import PluginApi, PluginMethod, PluginTool, ToolContext
 from gateway.plugins.discovery import Candidate, discover
-from gateway.hooks import HookHandler
 from gateway.ports import PLUGIN_TOOLS
 from gateway.protocol import Forbidden, InvalidRequest, RpcError, Unavailable
 from gateway.redaction import schema_secret_paths

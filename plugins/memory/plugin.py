@@ -215,7 +215,7 @@ def register(api: PluginApi) -> None:
     agent = {"type": "string", "minLength": 1, "maxLength": 64}
 
     def agent_of(p: dict[str, Any], ctx: Any) -> str:
-        return str(p.get("agentId") or ctx.gateway.sessions.default_agent_id)
+        return str(p.get("agentId") or ctx.sessions.default_agent_id)
 
     async def m_search(p: dict[str, Any], ctx: Any) -> Any:
         return await plugin.search({k: v for k, v in p.items() if k != "agentId"}, agent_of(p, ctx))
