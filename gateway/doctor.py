@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from gateway import extras, paths
-from gateway.agents.cli import INSTALL, cli_argv
+from gateway.agents.invocation import INSTALL, cli_argv
 
 __all__ = ["Check", "run_checks"]
 

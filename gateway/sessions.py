@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from gateway.agents.cli import cli_facts
+from gateway.agents.invocation import cli_facts
 from gateway.agents.projects import describe as describe_project
 from gateway.protocol import InvalidRequest
 from gateway.store.models import utcnow

@@ -34,10 +34,10 @@ import orjson
 import structlog
 
 from gateway.agents import outbox
-from gateway.agents.cli import cli_argv
 from gateway.agents.context import context_env, issue_run_token, prompt_for
 from gateway.agents.diffs import diff_trees, save_diff, snapshot
 from gateway.agents.inbound import InboundRouter
+from gateway.agents.invocation import cli_argv
 from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, get_runtime

@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.agents.cli import cli_argv
+from gateway.agents.invocation import cli_argv
 from gateway.sessions import parse_key
 
 if TYPE_CHECKING:

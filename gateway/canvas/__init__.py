@@ -4,6 +4,6 @@ from gateway.capabilities import Capability
 
 CAPABILITY = Capability(
     "canvas",
-    start="gateway.canvas.service:start",
+    start="gateway.canvas.checks:start",
 )
 """What this capability adds to the gateway (``gateway.capabilities``)."""

@@ -8,8 +8,6 @@ import pkgutil
 
 __all__ = ["load_all"]
 
-CORE_METHODS: list[str] = ["gateway.devices.methods"]
-"""Method modules of core subpackages (nodes: ``node.*``)."""
 
 _loaded = False
 
@@ -23,6 +21,6 @@ def load_all() -> None:
         importlib.import_module(f"{__name__}.{info.name}")
     from gateway.capabilities import declared
 
-    for name in [*CORE_METHODS, *(m for capability in declared() for m in capability.methods)]:
+    for name in (m for capability in declared() for m in capability.methods):
         importlib.import_module(name)
     _loaded = True

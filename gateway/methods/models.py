@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from gateway.agents.cli import cli_facts
+from gateway.agents.invocation import cli_facts
 from gateway.rpc import READ, CallContext, Params, method
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 The decision itself (``decide``) is a pure function of the channel's policy config, the message and
 whether the sender was approved through pairing, so it is easy to read and to test. Pairing
-requests and approved senders are stored beside it (``gateway.platforms.pairing``).
+requests and approved senders are stored beside it (``gateway.platforms.sender_pairing``).
 
 Policies (per channel, ``channels.<name>``):
 - ``dmPolicy``: ``pairing`` (default; an unknown sender gets a short code the owner approves),

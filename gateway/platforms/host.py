@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.platforms import pairing
+from gateway.platforms import sender_pairing
 from gateway.platforms.history import MessageLog
 from gateway.platforms.inbound import InboundDoor
 from gateway.platforms.journal import InboundJournal
@@ -88,7 +88,7 @@ class PlatformHost:
 
     async def is_approved(self, channel: str, sender_id: str) -> bool:
         """Whether the owner approved this sender through pairing (e.g. to accept a room invitation)."""
-        return await pairing.is_approved(self._gw.db, channel, sender_id)
+        return await sender_pairing.is_approved(self._gw.db, channel, sender_id)
 
     async def _send_text(self, channel: str, account_id: str | None, to: str, text: str, **kwargs: Any) -> list[Sent]:
         platforms = self._gw.platforms

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from gateway.platforms import access, pairing
+from gateway.platforms import access, sender_pairing
 from gateway.platforms.history import MessageLog
 from gateway.platforms.messages import Inbound, Sent
 from gateway.store import Database
@@ -93,7 +93,7 @@ class InboundDoor:
         cfg = access.access_config(channel_section(config, msg.channel))
         owner = access.is_owner(cfg, config.channels.ownerAllowFrom, msg)
         approved = (msg.chat_type == "dm" and not owner
-                    and await pairing.is_approved(self._db, msg.channel, msg.sender_id))
+                    and await sender_pairing.is_approved(self._db, msg.channel, msg.sender_id))
         decision = access.decide(cfg, msg, owner=owner, approved=approved)
         log.info("inbound", channel=msg.channel, account=msg.account_id, chat=msg.chat_id, sender=msg.sender_id,
                  action=decision.action, reason=decision.reason, owner=decision.is_owner)
@@ -104,7 +104,7 @@ class InboundDoor:
         return decision
 
     async def _offer_pairing(self, msg: Inbound) -> None:
-        got = await pairing.request_code(self._db, msg)
+        got = await sender_pairing.request_code(self._db, msg)
         if got is None:
             log.warning("too many pending pairing requests; ignoring sender", channel=msg.channel)
             return

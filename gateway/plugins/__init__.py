@@ -23,7 +23,7 @@ __all__ = ["Database", "PluginApi", "ToolContext", "ToolFailed", "image", "text"
 
 if TYPE_CHECKING:
     from gateway.plugins.api import PluginApi, ToolContext, image, text
-    from gateway.plugins.service import ToolFailed
+    from gateway.plugins.manager import ToolFailed
     from gateway.store import Database
 
 
@@ -38,14 +38,14 @@ def __getattr__(name: str) -> Any:
 
         return Database
     if name == "ToolFailed":
-        from gateway.plugins.service import ToolFailed
+        from gateway.plugins.manager import ToolFailed
 
         return ToolFailed
     raise AttributeError(name)
 
 CAPABILITY = Capability(
     "plugins",
-    start="gateway.plugins.service:start",
+    start="gateway.plugins.manager:start",
     methods=("gateway.plugins.methods",),
 )
 """What this capability adds to the gateway (``gateway.capabilities``)."""

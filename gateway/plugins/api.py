@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from gateway.config import Config
+    from gateway.plugins.manager import PluginManager
     from gateway.plugins.manifest import PluginManifest
-    from gateway.plugins.service import PluginManager
     from gateway.store import Database
 
 __all__ = ["PluginApi", "PluginMethod", "PluginService", "PluginTool", "Registration", "ToolContext", "image",

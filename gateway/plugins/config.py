@@ -1,7 +1,7 @@
 """The ``plugins`` config section: which plugins run, and each one's own settings.
 
 A plugin's ``config`` is free-form here; it is checked against the JSON Schema in the plugin's manifest
-when the plugin loads and whenever the config changes (``gateway.plugins.service``), so an error names the
+when the plugin loads and whenever the config changes (``gateway.plugins.manager``), so an error names the
 path inside ``plugins.entries.<id>.config``.
 """
 

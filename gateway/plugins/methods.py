@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from gateway.config.reload import apply_committed
-from gateway.plugins.service import PLUGINS, PluginManager
+from gateway.plugins.manager import PLUGINS, PluginManager
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 

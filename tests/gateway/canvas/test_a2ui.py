@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.canvas.a2ui import A2UIError, parse_jsonl, validate_messages
-from gateway.canvas.host import page_html
+from gateway.canvas.page import page_html
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "gateway" / "canvas" / "examples"
 BEGIN = '{"beginRendering": {"surfaceId": "main", "root": "root"}}'

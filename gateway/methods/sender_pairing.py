@@ -18,11 +18,11 @@ from typing import Annotated, Any
 import structlog
 from pydantic import Field, model_validator
 
-from gateway.platforms import pairing
+from gateway.platforms import sender_pairing
 from gateway.platforms.interface import ChatPlatforms
 from gateway.rpc import PAIRING, READ, CallContext, Params, method
 
-log = structlog.get_logger("gateway.methods.pairing")
+log = structlog.get_logger("gateway.methods.sender_pairing")
 
 ChannelName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$",
                                    description="e.g. telegram")]
@@ -77,7 +77,7 @@ def _request(r: dict[str, Any]) -> dict[str, Any]:
 @method("channels.pairing.list", params=PairingListParams, scope=PAIRING, aliases=("pairing.list",))
 async def pairing_list(p: PairingListParams, ctx: CallContext) -> dict[str, Any]:
     """Pending sender pairing requests (unexpired), oldest first, and the accounts that can have them."""
-    rows = await pairing.list_requests(ctx.db, p.channel)
+    rows = await sender_pairing.list_requests(ctx.db, p.channel)
     if p.accountId:
         rows = [r for r in rows if r["accountId"] == p.accountId]
     running = ctx.gateway.platforms.describe() if ctx.gateway.platforms is not None else []
@@ -85,14 +85,15 @@ async def pairing_list(p: PairingListParams, ctx: CallContext) -> dict[str, Any]
                  "notifySupported": True} for a in running
                 if (not p.channel or a["channel"] == p.channel) and (not p.accountId or a["accountId"] == p.accountId)]
     return {"accounts": accounts, "requests": [_request(r) for r in rows], "commandOwnerConfigured": True,
-            "limits": {"pendingPerAccount": pairing.MAX_PENDING_PER_CHANNEL,
-                       "ttlMs": int(pairing.PAIRING_TTL.total_seconds() * 1000)}}
+            "limits": {"pendingPerAccount": sender_pairing.MAX_PENDING_PER_CHANNEL,
+                       "ttlMs": int(sender_pairing.PAIRING_TTL.total_seconds() * 1000)}}
 
 
 async def _tell_approved(platforms: ChatPlatforms, request: dict[str, Any]) -> bool:
     """Tell a newly approved sender on their channel (best effort); whether it reached them."""
     try:
-        await platforms.send_text(request["channel"], request["accountId"], request["chatId"], pairing.APPROVED_TEXT)
+        await platforms.send_text(request["channel"], request["accountId"], request["chatId"],
+                                  sender_pairing.APPROVED_TEXT)
     except Exception as exc:
         log.warning("cannot notify approved sender", channel=request["channel"], error=str(exc))
         return False
@@ -104,7 +105,7 @@ async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str
     """Let the sender behind the code talk to the agent; they are told so on their channel (unless
     ``notify: false``). Answers OpenClaw's ``{requestId, senderId, notification, commandOwnerBootstrap}``."""
     platforms = ctx.platforms
-    request = await pairing.approve(ctx.db, p.channel, p.the_code)
+    request = await sender_pairing.approve(ctx.db, p.channel, p.the_code)
     notification = "not-requested"
     if p.notify:
         notification = "sent" if await _tell_approved(platforms, request) else "failed"
@@ -115,7 +116,7 @@ async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str
 @method("channels.pairing.reject", params=PairingResolveParams, scope=PAIRING, aliases=("pairing.reject",))
 async def pairing_reject(p: PairingResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Refuse a pending request (the sender gets nothing; a later message asks again)."""
-    request = await pairing.reject(ctx.db, p.channel, p.the_code)
+    request = await sender_pairing.reject(ctx.db, p.channel, p.the_code)
     return {"ok": True, "rejected": request}
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import Route
 
 from gateway.canvas import a2ui
-from gateway.canvas.host import PATH, canvas_page
+from gateway.canvas.page import PATH, canvas_page
 from gateway.protocol import InvalidRequest
 
 if TYPE_CHECKING:
