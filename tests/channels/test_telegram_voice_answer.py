@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gateway.voice import codec
-from tests.gateway.test_approvals_chat import edited, route, said, sent
+from tests.gateway.approvals.test_approvals_chat import edited, route, said, sent
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, telegram_gateway

@@ -16,7 +16,7 @@ import pytest
 
 from gateway.config import ConfigError, validate
 from gateway.sessions import inbound_key
-from tests.gateway.test_approvals_chat import edited, route, said, sent
+from tests.gateway.approvals.test_approvals_chat import edited, route, said, sent
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support.fake_telegram import FakeTelegram, module_fake, telegram_gateway
