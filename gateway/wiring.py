@@ -34,13 +34,32 @@ CORE: list[str] = [
     "gateway.sessions",
     "gateway.runs.queue",
     "gateway.runs.replicas",
-    "gateway.agents.executor",
+    "agents",
     "gateway.devices.service",
 ]
 
 
+async def _start_agents(gw: Gateway) -> None:
+    """The executor: it runs the queue's turns and takes the chats' allowed messages."""
+    from gateway.agents.executor import AgentExecutor
+
+    executor = AgentExecutor(db=gw.db, config=gw.config_store, state_dir=gw.state_dir, replica_id=gw.replica_id,
+                             sessions=gw.sessions, runs=gw.runs, run_tokens=gw.run_tokens, hooks=gw.hooks,
+                             services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,
+                             listen=lambda: gw.listen)
+    gw.agents = executor
+    gw.runs.executor = executor.execute
+    gw.runs.after_run = executor.after_run
+
+
+_BUILT_HERE = {"agents": _start_agents}
+
+
 async def start_all(gateway: Gateway) -> None:
     for name in CORE:
+        if name in _BUILT_HERE:
+            await _BUILT_HERE[name](gateway)
+            continue
         module = importlib.import_module(name)
         await module.start(gateway)
     host = CapabilityHost(gateway)

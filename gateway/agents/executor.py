@@ -57,10 +57,19 @@ from gateway.store.transcripts import SessionRepo
 from gateway.store.usage import UsageRepo
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
-    from gateway.platforms.interface import ProgressSink
+    from collections.abc import Callable
 
-__all__ = ["AgentExecutor", "start"]
+    from gateway.agents.tokens import RunTokens
+    from gateway.capabilities import Broadcast
+    from gateway.config import ConfigStore
+    from gateway.hooks import HookRunner
+    from gateway.platforms.interface import ChatPlatforms, ProgressSink
+    from gateway.runs import RunQueue
+    from gateway.services import Services
+    from gateway.sessions import SessionsService
+    from gateway.store import Database
+
+__all__ = ["AgentExecutor"]
 
 log = structlog.get_logger("gateway.agents")
 
@@ -77,15 +86,34 @@ def _steer_into(feed: StdinFeed, runtime: Runtime) -> Callable[[str], bool]:
 class AgentExecutor:
     """Runs agent turns for the run queue and delivers their results to chats."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
-        self.inbound = InboundRouter(gateway)
+    def __init__(self, *, db: Database, config: ConfigStore, state_dir: Path, replica_id: str,
+                 sessions: SessionsService, runs: RunQueue, run_tokens: RunTokens, hooks: HookRunner,
+                 services: Services, broadcast: Broadcast, platforms: Callable[[], ChatPlatforms | None],
+                 listen: Callable[[], tuple[str, int]]) -> None:
+        self._db = db
+        self._config = config
+        self._state_dir = state_dir
+        self._replica_id = replica_id
+        """Whose outbox rows this process's replies are (``gateway.agents.outbox``)."""
+        self._sessions = sessions
+        self._runs = runs
+        self._run_tokens = run_tokens
+        self._hooks = hooks
+        self._services = services
+        """The capabilities' services: voice, approvals, plugin tools (``gateway.ports``), when they started."""
+        self._broadcast = broadcast
+        self._platforms = platforms
+        """The chat platforms, once attached (they start after the executor)."""
+        self._listen = listen
+        """Where the gateway listens (the shim's address), known once the server is bound."""
+        self.inbound = InboundRouter(self, db=db, config=config, sessions=sessions, runs=runs, hooks=hooks,
+                                     services=services, state_dir=state_dir)
         self._notes: dict[str, ProgressSink] = {}
         """The progress note of each session's running turn (told when the run waits for its person)."""
         self.root = Path(tempfile.gettempdir()) / "remoteclaw-runs"
         # One folder per gateway (per state dir): two gateways on one machine may hold the same session key,
         # and each removes its workspace after every turn.
-        state_id = hashlib.sha256(str(gateway.state_dir.resolve()).encode()).hexdigest()[:12]
+        state_id = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
         self.runs_dir = self.root / state_id
         self._diff_files: dict[str, Path] = {}  # run id -> its turn's .diff, until after_run sends it
 
@@ -93,7 +121,7 @@ class AgentExecutor:
 
     async def typing(self, origin: Origin) -> float | None:
         """Show the typing indicator once; returns how long the platform keeps showing it."""
-        platforms = self.gw.platforms
+        platforms = self._platforms()
         if platforms is None:
             return None
         try:
@@ -119,8 +147,8 @@ class AgentExecutor:
     def _progress_note(self, run: Run) -> ProgressSink | None:
         """A progress note for a channel turn whose channel can edit and delete messages, if enabled."""
         origin = run.last.origin
-        platforms = self.gw.platforms
-        if origin is None or not run.last.deliver or platforms is None or not self.gw.config.messages.progress:
+        platforms = self._platforms()
+        if origin is None or not run.last.deliver or platforms is None or not self._config.config.messages.progress:
             return None
         try:
             return platforms.progress_note(origin)
@@ -129,10 +157,10 @@ class AgentExecutor:
 
     async def _idle_expired(self, key: str) -> bool:
         """Whether ``session.idleMinutes`` have passed since the session's last turn ended."""
-        idle = self.gw.config.session.idleMinutes
+        idle = self._config.config.session.idleMinutes
         if not idle:
             return False
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             last = await SessionRepo.last_run_end(s, key)
         if last is None:
             return False
@@ -145,28 +173,27 @@ class AgentExecutor:
     async def handoff_place(self, session_key: str) -> tuple[Path, Path]:
         """Where the session's turns run (its project folder or worktree, else the private path the executor
         uses) and its state dir: what ``/handoff`` needs to resume the CLI's session by hand."""
-        agent = self.gw.sessions.agent(parse_key(session_key)[0], field="sessionKey")
-        row = await self.gw.sessions.get(session_key)
+        agent = self._sessions.agent(parse_key(session_key)[0], field="sessionKey")
+        row = await self._sessions.get(session_key)
         workdir = await resolve_workdir(agent, row.project if row is not None else None, session_key)
         private = self.workspace_for(session_key)
-        return (workdir.path if workdir is not None else private), self.gw.state_dir / "runtimes" / private.name
+        return (workdir.path if workdir is not None else private), self._state_dir / "runtimes" / private.name
 
     def workspace_for(self, session_key: str) -> Path:
         """A stable path per session (removed after each run): CLIs file their resumable sessions by cwd."""
         return self.runs_dir / hashlib.sha256(session_key.encode()).hexdigest()[:20]
 
     async def execute(self, run: Run) -> RunOutcome:
-        gw = self.gw
-        agent = gw.sessions.agent(run.agent_id, field="sessionKey")
+        agent = self._sessions.agent(run.agent_id, field="sessionKey")
         runtime = get_runtime(agent.runtime)
         run.answer_facts = {"agentId": agent.id, "runtime": runtime.name, "cli": cli_argv(agent)[0]}
         if agent.model:
             run.answer_facts["model"] = agent.model
-        refused = await budget_refusal(gw.db, agent)
+        refused = await budget_refusal(self._db, agent)
         if refused is not None:  # before any process starts: a spent budget costs nothing more
             log.info("turn refused: daily budget reached", session_key=run.session_key, agent_id=agent.id)
             return RunOutcome(status="error", error=refused)
-        row = await gw.sessions.get(run.session_key)
+        row = await self._sessions.get(run.session_key)
         resume_id = row.cli_session(runtime.name) if row is not None else None
         if resume_id and await self._idle_expired(run.session_key):
             log.info("session idle: starting a fresh conversation", session_key=run.session_key)
@@ -192,7 +219,7 @@ class AgentExecutor:
         if any(req.files for req in run.requests):
             await asyncio.to_thread(copy_attachments, run, scratch / ATTACHMENTS_DIR)
         before = await self._snapshot(workdir)
-        token = issue_run_token(gw.run_tokens, run)
+        token = issue_run_token(self._run_tokens, run)
         tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
         started = time.monotonic()
         stream: RunStream | None = None
@@ -200,20 +227,20 @@ class AgentExecutor:
         progress: ProgressSink | None = None
         try:  # from the moment the token exists it must be revoked, whatever happens next
             # The plugin tools, handed over in a file: the shim lists them without asking the gateway at start.
-            plugins = gw.services.find(PLUGIN_TOOLS)
+            plugins = self._services.find(PLUGIN_TOOLS)
             listing = plugins.tool_listing(run.agent_id) if plugins is not None else {"tools": []}
             tools_path.write_bytes(orjson.dumps(listing))
             prompt = prompt_for(run)
             if scratch != workspace:  # the prompt names attachments by their place in the workspace
                 prompt = _ATTACHMENT_NOTE.sub(rf"\1{PRIVATE_DIR}/{ATTACHMENTS_DIR}/", prompt)
-            if gw.hooks.has("before_agent_start"):
-                decided = await gw.hooks.decide("before_agent_start", {
+            if self._hooks.has("before_agent_start"):
+                decided = await self._hooks.decide("before_agent_start", {
                     "sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id, "prompt": prompt,
                     "channel": run.last.origin.channel if run.last.origin else None, "isOwner": run.is_owner})
                 extra = decided.get("prependContext")
                 if isinstance(extra, str) and extra.strip():
                     prompt = f"{extra.strip()}\n\n{prompt}"
-            ctx_env = context_env(run, agent=agent, config=gw.config, listen=gw.listen, fx_path=fx_path,
+            ctx_env = context_env(run, agent=agent, config=self._config.config, listen=self._listen(), fx_path=fx_path,
                                   token=token)
             ctx_env["REMOTECLAW_PLUGIN_TOOLS_FILE"] = str(tools_path)
             spec = RunSpec(
@@ -224,13 +251,13 @@ class AgentExecutor:
                 workspace=workspace,
                 mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
-                state_dir=gw.state_dir / "runtimes" / self.workspace_for(run.session_key).name,
+                state_dir=self._state_dir / "runtimes" / self.workspace_for(run.session_key).name,
                 permissions=agent.permissions,
             )
             progress = self._progress_note(run)
             if progress is not None:
                 self._notes[run.session_key] = progress
-            stream = RunStream(gw.runs, gw.db, run, progress)
+            stream = RunStream(self._runs, self._db, run, progress)
             origin = run.last.origin
             if origin is not None and run.last.deliver:
                 typing = asyncio.create_task(self._keep_typing(origin), name=f"typing-{run.id}")
@@ -239,22 +266,22 @@ class AgentExecutor:
                 run.spawned_mono = at
 
             feed: StdinFeed | None = None
-            if effective_mode(gw.config, agent.id) == "steer":  # messages sent mid-turn go to this CLI
+            if effective_mode(self._config.config, agent.id) == "steer":  # messages sent mid-turn go to this CLI
                 spec.steer, feed = True, StdinFeed()
                 run.steer = _steer_into(feed, runtime)
             res = await run_turn(runtime, spec, stream.on_event,
-                                 no_output_timeout=gw.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn,
+                                 no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn,
                                  feed=feed)
         finally:  # what must happen comes first, without an await that a cancellation could cut short
             run.steer = None
             if typing is not None:
                 typing.cancel()
-            gw.run_tokens.revoke(token)
+            self._run_tokens.revoke(token)
             run.side_effects = read_effects(fx_path)
             shutil.rmtree(scratch, ignore_errors=True)  # the throw-away workspace, or .remoteclaw/ in a project
             fx_path.unlink(missing_ok=True)
             tools_path.unlink(missing_ok=True)
-            approvals = gw.services.find(RUN_WATCHERS)
+            approvals = self._services.find(RUN_WATCHERS)
             if approvals is not None:  # a decision arriving after this is refused: the run has ended
                 await approvals.run_ended(run.session_key)
             if progress is not None:
@@ -263,7 +290,7 @@ class AgentExecutor:
                 await progress.close()
             if stream is not None:
                 await stream.save()
-        async with gw.db.session() as s:
+        async with self._db.session() as s:
             if res.retried_fresh:
                 await SessionRepo.forget_cli_session(s, run.session_key, runtime.name)
             await SessionRepo.record_usage(s, run.session_key, runtime=runtime.name,
@@ -287,7 +314,7 @@ class AgentExecutor:
                                                     meta=dict(run.answer_facts))
                 await s.flush()
                 run.answer_entry_id = entry.id
-        gw.hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
+        self._hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
                                     "ok": res.ok, "reply": res.reply if res.ok else None, "error": res.error,
                                     "durationMs": round((time.monotonic() - started) * 1000)})
         if not res.ok:
@@ -317,7 +344,7 @@ class AgentExecutor:
             return None
         if diff.empty:
             return None
-        path = await asyncio.to_thread(save_diff, self.gw.state_dir, run.session_key, diff)
+        path = await asyncio.to_thread(save_diff, self._state_dir, run.session_key, diff)
         self._diff_files[run.id] = path
         text = diff.text if len(diff.text) <= MAX_PAGE_DIFF else diff.text[:MAX_PAGE_DIFF] + "\n… (cut)\n"
         return {"summary": diff.summary(), "files": diff.files, "added": diff.added, "removed": diff.removed,
@@ -344,7 +371,7 @@ class AgentExecutor:
             await self._record_failure(run)
         origin = run.last.origin
         if run.last.source == "chat" and not run.last.deliver:  # the web chat page (or an API client) watches
-            voice = self.gw.services.find(VOICE)
+            voice = self._services.find(VOICE)
             if run.status == "ok" and voice is not None:
                 await self._speak_to_page(run, voice)
             return
@@ -352,8 +379,7 @@ class AgentExecutor:
             return
         if run.status != "ok":
             why = run.error or "unknown error"
-            await outbox.deliver(self.gw, origin, one_line(f"⚠️ Sorry, that didn't work: {why}"), run.session_key,
-                                 run_id=run.id)
+            await self._deliver(origin, one_line(f"⚠️ Sorry, that didn't work: {why}"), run.session_key, run_id=run.id)
             changed = run.answer_facts.get("diff")
             if diff_file is not None and changed and origin.channel != "webchat":  # what it did before failing
                 await self.send_file(origin, diff_file, run.session_key,
@@ -368,19 +394,25 @@ class AgentExecutor:
             return
         reply_to_id = origin.reply_to_id if reply_to == "current" else reply_to
         speak = False
-        voice = self.gw.services.find(VOICE)
+        voice = self._services.find(VOICE)
         if voice is not None:
             body, speak = await voice.auto_reply(body, inbound_voice=run.last.voice_in)
         # Through the outbox: written down before it is sent, so a crash in between loses no reply.
-        await outbox.deliver(self.gw, origin, body, run.session_key, run_id=run.id, reply_to_id=reply_to_id)
+        await self._deliver(origin, body, run.session_key, run_id=run.id, reply_to_id=reply_to_id)
         if speak and voice is not None:
             await self._speak(origin, body, run, voice)
         if diff_file is not None and origin.channel != "webchat":  # the web chat renders the diff itself
             await self.send_file(origin, diff_file, run.session_key)
 
+    async def _deliver(self, origin: Origin, text: str, session_key: str, *, run_id: str,
+                       reply_to_id: str | None = None) -> int:
+        """Through the outbox: written down (as this replica's) before it is sent."""
+        return await outbox.deliver(self._db, self._replica_id, self._platforms(), origin, text, session_key,
+                                    run_id=run_id, reply_to_id=reply_to_id)
+
     async def send_file(self, origin: Origin, path: Path, session_key: str, caption: str | None = None) -> bool:
         """Attach a file the gateway made (a turn's diff) to the chat behind ``origin``; whether it went."""
-        platforms = self.gw.platforms
+        platforms = self._platforms()
         if platforms is None:
             return False
         try:
@@ -397,7 +429,7 @@ class AgentExecutor:
         text = "stopped" if aborted else (run.error or "the run failed")
         meta: dict[str, object] = {"aborted": True} if aborted else {"error": True}
         try:
-            async with self.gw.db.session() as s:
+            async with self._db.session() as s:
                 if await SessionRepo.get(s, run.session_key) is None:  # the session was deleted under the run
                     return
                 entry = await SessionRepo.add_entry(s, run.session_key, "assistant", text, run_id=run.id,
@@ -420,13 +452,13 @@ class AgentExecutor:
         except (RpcError, OSError) as exc:
             log.warning("spoken reply not made for the web chat", run_id=run.id, error=str(exc))
             return
-        self.gw.broadcast("chat.audio", {"runId": run.id, "sessionKey": run.session_key, "mimeType": speech.mime,
+        self._broadcast("chat.audio", {"runId": run.id, "sessionKey": run.session_key, "mimeType": speech.mime,
                                          "durationS": round(speech.duration_s, 2), "provider": speech.provider,
                                          "base64": base64.b64encode(data).decode()})
 
     async def _speak(self, origin: Origin, text: str, run: Run, voice: Voice) -> None:
         """The reply as a voice message after its text (auto-TTS); a failure costs only the voice."""
-        platforms = self.gw.platforms
+        platforms = self._platforms()
         if platforms is None:
             return
         try:
@@ -440,16 +472,8 @@ class AgentExecutor:
 
     async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int:
         """Send ``text`` to the chat behind ``origin``; how many messages that took (0: no platforms)."""
-        platforms = self.gw.platforms
+        platforms = self._platforms()
         if platforms is None:
             log.warning("no chat platforms on this gateway: reply not delivered", session_key=session_key)
             return 0
         return await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
-
-
-async def start(gateway: Gateway) -> None:
-    """Subsystem entry: the executor becomes the run queue's, and takes inbound chat messages."""
-    executor = AgentExecutor(gateway)
-    gateway.agents = executor
-    gateway.runs.executor = executor.execute
-    gateway.runs.after_run = executor.after_run

@@ -18,21 +18,27 @@ from gateway.agents.invocation import cli_argv
 from gateway.sessions import parse_key
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from collections.abc import Awaitable, Callable
+    from pathlib import Path
+
+    from gateway.sessions import SessionsService
+
+    HandoffPlace = Callable[[str], Awaitable[tuple[Path, Path]]]
+    """``AgentExecutor.handoff_place``: a session's workspace and its runtime state folder."""
 
 __all__ = ["handoff", "handoff_command"]
 
 
-async def handoff(gw: Gateway, key: str) -> dict[str, str | None] | None:
+async def handoff(sessions: SessionsService, place: HandoffPlace, key: str) -> dict[str, str | None] | None:
     """``{runtime, sessionId, cwd, command}`` for session ``key`` (``command`` None for a runtime without a line),
     or None before the CLI has a session. May prepare the session's project worktree, as its next turn would;
     raises ``GitError``/``OSError`` when that fails."""
-    agent = gw.sessions.agent(parse_key(key)[0], field="key")
-    row = await gw.sessions.get(key)
+    agent = sessions.agent(parse_key(key)[0], field="key")
+    row = await sessions.get(key)
     resume_id = row.cli_session(agent.runtime) if row is not None else None
     if not resume_id:
         return None
-    workspace, state_dir = await gw.agents.handoff_place(key)
+    workspace, state_dir = await place(key)
     return {
         "runtime": agent.runtime,
         "sessionId": resume_id,

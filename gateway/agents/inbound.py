@@ -25,8 +25,14 @@ from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.agents.executor import AgentExecutor
+    from gateway.config import ConfigStore
+    from gateway.hooks import HookRunner
     from gateway.platforms.messages import Inbound
+    from gateway.runs import RunQueue
+    from gateway.services import Services
+    from gateway.sessions import SessionsService
+    from gateway.store import Database
 
 __all__ = ["InboundRouter"]
 
@@ -36,24 +42,32 @@ log = structlog.get_logger("gateway.agents")
 class InboundRouter:
     """Turns allowed chat messages into run requests (or command answers) for one gateway."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
+    def __init__(self, agents: AgentExecutor, *, db: Database, config: ConfigStore, sessions: SessionsService,
+                 runs: RunQueue, hooks: HookRunner, services: Services, state_dir: Path) -> None:
+        self._agents = agents
+        """The executor: answers (``notify``), typing, files it made, where a session's CLI works."""
+        self._db = db
+        self._config = config
+        self._sessions = sessions
+        self._runs = runs
+        self._hooks = hooks
+        self._services = services
+        self._state_dir = state_dir
 
     async def handle(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None) -> None:
         """Queue a run for a message the platform already let through (access and owner decided)."""
-        gw = self.gw
-        agent = gw.sessions.agent(None)
-        key = inbound_key(agent.id, gw.config.session.dmScope, channel=msg.channel,
+        agent = self._sessions.agent(None)
+        key = inbound_key(agent.id, self._config.config.session.dmScope, channel=msg.channel,
                           account_id=msg.account_id, chat_type=msg.chat_type, chat_id=msg.chat_id,
                           sender_id=msg.sender_id, thread_id=msg.thread_id)
-        await gw.sessions.ensure(key, channel=msg.channel, account_id=msg.account_id, peer_id=msg.chat_id,
+        await self._sessions.ensure(key, channel=msg.channel, account_id=msg.account_id, peer_id=msg.chat_id,
                                  chat_type=msg.chat_type, thread_id=msg.thread_id)
-        async with gw.db.session() as s:  # remember the latest route: where deliver:true replies go
+        async with self._db.session() as s:  # remember the latest route: where deliver:true replies go
             row = await SessionRepo.get(s, key)
             if row is not None:
                 row.channel, row.account_id, row.peer_id = msg.channel, msg.account_id, msg.chat_id
                 row.chat_type, row.thread_id = msg.chat_type, msg.thread_id
-        gw.hooks.fire("message_received", {
+        self._hooks.fire("message_received", {
             "channel": msg.channel, "accountId": msg.account_id, "chatId": msg.chat_id, "chatType": msg.chat_type,
             "from": msg.sender_id, "senderName": msg.sender_name, "messageId": msg.message_id, "content": msg.text,
             "sessionKey": key, "isOwner": is_owner})
@@ -61,7 +75,7 @@ class InboundRouter:
                         thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id,
                         sender_name=msg.sender_name)
         text = msg.text
-        chat = gw.services.find(CHAT_DECISIONS)
+        chat = self._services.find(CHAT_DECISIONS)
         if chat is not None:  # /approve, or the answer to a pending question: never reaches the agent
             if msg.media and not text.strip() and chat.awaits_answer(key, is_owner=is_owner,
                                                                      chat_type=msg.chat_type):
@@ -73,16 +87,16 @@ class InboundRouter:
                                        chat_type=msg.chat_type)
             if answer is not None:
                 if answer:
-                    await gw.agents.notify(origin, answer, key)
+                    await self._agents.notify(origin, answer, key)
                 return
-        command = commands.parse(text) if gw.config.messages.commands else None
+        command = commands.parse(text) if self._config.config.messages.commands else None
         if command is not None:
             cmd, rest = command
             log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
             if cmd.name in ("project", "diff"):
-                await gw.agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
+                await self._agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
                 return
-            await gw.agents.notify(origin, await self._answer_command(cmd, key, rest), key)
+            await self._agents.notify(origin, await self._answer_command(cmd, key, rest), key)
             if cmd.name != "new" or not (rest or msg.media):
                 return
             text = rest  # "/new <text>": the first message of the new conversation
@@ -100,17 +114,17 @@ class InboundRouter:
                 text += await self._transcript(m.path, origin, key)
         if msg.chat_type != "dm" and msg.sender_name:
             text = f"[{msg.sender_name}] {text}"
-        await gw.runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="channel",
+        await self._runs.submit(RunRequest(session_key=key, agent_id=agent.id, message=text, source="channel",
                                         is_owner=is_owner, tool_profile=tool_profile, origin=origin,
                                         deliver=True, files=tuple(files), inbound=msg.ref, voice_in=voice_in))
-        await gw.agents.typing(origin)
+        await self._agents.typing(origin)
 
     async def _spoken_answer(self, msg: Inbound, origin: Origin, key: str) -> str | None:
         """The words of a voice note sent while a question waits for its sender: they are the free answer.
         "" when there is nothing to hear (not a voice note, speech to text off): the message stays a message.
         None when it could not be heard: the person is told to type the answer, and nothing else happens."""
         voice = next((m for m in msg.media if m.kind in ("voice", "audio") and m.path), None)
-        speech = self.gw.services.find(VOICE)
+        speech = self._services.find(VOICE)
         if voice is None or voice.path is None or speech is None:
             return ""
         heard, why = await speech.listen(voice.path)
@@ -118,35 +132,34 @@ class InboundRouter:
             return ""
         if heard is not None and heard.text.strip():
             return heard.text.strip()
-        await self.gw.agents.notify(origin, f"⚠️ I could not take your voice message as the answer "
+        await self._agents.notify(origin, f"⚠️ I could not take your voice message as the answer "
                                             f"({why or 'no words recognised'}); please type it.", key)
         return None
 
     async def _transcript(self, path: str, origin: Origin, key: str) -> str:
         """The words of a voice message for the prompt; a failure is told to the user (the message still goes
         through, with the audio in the workspace)."""
-        voice = self.gw.services.find(VOICE)
+        voice = self._services.find(VOICE)
         if voice is None:
             return ""
         note, error = await voice.hear(path)
         if error:
-            await self.gw.agents.notify(origin, f"⚠️ I could not transcribe your voice message ({error}); "
+            await self._agents.notify(origin, f"⚠️ I could not transcribe your voice message ({error}); "
                                                 "the agent gets the audio file instead.", key)
         return note
 
     async def _answer_command(self, cmd: commands.Command, key: str, rest: str = "") -> str:
-        gw = self.gw
         if cmd.name == "queue":
             return self._queue_text(key, rest)
         if cmd.name == "usage":
-            return await usage_text(gw.db, key, gw.sessions.agent(parse_key(key)[0]))
+            return await usage_text(self._db, key, self._sessions.agent(parse_key(key)[0]))
         if cmd.name == "handoff":
             return await self._handoff_text(key)
         if cmd.name == "stop":
-            stopped, _forwarded = await gw.runs.abort_everywhere(key)
+            stopped, _forwarded = await self._runs.abort_everywhere(key)
             return "⏹ Stopped." if stopped else "Nothing is running."
         if cmd.name == "new":
-            await gw.sessions.reset(key)
+            await self._sessions.reset(key)
             return "🆕 New conversation: the agent starts fresh."
         if cmd.name == "status":
             return await self._status_text(key)
@@ -155,7 +168,7 @@ class InboundRouter:
     async def _handoff_text(self, key: str) -> str:
         """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
         try:
-            found = await handoff(self.gw, key)
+            found = await handoff(self._sessions, self._agents.handoff_place, key)
         except (GitError, OSError) as exc:
             return f"The project's folder could not be prepared: {exc}"
         if found is None:
@@ -169,11 +182,11 @@ class InboundRouter:
     def _queue_text(self, key: str, rest: str) -> str:
         """``/queue``: what waits for the next turn; ``/queue clear``: drop it."""
         if rest.lower() == "clear":
-            dropped = self.gw.runs.clear_waiting(key)
+            dropped = self._runs.clear_waiting(key)
             return f"🗑 Dropped {dropped} waiting message(s)." if dropped else "Nothing is waiting."
         if rest:
             return "Usage: /queue shows what waits; /queue clear drops it."
-        waiting = self.gw.runs.waiting(key)
+        waiting = self._runs.waiting(key)
         if not waiting:
             return "Nothing is waiting."
         shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
@@ -181,13 +194,14 @@ class InboundRouter:
 
     async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
         """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""
-        agent = self.gw.sessions.agent(None)
+        agent = self._sessions.agent(None)
         if cmd.name == "project":
-            return await project_commands.answer_project(self.gw, agent, key, rest)
-        return await project_commands.answer_diff(self.gw, agent, key, rest, origin)
+            return await project_commands.answer_project(self._db, agent, key, rest)
+        return await project_commands.answer_diff(self._db, self._state_dir, self._agents.send_file, agent, key, rest,
+                                                 origin)
 
     async def _status_text(self, key: str) -> str:
-        st = await self.gw.sessions.status(key)
+        st = await self._sessions.status(key)
         run = st["run"]
         doing = "idle"
         if run["active"]:

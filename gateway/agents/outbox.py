@@ -23,7 +23,8 @@ from gateway.store.messages import ChannelMessage
 from gateway.store.models import Base
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.platforms.interface import ChatPlatforms
+    from gateway.store import Database
 
 __all__ = ["KEEP_SENT_MS", "REDELIVER_WITHIN_MS", "OutboxRow", "deliver", "redeliver"]
 
@@ -56,15 +57,15 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def deliver(gateway: Gateway, origin: Origin, text: str, session_key: str, *, run_id: str | None = None,
-                  reply_to_id: str | None = None) -> int:
-    """Write the reply down, send it, mark it sent; how many messages that took (0: no platforms)."""
-    platforms = gateway.platforms
+async def deliver(db: Database, replica_id: str, platforms: ChatPlatforms | None, origin: Origin, text: str,
+                  session_key: str, *, run_id: str | None = None, reply_to_id: str | None = None) -> int:
+    """Write the reply down (as this replica's), send it, mark it sent; how many messages that took (0: no
+    platforms)."""
     if platforms is None:
         log.warning("no chat platforms on this gateway: reply not delivered", session_key=session_key)
         return 0
-    async with gateway.db.session() as s:
-        row = OutboxRow(replica_id=gateway.replica_id, session_key=session_key, run_id=run_id,
+    async with db.session() as s:
+        row = OutboxRow(replica_id=replica_id, session_key=session_key, run_id=run_id,
                         origin=orjson.dumps(dataclasses.asdict(origin)).decode(), text=text,
                         reply_to_id=reply_to_id, created_at=_now_ms())
         s.add(row)
@@ -73,7 +74,7 @@ async def deliver(gateway: Gateway, origin: Origin, text: str, session_key: str,
     sent = await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
     global _deliveries
     _deliveries += 1
-    async with gateway.db.session() as s:
+    async with db.session() as s:
         await s.execute(update(OutboxRow).where(OutboxRow.id == row_id).values(sent_at=_now_ms()))
         if _deliveries % 200 == 1:
             await _prune(s)
@@ -85,21 +86,20 @@ async def _prune(s: Any) -> None:
                                             OutboxRow.sent_at < _now_ms() - KEEP_SENT_MS))
 
 
-async def redeliver(gateway: Gateway) -> int:
+async def redeliver(db: Database, replica_id: str, platforms: ChatPlatforms | None) -> int:
     """Send what this replica's previous process left in the outbox; how many replies went out."""
-    platforms = gateway.platforms
     if platforms is None:
         return 0
-    async with gateway.db.session() as s:
+    async with db.session() as s:
         rows = list((await s.execute(select(OutboxRow).where(
-            OutboxRow.replica_id == gateway.replica_id, OutboxRow.sent_at.is_(None)).order_by(OutboxRow.id)))
+            OutboxRow.replica_id == replica_id, OutboxRow.sent_at.is_(None)).order_by(OutboxRow.id)))
             .scalars())
     sent = 0
     for row in rows:
         origin = Origin(**orjson.loads(row.origin))
         if _now_ms() - row.created_at > REDELIVER_WITHIN_MS:
             log.warning("an unsent reply is too old to deliver now", session_key=row.session_key, run_id=row.run_id)
-        elif not await _already_sent(gateway, row, origin):
+        elif not await _already_sent(db, row, origin):
             try:
                 await platforms.deliver(origin, row.text, row.session_key, reply_to_id=row.reply_to_id)
                 sent += 1
@@ -107,20 +107,20 @@ async def redeliver(gateway: Gateway) -> int:
                 log.warning("an unsent reply could not be delivered after a restart", session_key=row.session_key,
                             error=str(exc))
                 continue
-        async with gateway.db.session() as s:
+        async with db.session() as s:
             await s.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(sent_at=_now_ms()))
     if rows:
         log.info("delivered the replies a crash left unsent", replies=sent, checked=len(rows))
     return sent
 
 
-async def _already_sent(gateway: Gateway, row: OutboxRow, origin: Origin) -> bool:
+async def _already_sent(db: Database, row: OutboxRow, origin: Origin) -> bool:
     """The same text went to the same chat after the row was written (the crash came between send and mark)."""
     from datetime import UTC, datetime
 
     since = datetime.fromtimestamp(row.created_at / 1000, UTC)
     first_piece = row.text[:200]
-    async with gateway.db.session() as s:
+    async with db.session() as s:
         found: Any = await s.scalar(select(ChannelMessage.id).where(
             ChannelMessage.channel == origin.channel, ChannelMessage.chat_id == origin.to,
             ChannelMessage.direction == "out", ChannelMessage.ts >= since,

@@ -12,6 +12,7 @@ could not be resumed in the new folder anyway.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,8 +21,11 @@ from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig
-    from gateway.core import Gateway
     from gateway.runs import Origin
+    from gateway.store import Database
+
+SendFile = Callable[["Origin", Path, str], Awaitable[bool]]
+"""``AgentExecutor.send_file``: a file the gateway made, attached in the chat behind an origin."""
 
 __all__ = ["answer_diff", "answer_project", "no_projects_text", "switch_project"]
 
@@ -34,39 +38,39 @@ def no_projects_text(agent: AgentConfig) -> str:
             "then /project web switches this conversation there (see docs/projects.md).")
 
 
-async def _current(gw: Gateway, key: str) -> str | None:
-    async with gw.db.session() as s:
+async def _current(db: Database, key: str) -> str | None:
+    async with db.session() as s:
         row = await SessionRepo.get(s, key)
         return row.project if row is not None else None
 
 
-async def switch_project(gw: Gateway, key: str, name: str | None) -> None:
+async def switch_project(db: Database, key: str, name: str | None) -> None:
     """Store the session's project and forget its CLI sessions (they belong to the old folder)."""
-    async with gw.db.session() as s:
+    async with db.session() as s:
         row = await SessionRepo.get(s, key)
         if row is not None:
             row.project = name
             row.cli_sessions = "{}"
 
 
-async def answer_project(gw: Gateway, agent: AgentConfig, key: str, arg: str) -> str:
+async def answer_project(db: Database, agent: AgentConfig, key: str, arg: str) -> str:
     """The answer to ``/project [arg]``."""
     if not agent.projects:
         return no_projects_text(agent)
-    current = agent.project(await _current(gw, key))
+    current = agent.project(await _current(db, key))
     word = arg.strip()
     if not word:
         return await _listing(agent, current, key)
     chosen = agent.project(word)
     if chosen is not None:
-        await switch_project(gw, key, chosen.name)
+        await switch_project(db, key, chosen.name)
         where = await projects.describe(agent, chosen.name, key)
         how = ("its own git worktree (made at the first message)" if chosen.worktrees
                else f"{where['path']}" + (f" on branch {where['branch']}" if where["branch"] else ""))
         return f"📁 Now working in {chosen.name}: {how}. The agent starts a fresh conversation there."
     lowered = word.lower()
     if lowered in ("none", "off"):
-        await switch_project(gw, key, None)
+        await switch_project(db, key, None)
         return "📁 No project: each turn runs in a fresh private folder again."
     if lowered == "worktrees":
         return await _worktrees(current)
@@ -118,11 +122,12 @@ async def _remove(current: object, key: str) -> str:
     return f"🗑 Removed {removed}; its branch and commits stay. The next message makes a fresh worktree."
 
 
-async def answer_diff(gw: Gateway, agent: AgentConfig, key: str, arg: str, origin: Origin) -> str:
+async def answer_diff(db: Database, state_dir: Path, send_file: SendFile, agent: AgentConfig, key: str, arg: str,
+                      origin: Origin) -> str:
     """The answer to ``/diff`` (the last turn's) or ``/diff all`` (everything uncommitted); the file is sent to
     the chat, except on the web chat, which gets (the start of) the diff in the answer."""
     if arg.strip().lower() in ("all", "uncommitted"):
-        name = await _current(gw, key)
+        name = await _current(db, key)
         where = await projects.describe(agent, name, key)
         if where["path"] is None:
             return no_projects_text(agent) if not agent.projects else "This conversation has no project."
@@ -137,11 +142,11 @@ async def answer_diff(gw: Gateway, agent: AgentConfig, key: str, arg: str, origi
             return f"⚠️ No diff: {exc}"
         if diff.empty:
             return f"Nothing uncommitted in {name}."
-        path = diffs.save_diff(gw.state_dir, key, diff, name="uncommitted")
+        path = diffs.save_diff(state_dir, key, diff, name="uncommitted")
         summary = f"Uncommitted in {name}: {diff.summary()}"
         text = diff.text
     else:
-        last = diffs.last_diff(gw.state_dir, key)
+        last = diffs.last_diff(state_dir, key)
         if last is None:
             return "No turn has changed files in this conversation yet."
         path = last
@@ -150,5 +155,5 @@ async def answer_diff(gw: Gateway, agent: AgentConfig, key: str, arg: str, origi
     if origin.channel == "webchat":
         shown = text if len(text) <= MAX_INLINE_DIFF else text[:MAX_INLINE_DIFF] + "\n… (cut)"
         return f"{summary}\n```diff\n{shown}\n```"
-    sent = await gw.agents.send_file(origin, path, key)
+    sent = await send_file(origin, path, key)
     return summary if sent else f"{summary}: the file could not be sent."

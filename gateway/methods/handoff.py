@@ -32,7 +32,7 @@ async def sessions_handoff(p: HandoffParams, ctx: CallContext) -> dict[str, Any]
             f"invalid key '{p.key}': expected agent:<agentId>:<name>", details={"field": "key"}
         ) from exc
     try:
-        found = await handoff(ctx.gateway, p.key)
+        found = await handoff(ctx.sessions, ctx.agents.handoff_place, p.key)
     except (GitError, OSError) as exc:
         raise Unavailable(f"the project's folder could not be prepared: {exc}") from exc
     if found is None:

@@ -39,7 +39,7 @@ async def sessions_project(p: ProjectParams, ctx: CallContext) -> dict[str, Any]
     if p.project is not None and agent.project(p.project) is None:
         known = f"one of {', '.join(names)}" if names else f"agent {agent.id} has no projects (docs/projects.md)"
         raise InvalidRequest(f"unknown project {p.project!r}: {known}", details={"field": "project"})
-    await switch_project(ctx.gateway, key, p.project)
+    await switch_project(ctx.db, key, p.project)
     where = await describe(agent, p.project, key)
     return {"ok": True, "sessionKey": key, "project": where["project"], "projectPath": where["path"],
             "branch": where["branch"], "projects": names}

@@ -139,7 +139,7 @@ async def send_notices(gateway: Gateway, notices: list[Notice], *, ready_within_
             break
         await asyncio.sleep(0.2)
     try:
-        await redeliver(gateway)
+        await redeliver(gateway.db, gateway.replica_id, gateway.platforms)
     except Exception:
         log.exception("redelivering the outbox failed")
     for origin, text, key in notices:
