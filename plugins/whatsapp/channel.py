@@ -106,7 +106,7 @@ def _wa_id(to: str) -> str:
         return digits
     raise TargetNotFound(
         f"whatsapp: not a phone number: {to!r} (international form, digits only, e.g. 15551234567)",
-        details={"field": "to", "to": to},
+        details={"field": "to", "to": to, "code": "TARGET_NOT_FOUND"},
     )
 
 
