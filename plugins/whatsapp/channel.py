@@ -79,6 +79,8 @@ MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024
 """The largest file WhatsApp carries (documents); nothing larger is fetched."""
 WINDOW_S = 24 * 3600
 """The customer-service window: free-form messages only this long after the person's last message."""
+KEEP_S = 30 * 24 * 3600
+"""How long a person's last message time is kept (after that the Graph API's 131047 tells the window closed)."""
 SIGNATURE_HEADER = "X-Hub-Signature-256"
 _REENGAGE = 131047
 _RATE_LIMITED = frozenset({4, 80007, 130429, 131056})
@@ -177,6 +179,7 @@ class WhatsAppChannel(Channel):
 
     async def start(self) -> None:
         """Check the number and the token (``GET /{phone-number-id}``), then hand out what was cut off."""
+        self._last_seen = await asyncio.to_thread(self._load_window)  # before anything can be sent
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, connect=10.0),
             headers={"Authorization": f"Bearer {self.settings.accessToken}"},
@@ -194,7 +197,6 @@ class WhatsAppChannel(Channel):
         except Exception:
             await self.stop()
             raise
-        self._last_seen = self._load_window()
         await self._replay()
         log.info("whatsapp number ready", account=self.account_id, number=number.get("display_phone_number"))
 
@@ -224,13 +226,13 @@ class WhatsAppChannel(Channel):
         except (OSError, ValueError):
             return {}
         now = time.time()
-        return {str(k): float(v) for k, v in data.items() if now - float(v) < WINDOW_S}
+        return {str(k): float(v) for k, v in data.items() if now - float(v) < KEEP_S}
 
     def _save_window(self) -> None:
         if self._state_dir is None:
             return
         now = time.time()
-        fresh = {k: v for k, v in self._last_seen.items() if now - v < WINDOW_S}
+        fresh = {k: v for k, v in self._last_seen.items() if now - v < KEEP_S}
         self._state_dir.mkdir(parents=True, exist_ok=True)
         tmp = self._state_dir / ".window.json.tmp"
         tmp.write_text(json.dumps(fresh))

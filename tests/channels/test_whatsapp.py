@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.channels.test_telegram_voice import spoken_note
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support import FAKE_CLI
@@ -53,7 +53,9 @@ def voice_api() -> Iterator[FakeVoiceAPI]:
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeWhatsApp, voice_api: FakeVoiceAPI) -> Iterator[GatewayProcess]:
+def gw(
+    tmp_path_factory: pytest.TempPathFactory, fake: FakeWhatsApp, voice_api: FakeVoiceAPI
+) -> Iterator[GatewayProcess]:
     d = tmp_path_factory.mktemp("wa") / "gw"
     cfg = {
         "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
@@ -160,7 +162,8 @@ async def test_a_list_is_sent_for_more_than_three_options(gw: GatewayProcess, fa
                                                           start_shim: ShimFactory) -> None:
     shim = await start_shim(gw, session_key="agent:main:main", channel="whatsapp", to=OWNER,
                             plugin_manifest={"tools": []})
-    many = [{**QUESTION[0], "options": [{"label": f"Option number {n} with a long name"} for n in range(1, 5)]}]  # ask_user takes 4 at most
+    options = [{"label": f"Option number {n} with a long name"} for n in range(1, 5)]  # ask_user takes 4 at most
+    many = [{**QUESTION[0], "options": options}]
     call = asyncio.create_task(shim.call("ask_user", {"questions": many}, timeout=60))
     prompt = await fake.wait_sent(lambda s: s.type == "interactive" and s.body["interactive"]["type"] == "list",
                                   "the list")
@@ -189,11 +192,8 @@ async def test_a_voice_note_is_heard_and_answered_with_a_voice_note(
     gw: GatewayProcess, fake: FakeWhatsApp, voice_api: FakeVoiceAPI
 ) -> None:
     require(shutil.which("espeak-ng") is not None, "espeak-ng is not installed")
-    from gateway.voice import codec
-
-    wav = subprocess.run(["espeak-ng", "--stdout", "What is the weather tomorrow?"], capture_output=True,
-                         check=True).stdout
-    fake.media["3001"] = (codec.to_ogg_opus(wav).data, "audio/ogg; codecs=opus")
+    note = await asyncio.to_thread(spoken_note, "What is the weather tomorrow?")
+    fake.media["3001"] = (note, "audio/ogg; codecs=opus")
     await fake.deliver(gw.http, fake.message(OWNER, "audio", audio={
         "id": "3001", "mime_type": "audio/ogg; codecs=opus", "voice": True}))
     await fake.wait_sent(lambda s: s.to == OWNER and "what is the weather tomorrow" in s.text, "the answer")
@@ -255,6 +255,35 @@ async def test_the_24_hour_window_is_kept(gw: GatewayProcess, fake: FakeWhatsApp
         assert bad["error"]["details"]["code"] == "TARGET_NOT_FOUND", bad
     finally:
         await c.close()
+
+
+async def test_outside_the_window_the_configured_template_goes_instead(gw: GatewayProcess, fake: FakeWhatsApp) -> None:
+    """``reengageTemplate``: a send outside the window becomes that approved template (the text itself cannot go);
+    the window's state survives the account's restart (it is kept in the state dir)."""
+    person = "15551230005"
+    await fake.deliver(gw.http, fake.message(person, text="an old hello", ts=time.time() - 30 * 3600))
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    try:
+        await until(lambda: _refused(c, person), what="the window closed for the old message's sender")
+        base = (await c.call("config.get"))["hash"]
+        patch = {"channels": {"whatsapp": {"reengageTemplate": "hello_world", "reengageLanguage": "en"}}}
+        await c.call("config.patch", {"patch": patch, "baseHash": base})
+
+        async def sent() -> Any:
+            got = await c.req("message.send", {"channel": "whatsapp", "to": person, "message": "come back"})
+            return got if got["ok"] else None
+
+        await until(sent, what="the send accepted once the account restarted with a template")
+        template = await fake.wait_sent(lambda s: s.to == person and s.type == "template", "the template")
+        assert template.body["template"] == {"name": "hello_world", "language": {"code": "en"}}
+        assert not [s for s in fake.sent if s.to == person and s.type == "text" and "come back" in s.text]
+    finally:
+        await c.close()
+
+
+async def _refused(c: Any, person: str) -> bool:
+    got = await c.req("message.send", {"channel": "whatsapp", "to": person, "message": "anyone?"})
+    return not got["ok"] and got["error"].get("details", {}).get("code") == "WINDOW_CLOSED"
 
 
 async def test_switched_off_and_on_live(gw: GatewayProcess, fake: FakeWhatsApp) -> None:
