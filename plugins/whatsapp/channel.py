@@ -518,7 +518,8 @@ class WhatsAppChannel(Channel):
         body = to_whatsapp(text)
         if not buttons or len(buttons) > 10 or len(body) > BUTTON_BODY_LIMIT:
             return None
-        if any(len(data) > 256 or not data for _label, data in buttons):
+        id_limit = 256 if len(buttons) <= 3 else 200  # a reply button's id, a list row's id
+        if any(len(data) > id_limit or not data for _label, data in buttons):
             return None
         if len(buttons) <= 3:
             action: dict[str, Any] = {"buttons": [
