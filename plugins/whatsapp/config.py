@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from channels.base import ChannelError
+from channels.settings import parse_settings
 
 __all__ = ["WhatsAppAccountConfig", "parse_config"]
 
@@ -42,11 +42,4 @@ class WhatsAppAccountConfig(BaseModel):
 
 def parse_config(cfg: dict[str, Any]) -> WhatsAppAccountConfig:
     """The checked settings; a ``ChannelError`` naming the first bad field (``channels.whatsapp.<field>``)."""
-    try:
-        return WhatsAppAccountConfig.model_validate(cfg)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "phoneNumberId"
-        raise ChannelError(
-            f"channels.whatsapp.{field}: {err['msg']}", details={"field": f"channels.whatsapp.{field}"}
-        ) from None
+    return parse_settings(WhatsAppAccountConfig, cfg, "whatsapp", "phoneNumberId")

@@ -23,7 +23,8 @@ from tests.channels.test_telegram_voice import spoken_note
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support import FAKE_CLI
-from tests.support.fake_telegram import cli_runs
+from tests.support.channel_admin import set_enabled, wait_state
+from tests.support.fake_telegram import cli_runs, files_named_in
 from tests.support.fake_voice import FakeVoiceAPI
 from tests.support.fake_whatsapp import VERIFY_TOKEN, FakeWhatsApp
 from tests.support.gateway_proc import GatewayProcess
@@ -184,7 +185,7 @@ async def test_a_document_reaches_the_agent(gw: GatewayProcess, fake: FakeWhatsA
                          "the answer")
     run = next(r for r in cli_runs(gw.state_dir) if "read this" in r["prompt"])
     assert "[attachment: file" in run["prompt"]
-    assert data in _files_named_in(run["prompt"], gw.state_dir), run["prompt"]
+    assert data in files_named_in(run["prompt"], gw.state_dir), run["prompt"]
     assert "2001" in fake.downloads
 
 
@@ -287,28 +288,24 @@ async def _refused(c: Any, person: str) -> bool:
 
 
 async def test_switched_off_and_on_live(gw: GatewayProcess, fake: FakeWhatsApp) -> None:
-    """Off and on through the config (``channels.whatsapp.enabled``), with no restart; while off, the webhook
-    has no account to hand messages to."""
+    """Off and on through the config (``channels.whatsapp.enabled``) and with its plugin, with no restart; while
+    off, the webhook has no account to hand messages to."""
     c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
-
-    async def state() -> str:
-        status = await c.call("channels.status")
-        accounts = [a for ch in status["channels"].values() for a in ch["accounts"] if a["channel"] == "whatsapp"]
-        return str(accounts[0]["state"]) if accounts else "absent"
-
-    async def patch(enabled: bool) -> None:
-        base = (await c.call("config.get"))["hash"]
-        await c.call("config.patch", {"patch": {"channels": {"whatsapp": {"enabled": enabled}}}, "baseHash": base})
-
     try:
-        await until(lambda: _is(state(), "running"), what="the WhatsApp account running")
-        await patch(False)
-        await until(lambda: _is(state(), "absent"), what="the WhatsApp account stopped by config.patch")
+        await wait_state(c, "whatsapp", "running", "the WhatsApp account running")
+        await set_enabled(c, "whatsapp", False)
+        await wait_state(c, "whatsapp", "absent", "the WhatsApp account stopped by config.patch")
         assert (await fake.deliver(gw.http, fake.message(OWNER, text="anyone?"))).status_code == 404
-        await patch(True)
-        await until(lambda: _is(state(), "running"), what="the WhatsApp account running again")
+        await set_enabled(c, "whatsapp", True)
+        await wait_state(c, "whatsapp", "running", "the WhatsApp account running again")
         await fake.deliver(gw.http, fake.message(OWNER, text="back again?"))
         await fake.wait_text(OWNER, "echo: back again?")
+        await c.call("plugins.setEnabled", {"id": "whatsapp", "enabled": False})
+        await wait_state(c, "whatsapp", "absent", "the WhatsApp account gone with its plugin")
+        await c.call("plugins.setEnabled", {"id": "whatsapp", "enabled": True})
+        await wait_state(c, "whatsapp", "running", "the WhatsApp account back with its plugin")
+        await fake.deliver(gw.http, fake.message(OWNER, text="back with the plugin?"))
+        await fake.wait_text(OWNER, "echo: back with the plugin?")
     finally:
         await c.close()
 
@@ -334,13 +331,3 @@ def test_bad_config_names_the_field() -> None:
     with pytest.raises(ChannelError) as err:
         parse_config({"phoneNumberId": "1065403522", "accessToken": "EAAtoken-long", "verifyToken": "v" * 10})
     assert "channels.whatsapp.appSecret" in err.value.message
-
-
-def _files_named_in(prompt: str, state_dir: Path) -> list[bytes]:
-    """The contents of the saved files a prompt points the agent at (paths relative to its workspace)."""
-    names = {Path(word.strip("[]")).name for word in prompt.split() if "/" in word}
-    return [p.read_bytes() for p in state_dir.rglob("*") if p.name in names and p.is_file()]
-
-
-async def _is(got: Any, want: str) -> bool:
-    return await got == want

@@ -13,19 +13,18 @@ import hashlib
 import hmac
 import itertools
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.support.asgi_thread import ThreadedServer
 from tests.support.gateway_proc import free_port
 
 PHONE_NUMBER_ID = "106540352242922"
@@ -79,8 +78,7 @@ class FakeWhatsApp:
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(1)
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ThreadedServer | None = None
 
     @property
     def url(self) -> str:
@@ -99,21 +97,13 @@ class FakeWhatsApp:
             Route("/{version}/{node}/media", self._upload, methods=["POST"]),
             Route("/{version}/{node}", self._node, methods=["GET"]),
         ])
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                     lifespan="off"))
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve()),  # type: ignore[union-attr]
-                                        name="fake-whatsapp", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
+        self._server = ThreadedServer(app, self.port, "fake-whatsapp")
+        self._server.start()
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
+            self._server.stop()
 
     # -- the webhook side: what Meta posts to the gateway -----------------------------------------
 
