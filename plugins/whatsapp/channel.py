@@ -59,7 +59,7 @@ from channels.base import (
     UnsupportedOperation,
 )
 from channels.media import account_media_dir
-from channels.ordering import KeyedLocks
+from channels.ordering import KeyedTasks
 from gateway.platforms import InboundJournal, MediaKind
 from plugins.whatsapp.config import WhatsAppAccountConfig, parse_config
 from plugins.whatsapp.format import to_whatsapp
@@ -154,8 +154,7 @@ class WhatsAppChannel(Channel):
         self._last_seen: dict[str, float] = {}  # person -> when they last wrote (the 24-hour window)
         self._last_message: dict[str, str] = {}  # person -> their last message id (read receipts, typing)
         self._seen_ids: dict[str, None] = {}  # without a journal: recent message ids, to drop redeliveries
-        self._chats = KeyedLocks()
-        self._handling: set[asyncio.Task[None]] = set()
+        self._handling = KeyedTasks()  # each person's messages in order, people side by side
 
     @staticmethod
     def configured(cfg: dict[str, Any]) -> bool:
@@ -201,12 +200,7 @@ class WhatsAppChannel(Channel):
         log.info("whatsapp number ready", account=self.account_id, number=number.get("display_phone_number"))
 
     async def stop(self) -> None:
-        tasks = list(self._handling)
-        for task in tasks:  # one cut off here stays unhandled in the journal: replayed at the next start
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await self._handling.cancel()  # one cut off here stays unhandled in the journal: replayed at the next start
         http, self._http = self._http, None
         if http is not None:
             await http.aclose()
@@ -335,22 +329,20 @@ class WhatsAppChannel(Channel):
             log.info("whatsapp messages replayed after a restart", account=self.account_id, count=len(pending))
 
     def _dispatch(self, payload: dict[str, Any]) -> None:
-        task = asyncio.create_task(self._handle(payload), name=f"whatsapp-message-{self.account_id}")
-        self._handling.add(task)
-        task.add_done_callback(self._handling.discard)
+        sender = str(payload["message"]["from"])
+        self._handling.start(sender, lambda: self._handle(payload), f"whatsapp-message-{self.account_id}")
 
     async def _handle(self, payload: dict[str, Any]) -> None:
         msg = payload["message"]
-        async with self._chats.hold(msg["from"]):  # FIFO per person: messages start in the order they came
-            try:
-                inbound = await self._to_inbound(msg, payload.get("name"))
-                if inbound is not None:
-                    await self.on_inbound(inbound)
-            except Exception:  # left unhandled in the journal: replayed at the next start
-                log.exception("whatsapp message not handled", account=self.account_id, sender=msg.get("from"))
-                return
-            if self._journal is not None:
-                await self._journal.done(self.name, self.account_id, str(msg["id"]))
+        try:
+            inbound = await self._to_inbound(msg, payload.get("name"))
+            if inbound is not None:
+                await self.on_inbound(inbound)
+        except Exception:  # left unhandled in the journal: replayed at the next start
+            log.exception("whatsapp message not handled", account=self.account_id, sender=msg.get("from"))
+            return
+        if self._journal is not None:
+            await self._journal.done(self.name, self.account_id, str(msg["id"]))
 
     # -- inbound ----------------------------------------------------------------------------------
 
