@@ -186,8 +186,11 @@ class WhatsAppChannel(Channel):
         try:
             number = await self._graph("GET", self.settings.phoneNumberId, "check the phone number id",
                                        params={"fields": "display_phone_number,verified_name"})
-        except ChannelError as exc:
+        except (ChannelError, ChannelUnavailable) as exc:
             await self.stop()
+            if isinstance(exc, ChannelUnavailable) and exc.retryable:
+                raise  # the Graph API unreachable or busy: the manager tries again
+            # A refused token or phone number id: said once, not retried until the config changes.
             raise ChannelError(
                 f"whatsapp account {self.account_id}: phone number {self.settings.phoneNumberId} refused: "
                 f"{exc.message}",

@@ -234,6 +234,57 @@ async def test_message_tools_through_the_real_shim(
         assert refused.get("isError") and "whatsapp does not support" in json.dumps(refused), (tool, refused)
 
 
+async def test_a_reply_comes_in_as_a_reply_and_reactions_only_when_asked_for(
+    gw: GatewayProcess, fake: FakeWhatsApp
+) -> None:
+    answer = await fake.wait_text(OWNER, "echo: hello *agent*")
+    await fake.deliver(gw.http, fake.message(OWNER, text="about that", reply_to=answer.message_id))
+    await fake.wait_text(OWNER, "echo: about that")
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    try:
+        got = await c.call("message.read", {"channel": "whatsapp", "to": OWNER, "limit": 50})
+        row = next(m for m in got["messages"] if m["text"] == "about that")
+        assert row["direction"] == "in" and row["replyToId"] == answer.message_id
+        thumbs = {"message_id": answer.message_id, "emoji": "👍"}
+        await fake.deliver(gw.http, fake.message(OWNER, "reaction", reaction=thumbs))
+        await asyncio.sleep(1.0)
+        assert not any("reacted" in r["prompt"] for r in cli_runs(gw.state_dir))  # off by default: no run
+        base = (await c.call("config.get"))["hash"]
+        await c.call("config.patch", {"patch": {"channels": {"whatsapp": {"inboundReactions": True}}},
+                                      "baseHash": base})
+        await wait_state(c, "whatsapp", "running", "the account restarted")
+
+        async def reacted() -> bool:
+            await fake.deliver(gw.http, fake.message(OWNER, "reaction", reaction=thumbs))
+            return any("[reacted 👍 to a message]" in r["prompt"] for r in cli_runs(gw.state_dir))
+
+        await until(reacted, what="a reaction handed to the agent")
+    finally:
+        await c.close()
+
+
+async def test_a_refused_token_and_a_bad_key_are_reported(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+
+    async def errors() -> dict[str, str] | None:
+        status = await c.call("channels.status")
+        found = {a["accountId"]: str(a.get("error")) for ch in status["channels"].values() for a in ch["accounts"]
+                 if a["channel"] == "whatsapp" and a["state"] == "error" and a.get("retrying") is False}
+        return found if {"wrong", "broken"} <= set(found) else None
+
+    try:
+        base = (await c.call("config.get"))["hash"]
+        accounts = {"wrong": {"accessToken": "EAAnot-the-token"}, "broken": {"phoneNumberId": "+1 555 0100"}}
+        await c.call("config.patch", {"patch": {"channels": {"whatsapp": {"accounts": accounts}}}, "baseHash": base})
+        found = await until(errors, what="both accounts' errors")
+        assert "refused" in found["wrong"] and "Invalid OAuth access token" in found["wrong"], found
+        assert "channels.whatsapp.phoneNumberId" in found["broken"], found
+        base = (await c.call("config.get"))["hash"]
+        await c.call("config.patch", {"patch": {"channels": {"whatsapp": {"accounts": None}}}, "baseHash": base})
+    finally:
+        await c.close()
+
+
 async def test_the_24_hour_window_is_kept(gw: GatewayProcess, fake: FakeWhatsApp) -> None:
     """A person whose last message is more than a day old gets nothing free-form (refused here, naming the rule),
     and the Graph API's own refusal (131047, for someone this gateway never heard from) reads the same."""
