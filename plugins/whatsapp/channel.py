@@ -305,6 +305,11 @@ class WhatsAppChannel(Channel):
                     continue
                 if str((value.get("metadata") or {}).get("phone_number_id")) != self.settings.phoneNumberId:
                     continue  # another number of the same app: its own account answers it
+                for status in value.get("statuses") or []:  # delivery reports: only failures are worth a line
+                    if isinstance(status, dict) and status.get("status") == "failed":
+                        log.warning("whatsapp message not delivered", account=self.account_id,
+                                    to=status.get("recipient_id"), message=status.get("id"),
+                                    errors=status.get("errors"))
                 names = {c.get("wa_id"): (c.get("profile") or {}).get("name") for c in value.get("contacts") or []}
                 for msg in value.get("messages") or []:
                     if isinstance(msg, dict) and msg.get("id") and msg.get("from"):

@@ -104,6 +104,9 @@ async def test_a_bad_signature_is_refused_and_nothing_runs(gw: GatewayProcess, f
         unsigned = await http.post(f"{gw.http}/channels/whatsapp/default/webhook",
                                    content=fake.webhook_body(forged))
     assert unsigned.status_code == 403
+    # Signed, but for another number of the same app: accepted (Meta must not retry it) and left alone.
+    elsewhere = fake.message(OWNER, text="rm -rf elsewhere")
+    assert (await fake.deliver(gw.http, elsewhere, number="999000111")).status_code == 200
     await asyncio.sleep(1.0)
     assert not any("rm -rf please" in r["prompt"] for r in cli_runs(gw.state_dir))
     assert not [s for s in fake.sent if "rm -rf" in s.text]

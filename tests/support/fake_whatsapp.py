@@ -119,18 +119,19 @@ class FakeWhatsApp:
             msg["context"] = {"from": PHONE_NUMBER_ID, "id": reply_to}
         return msg
 
-    def webhook_body(self, *messages: dict[str, Any], name: str = "Ada") -> bytes:
+    def webhook_body(self, *messages: dict[str, Any], name: str = "Ada", number: str = PHONE_NUMBER_ID) -> bytes:
+        """A webhook's body as Meta posts it: the messages to the business number ``number``, from people."""
         contacts = [{"profile": {"name": name}, "wa_id": m["from"]} for m in messages]
         value = {"messaging_product": "whatsapp",
-                 "metadata": {"display_phone_number": "15550100", "phone_number_id": PHONE_NUMBER_ID},
+                 "metadata": {"display_phone_number": "15550100", "phone_number_id": number},
                  "contacts": contacts, "messages": list(messages)}
         entry = {"id": "WABA1", "changes": [{"value": value, "field": "messages"}]}
         return json.dumps({"object": "whatsapp_business_account", "entry": [entry]}).encode()
 
     async def deliver(self, gateway_http: str, *messages: dict[str, Any], account: str = "default",
-                      secret: str = APP_SECRET, name: str = "Ada") -> httpx.Response:
+                      secret: str = APP_SECRET, name: str = "Ada", number: str = PHONE_NUMBER_ID) -> httpx.Response:
         """POST the messages to the gateway's webhook, signed with ``secret`` as Meta signs them."""
-        body = self.webhook_body(*messages, name=name)
+        body = self.webhook_body(*messages, name=name, number=number)
         signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         async with httpx.AsyncClient() as http:
             return await http.post(f"{gateway_http}/channels/whatsapp/{account}/webhook", content=body,
