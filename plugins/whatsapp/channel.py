@@ -390,6 +390,9 @@ class WhatsAppChannel(Channel):
         else:  # unsupported, contacts, system messages: nothing the agent can act on
             log.info("whatsapp message type not handled", account=self.account_id, type=kind)
             return None
+        if not text.strip() and not media:  # e.g. a flow's answer: nothing to hand over
+            log.info("whatsapp message without text or media ignored", account=self.account_id, type=kind)
+            return None
         return Inbound(
             channel=self.name,
             account_id=self.account_id,
