@@ -13,7 +13,6 @@ import itertools
 import json
 import secrets
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -467,7 +466,7 @@ async def test_a_voice_message_is_heard_and_answered_with_a_voice_message(
     """The voice capability on Matrix: a voice message (MSC3245) is transcribed before the agent sees it (the
     fake speech-to-text API), and the reply comes back as text and as a voice message spoken by espeak-ng."""
     require(shutil.which("espeak-ng") is not None, "espeak-ng is not installed")
-    from tests.support.fake_voice import FakeVoiceAPI
+    from tests.support.fake_voice import FakeVoiceAPI, spoken_note
 
     voice_bot = synapse.register("rcvoice" + secrets.token_hex(3))
     with FakeVoiceAPI(transcript="what is the weather tomorrow") as api:
@@ -482,7 +481,7 @@ async def test_a_voice_message_is_heard_and_answered_with_a_voice_message(
         d = tmp_path / "gw"
         with GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")}):
             room = await me.dm(voice_bot)
-            note = await asyncio.to_thread(_spoken_note, "What is the weather tomorrow?")
+            note = await asyncio.to_thread(spoken_note, "What is the weather tomorrow?")
             up, _ = await me.client.upload(
                 lambda *_: note, content_type="audio/ogg", filename="voice.ogg", filesize=len(note)
             )
@@ -515,14 +514,6 @@ async def test_a_voice_message_is_heard_and_answered_with_a_voice_message(
     assert isinstance(audio, nio.MemoryDownloadResponse) and audio.body[:4] == b"OggS"
     events = [ev for _r, ev in me.events]
     assert events.index(text) < events.index(spoken)  # the text first, the voice after it
-
-
-def _spoken_note(text: str) -> bytes:
-    """A real voice message, as a phone records it: speech encoded as OGG/Opus."""
-    from gateway.voice import codec
-
-    wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True, check=True).stdout
-    return codec.to_ogg_opus(wav).data
 
 
 async def test_a_bad_account_is_reported_with_the_field_named(gw: GatewayProcess) -> None:

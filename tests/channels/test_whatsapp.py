@@ -19,13 +19,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.channels.test_telegram_voice import spoken_note
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support import FAKE_CLI
 from tests.support.channel_admin import set_enabled, wait_state
 from tests.support.fake_telegram import cli_runs, files_named_in
-from tests.support.fake_voice import FakeVoiceAPI
+from tests.support.fake_voice import FakeVoiceAPI, spoken_note
 from tests.support.fake_whatsapp import VERIFY_TOKEN, FakeWhatsApp
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.requires import require
