@@ -178,7 +178,9 @@ async def test_a_list_is_sent_for_more_than_three_options(gw: GatewayProcess, fa
     assert answered["answers"] == {"db": ["Option number 4 with a long name"]}
 
 
-async def test_a_document_reaches_the_agent(gw: GatewayProcess, fake: FakeWhatsApp) -> None:
+async def test_files_both_ways(gw: GatewayProcess, fake: FakeWhatsApp, tmp_path: Path) -> None:
+    """A document and a photo people send reach the agent as files; a file the gateway sends is uploaded first,
+    then sent by its media id (a document with its name, for what WhatsApp cannot show inline)."""
     data = b"remember the milk\n"
     fake.media["2001"] = (data, "text/plain")
     await fake.deliver(gw.http, fake.message(OWNER, "document", document={
@@ -189,6 +191,24 @@ async def test_a_document_reaches_the_agent(gw: GatewayProcess, fake: FakeWhatsA
     assert "[attachment: file" in run["prompt"]
     assert data in files_named_in(run["prompt"], gw.state_dir), run["prompt"]
     assert "2001" in fake.downloads
+    photo = b"\xff\xd8\xff\xe0" + b"\0" * 32
+    fake.media["2002"] = (photo, "image/jpeg")
+    await fake.deliver(gw.http, fake.message(OWNER, "image", image={"id": "2002", "mime_type": "image/jpeg",
+                                                                      "caption": "look at this"}))
+    await fake.wait_sent(lambda s: s.to == OWNER and "look at this" in s.text, "the answer to the photo")
+    run = next(r for r in cli_runs(gw.state_dir) if "look at this" in r["prompt"])
+    assert "[attachment: photo" in run["prompt"] and photo in files_named_in(run["prompt"], gw.state_dir)
+    report = tmp_path / "report.pdf"
+    report.write_bytes(b"%PDF-1.4 the report")
+    c = await operator(gw.url, gw.token or "", scopes=["operator.write"])
+    try:
+        await c.call("message.sendAttachment", {"channel": "whatsapp", "to": OWNER, "file": str(report)})
+    finally:
+        await c.close()
+    doc = await fake.wait_sent(lambda s: s.type == "document", "the document")
+    assert doc.body["document"]["filename"] == "report.pdf"
+    upload = next(u for u in fake.uploads if u.media_id == doc.body["document"]["id"])
+    assert upload.data == report.read_bytes() and upload.mime == "application/pdf"
 
 
 async def test_a_voice_note_is_heard_and_answered_with_a_voice_note(
