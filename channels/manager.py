@@ -28,7 +28,8 @@ async def start(host: PlatformHost) -> None:
 
     accounts = Accounts(host, on_inbound=host.receive)
     host.attach(ChannelOperations(accounts))
-    host.add_route(Route("/channels/{channel}/{account_id}/webhook", accounts.webhook, methods=["POST"]))
+    # GET too: some platforms (WhatsApp) verify a webhook URL with a GET before they post to it.
+    host.add_route(Route("/channels/{channel}/{account_id}/webhook", accounts.webhook, methods=["GET", "POST"]))
 
     async def on_change(_old: Config, new: Config, changed: frozenset[str]) -> None:
         # A plugin switched on or off may have added or taken away a channel type (the plugins apply first).

@@ -3,16 +3,18 @@
 Chat libraries either handle one update at a time (python-telegram-bot by default: one chat's slow
 download holds up every chat) or each event in its own task (discord.py: a message with a slow
 attachment can be overtaken by the next one from the same person). ``KeyedLocks`` gives each chat
-its own FIFO lock, kept only while some message of that chat is being handled.
+its own FIFO lock, kept only while some message of that chat is being handled. ``KeyedTasks`` runs
+each message in a background task under that lock, for channels that receive in a loop or a webhook
+and must not wait for the agent before taking the next message (Matrix, WhatsApp).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 
-__all__ = ["KeyedLocks"]
+__all__ = ["KeyedLocks", "KeyedTasks"]
 
 
 class KeyedLocks:
@@ -36,3 +38,29 @@ class KeyedLocks:
                 del self._held[key]
             else:
                 self._held[key] = (lock, users - 1)
+
+
+class KeyedTasks:
+    """Work started in the background: one key's in the order it was started, different keys side by side."""
+
+    def __init__(self) -> None:
+        self._locks = KeyedLocks()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, key: Hashable, work: Callable[[], Awaitable[None]], name: str) -> None:
+        async def run() -> None:
+            async with self._locks.hold(key):
+                await work()
+
+        task = asyncio.create_task(run(), name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def cancel(self) -> None:
+        """End all of it (a channel stopping), waiting until each task has ended."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task

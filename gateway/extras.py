@@ -34,6 +34,8 @@ EXTRAS: tuple[Extra, ...] = (
     Extra("discord", "the Discord channel", ("discord",)),
     Extra("matrix", "the Matrix channel (plugin)", ("nio", "markdown_it")),
     Extra("matrix-e2e", "end-to-end encrypted rooms on Matrix (vodozemac)", ("nio", "vodozemac")),
+    # httpx is a core dependency too: the extra exists so the channel can be asked for by name like the others.
+    Extra("whatsapp", "the WhatsApp channel (plugin; Meta's Cloud API over httpx)", ("httpx",)),
     Extra("tts", "voice: spoken replies and voice notes transcribed (OGG/Opus, offline speech to text)",
           ("av", "pocketsphinx")),
     Extra("browser", "a node's headless browser and canvas (Playwright driving Chromium)", ("playwright",)),

@@ -50,7 +50,7 @@ from channels.base import (
     TargetNotFound,
 )
 from channels.media import account_media_dir
-from channels.ordering import KeyedLocks
+from channels.ordering import KeyedTasks
 from gateway.extras import MissingExtra
 from gateway.platforms import ChatType, InboundJournal, MediaKind
 from plugins.matrix.config import MatrixAccountConfig, parse_config
@@ -144,8 +144,7 @@ class MatrixChannel(Channel):
         self._reactions: dict[tuple[str, str, str], str] = {}  # (room, event, key) -> our reaction's event id
         self._warned_encrypted: set[str] = set()
         self._journal: InboundJournal | None = getattr(host, "journal", None)
-        self._rooms = KeyedLocks()
-        self._handling: set[asyncio.Task[None]] = set()
+        self._handling = KeyedTasks()  # each room's events in order, rooms side by side
         self.user_id = settings.userId
         self.display_name: str | None = None
 
@@ -212,13 +211,12 @@ class MatrixChannel(Channel):
         log.info("matrix bot started", account=self.account_id, user=client.user_id)
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._handling) if t is not None]
-        self._task = None
-        for task in tasks:  # an event cut off here stays unhandled in the journal: replayed at the next start
+        task, self._task = self._task, None
+        if task is not None:
             task.cancel()
-        for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        await self._handling.cancel()  # an event cut off here stays unhandled in the journal: replayed at next start
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -387,19 +385,16 @@ class MatrixChannel(Channel):
             log.info("matrix events replayed after a restart", account=self.account_id, count=len(pending))
 
     def _dispatch(self, room_id: str, src: dict[str, Any]) -> None:
-        task = asyncio.create_task(self._handle(room_id, src), name=f"matrix-event-{self.account_id}")
-        self._handling.add(task)
-        task.add_done_callback(self._handling.discard)
+        self._handling.start(room_id, lambda: self._handle(room_id, src), f"matrix-event-{self.account_id}")
 
     async def _handle(self, room_id: str, src: dict[str, Any]) -> None:
-        async with self._rooms.hold(room_id):  # FIFO per room: events start in the order they came
-            try:
-                await self._on_event(room_id, src)
-            except Exception:  # left unhandled in the journal: replayed at the next start
-                log.exception("matrix event not handled", account=self.account_id, room=room_id)
-                return
-            if self._journal is not None:
-                await self._journal.done(self.name, self.account_id, str(src["event_id"]))
+        try:
+            await self._on_event(room_id, src)
+        except Exception:  # left unhandled in the journal: replayed at the next start
+            log.exception("matrix event not handled", account=self.account_id, room=room_id)
+            return
+        if self._journal is not None:
+            await self._journal.done(self.name, self.account_id, str(src["event_id"]))
 
     def _access_now(self) -> dict[str, Any]:
         """This account's access keys as the config says now (access rules change without a restart)."""

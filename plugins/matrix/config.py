@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from channels.base import ChannelError
+from channels.settings import parse_settings
 
 __all__ = ["MatrixAccountConfig", "parse_config"]
 
@@ -48,11 +48,4 @@ class MatrixAccountConfig(BaseModel):
 
 def parse_config(cfg: dict[str, Any]) -> MatrixAccountConfig:
     """The checked settings; a ``ChannelError`` naming the first bad field (``channels.matrix.<field>``)."""
-    try:
-        return MatrixAccountConfig.model_validate(cfg)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "accessToken"
-        raise ChannelError(
-            f"channels.matrix.{field}: {err['msg']}", details={"field": f"channels.matrix.{field}"}
-        ) from None
+    return parse_settings(MatrixAccountConfig, cfg, "matrix", "accessToken")

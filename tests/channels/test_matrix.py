@@ -13,7 +13,6 @@ import itertools
 import json
 import secrets
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -24,7 +23,8 @@ import pytest
 
 from tests.mcp_shim.shim import Shim, shim_env
 from tests.support import FAKE_CLI
-from tests.support.fake_telegram import cli_runs
+from tests.support.channel_admin import set_enabled, wait_state
+from tests.support.fake_telegram import cli_runs, files_named_in
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.requires import require
 from tests.support.synapse import MatrixUser, Synapse
@@ -368,21 +368,12 @@ async def test_an_attachment_reaches_the_agent(gw: GatewayProcess, me: Person, b
     )
     await me.from_bot(bot, room, lambda ev: ev["content"].get("body", "").startswith("echo:"), "the answer")
     run = next(r for r in cli_runs(gw.state_dir) if "read this" in r["prompt"])
-    assert data in _files_named_in(run["prompt"], gw.state_dir), run["prompt"]
+    assert data in files_named_in(run["prompt"], gw.state_dir), run["prompt"]
 
 
 async def test_switched_off_and_on_live(gw: GatewayProcess, me: Person, bot: MatrixUser) -> None:
     """Off and on through the config (``channels.matrix.enabled``) and with its plugin, with no restart."""
     c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
-
-    async def state() -> str:
-        status = await c.call("channels.status")
-        accounts = [a for ch in status["channels"].values() for a in ch["accounts"] if a["channel"] == "matrix"]
-        return str(accounts[0]["state"]) if accounts else "absent"
-
-    async def patch(enabled: bool) -> None:
-        base = (await c.call("config.get"))["hash"]
-        await c.call("config.patch", {"patch": {"channels": {"matrix": {"enabled": enabled}}}, "baseHash": base})
 
     async def answered(text: str) -> None:
         dm = await me.dm(bot)
@@ -390,29 +381,19 @@ async def test_switched_off_and_on_live(gw: GatewayProcess, me: Person, bot: Mat
         await me.from_bot(bot, dm, body_is(f"echo: {text}"), f"an answer to {text!r}")
 
     try:
-        await until(lambda: _is(state(), "running"), what="the Matrix account running")
-        await patch(False)
-        await until(lambda: _is(state(), "absent"), what="the Matrix account stopped by config.patch")
-        await patch(True)
-        await until(lambda: _is(state(), "running"), what="the Matrix account running again")
+        await wait_state(c, "matrix", "running", "the Matrix account running")
+        await set_enabled(c, "matrix", False)
+        await wait_state(c, "matrix", "absent", "the Matrix account stopped by config.patch")
+        await set_enabled(c, "matrix", True)
+        await wait_state(c, "matrix", "running", "the Matrix account running again")
         await answered("back after config.patch?")
         await c.call("plugins.setEnabled", {"id": "matrix", "enabled": False})
-        await until(lambda: _is(state(), "absent"), what="the Matrix account gone with its plugin")
+        await wait_state(c, "matrix", "absent", "the Matrix account gone with its plugin")
         await c.call("plugins.setEnabled", {"id": "matrix", "enabled": True})
-        await until(lambda: _is(state(), "running"), what="the Matrix account back with its plugin")
+        await wait_state(c, "matrix", "running", "the Matrix account back with its plugin")
         await answered("back with the plugin?")
     finally:
         await c.close()
-
-
-def _files_named_in(prompt: str, state_dir: Path) -> list[bytes]:
-    """The contents of the saved files a prompt points the agent at (paths relative to its workspace)."""
-    names = {Path(word.strip("[]")).name for word in prompt.split() if "/" in word}
-    return [p.read_bytes() for p in state_dir.rglob("*") if p.name in names and p.is_file()]
-
-
-async def _is(got: Any, want: str) -> bool:
-    return await got == want
 
 
 def test_bad_config_names_the_field() -> None:
@@ -485,7 +466,7 @@ async def test_a_voice_message_is_heard_and_answered_with_a_voice_message(
     """The voice capability on Matrix: a voice message (MSC3245) is transcribed before the agent sees it (the
     fake speech-to-text API), and the reply comes back as text and as a voice message spoken by espeak-ng."""
     require(shutil.which("espeak-ng") is not None, "espeak-ng is not installed")
-    from tests.support.fake_voice import FakeVoiceAPI
+    from tests.support.fake_voice import FakeVoiceAPI, spoken_note
 
     voice_bot = synapse.register("rcvoice" + secrets.token_hex(3))
     with FakeVoiceAPI(transcript="what is the weather tomorrow") as api:
@@ -500,7 +481,7 @@ async def test_a_voice_message_is_heard_and_answered_with_a_voice_message(
         d = tmp_path / "gw"
         with GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")}):
             room = await me.dm(voice_bot)
-            note = await asyncio.to_thread(_spoken_note, "What is the weather tomorrow?")
+            note = await asyncio.to_thread(spoken_note, "What is the weather tomorrow?")
             up, _ = await me.client.upload(
                 lambda *_: note, content_type="audio/ogg", filename="voice.ogg", filesize=len(note)
             )
@@ -533,14 +514,6 @@ async def test_a_voice_message_is_heard_and_answered_with_a_voice_message(
     assert isinstance(audio, nio.MemoryDownloadResponse) and audio.body[:4] == b"OggS"
     events = [ev for _r, ev in me.events]
     assert events.index(text) < events.index(spoken)  # the text first, the voice after it
-
-
-def _spoken_note(text: str) -> bytes:
-    """A real voice message, as a phone records it: speech encoded as OGG/Opus."""
-    from gateway.voice import codec
-
-    wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True, check=True).stdout
-    return codec.to_ogg_opus(wav).data
 
 
 async def test_a_bad_account_is_reported_with_the_field_named(gw: GatewayProcess) -> None:
@@ -678,7 +651,7 @@ async def test_an_encrypted_dm_is_read_and_answered_encrypted(
 
             await until(file_answer, what="the answer to the encrypted file")
             run = next(r for r in cli_runs(d) if "[attachment: file" in r["prompt"])
-            assert data in _files_named_in(run["prompt"], d), run["prompt"]  # decrypted before the agent saw it
+            assert data in files_named_in(run["prompt"], d), run["prompt"]  # decrypted before the agent saw it
             out = tmp_path / "report.txt"
             out.write_bytes(b"the answer, encrypted at rest\n")
             c = await operator(proc.url, proc.token or "", scopes=["operator.write"])

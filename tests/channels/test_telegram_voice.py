@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 import io
 import shutil
-import subprocess
 from collections.abc import Iterator
 
 import av
 import pytest
 
-from gateway.voice import codec
 from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, telegram_gateway
-from tests.support.fake_voice import FakeVoiceAPI
+from tests.support.fake_voice import FakeVoiceAPI, spoken_note
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.requires import require
 from tests.support.waiting import until
@@ -43,12 +41,6 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram, api: FakeVo
     with telegram_gateway(tmp_path_factory.mktemp("tg-voice") / "gw", fake, config=config,
                           ownerAllowFrom=[OWNER]) as proc:
         yield proc
-
-
-def spoken_note(text: str) -> bytes:
-    """A real voice note, as a phone would send it: speech encoded as OGG/Opus."""
-    wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True, check=True).stdout
-    return codec.to_ogg_opus(wav).data
 
 
 def opus_seconds(data: bytes) -> float:

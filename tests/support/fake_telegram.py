@@ -12,7 +12,6 @@ import asyncio
 import itertools
 import json
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,13 +20,13 @@ from typing import Any
 
 import orjson
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.support.asgi_thread import ThreadedServer
 from tests.support.gateway_proc import GatewayProcess, free_port
 
 BOT_ID = 7000001
@@ -80,6 +79,12 @@ def cli_runs(state_dir: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def files_named_in(prompt: str, state_dir: Path) -> list[bytes]:
+    """The contents of the saved files a prompt points the agent at (paths relative to its workspace)."""
+    names = {Path(word.strip("[]")).name for word in prompt.split() if "/" in word}
+    return [p.read_bytes() for p in state_dir.rglob("*") if p.name in names and p.is_file()]
+
+
 @dataclass
 class Call:
     method: str
@@ -105,8 +110,7 @@ class FakeTelegram:
         self._message_ids = itertools.count(500)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._new_update: asyncio.Event | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ThreadedServer | None = None
 
     # -- addresses for the bot's config ---------------------------------------------------------
 
@@ -129,33 +133,18 @@ class FakeTelegram:
             Route("/bot{token}/{method}", self._api, methods=["GET", "POST"]),
             Route("/file/bot{token}/{path:path}", self._file, methods=["GET"]),
         ])
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        ready = threading.Event()
 
-        def run() -> None:
-            async def main() -> None:
-                self._loop = asyncio.get_running_loop()
-                self._new_update = asyncio.Event()
-                ready.set()
-                assert self._server is not None
-                await self._server.serve()
+        def on_loop(loop: asyncio.AbstractEventLoop) -> None:
+            self._loop = loop
+            self._new_update = asyncio.Event()
 
-            asyncio.run(main())
-
-        self._thread = threading.Thread(target=run, name="fake-telegram", daemon=True)
-        self._thread.start()
-        ready.wait(5)
-        deadline = time.monotonic() + 10
-        while not self._server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
+        self._server = ThreadedServer(app, self.port, "fake-telegram", on_loop)
+        self._server.start()
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
+            self._server.stop()
 
     # -- test knobs -----------------------------------------------------------------------------
 

@@ -12,12 +12,13 @@ import json
 import math
 import re
 import struct
+import subprocess
 import wave
 from typing import Any
 
 from tests.support.fake_http import FakeHTTPServer, Reply, json_reply
 
-__all__ = ["FakeVoiceAPI", "tone_wav"]
+__all__ = ["FakeVoiceAPI", "spoken_note", "tone_wav"]
 
 
 def tone_wav(seconds: float = 0.6, rate: int = 16_000, hz: float = 440.0) -> bytes:
@@ -30,6 +31,15 @@ def tone_wav(seconds: float = 0.6, rate: int = 16_000, hz: float = 440.0) -> byt
         out.writeframes(b"".join(struct.pack("<h", int(12_000 * math.sin(2 * math.pi * hz * i / rate)))
                                  for i in range(int(seconds * rate))))
     return buf.getvalue()
+
+
+
+def spoken_note(text: str) -> bytes:
+    """A real voice note, as a phone records it: speech (espeak-ng) encoded as OGG/Opus (needs the tts extra)."""
+    from gateway.voice import codec
+
+    wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True, check=True).stdout
+    return codec.to_ogg_opus(wav).data
 
 
 class FakeVoiceAPI(FakeHTTPServer):
