@@ -23,6 +23,7 @@ from gateway.extensions import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
+    from gateway.runs.recovery import Recovery
 
 __all__ = ["CORE", "start_all"]
 
@@ -31,12 +32,29 @@ log = structlog.get_logger("gateway.wiring")
 CORE: list[str] = [
     "gateway.bus",
     "gateway.config.watch",
-    "gateway.sessions",
-    "gateway.runs.queue",
-    "gateway.runs.replicas",
+    "runs",
+    "sessions",
     "agents",
+    "replicas",
     "gateway.devices.service",
 ]
+
+
+async def _start_runs(gw: Gateway) -> None:
+    """The run queue, with this replica's session leases; stopped by ``Gateway.stop`` first of all, while the
+    channels can still deliver the replies."""
+    from gateway.runs import RunQueue
+    from gateway.runs.lease import LeaseService
+
+    queue = RunQueue(gw.db, gw.config_store, gw.broadcast, LeaseService(gw.db, gw.replica_id))
+    queue.attach_bus(gw.bus)
+    gw.runs = queue
+
+
+async def _start_sessions(gw: Gateway) -> None:
+    from gateway.sessions import SessionsService
+
+    gw.sessions = SessionsService(gw.db, gw.config_store, gw.hooks, gw.runs)
 
 
 async def _start_agents(gw: Gateway) -> None:
@@ -52,7 +70,25 @@ async def _start_agents(gw: Gateway) -> None:
     gw.runs.after_run = executor.after_run
 
 
-_BUILT_HERE = {"agents": _start_agents}
+async def _start_replicas(gw: Gateway) -> None:
+    """This replica's heartbeat, and adoption of dead replicas' turns. It beats once now, before this replica
+    recovers its own turns (``_recover``), so no survivor adopts them meanwhile; then on a timer."""
+    from gateway.runs.replicas import ReplicaWatch
+
+    watch = ReplicaWatch(gw.db, gw.replica_id, _recovery(gw), gw.spawn)
+    await watch.beat()
+    watch.start()
+    gw.replicas = watch
+    gw.on_stop(watch.stop)
+
+
+def _recovery(gw: Gateway) -> Recovery:
+    from gateway.runs.recovery import Recovery
+
+    return Recovery(gw.db, gw.config_store, gw.replica_id, gw.runs, gw.agents, lambda: gw.platforms)
+
+
+_BUILT_HERE = {"runs": _start_runs, "sessions": _start_sessions, "agents": _start_agents, "replicas": _start_replicas}
 
 
 async def start_all(gateway: Gateway) -> None:
@@ -82,11 +118,6 @@ async def start_all(gateway: Gateway) -> None:
 async def _recover(gateway: Gateway) -> None:
     """Turns this replica's previous process left unfinished go back into the queue before anything new
     arrives (their order kept); the chats hear about interrupted ones once their accounts are up."""
-    import asyncio
-
-    from gateway.runs.recovery import recover, send_notices
-
-    gateway.recovered, notices = await recover(gateway)
-    task = asyncio.create_task(send_notices(gateway, notices), name="recovery-notices")  # and unsent replies
-    gateway.background.add(task)
-    task.add_done_callback(gateway.background.discard)
+    recovery = _recovery(gateway)
+    gateway.recovered, notices = await recovery.recover()
+    gateway.spawn(recovery.send_notices(notices), "recovery-notices")  # and the unsent replies
