@@ -41,7 +41,7 @@ class PlatformHost:
         self.history = MessageLog(gateway.db)
         self.journal = InboundJournal(gateway.db)
         # The web chat's messages are session transcripts: post, react, pin, delete, read them.
-        self.webchat = WebchatPosts(gateway)
+        self.webchat = WebchatPosts(gateway.db, gateway.sessions, gateway.broadcast)
         self.door = InboundDoor(gateway.db, lambda: gateway.config, self.history, gateway.agents.inbound,
                                 self._send_text)
 
@@ -75,7 +75,7 @@ class PlatformHost:
 
     def on_config_change(self, listener: ConfigListener) -> None:
         """Call ``listener(old, new, changed_sections)`` after every live config change."""
-        self._gw.config_listeners.append(listener)
+        self._gw.config_changes.listen(listener)
 
     def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
         self._gw.on_stop(hook)
