@@ -40,9 +40,9 @@ from gateway.protocol import encode
 from gateway.rpc import READ
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.config import Config
 
-__all__ = ["LOCAL_EVENTS", "PREFIX_ENV", "URL_ENV", "EventBus", "redis_url", "start"]
+__all__ = ["LOCAL_EVENTS", "PREFIX_ENV", "URL_ENV", "EventBus", "check_url", "redis_prefix", "redis_url"]
 
 log = structlog.get_logger("gateway.bus")
 
@@ -64,10 +64,15 @@ Listener = Callable[[str, Any], None]
 ControlHandler = Callable[[Any], None]
 
 
-def redis_url(gateway: Gateway) -> str | None:
+def redis_url(config: Config) -> str | None:
     """The Redis URL to use: the environment wins over the config; empty means none."""
-    url = os.environ.get(URL_ENV, "").strip() or (getattr(gateway.config.gateway, "redisUrl", None) or "").strip()
+    url = os.environ.get(URL_ENV, "").strip() or (getattr(config.gateway, "redisUrl", None) or "").strip()
     return url or None
+
+
+def redis_prefix() -> str:
+    """What this deployment's channel names start with (replicas of one deployment share it)."""
+    return os.environ.get(PREFIX_ENV, "").strip() or DEFAULT_PREFIX
 
 
 def safe_url(url: str) -> str:
@@ -269,7 +274,7 @@ class EventBus:
                 "relayedOut": self.relayed_out, "relayedIn": self.relayed_in, "dropped": self.dropped}
 
 
-async def _check_url(url: str) -> str | None:
+async def check_url(url: str) -> str | None:
     """The URL if redis-py can use it; otherwise log why (once) and return None: events stay local."""
     try:
         from redis.asyncio import Redis
@@ -286,14 +291,3 @@ async def _check_url(url: str) -> str | None:
     await client.aclose()
     return url
 
-
-async def start(gateway: Gateway) -> None:
-    """Subsystem entry: attach the bus (first, so every later subsystem's events go through it)."""
-    url = redis_url(gateway)
-    prefix = os.environ.get(PREFIX_ENV, "").strip() or DEFAULT_PREFIX
-    bus = EventBus(gateway.instance_id, gateway.deliver_local, url=url, prefix=prefix)
-    if url:
-        bus.url = await _check_url(url)
-    gateway.bus = bus
-    bus.start()
-    gateway.on_stop(bus.stop)

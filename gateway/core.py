@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
-    from gateway.config.reload import Listener
+    from gateway.config.reload import ConfigReload, Listener
     from gateway.config.watch import ConfigWatcher
     from gateway.devices.service import NodeService
     from gateway.platforms.interface import ChatPlatforms
@@ -69,6 +69,8 @@ class Gateway:
     """The run queue (``gateway.runs``)."""
     agents: AgentExecutor
     """Runs agent turns and delivers their replies (``gateway.agents``)."""
+    config_reload: ConfigReload
+    """Applies a committed config: live sections to listeners, others by a restart (``gateway.config.reload``)."""
 
     def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:
         self.state_dir = state_dir

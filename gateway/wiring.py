@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import structlog
@@ -28,15 +29,37 @@ __all__ = ["CORE", "start_all"]
 
 log = structlog.get_logger("gateway.wiring")
 
-CORE: list[str] = [
-    "gateway.bus",
-    "gateway.config.watch",
-    "gateway.sessions",
-    "gateway.runs.queue",
-    "gateway.runs.replicas",
-    "agents",
-    "gateway.devices.service",
-]
+
+async def _start_bus(gw: Gateway) -> None:
+    """Events between replicas (Redis, when configured); first, so every later service's events go through it."""
+    from gateway.bus import EventBus, check_url, redis_prefix, redis_url
+
+    url = redis_url(gw.config)
+    bus = EventBus(gw.instance_id, gw.deliver_local, url=url, prefix=redis_prefix())
+    if url:
+        bus.url = await check_url(url)
+    gw.bus = bus
+    bus.start()
+    gw.on_stop(bus.stop)
+
+
+async def _start_config(gw: Gateway) -> None:
+    """Applying config changes (``config.*`` methods and hand edits alike), and the watcher of the file."""
+    from gateway.config.reload import ConfigReload
+    from gateway.config.watch import ConfigWatcher
+
+    gw.config_reload = ConfigReload(gw.config_store, gw.broadcast, gw.request_restart, gw.logs_dir,
+                                    gw.config_listeners)
+    watcher = ConfigWatcher(gw.config_store, gw.config_reload, lambda: gw.stopping)
+    gw.config_watch = watcher
+    watcher.start()
+    gw.on_stop(watcher.stop)
+
+
+def _module(name: str) -> Callable[[Gateway], Awaitable[None]]:
+    async def start(gw: Gateway) -> None:
+        await importlib.import_module(name).start(gw)
+    return start
 
 
 async def _start_agents(gw: Gateway) -> None:
@@ -52,16 +75,36 @@ async def _start_agents(gw: Gateway) -> None:
     gw.runs.after_run = executor.after_run
 
 
-_BUILT_HERE = {"agents": _start_agents}
+async def _start_nodes(gw: Gateway) -> None:
+    """Paired nodes and their sockets; a node's ``agent.request`` event becomes a turn."""
+    from functools import partial
+
+    from gateway.devices.requests import agent_request
+    from gateway.devices.service import NodeService
+
+    service = NodeService(gw.db, gw.config_store, gw.broadcast, gw.bus, gw.replica_id, gw.instance_id,
+                          gw.dispatcher.durable)
+    service.event_handlers["agent.request"] = partial(agent_request, gw.sessions, gw.runs)
+    await service.start()
+    gw.nodes = service
+    gw.on_stop(service.stop)
+
+
+CORE: list[Callable[[Gateway], Awaitable[None]]] = [
+    _start_bus,
+    _start_config,
+    _module("gateway.sessions"),
+    _module("gateway.runs.queue"),
+    _module("gateway.runs.replicas"),
+    _start_agents,
+    _start_nodes,
+]
+"""The core services, in the order they are built (each may use those before it)."""
 
 
 async def start_all(gateway: Gateway) -> None:
-    for name in CORE:
-        if name in _BUILT_HERE:
-            await _BUILT_HERE[name](gateway)
-            continue
-        module = importlib.import_module(name)
-        await module.start(gateway)
+    for start_core in CORE:
+        await start_core(gateway)
     host = CapabilityHost(gateway)
     for capability in declared():
         if capability.start is not None:

@@ -114,3 +114,25 @@ def _module_of(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     return ".".join(parts)
+
+
+COMPOSITION_ROOT = {
+    # the modules that build the services and hand each one what it uses: they may know the whole ``Gateway``
+    "gateway.core", "gateway.wiring", "gateway.capabilities", "gateway.platforms.host", "gateway.rpc", "gateway.app",
+    "gateway.server",
+}
+NOT_YET = {
+    # modules that still import ``Gateway`` (issue #27): this set must only shrink, never grow
+    "gateway.control_ui", "gateway.runs.lease", "gateway.runs.queue", "gateway.runs.recovery",
+    "gateway.runs.replicas", "gateway.sessions", "gateway.webchat.posts",
+}
+
+
+def test_only_the_composition_root_imports_gateway() -> None:
+    """A service gets the narrow collaborators it uses through its constructor (``gateway.wiring`` builds it),
+    never the whole gateway: only the composition root imports ``gateway.core`` (type-only imports count)."""
+    importers = {_module_of(p) for p, _line, mod in _imports("gateway") if mod == "gateway.core"}
+    bad = sorted(importers - COMPOSITION_ROOT - NOT_YET)
+    assert not bad, "these must take what they use instead of the Gateway:\n" + "\n".join(bad)
+    done = sorted(NOT_YET - importers)
+    assert not done, "no longer import the Gateway: remove from NOT_YET:\n" + "\n".join(done)
