@@ -194,10 +194,7 @@ class CapabilityHost:
 
     def spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """Fire-and-forget work of this gateway start, kept referenced until done and cancelled at stop."""
-        task = asyncio.create_task(work, name=name)
-        self._gw.background.add(task)
-        task.add_done_callback(self._gw.background.discard)
-        return task
+        return self._gw.spawn(work, name)
 
     def restart_reason(self) -> str | None:
         """Why this gateway is restarting in place, if it is."""

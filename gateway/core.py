@@ -12,7 +12,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +169,13 @@ class Gateway:
             released = await LeaseRepo.release_holder(s, self.replica_id)
         if released:
             log.info("took back the session leases of this replica's previous process", leases=released)
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """Fire-and-forget work of this start: kept referenced until done, cancelled when the gateway stops."""
+        task = asyncio.create_task(work, name=name)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+        return task
 
     def on_stop(self, hook: StopHook) -> None:
         """Register cleanup to run when this gateway stops (last registered runs first)."""

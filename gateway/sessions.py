@@ -32,10 +32,12 @@ from gateway.store.transcripts import SessionRecord, SessionRepo
 from gateway.webchat.files import delete_files
 
 if TYPE_CHECKING:
-    from gateway.config import AgentConfig
-    from gateway.core import Gateway
+    from gateway.config import AgentConfig, ConfigStore
+    from gateway.hooks import HookRunner
+    from gateway.runs import RunQueue
+    from gateway.store import Database
 
-__all__ = ["SessionsService", "inbound_key", "main_key", "parse_key", "start"]
+__all__ = ["SessionsService", "inbound_key", "main_key", "parse_key"]
 
 RESET_WAIT_MS = 15_000  # a CLI gets SIGTERM, then SIGKILL after a grace period: well inside this
 _UNSAFE = re.compile(r"[^a-z0-9._@+=\-]+")
@@ -95,21 +97,24 @@ def kind_of(key: str) -> str:
 class SessionsService:
     """Looks up, creates and describes sessions; the one door method handlers use."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
+    def __init__(self, db: Database, config: ConfigStore, hooks: HookRunner, runs: RunQueue) -> None:
+        self._db = db
+        self._config = config
+        self._hooks = hooks
+        self._runs = runs
 
     # -- agents ------------------------------------------------------------------------------
 
     @property
     def default_agent_id(self) -> str:
-        cfg = self.gw.config.agents
+        cfg = self._config.config.agents
         ids = [a.id for a in cfg.list]
         return cfg.default if cfg.default in ids else (ids[0] if ids else cfg.default)
 
     def agent(self, agent_id: str | None, *, field: str = "agentId") -> AgentConfig:
         """The configured agent ``agent_id`` (default agent when None); unknown ids name ``field``."""
         wanted = agent_id or self.default_agent_id
-        for a in self.gw.config.agents.list:
+        for a in self._config.config.agents.list:
             if a.id == wanted:
                 return a
         raise InvalidRequest(f"unknown {field}: no agent '{wanted}' is configured", details={"field": field})
@@ -119,7 +124,7 @@ class SessionsService:
             {"id": a.id, "name": a.name or a.id, "runtime": a.runtime, "model": a.model,
              "toolProfile": a.toolProfile, "default": a.id == self.default_agent_id,
              "mainSessionKey": main_key(a.id), "cli": cli_facts(a)}
-            for a in self.gw.config.agents.list
+            for a in self._config.config.agents.list
         ]
 
     # -- sessions ----------------------------------------------------------------------------
@@ -137,8 +142,8 @@ class SessionsService:
         """Create the session on first use; returns its description."""
         key = self.normalize_key(key)
         agent_id = parse_key(key)[0]
-        hooks = self.gw.hooks
-        async with self.gw.db.session() as s:
+        hooks = self._hooks
+        async with self._db.session() as s:
             new = hooks.has("session_start") and await SessionRepo.get(s, key) is None
             row = await SessionRepo.ensure(s, key, agent_id=agent_id, kind=origin.pop("kind", None) or kind_of(key),
                                            **origin)
@@ -151,12 +156,12 @@ class SessionsService:
         """The key of an existing session by key or label; ``InvalidRequest`` naming the field if none."""
         if key:
             key = self.normalize_key(key)
-            async with self.gw.db.session() as s:
+            async with self._db.session() as s:
                 if await SessionRepo.get(s, key) is None:
                     raise InvalidRequest(f"unknown sessionKey: no session '{key}'", details={"field": "sessionKey"})
             return key
         if label:
-            async with self.gw.db.session() as s:
+            async with self._db.session() as s:
                 row = await SessionRepo.by_label(s, label)
             if row is None:
                 raise InvalidRequest(f"unknown label: no session labelled '{label}'", details={"field": "label"})
@@ -164,7 +169,7 @@ class SessionsService:
         raise InvalidRequest("give sessionKey or label", details={"field": "sessionKey"})
 
     async def get(self, key: str) -> SessionRecord | None:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             return await SessionRepo.get(s, key)
 
     async def stop_runs(self, key: str) -> list[str]:
@@ -172,7 +177,7 @@ class SessionsService:
 
         A stopped turn writes its last transcript rows as it ends: before a reset or a delete, not after.
         """
-        runs = self.gw.runs
+        runs = self._runs
         stopped, _forwarded = await runs.abort_everywhere(key)
         for run_id in stopped:
             await runs.wait(run_id, RESET_WAIT_MS)
@@ -184,14 +189,14 @@ class SessionsService:
         Returns how many transcript entries were removed. The session itself (label, origin) stays.
         """
         await self.stop_runs(key)
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             removed = await SessionRepo.clear_history(s, key)
             row = await SessionRepo.get(s, key)
             if row is not None:
                 row.cli_sessions = "{}"
                 row.updated_at = utcnow()
-        await delete_files(self.gw.db, session_key=key)  # what agents sent to its web chat went with its messages
-        self.gw.hooks.fire("session_end", {"sessionKey": key, "agentId": parse_key(key)[0], "reason": "reset"})
+        await delete_files(self._db, session_key=key)  # what agents sent to its web chat went with its messages
+        self._hooks.fire("session_end", {"sessionKey": key, "agentId": parse_key(key)[0], "reason": "reset"})
         return removed
 
     async def status(self, key: str) -> dict[str, Any]:
@@ -204,13 +209,9 @@ class SessionsService:
         agent = self.agent(row.agent_id, field="sessionKey")
         out["runtime"] = agent.runtime
         out["model"] = row.model or agent.model
-        out["run"] = self.gw.runs.lane_state(key)
+        out["run"] = self._runs.lane_state(key)
         out["busy"] = out["run"]["active"] is not None
         where = await describe_project(agent, row.project, key)  # the web chat header shows project and branch
         out["project"], out["projectPath"], out["branch"] = where["project"], where["path"], where["branch"]
         out["projects"] = [p.name for p in agent.projects]  # what the web chat's project picker offers
         return out
-
-
-async def start(gateway: Gateway) -> None:
-    gateway.sessions = SessionsService(gateway)

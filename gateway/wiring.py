@@ -1,9 +1,10 @@
 """Where one gateway start's services are built and wired, in this order.
 
-1. The core services (``CORE``): each module's ``async def start(gateway) -> None`` builds its service with
-   the collaborators it uses and sets it as a typed attribute of the ``Gateway``; clean-up goes to
+1. The core services (``CORE``): one private function here per service builds it with the narrow
+   collaborators its constructor names (the database, the config store, ``broadcast``, other services; never
+   the ``Gateway``), sets it as a typed attribute of the ``Gateway`` and registers its clean-up with
    ``gateway.on_stop``. The bus first (every later event goes through it), the executor after the run queue
-   it serves.
+   it serves, the replica watch after the executor it recovers through.
 2. The capabilities (``gateway.capabilities``), each through its own ``start(host)`` with a
    ``CapabilityHost``: they provide their services in ``gateway.services``.
 3. The subsystems of other packages (the ``remoteclaw.subsystems`` extension point: the channels), each with a
@@ -13,7 +14,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from gateway.extensions import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
+    from gateway.runs.recovery import Recovery
 
 __all__ = ["CORE", "start_all"]
 
@@ -56,10 +57,21 @@ async def _start_config(gw: Gateway) -> None:
     gw.on_stop(watcher.stop)
 
 
-def _module(name: str) -> Callable[[Gateway], Awaitable[None]]:
-    async def start(gw: Gateway) -> None:
-        await importlib.import_module(name).start(gw)
-    return start
+async def _start_runs(gw: Gateway) -> None:
+    """The run queue, with this replica's session leases; stopped by ``Gateway.stop`` first of all, while the
+    channels can still deliver the replies."""
+    from gateway.runs import RunQueue
+    from gateway.runs.lease import LeaseService
+
+    queue = RunQueue(gw.db, gw.config_store, gw.broadcast, LeaseService(gw.db, gw.replica_id))
+    queue.attach_bus(gw.bus)
+    gw.runs = queue
+
+
+async def _start_sessions(gw: Gateway) -> None:
+    from gateway.sessions import SessionsService
+
+    gw.sessions = SessionsService(gw.db, gw.config_store, gw.hooks, gw.runs)
 
 
 async def _start_agents(gw: Gateway) -> None:
@@ -73,6 +85,24 @@ async def _start_agents(gw: Gateway) -> None:
     gw.agents = executor
     gw.runs.executor = executor.execute
     gw.runs.after_run = executor.after_run
+
+
+async def _start_replicas(gw: Gateway) -> None:
+    """This replica's heartbeat, and adoption of dead replicas' turns. It beats once now, before this replica
+    recovers its own turns (``_recover``), so no survivor adopts them meanwhile; then on a timer."""
+    from gateway.runs.replicas import ReplicaWatch
+
+    watch = ReplicaWatch(gw.db, gw.replica_id, _recovery(gw), gw.spawn)
+    await watch.beat()
+    watch.start()
+    gw.replicas = watch
+    gw.on_stop(watch.stop)
+
+
+def _recovery(gw: Gateway) -> Recovery:
+    from gateway.runs.recovery import Recovery
+
+    return Recovery(gw.db, gw.config_store, gw.replica_id, gw.runs, gw.agents, lambda: gw.platforms)
 
 
 async def _start_nodes(gw: Gateway) -> None:
@@ -93,10 +123,10 @@ async def _start_nodes(gw: Gateway) -> None:
 CORE: list[Callable[[Gateway], Awaitable[None]]] = [
     _start_bus,
     _start_config,
-    _module("gateway.sessions"),
-    _module("gateway.runs.queue"),
-    _module("gateway.runs.replicas"),
+    _start_runs,
+    _start_sessions,
     _start_agents,
+    _start_replicas,
     _start_nodes,
 ]
 """The core services, in the order they are built (each may use those before it)."""
@@ -125,11 +155,6 @@ async def start_all(gateway: Gateway) -> None:
 async def _recover(gateway: Gateway) -> None:
     """Turns this replica's previous process left unfinished go back into the queue before anything new
     arrives (their order kept); the chats hear about interrupted ones once their accounts are up."""
-    import asyncio
-
-    from gateway.runs.recovery import recover, send_notices
-
-    gateway.recovered, notices = await recover(gateway)
-    task = asyncio.create_task(send_notices(gateway, notices), name="recovery-notices")  # and unsent replies
-    gateway.background.add(task)
-    task.add_done_callback(gateway.background.discard)
+    recovery = _recovery(gateway)
+    gateway.recovered, notices = await recovery.recover()
+    gateway.spawn(recovery.send_notices(notices), "recovery-notices")  # and the unsent replies

@@ -28,7 +28,7 @@ import structlog
 from gateway.store.leases import LeaseRepo
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.store import Database
 
 __all__ = ["DEFAULT_TTL_MS", "TTL_ENV", "Lease", "LeaseService", "LeaseUnavailable"]
 
@@ -80,7 +80,7 @@ class Lease:
         while True:
             await asyncio.sleep(interval)
             try:
-                async with svc.gw.db.session() as s:
+                async with svc.db.session() as s:
                     ours = await LeaseRepo.renew(s, self.key, self.holder, now_ms=_now_ms(), ttl_ms=svc.ttl_ms)
             except Exception as exc:
                 # Keep going: if nobody takes the lease meanwhile, the next renewal still succeeds.
@@ -100,7 +100,7 @@ class Lease:
         if self.lost:
             return
         try:
-            async with self.service.gw.db.session() as s:
+            async with self.service.db.session() as s:
                 await LeaseRepo.release(s, self.key, self.holder)
         except Exception as exc:
             log.warning("could not release a session lease; it will expire", session_key=self.key, error=str(exc))
@@ -109,8 +109,10 @@ class Lease:
 class LeaseService:
     """Takes and keeps session leases for this replica's run queue."""
 
-    def __init__(self, gateway: Gateway, *, ttl_ms: int | None = None) -> None:
-        self.gw = gateway
+    def __init__(self, db: Database, replica_id: str, *, ttl_ms: int | None = None) -> None:
+        self.db = db
+        self.replica_id = replica_id
+        """Who holds the leases this service takes (with the run's id)."""
         self.ttl_ms = ttl_ms or ttl_from_env()
 
     async def acquire(self, key: str, run_id: str, on_lost: Callable[[], None]) -> Lease:
@@ -119,13 +121,13 @@ class LeaseService:
         Raises:
             LeaseUnavailable: the database failed for ``GIVE_UP_AFTER_S`` in a row.
         """
-        holder = f"{self.gw.replica_id}/{run_id[:8]}"
+        holder = f"{self.replica_id}/{run_id[:8]}"
         delay = 0.05
         waiting_logged = False
         failing_since: float | None = None
         while True:
             try:
-                async with self.gw.db.session() as s:
+                async with self.db.session() as s:
                     got = await LeaseRepo.acquire(s, key, holder, now_ms=_now_ms(), ttl_ms=self.ttl_ms)
                 failing_since = None
             except Exception as exc:

@@ -38,9 +38,11 @@ from gateway.store.transcripts import AgentRun, SessionRepo
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.core import Gateway
+    from gateway.capabilities import Broadcast
+    from gateway.config import ConfigStore
+    from gateway.store import Database
 
-__all__ = ["RunQueue", "start"]
+__all__ = ["RunQueue"]
 
 log = structlog.get_logger("gateway.runs")
 
@@ -62,12 +64,16 @@ class _Lane:
 class RunQueue:
     """Accepts run requests, serializes them per session, and runs them through ``executor``."""
 
-    def __init__(self, gateway: Gateway, executor: Executor | None = None) -> None:
-        self.gw = gateway
+    def __init__(self, db: Database, config: ConfigStore, broadcast: Broadcast, leases: LeaseService,
+                 executor: Executor | None = None) -> None:
+        self._db = db
+        self._config = config
+        self._broadcast = broadcast
+        self._replica_id = leases.replica_id
         self.executor = executor
         self.after_run: AfterRun | None = None  # delivery of the reply or the failure (the bridge)
         self.runs: dict[str, Run] = {}
-        self.leases = LeaseService(gateway)
+        self.leases = leases
         self._lanes: dict[str, _Lane] = {}
         self._active = 0
         self._slots = asyncio.Condition()
@@ -102,7 +108,7 @@ class RunQueue:
                 lane.current.stop("interrupted by a newer message (steering mode interrupt)")
         else:
             run = lane.current = self._new_run(req)
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             if not req.stored:
                 entry = await SessionRepo.add_entry(s, req.session_key, "user", req.message, run_id=run.id,
                                                     meta=req.entry_meta)
@@ -112,7 +118,7 @@ class RunQueue:
                     # A web chat message has no platform id: its transcript entry's id is its id.
                     req.origin = replace(req.origin, reply_to_id=str(entry.id))
             await SessionRepo.save_run(s, run.id, run.session_key, "queued", source=req.source,
-                                       is_owner=req.is_owner, only_if_new=True, replica_id=self.gw.replica_id)
+                                       is_owner=req.is_owner, only_if_new=True, replica_id=self._replica_id)
             if req.inbound is not None:
                 await mark_handled(s, req.inbound)
         if lane.current is run and run.task is None and not self.draining:  # draining: the next start runs it
@@ -123,7 +129,7 @@ class RunQueue:
         """Hand ``req`` to the running turn's CLI (``steer`` mode, a chat message); whether it took it."""
         if req.stored or req.source not in ("channel", "chat") or current.steer is None or current.stopping:
             return False
-        if effective_mode(self.gw.config, req.agent_id) != "steer":
+        if effective_mode(self._config.config, req.agent_id) != "steer":
             return False
         return current.steer(req.message)
 
@@ -133,7 +139,7 @@ class RunQueue:
             return False
         if current.stopping or current.done.is_set():
             return False
-        return effective_mode(self.gw.config, req.agent_id) == "interrupt"
+        return effective_mode(self._config.config, req.agent_id) == "interrupt"
 
     def _new_run(self, req: RunRequest) -> Run:
         taken = req.run_id in self.runs and not req.stored  # two messages raced for one key: the second gets a new id
@@ -146,7 +152,7 @@ class RunQueue:
 
     async def _acquire(self) -> None:
         async with self._slots:
-            await self._slots.wait_for(lambda: self._active < self.gw.config.agents.maxConcurrentRuns)
+            await self._slots.wait_for(lambda: self._active < self._config.config.agents.maxConcurrentRuns)
             self._active += 1
 
     async def _release(self) -> None:
@@ -164,7 +170,7 @@ class RunQueue:
             run.status, run.started_at = "running", time.time()
             await self._save(run)
             self.emit_agent(run, "lifecycle", {"phase": "start", "startedAt": int(run.started_at * 1000)})
-            timeout = self.gw.config.agents.timeoutSeconds
+            timeout = self._config.config.agents.timeoutSeconds
             try:
                 if self.executor is None:
                     raise RuntimeError("no agent runtime bridge is running on this gateway")
@@ -249,18 +255,18 @@ class RunQueue:
             self.runs.pop(rid, None)
 
     async def _save(self, run: Run) -> None:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             await SessionRepo.save_run(s, run.id, run.session_key, run.status, source=run.first.source,
                                        is_owner=run.is_owner, error=run.error,
                                        reply=run.reply if run.status == "ok" else None,
-                                       replica_id=self.gw.replica_id)
+                                       replica_id=self._replica_id)
 
     # -- events ------------------------------------------------------------------------------
 
     def emit_agent(self, run: Run, stream: str, data: dict[str, Any]) -> None:
         # OpenClaw's AgentEvent is closed: runId, seq, stream, ts and a free ``data``, so the session key (which
         # our clients route by) travels in ``data``.
-        self.gw.broadcast("agent", {"runId": run.id, "seq": run.agent_seq, "stream": stream,
+        self._broadcast("agent", {"runId": run.id, "seq": run.agent_seq, "stream": stream,
                                     "ts": int(time.time() * 1000), "data": {**data, "sessionKey": run.session_key}})
         run.agent_seq += 1
 
@@ -284,7 +290,7 @@ class RunQueue:
             message.update(run.answer_facts)
             if run.answer_entry_id is not None:
                 message["messageId"] = str(run.answer_entry_id)
-        self.gw.broadcast("chat", payload)
+        self._broadcast("chat", payload)
 
     # -- control -----------------------------------------------------------------------------
 
@@ -378,7 +384,7 @@ class RunQueue:
 
     async def _stored_run(self, run_id: str, *, check_lease: bool) -> tuple[AgentRun, bool]:
         """The run's row, and whether a live lease holds its session (only asked when it may matter)."""
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             row = await SessionRepo.get_run(s, run_id)
             if row is None:
                 raise InvalidRequest(f"unknown runId: no run '{run_id}'", details={"field": "runId"})
@@ -433,7 +439,7 @@ class RunQueue:
         return (aborted + elsewhere if forwarded else aborted), forwarded
 
     async def _unfinished_elsewhere(self, session_key: str, run_id: str | None) -> list[str]:
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             lease = await LeaseRepo.get(s, session_key)
             if lease is None or lease.expires_at <= int(time.time() * 1000):
                 return []  # no replica is running this session's turn
@@ -445,7 +451,7 @@ class RunQueue:
         and left for the next start's recovery, as after a crash (``gateway.runs.recovery``)."""
         self.draining = True
         running = [r.task for r in self.runs.values() if r.task is not None and not r.task.done()]
-        grace = self.gw.config.gateway.shutdownGraceSeconds
+        grace = self._config.config.gateway.shutdownGraceSeconds
         if running and grace > 0:
             log.info("waiting for running turns before stopping", turns=len(running), grace_s=grace)
             await asyncio.wait(running, timeout=grace)
@@ -468,9 +474,3 @@ def _stored_result(row: AgentRun, *, orphaned: bool = False) -> dict[str, Any]:
     if row.reply and row.status == "ok":
         out["reply"] = row.reply
     return out
-
-
-async def start(gateway: Gateway) -> None:
-    queue = RunQueue(gateway)
-    gateway.runs = queue
-    queue.attach_bus(gateway.bus)  # stopped by Gateway.stop first of all, while the channels still deliver

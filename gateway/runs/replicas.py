@@ -30,9 +30,11 @@ from gateway.store.leases import ReplicaRepo
 from gateway.store.transcripts import AgentRun
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.capabilities import Spawn
+    from gateway.runs.recovery import Recovery
+    from gateway.store import Database
 
-__all__ = ["ReplicaWatch", "start"]
+__all__ = ["ReplicaWatch"]
 
 log = structlog.get_logger("gateway.runs.replicas")
 
@@ -48,16 +50,21 @@ def _now_ms() -> int:
 class ReplicaWatch:
     """This replica's heartbeat, and the adoption of dead replicas' unfinished turns."""
 
-    def __init__(self, gateway: Gateway, *, ttl_ms: int | None = None) -> None:
-        self.gw = gateway
+    def __init__(self, db: Database, replica_id: str, recovery: Recovery, spawn: Spawn, *,
+                 ttl_ms: int | None = None) -> None:
+        self._db = db
+        self._replica_id = replica_id
+        self._recovery = recovery
+        """What answers or explains the turns adopted from a dead replica."""
+        self._spawn = spawn
         self.ttl_ms = ttl_ms or ttl_from_env()
         self.started_ms = _now_ms()
         self.adopted: dict[str, int] = {"runs": 0, "replies": 0}
         self._task: asyncio.Task[None] | None = None
 
     async def beat(self, *, at_ms: int | None = None) -> None:
-        async with self.gw.db.session() as s:
-            await ReplicaRepo.beat(s, self.gw.replica_id, now_ms=_now_ms() if at_ms is None else at_ms,
+        async with self._db.session() as s:
+            await ReplicaRepo.beat(s, self._replica_id, now_ms=_now_ms() if at_ms is None else at_ms,
                                    started_ms=self.started_ms)
 
     def start(self) -> None:
@@ -83,11 +90,10 @@ class ReplicaWatch:
     async def adopt(self) -> int:
         """Adopt the unfinished turns and unsent replies of replicas whose heartbeat stopped; how many turns."""
         from gateway.agents.outbox import OutboxRow
-        from gateway.runs.recovery import recover_runs, send_notices
 
-        me = self.gw.replica_id
+        me = self._replica_id
         cutoff = _now_ms() - self.ttl_ms
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             dead = await ReplicaRepo.stale(s, me, before_ms=cutoff)
             if not dead:
                 return 0
@@ -99,7 +105,7 @@ class ReplicaWatch:
             await ReplicaRepo.forget(s, before_ms=_now_ms() - FORGET_AFTER_MS)
         claimed: list[str] = []
         for run_id, owner in candidates:
-            async with self.gw.db.session() as s:
+            async with self._db.session() as s:
                 result = await s.execute(update(AgentRun).where(
                     AgentRun.id == run_id, AgentRun.replica_id == owner, AgentRun.status.in_(UNFINISHED),
                     ReplicaRepo.still_dead(str(owner), cutoff)).values(replica_id=me))
@@ -107,32 +113,20 @@ class ReplicaWatch:
                     claimed.append(run_id)
         replies = 0
         for row_id, owner in unsent:
-            async with self.gw.db.session() as s:
+            async with self._db.session() as s:
                 replies += rowcount(await s.execute(update(OutboxRow).where(
                     OutboxRow.id == row_id, OutboxRow.replica_id == owner, OutboxRow.sent_at.is_(None),
                     ReplicaRepo.still_dead(owner, cutoff)).values(replica_id=me)))
         if not claimed and not replies:
             return 0
-        async with self.gw.db.session() as s:
+        async with self._db.session() as s:
             rows = list((await s.execute(select(AgentRun).where(AgentRun.id.in_(claimed))
                                          .order_by(AgentRun.created_at, AgentRun.id))).scalars())
-        done, notices = await recover_runs(self.gw, rows)
+        done, notices = await self._recovery.recover_runs(rows)
         self.adopted["runs"] += len(rows)
         self.adopted["replies"] += replies
         log.info("adopted the unfinished turns of a replica that stopped beating", replicas=dead, turns=len(rows),
                  replies=replies, **done)
         # In the background (it waits for the chat accounts): the heartbeat must not miss a beat.
-        task = asyncio.create_task(send_notices(self.gw, notices), name="adoption-notices")  # + adopted replies
-        self.gw.background.add(task)
-        task.add_done_callback(self.gw.background.discard)
+        self._spawn(self._recovery.send_notices(notices), "adoption-notices")  # and the adopted replies
         return len(rows)
-
-
-async def start(gateway: Gateway) -> None:
-    """Beat once now (before this replica recovers its own runs, so no survivor adopts them meanwhile),
-    then on a timer."""
-    watch = ReplicaWatch(gateway)
-    await watch.beat()
-    watch.start()
-    gateway.replicas = watch
-    gateway.on_stop(watch.stop)
