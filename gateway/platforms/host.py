@@ -41,7 +41,7 @@ class PlatformHost:
         self.history = MessageLog(gateway.db)
         self.journal = InboundJournal(gateway.db)
         # The web chat's messages are session transcripts: post, react, pin, delete, read them.
-        self.webchat = WebchatPosts(gateway)
+        self.webchat = WebchatPosts(gateway.db, gateway.sessions, gateway.broadcast)
         self.door = InboundDoor(gateway.db, lambda: gateway.config, self.history, gateway.agents.inbound,
                                 self._send_text)
 
