@@ -51,7 +51,7 @@ async def _start_config(gw: Gateway) -> None:
 
     gw.config_reload = ConfigReload(gw.config_store, gw.broadcast, gw.request_restart, gw.logs_dir,
                                     gw.config_listeners)
-    watcher = ConfigWatcher(gw.config_store, gw.config_reload, lambda: gw.stopping)
+    watcher = ConfigWatcher(gw.config_store, gw.config_reload, lambda: gw.stopping)  # asked on each poll
     gw.config_watch = watcher
     watcher.start()
     gw.on_stop(watcher.stop)
@@ -83,6 +83,7 @@ async def _start_agents(gw: Gateway) -> None:
                              services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,
                              listen=lambda: gw.listen)
     gw.agents = executor
+    # The queue runs its turns through the executor, which submits to the queue: the loop is closed here.
     gw.runs.executor = executor.execute
     gw.runs.after_run = executor.after_run
 
@@ -102,6 +103,7 @@ async def _start_replicas(gw: Gateway) -> None:
 def _recovery(gw: Gateway) -> Recovery:
     from gateway.runs.recovery import Recovery
 
+    # A callable: the chat platforms attach after the core services (an extension subsystem), or never.
     return Recovery(gw.db, gw.config_store, gw.replica_id, gw.runs, gw.agents, lambda: gw.platforms)
 
 
