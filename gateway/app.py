@@ -409,7 +409,7 @@ def build_app(gateway: Gateway) -> ASGIApp:
     ]
     routes += gateway.http_routes
     rpc_paths = RPC_PATHS
-    ui = control_ui.from_config(gateway.config, gateway.version)
+    ui = control_ui.for_config(gateway.config, gateway.version)
     if ui is not None:  # OpenClaw's Control UI, and its socket at its base path (gateway.control_ui)
         routes += ui.routes()
         rpc_paths = rpc_paths | ui.socket_paths

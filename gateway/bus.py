@@ -35,14 +35,14 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 import structlog
 
+from gateway.callers import READ
 from gateway.extras import install_hint
 from gateway.protocol import encode
-from gateway.rpc import READ
 
 if TYPE_CHECKING:
     from gateway.config import Config
 
-__all__ = ["LOCAL_EVENTS", "PREFIX_ENV", "URL_ENV", "EventBus", "check_url", "redis_prefix", "redis_url"]
+__all__ = ["LOCAL_EVENTS", "PREFIX_ENV", "URL_ENV", "EventBus", "connect", "redis_url"]
 
 log = structlog.get_logger("gateway.bus")
 
@@ -68,11 +68,6 @@ def redis_url(config: Config) -> str | None:
     """The Redis URL to use: the environment wins over the config; empty means none."""
     url = os.environ.get(URL_ENV, "").strip() or (getattr(config.gateway, "redisUrl", None) or "").strip()
     return url or None
-
-
-def redis_prefix() -> str:
-    """What this deployment's channel names start with (replicas of one deployment share it)."""
-    return os.environ.get(PREFIX_ENV, "").strip() or DEFAULT_PREFIX
 
 
 def safe_url(url: str) -> str:
@@ -274,7 +269,7 @@ class EventBus:
                 "relayedOut": self.relayed_out, "relayedIn": self.relayed_in, "dropped": self.dropped}
 
 
-async def check_url(url: str) -> str | None:
+async def _check_url(url: str) -> str | None:
     """The URL if redis-py can use it; otherwise log why (once) and return None: events stay local."""
     try:
         from redis.asyncio import Redis
@@ -291,3 +286,14 @@ async def check_url(url: str) -> str | None:
     await client.aclose()
     return url
 
+
+async def connect(instance_id: str, deliver_local: Deliver, config: Config) -> EventBus:
+    """The bus of one gateway start, linked to Redis when ``REMOTECLAW_REDIS_URL`` / ``gateway.redisUrl`` names
+    one (checked first: a bad URL is said once and the gateway runs alone)."""
+    url = redis_url(config)
+    prefix = os.environ.get(PREFIX_ENV, "").strip() or DEFAULT_PREFIX
+    bus = EventBus(instance_id, deliver_local, url=url, prefix=prefix)
+    if url:
+        bus.url = await _check_url(url)
+    bus.start()
+    return bus

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from gateway.config import Config
     from gateway.config.model import ControlUiConfig
 
-__all__ = ["DEFAULT_ROOT", "ControlUi", "find_root", "from_config"]
+__all__ = ["DEFAULT_ROOT", "ControlUi", "find_root", "for_config"]
 
 PROJECT = Path(__file__).resolve().parents[1]
 DEFAULT_ROOT = Path(".cache/openclaw/cli/node_modules/openclaw/dist/control-ui")
@@ -121,9 +121,8 @@ class ControlUi:
         return path
 
 
-def from_config(config: Config, version: str) -> ControlUi | None:
-    """The Control UI a gateway of ``version`` serves per ``config``; None when it is off or its files are not
-    found."""
+def for_config(config: Config, version: str) -> ControlUi | None:
+    """The Control UI a gateway with ``config`` serves; None when it is off or its files are not found."""
     cfg = config.gateway.controlUi
     root = find_root(cfg)
     if root is None:

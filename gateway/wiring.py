@@ -1,10 +1,10 @@
 """Where one gateway start's services are built and wired, in this order.
 
-1. The core services (``CORE``): one private function here per service builds it with the narrow
-   collaborators its constructor names (the database, the config store, ``broadcast``, other services; never
-   the ``Gateway``), sets it as a typed attribute of the ``Gateway`` and registers its clean-up with
-   ``gateway.on_stop``. The bus first (every later event goes through it), the executor after the run queue
-   it serves, the replica watch after the executor it recovers through.
+1. The core services (``CORE``): each ``_start_*`` here builds its service with the collaborators it uses,
+   passed to its constructor, and sets it as a typed attribute of the ``Gateway``; clean-up goes to
+   ``gateway.on_stop``. The bus first (every later event goes through it), the run queue before the sessions
+   and the executor that use it, the replica watch after the executor it recovers turns through. This module
+   and ``gateway.core`` are the only ones that know the whole ``Gateway`` (and the hosts, which narrow it).
 2. The capabilities (``gateway.capabilities``), each through its own ``start(host)`` with a
    ``CapabilityHost``: they provide their services in ``gateway.services``.
 3. The subsystems of other packages (the ``remoteclaw.subsystems`` extension point: the channels), each with a
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from gateway.capabilities import CapabilityHost, declared, load
+from gateway.capabilities import declared, load
+from gateway.capability_host import CapabilityHost
 from gateway.extensions import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
 
 if TYPE_CHECKING:
@@ -31,27 +32,20 @@ __all__ = ["CORE", "start_all"]
 log = structlog.get_logger("gateway.wiring")
 
 
+
 async def _start_bus(gw: Gateway) -> None:
-    """Events between replicas (Redis, when configured); first, so every later service's events go through it."""
-    from gateway.bus import EventBus, check_url, redis_prefix, redis_url
+    """Events between replicas (Redis), first: every later event goes through it."""
+    from gateway.bus import connect
 
-    url = redis_url(gw.config)
-    bus = EventBus(gw.instance_id, gw.deliver_local, url=url, prefix=redis_prefix())
-    if url:
-        bus.url = await check_url(url)
-    gw.bus = bus
-    bus.start()
-    gw.on_stop(bus.stop)
+    gw.bus = await connect(gw.instance_id, gw.deliver_local, gw.config)
+    gw.on_stop(gw.bus.stop)
 
 
-async def _start_config(gw: Gateway) -> None:
-    """Applying config changes (``config.*`` methods and hand edits alike), and the watcher of the file."""
-    from gateway.config.reload import ConfigReload
+async def _start_config_watch(gw: Gateway) -> None:
+    """Edits of the config file, applied as the config methods apply theirs."""
     from gateway.config.watch import ConfigWatcher
 
-    gw.config_reload = ConfigReload(gw.config_store, gw.broadcast, gw.request_restart, gw.logs_dir,
-                                    gw.config_listeners)
-    watcher = ConfigWatcher(gw.config_store, gw.config_reload, lambda: gw.stopping)  # asked on each poll
+    watcher = ConfigWatcher(gw.config_store, gw.config_changes, lambda: gw.stopping)
     gw.config_watch = watcher
     watcher.start()
     gw.on_stop(watcher.stop)
@@ -83,7 +77,6 @@ async def _start_agents(gw: Gateway) -> None:
                              services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,
                              listen=lambda: gw.listen)
     gw.agents = executor
-    # The queue runs its turns through the executor, which submits to the queue: the loop is closed here.
     gw.runs.executor = executor.execute
     gw.runs.after_run = executor.after_run
 
@@ -103,35 +96,38 @@ async def _start_replicas(gw: Gateway) -> None:
 def _recovery(gw: Gateway) -> Recovery:
     from gateway.runs.recovery import Recovery
 
-    # A callable: the chat platforms attach after the core services (an extension subsystem), or never.
     return Recovery(gw.db, gw.config_store, gw.replica_id, gw.runs, gw.agents, lambda: gw.platforms)
 
 
 async def _start_nodes(gw: Gateway) -> None:
-    """Paired nodes and their sockets; a node's ``agent.request`` event becomes a turn."""
-    from functools import partial
-
-    from gateway.devices.requests import agent_request
+    """Paired nodes and their live sockets; the sockets a previous process of this replica held are forgotten."""
+    from gateway.devices.requests import agent_requests
     from gateway.devices.service import NodeService
 
     service = NodeService(gw.db, gw.config_store, gw.broadcast, gw.bus, gw.replica_id, gw.instance_id,
                           gw.dispatcher.durable)
-    service.event_handlers["agent.request"] = partial(agent_request, gw.sessions, gw.runs)
-    await service.start()
+    service.event_handlers["agent.request"] = agent_requests(gw.sessions, gw.runs)
+    cleared = await service.store.forget_replica(gw.replica_id)
+    if cleared:
+        log.info("cleared node connections of this replica's previous process", nodes=cleared)
+    if gw.bus is not None:
+        gw.bus.on_control("node.invoke", service.on_remote_invoke)
+        gw.bus.on_control("node.invoke.done", service.on_remote_done)
+        gw.bus.on_control("node.pairing", service.on_remote_pairing)
     gw.nodes = service
     gw.on_stop(service.stop)
 
 
 CORE: list[Callable[[Gateway], Awaitable[None]]] = [
     _start_bus,
-    _start_config,
+    _start_config_watch,
     _start_runs,
     _start_sessions,
     _start_agents,
     _start_replicas,
     _start_nodes,
 ]
-"""The core services, in the order they are built (each may use those before it)."""
+"""The core services, in start order."""
 
 
 async def start_all(gateway: Gateway) -> None:

@@ -35,7 +35,8 @@ from gateway.services import Key
 
 if TYPE_CHECKING:
     from gateway.approvals.chat import ChatApprovals
-    from gateway.capabilities import Broadcast, CapabilityHost, Spawn
+    from gateway.callbacks import Broadcast, Spawn
+    from gateway.capability_host import CapabilityHost
     from gateway.config import ConfigStore
     from gateway.store import Database
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from starlette.requests import Request
 
-    from gateway.capabilities import CapabilityHost
+    from gateway.capability_host import CapabilityHost
     from gateway.config import ConfigStore
     from gateway.store import Database
 

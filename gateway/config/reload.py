@@ -2,11 +2,11 @@
 
 Sections in ``RESTART_SECTIONS`` shape the server itself (port, auth, limits): changing them restarts
 the gateway in place (plugins are loaded and unloaded live). Every other section is applied live:
-subsystems that care register a listener (``ConfigReload.add_listener``) and are called with the old and
+services that care register a listener with ``ConfigChanges.listen`` and are called with the old and
 new config. A ``config.changed`` event tells operators what changed.
 
 Both the config methods (which write the file) and the file watcher (which has just read it)
-come through ``ConfigReload.apply``, so a change is applied the same way whoever made it.
+come through ``ConfigChanges.apply``, so a change is applied the same way whoever made it.
 """
 
 from __future__ import annotations
@@ -24,18 +24,15 @@ from gateway.config.model import secret_paths
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from gateway.capabilities import Broadcast
     from gateway.config import ConfigStore
 
-__all__ = ["RESTART_SECTIONS", "ConfigReload", "changed_sections", "register_secrets"]
+__all__ = ["RESTART_SECTIONS", "ConfigChanges", "Listener", "changed_sections", "register_secrets"]
 
 log = structlog.get_logger("gateway.config")
 
 RESTART_SECTIONS = frozenset({"gateway"})
 
 Listener = Callable[[Config, Config, frozenset[str]], Awaitable[None]]
-Restart = Callable[..., None]
-"""``request_restart(reason, *, delay_ms)``: drain and come back up in place."""
 
 
 def changed_sections(old: Config, new: Config) -> frozenset[str]:
@@ -51,29 +48,34 @@ def register_secrets(data: dict[str, Any], config: Config) -> None:
         logs.add_secret(value)
 
 
-class ConfigReload:
-    """Makes a committed config current and applies it: live sections to their listeners, the others by a
-    restart in place."""
+class ConfigChanges:
+    """Applies a validated config, and tells the services that follow it.
 
-    def __init__(self, store: ConfigStore, broadcast: Broadcast, request_restart: Restart, logs_dir: Path,
-                 listeners: list[Listener]) -> None:
+    Args:
+        store: the config in memory and on disk.
+        broadcast: sends ``config.changed`` to operators.
+        restart: restarts the gateway in place (``Gateway.request_restart``).
+        logs_dir: where the log files are (re-configured when the ``logging`` section changes).
+    """
+
+    def __init__(self, store: ConfigStore, broadcast: Callable[..., int], restart: Callable[..., None],
+                 logs_dir: Path) -> None:
         self._store = store
         self._broadcast = broadcast
-        self._request_restart = request_restart
+        self._restart = restart
         self._logs_dir = logs_dir
-        self._listeners = listeners
-        """Called after every live config change (the gateway's list: platform and capability hosts add to it)."""
+        self._listeners: list[Listener] = []
 
-    def add_listener(self, listener: Listener) -> None:
-        """Call ``listener(old, new, changed)`` after every live config change."""
+    def listen(self, listener: Listener) -> None:
+        """Call ``listener(old, new, changed_sections)`` after every live config change."""
         self._listeners.append(listener)
 
     async def apply(self, data: dict[str, Any], config: Config, *, source: str, note: str | None = None,
                     delay_ms: int = 0, write: bool = True) -> dict[str, Any]:
         """Make ``config`` current (writing ``data`` to disk when ``write``) and apply it.
 
-        Call with the config store's ``lock`` held. Returns what happened: the changed sections and
-        whether a restart was scheduled.
+        Call with the store's ``lock`` held. Returns what happened: the changed sections and whether a restart
+        was scheduled.
         """
         store = self._store
         old = store.config
@@ -89,8 +91,8 @@ class ConfigReload:
         self._broadcast("config.changed", {"hash": store.hash, "sections": sorted(changed), "restart": restart,
                                            "source": source})
         if restart:
-            self._request_restart(f"config change ({', '.join(sorted(changed & RESTART_SECTIONS))})",
-                                  delay_ms=max(delay_ms, 100))
+            self._restart(f"config change ({', '.join(sorted(changed & RESTART_SECTIONS))})",
+                          delay_ms=max(delay_ms, 100))
         elif changed:
             if "logging" in changed:
                 lc = config.logging

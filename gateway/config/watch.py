@@ -7,7 +7,7 @@ signature changes and has settled, it reads and parses the file in a thread. Wha
   writes, from ``config.set``/``patch``/``apply``, are told apart from a person's edit);
 - it does not parse or validate: the running config stays, an error is logged saying so, and
   ``config.get`` reports ``valid: false`` with the reasons until a later edit fixes the file;
-- it is valid: it is applied like any other change (``gateway.config.reload.ConfigReload``):
+- it is valid: it is applied like any other change (``gateway.config.reload.apply_committed``):
   live sections at once, ``gateway``/``plugins`` by a restart in place.
 
 A deleted file is ignored too (the running config stays): resetting every setting to its
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -26,8 +25,10 @@ import structlog
 from gateway.config import ConfigError, hash_data, validate
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gateway.config import ConfigStore
-    from gateway.config.reload import ConfigReload
+    from gateway.config.reload import ConfigChanges
 
 __all__ = ["POLL_INTERVAL_S", "ConfigWatcher"]
 
@@ -50,12 +51,11 @@ def _signature(store: ConfigStore) -> Signature:
 class ConfigWatcher:
     """Polls one gateway's config file and applies what changed."""
 
-    def __init__(self, store: ConfigStore, reload: ConfigReload, stopping: Callable[[], bool],
+    def __init__(self, store: ConfigStore, changes: ConfigChanges, stopping: Callable[[], bool],
                  interval: float = POLL_INTERVAL_S) -> None:
         self._store = store
-        self._reload = reload
+        self._changes = changes
         self._stopping = stopping
-        """Whether the gateway is shutting down (then no edit is applied any more)."""
         self.interval = interval
         # Start from the file as it is now: the server has just loaded (or refused) it.
         self.last: Signature = _signature(store)
@@ -110,7 +110,7 @@ class ConfigWatcher:
             except ConfigError as err:
                 self._refuse(err)
                 return
-            await self._reload.apply(data, config, source="file", write=False)
+            await self._changes.apply(data, config, source="file", write=False)
 
     def _refuse(self, err: ConfigError) -> None:
         store = self._store
@@ -118,4 +118,3 @@ class ConfigWatcher:
         store.file_issue = {"message": err.message, "errors": errors}
         log.error("config file edit refused; keeping the last good config", path=str(store.path),
                   error=err.message, errors=errors)
-

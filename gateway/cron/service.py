@@ -43,7 +43,8 @@ from gateway.store.db import rowcount
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gateway.capabilities import Broadcast, CapabilityHost
+    from gateway.callbacks import Broadcast
+    from gateway.capability_host import CapabilityHost
     from gateway.config import ConfigStore
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue

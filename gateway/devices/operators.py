@@ -19,7 +19,7 @@ from gateway.rpc import PAIRING
 from gateway.store.models import Device, utcnow
 
 if TYPE_CHECKING:
-    from gateway.capabilities import Broadcast
+    from gateway.callbacks import Broadcast
     from gateway.store import Database
 
 __all__ = ["APPROVED", "PENDING", "REJECTED", "as_dict", "list_devices", "record", "resolve"]
@@ -125,5 +125,5 @@ async def resolve(db: Database, broadcast: Broadcast, device_id: str, status: st
         dev.status = status
         info = as_dict(dev)
     broadcast("device.pair.resolved", {"requestId": device_id, "deviceId": device_id, "decision": status,
-                                       "ts": int(time.time() * 1000)}, scope=PAIRING)
+                                          "ts": int(time.time() * 1000)}, scope=PAIRING)
     return info

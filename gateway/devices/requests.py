@@ -17,14 +17,24 @@ from gateway.runs.model import Origin, RunRequest
 from gateway.sessions import main_key
 
 if TYPE_CHECKING:
+    from gateway.devices.service import EventHandler
     from gateway.runs import RunQueue
     from gateway.sessions import SessionsService
 
-__all__ = ["MAX_MESSAGE_CHARS", "agent_request"]
+__all__ = ["MAX_MESSAGE_CHARS", "agent_request", "agent_requests"]
 
 log = structlog.get_logger("gateway.devices")
 
 MAX_MESSAGE_CHARS = 20_000
+
+
+def agent_requests(sessions: SessionsService, runs: RunQueue) -> EventHandler:
+    """The handler of ``agent.request`` node events: each starts (or queues) a turn in the session it names."""
+
+    async def handle(node_id: str, payload: Any) -> None:
+        await agent_request(sessions, runs, node_id, payload)
+
+    return handle
 
 
 async def agent_request(sessions: SessionsService, runs: RunQueue, node_id: str, payload: Any) -> None:

@@ -26,24 +26,25 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import structlog
 
+from gateway.callers import PAIRING, READ, Caller
 from gateway.connection import CLOSE_POLICY, Connection
 from gateway.devices import policy
 from gateway.devices.store import APPROVED, PENDING, REJECTED, Admission, NodeStore
 from gateway.protocol import Forbidden, InvalidRequest, NotPaired, RpcError, Unavailable
-from gateway.rpc import PAIRING, READ, Caller, Durable
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.capabilities import Broadcast
+    from gateway.callbacks import Broadcast
     from gateway.config import ConfigStore
     from gateway.handshake import ConnectParams
     from gateway.store import Database
+    from gateway.store.idempotency import Durable
 
 __all__ = ["EventHandler", "NodeService", "NodeSession", "ParamCheck"]
 
 ParamCheck = Callable[[Any], None]
 EventHandler = Callable[[str, Any], Awaitable[None]]
-"""``handler(node_id, payload)`` for one node event name."""
+"""What the gateway does with one kind of node event besides relaying it: ``handler(node_id, payload)``."""
 
 log = structlog.get_logger("gateway.devices")
 
@@ -95,9 +96,9 @@ class NodeService:
         self._bus = bus
         self._replica_id = replica_id
         self._instance_id = instance_id
-        """This process (a node's socket is held by one process of one replica)."""
+        """This start of the gateway: the node sockets it holds are recorded under it."""
         self._durable = durable
-        """Where ``node.invoke`` answers outlive a restart (the dispatcher's), if anywhere."""
+        """``node.invoke`` answers kept for idempotent retries (the dispatcher's durable outcomes)."""
         self.store = NodeStore(db)
         self.sessions: dict[str, NodeSession] = {}
         self._by_conn: dict[str, NodeSession] = {}
@@ -109,16 +110,6 @@ class NodeService:
         capability registers its own: the canvas checks every A2UI line). It raises ``InvalidRequest``."""
         self.event_handlers: dict[str, EventHandler] = {}
         """Per node event name, what the gateway does with it besides relaying it to operators."""
-        if bus is not None:  # calls to and answers from the nodes held by other replicas
-            bus.on_control("node.invoke", self._on_remote_invoke)
-            bus.on_control("node.invoke.done", self._on_remote_done)
-            bus.on_control("node.pairing", self._on_remote_pairing)
-
-    async def start(self) -> None:
-        """Forget the sockets a previous process of this replica held (they died with it)."""
-        cleared = await self.store.forget_replica(self._replica_id)
-        if cleared:
-            log.info("cleared node connections of this replica's previous process", nodes=cleared)
 
     # -- connect and disconnect ----------------------------------------------------------------
 
@@ -481,7 +472,7 @@ class NodeService:
 
     # -- across replicas -----------------------------------------------------------------------
 
-    def _on_remote_invoke(self, msg: Any) -> None:
+    def on_remote_invoke(self, msg: Any) -> None:
         if not isinstance(msg, dict) or msg.get("target") != self._instance_id:
             return
         self._spawn(self._serve_remote(msg))
@@ -504,14 +495,14 @@ class NodeService:
         if self._bus is not None:
             self._bus.publish_control("node.invoke.done", reply)
 
-    def _on_remote_done(self, msg: Any) -> None:
+    def on_remote_done(self, msg: Any) -> None:
         if not isinstance(msg, dict) or msg.get("to") != self._instance_id:
             return
         fut = self._remote.get(str(msg.get("callId")))
         if fut is not None and not fut.done():
             fut.set_result(msg)
 
-    def _on_remote_pairing(self, msg: Any) -> None:
+    def on_remote_pairing(self, msg: Any) -> None:
         if isinstance(msg, dict) and msg.get("nodeId") in self.sessions:
             self._spawn(self._apply_pairing(str(msg["nodeId"]), str(msg.get("status")), msg.get("requestId")))
 

@@ -48,7 +48,8 @@ from mcp_shim.protocol import Envelope, ProtocolError, error_message, initialize
 from mcp_shim.runner import UnknownTool
 
 if TYPE_CHECKING:
-    from gateway.capabilities import CapabilityHost, MethodCall
+    from gateway.callbacks import MethodCall
+    from gateway.capability_host import CapabilityHost
     from gateway.config import ConfigStore
     from gateway.store import Database
 

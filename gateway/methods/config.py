@@ -126,8 +126,8 @@ async def _write(ctx: CallContext, base_hash: str, prepare: Prepare, note: str |
     async with store.lock:
         store.check_base_hash(base_hash)
         data, config = prepare(store)
-        result = await ctx.gateway.config_reload.apply(data, config, source=ctx.method, note=note,
-                                                       delay_ms=delay_ms)
+        result = await ctx.config_changes.apply(data, config, source=ctx.method, note=note,
+                                       delay_ms=delay_ms)
     return {"ok": True, "hash": store.hash, "path": str(store.path), **result}
 
 

@@ -75,7 +75,7 @@ class PlatformHost:
 
     def on_config_change(self, listener: ConfigListener) -> None:
         """Call ``listener(old, new, changed_sections)`` after every live config change."""
-        self._gw.config_listeners.append(listener)
+        self._gw.config_changes.listen(listener)
 
     def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
         self._gw.on_stop(hook)

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
     from starlette.types import Receive, Scope, Send
 
-    from gateway.capabilities import CapabilityHost, MethodCall
+    from gateway.callbacks import MethodCall
+    from gateway.capability_host import CapabilityHost
     from gateway.config import Config, ConfigStore
     from gateway.hooks import HookRunner
     from gateway.sessions import SessionsService

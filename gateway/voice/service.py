@@ -31,7 +31,7 @@ from gateway.voice.config import PROVIDERS, TtsConfig
 from gateway.voice.providers import TtsFailure, make_provider
 
 if TYPE_CHECKING:
-    from gateway.capabilities import CapabilityHost
+    from gateway.capability_host import CapabilityHost
     from gateway.config import ConfigStore
     from gateway.store import Database
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gateway.callers import READ
 from gateway.protocol import InvalidRequest
-from gateway.rpc import READ
 from gateway.session_events import agent_of, openclaw_message
 from gateway.store.transcripts import SessionRepo, TranscriptEntry
 from gateway.webchat.files import delete_files, link_attachment, store_file
@@ -19,7 +19,7 @@ from gateway.webchat.files import delete_files, link_attachment, store_file
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-    from gateway.capabilities import Broadcast
+    from gateway.callbacks import Broadcast
     from gateway.sessions import SessionsService
     from gateway.store import Database
 
@@ -119,8 +119,8 @@ class WebchatPosts:
         if files:
             await delete_files(self._db, ids=files)
         self._broadcast("chat.message", {"sessionKey": key, "messageId": str(entry_id),
-                                         "reaction": facts.get("reaction"), "pinned": bool(facts.get("pinned")),
-                                         "deleted": bool(facts.get("deleted"))}, scope=READ)
+                                            "reaction": facts.get("reaction"), "pinned": bool(facts.get("pinned")),
+                                            "deleted": bool(facts.get("deleted"))}, scope=READ)
 
     async def read(self, to: str, *, limit: int = 20) -> list[dict[str, Any]]:
         """The session's recent messages, oldest first, in ``message.read``'s shape (tool calls left out)."""
