@@ -9,7 +9,7 @@ package to build its parser). Adding a capability is its package, one line here,
 in ``gateway/config/model.py``), its migration (``migrations/versions``) and, if it has a sub-command, one entry
 point.
 
-Each ``start`` gets a ``CapabilityHost`` (``gateway.capability_host``), the part of the gateway a capability may
+Each ``start`` gets a ``CapabilityHost`` (``gateway.hosts``), the part of the gateway a capability may
 use. This module imports nothing of the gateway, so the capability packages, the method loader and the CLI can
 read the declarations cheaply.
 """

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import structlog
 
 from gateway.capabilities import declared, load
-from gateway.capability_host import CapabilityHost
 from gateway.extensions import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
+from gateway.hosts import CapabilityHost
 
 if TYPE_CHECKING:
     from gateway.core import Gateway

@@ -119,7 +119,7 @@ def _module_of(path: Path) -> str:
 COMPOSITION_ROOT = {
     "gateway.core",  # the Gateway itself
     "gateway.wiring",  # builds every core service with what it uses
-    "gateway.capability_host", "gateway.platforms.host",  # what a capability / a platform package is shown of it
+    "gateway.hosts", "gateway.platforms.host",  # what a capability / a platform package is shown of it
     "gateway.rpc",  # a handler's context (its typed services come from the gateway)
     "gateway.app", "gateway.server",  # the HTTP app and the serve loop around one gateway
 }

@@ -36,8 +36,8 @@ from gateway.services import Key
 if TYPE_CHECKING:
     from gateway.approvals.chat import ChatApprovals
     from gateway.callbacks import Broadcast, Spawn
-    from gateway.capability_host import CapabilityHost
     from gateway.config import ConfigStore
+    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["ApprovalService", "Decision", "Pending", "Presenter", "now_ms", "rule_pattern", "start"]

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gateway.callbacks import Broadcast
-    from gateway.capability_host import CapabilityHost
     from gateway.config import ConfigStore
+    from gateway.hosts import CapabilityHost
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch

@@ -49,8 +49,8 @@ from mcp_shim.runner import UnknownTool
 
 if TYPE_CHECKING:
     from gateway.callbacks import MethodCall
-    from gateway.capability_host import CapabilityHost
     from gateway.config import ConfigStore
+    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["MCP_PATH", "McpHttp", "start"]

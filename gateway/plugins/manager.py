@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
     from gateway.callbacks import MethodCall
-    from gateway.capability_host import CapabilityHost
     from gateway.config import Config, ConfigStore
     from gateway.hooks import HookRunner
+    from gateway.hosts import CapabilityHost
     from gateway.sessions import SessionsService
     from gateway.store import Database
 

@@ -1,9 +1,11 @@
-"""``CapabilityHost``: the part of a running gateway a capability may use (``gateway.capabilities``).
+"""The hosts: what a package plugged into the gateway is shown of it, instead of the whole ``Gateway``.
 
-Like the platform packages' ``PlatformHost``, it keeps the whole ``Gateway`` out of a capability's reach: the
-database, the live config, events, routes, clean-up, background tasks, the core services, in-process method
-calls and the other capabilities' services. A capability's ``start(host)`` takes what its service needs from it
-and passes that to the service's constructor.
+``GatewayHost`` is what every host offers: the live config, the state folder, HTTP routes, config-change
+listeners and clean-up. ``CapabilityHost`` (this module) is given to each capability's ``start(host)``
+(``gateway.capabilities``): it adds the database, events, background tasks, the core services, in-process
+method calls and the other capabilities' services; the capability takes what its service needs and passes it
+to the service's constructor. ``PlatformHost`` (``gateway.platforms.host``) is given to a chat platform
+package.
 """
 
 from __future__ import annotations
@@ -32,14 +34,39 @@ if TYPE_CHECKING:
     from gateway.sessions import SessionsService
     from gateway.store import Database
 
-__all__ = ["CapabilityHost"]
+__all__ = ["CapabilityHost", "GatewayHost"]
 
 
-class CapabilityHost:
-    """The gateway as a capability sees it (built by ``gateway.wiring`` for each capability's ``start``)."""
+class GatewayHost:
+    """What every host offers of one running gateway."""
 
     def __init__(self, gateway: Gateway) -> None:
         self._gw = gateway
+
+    @property
+    def config(self) -> Config:
+        """The current config (read it per use: it changes live)."""
+        return self._gw.config
+
+    @property
+    def state_dir(self) -> Path:
+        return self._gw.state_dir
+
+    def add_route(self, route: BaseRoute) -> None:
+        """Serve an HTTP route (a page, a webhook) on the gateway's port."""
+        self._gw.http_routes.append(route)
+
+    def on_config_change(self, listener: Listener) -> None:
+        """Call ``listener(old, new, changed_sections)`` after every live config change."""
+        self._gw.config_changes.listen(listener)
+
+    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Clean-up when this gateway stops (last registered runs first)."""
+        self._gw.on_stop(hook)
+
+
+class CapabilityHost(GatewayHost):
+    """The gateway as a capability sees it (built by ``gateway.wiring`` for each capability's ``start``)."""
 
     # -- facts -------------------------------------------------------------------------------------
 
@@ -51,14 +78,6 @@ class CapabilityHost:
     def config_store(self) -> ConfigStore:
         """The live config (``.config``: read it per use, it changes) and its file."""
         return self._gw.config_store
-
-    @property
-    def config(self) -> Config:
-        return self._gw.config
-
-    @property
-    def state_dir(self) -> Path:
-        return self._gw.state_dir
 
     @property
     def replica_id(self) -> str:
@@ -121,18 +140,6 @@ class CapabilityHost:
     @property
     def broadcast(self) -> Broadcast:
         return self._gw.broadcast
-
-    def add_route(self, route: BaseRoute) -> None:
-        """Serve an HTTP route on the gateway's port."""
-        self._gw.http_routes.append(route)
-
-    def on_config_change(self, listener: Listener) -> None:
-        """Call ``listener(old, new, changed_sections)`` after every live config change."""
-        self._gw.config_changes.listen(listener)
-
-    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
-        """Clean-up when this gateway stops (last registered runs first)."""
-        self._gw.on_stop(hook)
 
     def spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """Fire-and-forget work of this gateway start, kept referenced until done and cancelled at stop."""
