@@ -32,7 +32,6 @@ __all__ = ["CORE", "start_all"]
 log = structlog.get_logger("gateway.wiring")
 
 
-
 async def _start_bus(gw: Gateway) -> None:
     """Events between replicas (Redis), first: every later event goes through it."""
     from gateway.bus import connect
@@ -77,6 +76,7 @@ async def _start_agents(gw: Gateway) -> None:
                              services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,
                              listen=lambda: gw.listen)
     gw.agents = executor
+    # The queue runs its turns through the executor, which submits to the queue: the loop is closed here.
     gw.runs.executor = executor.execute
     gw.runs.after_run = executor.after_run
 
@@ -96,6 +96,7 @@ async def _start_replicas(gw: Gateway) -> None:
 def _recovery(gw: Gateway) -> Recovery:
     from gateway.runs.recovery import Recovery
 
+    # A callable: the chat platforms attach after the core services (an extension subsystem), or never.
     return Recovery(gw.db, gw.config_store, gw.replica_id, gw.runs, gw.agents, lambda: gw.platforms)
 
 
