@@ -96,12 +96,7 @@ async def redacted(person: Person, room: str, event_ids: list[str]) -> None:
 async def test_an_approval_in_a_room_is_decided_by_the_owners_reaction_not_a_strangers(
     gw: GatewayProcess, synapse: Synapse, me: Person, bot: MatrixUser, start_shim: ShimFactory
 ) -> None:
-    made = await me.client.room_create(name="ops", invite=[bot.user_id])
-    room = made.room_id
-    await me.wait_for(
-        lambda r, ev: r == room and ev.get("state_key") == bot.user_id and ev["content"].get("membership") == "join",
-        "the bot joining the room",
-    )
+    room = await me.room_with(bot, "ops")
     stranger = Person(synapse, synapse.register("mallory" + secrets.token_hex(3)))
     try:
         await me.client.room_invite(room, stranger.user.user_id)
