@@ -20,8 +20,10 @@ from gateway.sessions import inbound_key
 from tests.channels.test_matrix import Event, Person, body_is, bot, gw, me, nio, owner, synapse
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
+from tests.support.channel_admin import set_enabled, wait_state
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.synapse import MatrixUser, Synapse
+from tests.support.ws import operator
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -169,6 +171,33 @@ async def test_a_question_in_a_dm_answered_by_a_reaction_and_an_approval_by_a_nu
     verdict = payload(await call)
     assert verdict["behavior"] == "deny" and f"matrix:{me.user.user_id}" in verdict["message"]
     await edited_to(me, bot, room, prompt, f"⛔ Denied by matrix:{me.user.user_id}")
+
+
+async def test_a_pick_made_while_the_account_was_off_decides_after_it_is_back(
+    gw: GatewayProcess, me: Person, bot: MatrixUser, start_shim: ShimFactory
+) -> None:
+    """The open choices are kept in the state dir: the account stopped and started again (a config change)
+    still knows what the reaction made in between picks."""
+    room = await me.dm(bot)
+    await me.say(room, "hello again")
+    await me.from_bot(bot, room, body_is("echo: hello again"), "the first answer")
+    shim = await start_shim(gw, session_key="agent:main:main", channel="matrix", to=room, plugin_manifest=NO_TOOLS)
+    call = asyncio.create_task(
+        shim.call("approval_prompt", {"tool_name": "Bash", "input": {"command": "make backup"}}, timeout=90)
+    )
+    prompt = await me.from_bot(bot, room, contains("asks to use Bash: make backup"), "the request")
+    await keys_on(me, bot, room, prompt, 3)
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    try:
+        await set_enabled(c, "matrix", False)
+        await wait_state(c, "matrix", "absent", "the Matrix account stopped")
+        await react(me, room, prompt["event_id"], "♾️")
+        await set_enabled(c, "matrix", True)
+        await wait_state(c, "matrix", "running", "the Matrix account running again")
+    finally:
+        await c.close()
+    assert payload(await call)["behavior"] == "allow"
+    await edited_to(me, bot, room, prompt, f"✅ Allowed always by matrix:{me.user.user_id}")
 
 
 def test_choice_keys_and_their_memory_across_a_restart(tmp_path: Path) -> None:
