@@ -108,13 +108,7 @@ async def _start_nodes(gw: Gateway) -> None:
     service = NodeService(gw.db, gw.config_store, gw.broadcast, gw.bus, gw.replica_id, gw.instance_id,
                           gw.dispatcher.durable)
     service.event_handlers["agent.request"] = agent_requests(gw.sessions, gw.runs)
-    cleared = await service.store.forget_replica(gw.replica_id)
-    if cleared:
-        log.info("cleared node connections of this replica's previous process", nodes=cleared)
-    if gw.bus is not None:
-        gw.bus.on_control("node.invoke", service.on_remote_invoke)
-        gw.bus.on_control("node.invoke.done", service.on_remote_done)
-        gw.bus.on_control("node.pairing", service.on_remote_pairing)
+    await service.start()
     gw.nodes = service
     gw.on_stop(service.stop)
 

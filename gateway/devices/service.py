@@ -511,6 +511,17 @@ class NodeService:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def start(self) -> None:
+        """Forget the node sockets a previous process of this replica held (a crash left them marked connected),
+        and take the calls and pairing changes other replicas relay for the nodes connected here."""
+        cleared = await self.store.forget_replica(self._replica_id)
+        if cleared:
+            log.info("cleared node connections of this replica's previous process", nodes=cleared)
+        if self._bus is not None:
+            self._bus.on_control("node.invoke", self.on_remote_invoke)
+            self._bus.on_control("node.invoke.done", self.on_remote_done)
+            self._bus.on_control("node.pairing", self.on_remote_pairing)
+
     async def stop(self) -> None:
         for task in list(self._tasks):
             task.cancel()
