@@ -52,13 +52,22 @@ class StdinFeed:
         self.sent = 0
         self.answered = 0
         self.closed = False
+        self.holds = 0
+        """How many of the CLI's requests wait on the person: the CLI is silent meanwhile, so no watchdog."""
 
     def attach(self, proc: Child) -> None:
         """The process started with its first message already written."""
         self._proc, self.sent, self.answered, self.closed = proc, 1, 0, False
 
     def send(self, data: bytes) -> bool:
-        """Write one more message; False when stdin is closed (or not open yet)."""
+        """Write one more user message (an answer is owed); False when stdin is closed (or not open yet)."""
+        if not self.write(data):
+            return False
+        self.sent += 1
+        return True
+
+    def write(self, data: bytes) -> bool:
+        """Write protocol bytes (a JSON-RPC request or answer: no answer owed); False when stdin is closed."""
         if self.closed or self._proc is None or self._proc.stdin is None:
             return False
         try:
@@ -66,7 +75,6 @@ class StdinFeed:
         except (BrokenPipeError, ConnectionResetError, RuntimeError):
             self.close()
             return False
-        self.sent += 1
         return True
 
     def answered_one(self) -> None:
@@ -188,6 +196,8 @@ async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, 
                 async with asyncio.timeout(no_output_timeout):
                     raw = await proc.stdout.readline()
             except TimeoutError:
+                if feed is not None and feed.holds and not feed.closed:
+                    continue  # the CLI waits for a person's decision, not stuck
                 result.watchdog_fired = True
                 break
             except ValueError:  # a line longer than STREAM_LIMIT: skip it, keep going

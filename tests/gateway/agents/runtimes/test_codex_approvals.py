@@ -1,0 +1,151 @@
+"""The real Codex CLI asks the person before running a command (``permissions: ask``), through ``codex app-server``.
+
+Codex runs against the loopback fake Responses API, which makes it call ``exec_command``; in ``ask`` mode the
+runtime drives ``codex app-server`` with approval policy ``untrusted``, the app-server sends
+``item/commandExecution/requestApproval`` to the runtime, the gateway holds the request, and an operator decides
+over the real gateway. Allow runs the command and its output reaches the model (the fake sees the
+``function_call_output``); Deny gives the model the refusal; nobody deciding in time denies. The watchdog is
+shorter than the wait: a run waiting for its person is not stopped as silent. Allow always stores the rule and a
+later run of the same command is not asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.agents.runtimes.codex_app import command_of, file_changes
+from tests.gateway.agents.runtimes.flows import cli_workdir, fake_api
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import RawClient, operator
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+api = fake_api(FakeOpenAI)
+
+COMMAND = "touch made.txt && echo approved-$((6*7))"
+
+
+@pytest.fixture(scope="module")
+def gw(api: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    codex, d = cli_workdir(tmp_path_factory, "codex")
+    user = d / "user-codex"
+    user.mkdir()
+    (user / "config.toml").write_text(
+        'model = "gpt-fake"\nmodel_provider = "fake"\n'
+        f'[model_providers.fake]\nname = "fake"\nbase_url = "{api.url}/v1"\nwire_api = "responses"\n'
+        'env_key = "FAKE_OPENAI_KEY"\n')
+    env = {"HOME": str(d / "home"), "CODEX_HOME": str(user), "FAKE_OPENAI_KEY": "test-key"}
+    agent = {"id": "main", "runtime": "codex", "command": [codex], "permissions": "ask", "env": env}
+    config = {"agents": {"list": [agent], "noOutputTimeoutSeconds": 6}, "approvals": {"timeoutSeconds": 10}}
+    with GatewayProcess(d / "gw", config=config) as proc:
+        yield proc
+
+
+async def turn(c: RawClient, message: str, key: str) -> asyncio.Task[Any]:
+    acc = await c.call("agent", {"message": message, "sessionKey": key, "idempotencyKey": str(uuid.uuid4())})
+    return asyncio.create_task(c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 120_000}, timeout=130))
+
+
+async def asked(c: RawClient, key: str) -> dict[str, Any]:
+    while True:
+        event = (await c.next_event("exec.approval.requested", timeout=90))["payload"]
+        if event["sourceSessionKey"] == key:
+            return event
+
+
+def outputs(api: FakeOpenAI) -> list[str]:
+    """What the model was given back for its function calls."""
+    return [str(it.get("output")) for req in api.requests for it in req.get("input") or []
+            if it.get("type") == "function_call_output"]
+
+
+def call(command: str) -> str:
+    return "CALL exec_command " + json.dumps({"cmd": command})
+
+
+async def last_reply(c: RawClient, key: str) -> str:
+    return str((await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"])
+
+
+async def test_allow_runs_the_command_and_its_output_reaches_the_model(gw: GatewayProcess, api: FakeOpenAI) -> None:
+    c = await operator(gw.url, gw.token or "")
+    try:
+        key = "agent:main:allow"
+        done = await turn(c, call(COMMAND), key)
+        event = await asked(c, key)
+        assert event["presentation"]["commandText"] == f"Bash: {COMMAND}"
+        await asyncio.sleep(8)  # longer than the watchdog: a run waiting for its person is not silent
+        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
+        result = await done
+        assert result["status"] == "ok", result
+        assert "approved-42" in await last_reply(c, key)
+        assert any("approved-42" in o for o in outputs(api))
+    finally:
+        await c.close()
+
+
+async def test_deny_refuses_and_a_timeout_denies(gw: GatewayProcess, api: FakeOpenAI) -> None:
+    c = await operator(gw.url, gw.token or "")
+    try:
+        key = "agent:main:deny"
+        done = await turn(c, call("echo no > denied-30.txt"), key)
+        event = await asked(c, key)
+        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "deny"})
+        await done
+        assert "rejected by user" in await last_reply(c, key)
+        assert any("rejected by user" in o for o in outputs(api))
+        key = "agent:main:late"
+        done = await turn(c, call("echo late > late.txt"), key)
+        event = await asked(c, key)  # nobody decides: after approvals.timeoutSeconds it is a deny
+        await done
+        assert "rejected by user" in await last_reply(c, key)
+        got = await c.call("exec.approval.get", {"id": event["id"]})
+        assert got["approval"]["status"] == "expired"
+        late = await c.req("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
+        assert not late["ok"]
+    finally:
+        await c.close()
+
+
+async def test_allow_always_stores_the_rule_and_the_next_run_is_not_asked(gw: GatewayProcess, api: FakeOpenAI) -> None:
+    c = await operator(gw.url, gw.token or "")
+    command = "echo always-$((2*21)) > always.txt && cat always.txt"
+    try:
+        key = "agent:main:always"
+        done = await turn(c, call(command), key)
+        event = await asked(c, key)
+        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-always"})
+        await done
+        assert "always-42" in await last_reply(c, key)
+        rules = await c.call("approvals.rules.list", {"agentId": "main"})
+        assert f"Bash({command})" in [r["pattern"] for r in rules["rules"]]
+        before = len(outputs(api))
+        key = "agent:main:always-again"
+        result = await (await turn(c, call(command), key))
+        assert result["status"] == "ok", result
+        assert "always-42" in await last_reply(c, key)
+        assert len(outputs(api)) == before + 1
+        history = await c.call("approval.history", {"limit": 10})
+        mine = [a for a in history["items"] if a.get("source", {}).get("sessionKey") == key]
+        assert len(mine) == 1 and mine[0]["resolver"]["id"].startswith("rule:")  # answered by the rule, not asked
+    finally:
+        await c.close()
+
+
+def test_previews_read_as_the_person_needs_them(tmp_path: Path) -> None:
+    params = {"command": "/bin/bash -lc 'make deploy'", "proposedExecpolicyAmendment": ["/bin/bash", "-lc",
+                                                                                        "make deploy"]}
+    assert command_of(params) == "make deploy"
+    assert command_of({"command": "ls -la", "commandActions": [{"type": "unknown", "command": "ls -la"}]}) == "ls -la"
+    diff = "--- a/app.py\n+++ b/app.py\n@@\n-old\n+new\n+more\n"
+    got = file_changes([{"path": "app.py", "kind": {"type": "update", "move_path": None}, "diff": diff},
+                        {"path": "new.txt", "kind": {"type": "add"}, "diff": "hello"}])
+    assert got["file_path"] == "app.py (+2 -1), new.txt (new)"
+    assert [c["path"] for c in got["changes"]] == ["app.py", "new.txt"]
