@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.agents.runtimes.base import Approve, Event, RunSpec
@@ -64,9 +65,14 @@ def _counts(diff: str) -> str:
     return f"+{added} -{removed}"
 
 
-def file_changes(changes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``Edit`` input for a file change: ``file_path`` (each path with its kind or diff count, the preview)
-    and the changes with their diffs (cut at 4,000 characters each)."""
+def _relative(path: Any, root: Path) -> str:
+    p = Path(str(path))
+    return str(p.relative_to(root)) if p.is_absolute() and p.is_relative_to(root) else str(path)
+
+
+def file_changes(changes: list[dict[str, Any]], root: Path) -> dict[str, Any]:
+    """The ``Edit`` input for a file change: ``file_path`` (each path, relative to the workspace ``root``, with
+    its kind or diff count: the preview) and the changes with their diffs (cut at 4,000 characters each)."""
     parts, out = [], []
     for ch in changes:
         if not isinstance(ch, dict):
@@ -74,8 +80,9 @@ def file_changes(changes: list[dict[str, Any]]) -> dict[str, Any]:
         kind = (ch.get("kind") or {}).get("type") if isinstance(ch.get("kind"), dict) else None
         diff = str(ch.get("diff") or "")
         label = {"add": "new", "delete": "deleted"}.get(str(kind), _counts(diff))
-        parts.append(f"{ch.get('path')} ({label})")
-        out.append({"path": ch.get("path"), "kind": kind, "diff": diff[:4000]})
+        path = _relative(ch.get("path"), root)
+        parts.append(f"{path} ({label})")
+        out.append({"path": path, "kind": kind, "diff": diff[:4000]})
     return {"file_path": ", ".join(parts) or "(no files named)", "changes": out}
 
 
@@ -119,8 +126,8 @@ class AppServerClient:
             what = {_INIT: "initialize", _THREAD: "thread/resume" if self.spec.resume_id else "thread/start",
                     _TURN: "turn/start"}.get(rid if isinstance(rid, int) else -1, "a request")
             msg = str((err or {}).get("message") or err)
-            if rid == _THREAD and self.spec.resume_id:
-                msg = f"codex could not resume session {self.spec.resume_id}: {msg}"
+            if rid == _THREAD and self.spec.resume_id and "no rollout" in msg.lower():
+                msg = f"session {self.spec.resume_id} not found ({msg})"  # the driver then starts afresh
             return [Event("error", text=f"{what} failed: {msg}"),
                     Event("done", session_id=self.thread_id, usage=self.usage, is_error=True)]
         result = obj.get("result") or {}
@@ -176,7 +183,8 @@ class AppServerClient:
             ask = ("Bash", {"command": command_of(p), "cwd": p.get("cwd"), "reason": p.get("reason")})
         elif method == "item/fileChange/requestApproval":
             changes = (self.items.get(str(p.get("itemId"))) or {}).get("changes") or []
-            ask = ("Edit", {**file_changes(changes), "reason": p.get("reason"), "grantRoot": p.get("grantRoot")})
+            ask = ("Edit", {**file_changes(changes, self.spec.workspace), "reason": p.get("reason"),
+                            "grantRoot": p.get("grantRoot")})
         else:  # nothing else is asked of us in these modes (our MCP tools are approved in the config)
             self.send({"id": rid, "error": {"code": -32601, "message": f"{method} is not supported by this client"}})
             return

@@ -139,13 +139,38 @@ async def test_allow_always_stores_the_rule_and_the_next_run_is_not_asked(gw: Ga
         await c.close()
 
 
+async def test_a_file_change_is_asked_with_its_files_and_a_denied_one_is_not_made(gw: GatewayProcess,
+                                                                                 api: FakeOpenAI) -> None:
+    c = await operator(gw.url, gw.token or "")
+    patch = "*** Begin Patch\n*** Add File: hello.txt\n+hello there\n*** End Patch\n"
+    try:
+        key = "agent:main:patch"
+        done = await turn(c, call(f"apply_patch <<'EOF'\n{patch}EOF\n"), key)
+        event = await asked(c, key)  # Codex turns a shell apply_patch into a file change of its own
+        assert event["presentation"]["commandText"] == "Edit: hello.txt (new)"
+        approval = await c.call("exec.approval.get", {"id": event["id"]})
+        assert approval["approval"]["status"] == "pending"
+        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "deny"})
+        result = await done
+        assert result["status"] == "ok", result
+        assert outputs(api)[-1] == "patch rejected by user"
+        # the same session again: the runtime resumes the Codex thread through the app-server
+        again = await (await turn(c, "REPLY second turn", key))
+        assert again["status"] == "ok", again
+        assert await last_reply(c, key) == "second turn"
+        resumed = [r for r in api.requests if "second turn" in json.dumps(r.get("input"))][-1]
+        assert "Add File: hello.txt" in json.dumps(resumed.get("input")), "the earlier turn came along"
+    finally:
+        await c.close()
+
+
 def test_previews_read_as_the_person_needs_them(tmp_path: Path) -> None:
     params = {"command": "/bin/bash -lc 'make deploy'", "proposedExecpolicyAmendment": ["/bin/bash", "-lc",
                                                                                         "make deploy"]}
     assert command_of(params) == "make deploy"
     assert command_of({"command": "ls -la", "commandActions": [{"type": "unknown", "command": "ls -la"}]}) == "ls -la"
     diff = "--- a/app.py\n+++ b/app.py\n@@\n-old\n+new\n+more\n"
-    got = file_changes([{"path": "app.py", "kind": {"type": "update", "move_path": None}, "diff": diff},
-                        {"path": "new.txt", "kind": {"type": "add"}, "diff": "hello"}])
+    got = file_changes([{"path": str(tmp_path / "app.py"), "kind": {"type": "update", "move_path": None}, "diff": diff},
+                        {"path": "new.txt", "kind": {"type": "add"}, "diff": "hello"}], tmp_path)
     assert got["file_path"] == "app.py (+2 -1), new.txt (new)"
     assert [c["path"] for c in got["changes"]] == ["app.py", "new.txt"]
