@@ -17,12 +17,11 @@ an "allow always" rule is the same ``Bash(<command>)`` Claude Code's runs store;
 
 from __future__ import annotations
 
-import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.agents.runtimes.base import Approve, Event, RunSpec
+from gateway.agents.runtimes.base import Event, RunSpec
+from gateway.agents.runtimes.conversation import RpcClient, line
 
 if TYPE_CHECKING:
     from gateway.agents.runtimes.process import StdinFeed
@@ -40,10 +39,6 @@ ASKING_MODES = ("ask", "ask-dangerous")
 _INIT, _THREAD, _TURN = 1, 2, 3
 _SHELLS = ("bash", "sh", "zsh")
 _DECISIONS = {"allow-once": "accept", "allow-always": "acceptForSession"}
-
-
-def _line(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj).encode() + b"\n"
 
 
 def command_of(params: dict[str, Any]) -> str:
@@ -88,25 +83,19 @@ def file_changes(changes: list[dict[str, Any]], root: Path) -> dict[str, Any]:
 
 def initialize() -> bytes:
     """The first line on the app-server's stdin (``Invocation.stdin``); the rest follows its answers."""
-    return _line({"id": _INIT, "method": "initialize", "params": {
+    return line({"id": _INIT, "method": "initialize", "params": {
         "clientInfo": {"name": "remoteclaw", "title": "remoteclaw gateway", "version": "1"}, "capabilities": None}})
 
 
-class AppServerClient:
+class AppServerClient(RpcClient):
     """The client side of one ``codex app-server`` turn: what to send next, and the person's answers."""
 
     def __init__(self, feed: StdinFeed, spec: RunSpec) -> None:
-        self.feed = feed
-        self.spec = spec
-        self.approve: Approve | None = spec.approve
+        super().__init__(feed, spec)
         self.thread_id: str | None = None
         self.usage: dict[str, int] = {}
         self.items: dict[str, dict[str, Any]] = {}
         """Items seen started, by id: a file-change request names only its item, whose changes are here."""
-        self.tasks: set[asyncio.Task[None]] = set()
-
-    def send(self, obj: dict[str, Any]) -> None:
-        self.feed.write(_line(obj))
 
     def feed_obj(self, obj: dict[str, Any]) -> list[Event]:
         """Events for one JSON-RPC message; sends what the conversation needs next."""
@@ -188,26 +177,11 @@ class AppServerClient:
         else:  # nothing else is asked of us in these modes (our MCP tools are approved in the config)
             self.send({"id": rid, "error": {"code": -32601, "message": f"{method} is not supported by this client"}})
             return
-        tool, inp = ask[0], {k: v for k, v in ask[1].items() if v is not None}
-        task = asyncio.get_running_loop().create_task(self._decide(rid, tool, inp), name=f"codex-approval-{rid}")
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.ask_person(rid, *ask, _answer)
 
-    async def _decide(self, rid: Any, tool: str, inp: dict[str, Any]) -> None:
-        decision = "decline"
-        self.feed.holds += 1
-        try:
-            if self.approve is not None:
-                outcome = await self.approve(tool, inp)
-                decision = _DECISIONS.get(str(outcome.get("decision")), "decline")
-        finally:
-            self.feed.holds -= 1
-            self.send({"id": rid, "result": {"decision": decision}})
 
-    def finish(self) -> None:
-        """The process ended: nobody is left to answer."""
-        for task in list(self.tasks):
-            task.cancel()
+def _answer(decision: str | None) -> dict[str, Any]:
+    return {"result": {"decision": _DECISIONS.get(str(decision), "decline")}}
 
 
 def _item_events(item: dict[str, Any], *, completed: bool) -> list[Event]:
