@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from gateway.agents.runtimes.process import StdinFeed
 
-__all__ = ["Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "instructions_file",
-           "mcp_server_name"]
+__all__ = ["ASKING_MODES", "Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime",
+           "instructions_file", "mcp_server_name"]
 
 EventKind = Literal["text", "text_delta", "thinking", "tool_use", "tool_result", "error", "done"]
 
@@ -57,6 +57,10 @@ class McpServer:
     env: dict[str, str]
     name: str = mcp_server_name
 
+
+ASKING_MODES = ("ask", "ask-dangerous")
+"""The permission modes in which the CLI asks the person; a CLI that asks its client (not through the shim's
+``approval_prompt``) then runs in its conversation mode (Codex ``app-server``, Gemini ``--acp``)."""
 
 Approve = Callable[[str, Any], Awaitable[dict[str, Any]]]
 """``(tool_name, tool_input) -> outcome``: asks the person about one tool use and waits (``ports.ToolApprover``)."""

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.agents.runtimes import toml
-from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, instructions_file
-from gateway.agents.runtimes.codex_app import ASKING_MODES, AppServerClient, initialize
+from gateway.agents.runtimes.base import ASKING_MODES, Event, Invocation, Parser, RunSpec, Runtime, instructions_file
+from gateway.agents.runtimes.codex_app import AppServerClient, initialize
 
 if TYPE_CHECKING:
     from gateway.agents.runtimes.process import StdinFeed

@@ -17,24 +17,20 @@ an "allow always" rule is the same ``Bash(<command>)`` Claude Code's runs store;
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.agents.runtimes.base import Event, RunSpec
-from gateway.agents.runtimes.conversation import RpcClient, line
+from gateway.agents.runtimes.conversation import RpcClient, file_changes, line
 
 if TYPE_CHECKING:
     from gateway.agents.runtimes.process import StdinFeed
 
-__all__ = ["APPROVAL_POLICY", "ASKING_MODES", "SANDBOX", "AppServerClient", "command_of", "file_changes", "initialize"]
+__all__ = ["APPROVAL_POLICY", "SANDBOX", "AppServerClient", "command_of", "initialize"]
 
 APPROVAL_POLICY = "untrusted"
 """Codex asks before anything outside its own list of safe read-only commands (``ls``, ``cat``, ...)."""
 SANDBOX = "workspace-write"
 """What an approved command may touch: the workspace (and temp), as in Codex's own default for asking modes."""
-
-ASKING_MODES = ("ask", "ask-dangerous")
-"""The permission modes that run Codex through the app-server; ``allowlist`` and ``bypass`` keep ``codex exec``."""
 
 _INIT, _THREAD, _TURN = 1, 2, 3
 _SHELLS = ("bash", "sh", "zsh")
@@ -51,34 +47,6 @@ def command_of(params: dict[str, Any]) -> str:
     if len(actions) == 1 and isinstance(actions[0], dict) and isinstance(actions[0].get("command"), str):
         return str(actions[0]["command"])
     return str(params.get("command") or "")
-
-
-def _counts(diff: str) -> str:
-    lines = diff.splitlines()
-    added = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
-    removed = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
-    return f"+{added} -{removed}"
-
-
-def _relative(path: Any, root: Path) -> str:
-    p = Path(str(path))
-    return str(p.relative_to(root)) if p.is_absolute() and p.is_relative_to(root) else str(path)
-
-
-def file_changes(changes: list[dict[str, Any]], root: Path) -> dict[str, Any]:
-    """The ``Edit`` input for a file change: ``file_path`` (each path, relative to the workspace ``root``, with
-    its kind or diff count: the preview) and the changes with their diffs (cut at 4,000 characters each)."""
-    parts, out = [], []
-    for ch in changes:
-        if not isinstance(ch, dict):
-            continue
-        kind = (ch.get("kind") or {}).get("type") if isinstance(ch.get("kind"), dict) else None
-        diff = str(ch.get("diff") or "")
-        label = {"add": "new", "delete": "deleted"}.get(str(kind), _counts(diff))
-        path = _relative(ch.get("path"), root)
-        parts.append(f"{path} ({label})")
-        out.append({"path": path, "kind": kind, "diff": diff[:4000]})
-    return {"file_path": ", ".join(parts) or "(no files named)", "changes": out}
 
 
 def initialize() -> bytes:

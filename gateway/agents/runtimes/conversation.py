@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.agents.runtimes.base import RunSpec
@@ -18,12 +19,40 @@ from gateway.agents.runtimes.base import RunSpec
 if TYPE_CHECKING:
     from gateway.agents.runtimes.process import StdinFeed
 
-__all__ = ["RpcClient", "line"]
+__all__ = ["RpcClient", "file_changes", "line"]
 
 
 def line(obj: dict[str, Any]) -> bytes:
     """One JSON-RPC message as a line of JSONL."""
     return json.dumps(obj).encode() + b"\n"
+
+
+def _counts(diff: str) -> str:
+    lines = diff.splitlines()
+    added = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
+    removed = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
+    return f"+{added} -{removed}"
+
+
+def _relative(path: Any, root: Path) -> str:
+    p = Path(str(path))
+    return str(p.relative_to(root)) if p.is_absolute() and p.is_relative_to(root) else str(path)
+
+
+def file_changes(changes: list[dict[str, Any]], root: Path) -> dict[str, Any]:
+    """The ``Edit`` input for a file change: ``file_path`` (each path, relative to the workspace ``root``, with
+    its kind or diff count: the preview) and the changes with their diffs (cut at 4,000 characters each)."""
+    parts, out = [], []
+    for ch in changes:
+        if not isinstance(ch, dict):
+            continue
+        kind = (ch.get("kind") or {}).get("type") if isinstance(ch.get("kind"), dict) else None
+        diff = str(ch.get("diff") or "")
+        label = {"add": "new", "delete": "deleted"}.get(str(kind), _counts(diff))
+        path = _relative(ch.get("path"), root)
+        parts.append(f"{path} ({label})")
+        out.append({"path": path, "kind": kind, "diff": diff[:4000]})
+    return {"file_path": ", ".join(parts) or "(no files named)", "changes": out}
 
 
 class RpcClient:

@@ -25,7 +25,11 @@ import orjson
 from gateway.agents.runtimes.base import Invocation
 from gateway.agents.runtimes.spawn import Child, spawn
 
-__all__ = ["ProcessResult", "StdinFeed", "run_process", "stop_process"]
+__all__ = ["LINGER_S", "ProcessResult", "StdinFeed", "run_process", "stop_process"]
+
+LINGER_S = 10.0
+"""How long a CLI whose stdin we closed (every message answered) may stay up before it is stopped: Gemini's
+``--acp`` does not exit on end of input while its MCP server runs."""
 
 STREAM_LIMIT = 32 * 1024 * 1024
 """Longest single NDJSON line we accept (a tool result with an image can be large)."""
@@ -187,16 +191,21 @@ async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, 
     tasks = [asyncio.create_task(read_stderr())]
     if inv.stdin is not None:
         tasks.append(asyncio.create_task(feed_stdin()))
+    lingered = False
     try:
         assert proc.stdout is not None
         while True:
             try:
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the line and drops a
                 # cancellation (an abort) that lands just as the line arrives, and CLIs stream constantly.
-                async with asyncio.timeout(no_output_timeout):
+                answered = feed is not None and feed.closed
+                async with asyncio.timeout(LINGER_S if answered else no_output_timeout):
                     raw = await proc.stdout.readline()
             except TimeoutError:
-                if feed is not None and feed.holds and not feed.closed:
+                if answered:  # every answer is in, stdin is closed, and the CLI stays up: it is done
+                    lingered = True
+                    break
+                if feed is not None and feed.holds:
                     continue  # the CLI waits for a person's decision, not stuck
                 result.watchdog_fired = True
                 break
@@ -216,7 +225,7 @@ async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, 
                 continue
             if isinstance(obj, dict):
                 on_object(obj)
-        if result.watchdog_fired:
+        if result.watchdog_fired or lingered:
             await stop_process(proc, grace)
         else:
             try:

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from gateway.agents.runtimes.codex_app import command_of, file_changes
+from gateway.agents.runtimes.codex_app import command_of
+from gateway.agents.runtimes.conversation import file_changes
 from tests.gateway.agents.runtimes.flows import cli_workdir, fake_api
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway_proc import GatewayProcess
