@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.agents.runtimes import toml
 from gateway.agents.runtimes.base import ASKING_MODES, Event, Invocation, Parser, RunSpec, Runtime, instructions_file
-from gateway.agents.runtimes.codex_app import AppServerClient, initialize
+from gateway.agents.runtimes.codex_app import AppServerClient, initialize, mcp_call_events
 
 if TYPE_CHECKING:
     from gateway.agents.runtimes.process import StdinFeed
@@ -92,17 +92,7 @@ class CodexParser(Parser):
         if itype == "reasoning" and completed and item.get("text"):
             return [Event("thinking", text=item["text"])]
         if itype == "mcp_tool_call":
-            name = f"mcp__{item.get('server')}__{item.get('tool')}"
-            if not completed:
-                return [Event("tool_use", tool_id=iid, tool_name=name, tool_input=item.get("arguments"))]
-            err = item.get("error")
-            result = item.get("result") or {}
-            content = result.get("content") if isinstance(result, dict) else result
-            text = "\n".join(c.get("text", "") for c in content or []
-                              if isinstance(c, dict) and c.get("type") == "text")
-            return [Event("tool_result", tool_id=iid, tool_name=name,
-                          tool_output=(err or {}).get("message") if err else text,
-                          is_error=bool(err) or item.get("status") == "failed")]
+            return mcp_call_events(item, completed=completed)
         if itype == "command_execution":
             if not completed:
                 return [Event("tool_use", tool_id=iid, tool_name="shell", tool_input={"command": item.get("command")})]

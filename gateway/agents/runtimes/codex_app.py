@@ -25,7 +25,7 @@ from gateway.agents.runtimes.conversation import RpcClient, file_changes, line
 if TYPE_CHECKING:
     from gateway.agents.runtimes.process import StdinFeed
 
-__all__ = ["APPROVAL_POLICY", "SANDBOX", "AppServerClient", "command_of", "initialize"]
+__all__ = ["APPROVAL_POLICY", "SANDBOX", "AppServerClient", "command_of", "initialize", "mcp_call_events"]
 
 APPROVAL_POLICY = "untrusted"
 """Codex asks before anything outside its own list of safe read-only commands (``ls``, ``cat``, ...)."""
@@ -175,15 +175,20 @@ def _item_events(item: dict[str, Any], *, completed: bool) -> list[Event]:
         return [Event("tool_result", tool_id=iid, tool_name="apply_patch", tool_output=item.get("status"),
                       is_error=item.get("status") != "completed")]
     if itype == "mcpToolCall":
-        name = f"mcp__{item.get('server')}__{item.get('tool')}"
-        if not completed:
-            return [Event("tool_use", tool_id=iid, tool_name=name, tool_input=item.get("arguments"))]
-        err = item.get("error")
-        result = item.get("result") or {}
-        content = result.get("content") if isinstance(result, dict) else None
-        text = "\n".join(str(c.get("text", "")) for c in content or []
-                         if isinstance(c, dict) and c.get("type") == "text")
-        return [Event("tool_result", tool_id=iid, tool_name=name,
-                      tool_output=(err or {}).get("message") if err else text,
-                      is_error=bool(err) or item.get("status") == "failed")]
+        return mcp_call_events(item, completed=completed)
     return []
+
+
+def mcp_call_events(item: dict[str, Any], *, completed: bool) -> list[Event]:
+    """A call of an MCP tool (ours): the same fields in ``codex exec``'s ``mcp_tool_call`` and the app-server's
+    ``mcpToolCall``."""
+    iid, name = item.get("id"), f"mcp__{item.get('server')}__{item.get('tool')}"
+    if not completed:
+        return [Event("tool_use", tool_id=iid, tool_name=name, tool_input=item.get("arguments"))]
+    err = item.get("error")
+    result = item.get("result") or {}
+    content = result.get("content") if isinstance(result, dict) else result
+    text = "\n".join(str(c.get("text", "")) for c in content or [] if isinstance(c, dict) and c.get("type") == "text")
+    return [Event("tool_result", tool_id=iid, tool_name=name,
+                  tool_output=(err or {}).get("message") if err else text,
+                  is_error=bool(err) or item.get("status") == "failed")]

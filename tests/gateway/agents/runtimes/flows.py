@@ -69,6 +69,33 @@ async def ask(c: RawClient, message: str, key: str) -> dict:
     return await c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 90_000}, timeout=100)
 
 
+async def start_turn(c: RawClient, message: str, key: str) -> asyncio.Task[Any]:
+    """One agent turn on session ``key``, started; the task waits for its end (meanwhile the test can decide
+    what the turn asks the person)."""
+    acc = await c.call("agent", {"message": message, "sessionKey": key, "idempotencyKey": str(uuid.uuid4())})
+    return asyncio.create_task(c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 120_000}, timeout=130))
+
+
+async def approval_asked(c: RawClient, key: str) -> dict[str, Any]:
+    """The next ``exec.approval.requested`` of session ``key`` (an operator client sees them all)."""
+    while True:
+        event = (await c.next_event("exec.approval.requested", timeout=90))["payload"]
+        if event["sourceSessionKey"] == key:
+            return event
+
+
+async def decided_turn(c: RawClient, message: str, key: str, decision: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A turn that asks the person once, decided ``decision`` by the operator: the request and the turn's end."""
+    done = await start_turn(c, message, key)
+    event = await approval_asked(c, key)
+    await c.call("exec.approval.resolve", {"id": event["id"], "decision": decision})
+    return event, await done
+
+
+async def last_reply(c: RawClient, key: str) -> str:
+    return str((await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"])
+
+
 async def spawn_child_then_resume(gw: GatewayProcess, *, runtime: str, key: str, label: str,
                                   requests: Callable[[], list[dict]], transcript: Callable[[dict], str],
                                   spawn_tool: str | None = SPAWN_TOOL, prefix: str = "") -> int:

@@ -13,19 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gateway.agents.runtimes.codex_app import command_of
 from gateway.agents.runtimes.conversation import file_changes
-from tests.gateway.agents.runtimes.flows import cli_workdir, fake_api
+from tests.gateway.agents.runtimes.flows import (
+    approval_asked,
+    cli_workdir,
+    decided_turn,
+    fake_api,
+    last_reply,
+    start_turn,
+)
+from tests.gateway.agents.runtimes.test_codex import user_env
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.ws import RawClient, operator
+from tests.support.ws import operator
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 api = fake_api(FakeOpenAI)
@@ -36,29 +42,10 @@ COMMAND = "touch made.txt && echo approved-$((6*7))"
 @pytest.fixture(scope="module")
 def gw(api: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     codex, d = cli_workdir(tmp_path_factory, "codex")
-    user = d / "user-codex"
-    user.mkdir()
-    (user / "config.toml").write_text(
-        'model = "gpt-fake"\nmodel_provider = "fake"\n'
-        f'[model_providers.fake]\nname = "fake"\nbase_url = "{api.url}/v1"\nwire_api = "responses"\n'
-        'env_key = "FAKE_OPENAI_KEY"\n')
-    env = {"HOME": str(d / "home"), "CODEX_HOME": str(user), "FAKE_OPENAI_KEY": "test-key"}
-    agent = {"id": "main", "runtime": "codex", "command": [codex], "permissions": "ask", "env": env}
+    agent = {"id": "main", "runtime": "codex", "command": [codex], "permissions": "ask", "env": user_env(d, api.url)}
     config = {"agents": {"list": [agent], "noOutputTimeoutSeconds": 6}, "approvals": {"timeoutSeconds": 10}}
     with GatewayProcess(d / "gw", config=config) as proc:
         yield proc
-
-
-async def turn(c: RawClient, message: str, key: str) -> asyncio.Task[Any]:
-    acc = await c.call("agent", {"message": message, "sessionKey": key, "idempotencyKey": str(uuid.uuid4())})
-    return asyncio.create_task(c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 120_000}, timeout=130))
-
-
-async def asked(c: RawClient, key: str) -> dict[str, Any]:
-    while True:
-        event = (await c.next_event("exec.approval.requested", timeout=90))["payload"]
-        if event["sourceSessionKey"] == key:
-            return event
 
 
 def outputs(api: FakeOpenAI) -> list[str]:
@@ -71,16 +58,12 @@ def call(command: str) -> str:
     return "CALL exec_command " + json.dumps({"cmd": command})
 
 
-async def last_reply(c: RawClient, key: str) -> str:
-    return str((await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"])
-
-
 async def test_allow_runs_the_command_and_its_output_reaches_the_model(gw: GatewayProcess, api: FakeOpenAI) -> None:
     c = await operator(gw.url, gw.token or "")
     try:
         key = "agent:main:allow"
-        done = await turn(c, call(COMMAND), key)
-        event = await asked(c, key)
+        done = await start_turn(c, call(COMMAND), key)
+        event = await approval_asked(c, key)
         assert event["presentation"]["commandText"] == f"Bash: {COMMAND}"
         await asyncio.sleep(8)  # longer than the watchdog: a run waiting for its person is not silent
         await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
@@ -96,15 +79,12 @@ async def test_deny_refuses_and_a_timeout_denies(gw: GatewayProcess, api: FakeOp
     c = await operator(gw.url, gw.token or "")
     try:
         key = "agent:main:deny"
-        done = await turn(c, call("echo no > denied-30.txt"), key)
-        event = await asked(c, key)
-        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "deny"})
-        await done
+        await decided_turn(c, call("echo no > denied-30.txt"), key, "deny")
         assert "rejected by user" in await last_reply(c, key)
         assert any("rejected by user" in o for o in outputs(api))
         key = "agent:main:late"
-        done = await turn(c, call("echo late > late.txt"), key)
-        event = await asked(c, key)  # nobody decides: after approvals.timeoutSeconds it is a deny
+        done = await start_turn(c, call("echo late > late.txt"), key)
+        event = await approval_asked(c, key)  # nobody decides: after approvals.timeoutSeconds it is a deny
         await done
         assert "rejected by user" in await last_reply(c, key)
         got = await c.call("exec.approval.get", {"id": event["id"]})
@@ -120,16 +100,13 @@ async def test_allow_always_stores_the_rule_and_the_next_run_is_not_asked(gw: Ga
     command = "echo always-$((2*21)) > always.txt && cat always.txt"
     try:
         key = "agent:main:always"
-        done = await turn(c, call(command), key)
-        event = await asked(c, key)
-        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-always"})
-        await done
+        await decided_turn(c, call(command), key, "allow-always")
         assert "always-42" in await last_reply(c, key)
         rules = await c.call("approvals.rules.list", {"agentId": "main"})
         assert f"Bash({command})" in [r["pattern"] for r in rules["rules"]]
         before = len(outputs(api))
         key = "agent:main:always-again"
-        result = await (await turn(c, call(command), key))
+        result = await (await start_turn(c, call(command), key))
         assert result["status"] == "ok", result
         assert "always-42" in await last_reply(c, key)
         assert len(outputs(api)) == before + 1
@@ -146,17 +123,13 @@ async def test_a_file_change_is_asked_with_its_files_and_a_denied_one_is_not_mad
     patch = "*** Begin Patch\n*** Add File: hello.txt\n+hello there\n*** End Patch\n"
     try:
         key = "agent:main:patch"
-        done = await turn(c, call(f"apply_patch <<'EOF'\n{patch}EOF\n"), key)
-        event = await asked(c, key)  # Codex turns a shell apply_patch into a file change of its own
+        # Codex turns a shell apply_patch into a file change of its own
+        event, result = await decided_turn(c, call(f"apply_patch <<'EOF'\n{patch}EOF\n"), key, "deny")
         assert event["presentation"]["commandText"] == "Edit: hello.txt (new)"
-        approval = await c.call("exec.approval.get", {"id": event["id"]})
-        assert approval["approval"]["status"] == "pending"
-        await c.call("exec.approval.resolve", {"id": event["id"], "decision": "deny"})
-        result = await done
         assert result["status"] == "ok", result
         assert outputs(api)[-1] == "patch rejected by user"
         # the same session again: the runtime resumes the Codex thread through the app-server
-        again = await (await turn(c, "REPLY second turn", key))
+        again = await (await start_turn(c, "REPLY second turn", key))
         assert again["status"] == "ok", again
         assert await last_reply(c, key) == "second turn"
         resumed = [r for r in api.requests if "second turn" in json.dumps(r.get("input"))][-1]
