@@ -92,6 +92,19 @@ async def decided_turn(c: RawClient, message: str, key: str, decision: str) -> t
     return event, await done
 
 
+async def undecided_turn(c: RawClient, message: str, key: str) -> str:
+    """A turn whose request nobody decides: it expires (``approvals.timeoutSeconds``), a late decision is
+    refused, and the turn ends anyway; its reply."""
+    done = await start_turn(c, message, key)
+    event = await approval_asked(c, key)
+    await done
+    got = await c.call("exec.approval.get", {"id": event["id"]})
+    assert got["approval"]["status"] == "expired"
+    late = await c.req("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
+    assert not late["ok"]
+    return await last_reply(c, key)
+
+
 async def last_reply(c: RawClient, key: str) -> str:
     return str((await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"])
 

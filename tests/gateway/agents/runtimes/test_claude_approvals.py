@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.gateway.agents.runtimes.flows import approval_asked, cli_workdir, fake_api, start_turn
+from tests.gateway.agents.runtimes.flows import approval_asked, cli_workdir, fake_api, start_turn, undecided_turn
 from tests.gateway.agents.runtimes.test_claude import offline_env
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
@@ -77,15 +77,9 @@ async def test_deny_returns_the_message_to_the_model_and_a_timeout_denies(gw: Ga
         await done
         reply = (await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"]
         assert "denied permission to use Bash" in reply
-        key = "agent:main:late"
-        done = await start_turn(c, 'CALL Bash {"command": "touch late.txt", "description": "x"}', key)
-        event = await approval_asked(c, key)  # nobody decides: after approvals.timeoutSeconds it is a deny
-        await done
-        reply = (await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"]
+        # nobody decides: after approvals.timeoutSeconds it is a deny
+        late = 'CALL Bash {"command": "touch late.txt", "description": "x"}'
+        reply = await undecided_turn(c, late, "agent:main:late")
         assert "not given in time" in reply
-        got = await c.call("exec.approval.get", {"id": event["id"]})
-        assert got["approval"]["status"] == "expired"
-        late = await c.req("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
-        assert not late["ok"]
     finally:
         await c.close()

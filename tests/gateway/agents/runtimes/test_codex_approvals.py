@@ -27,6 +27,7 @@ from tests.gateway.agents.runtimes.flows import (
     fake_api,
     last_reply,
     start_turn,
+    undecided_turn,
 )
 from tests.gateway.agents.runtimes.test_codex import user_env
 from tests.support.fake_openai import FakeOpenAI
@@ -82,15 +83,8 @@ async def test_deny_refuses_and_a_timeout_denies(gw: GatewayProcess, api: FakeOp
         await decided_turn(c, call("echo no > denied-30.txt"), key, "deny")
         assert "rejected by user" in await last_reply(c, key)
         assert any("rejected by user" in o for o in outputs(api))
-        key = "agent:main:late"
-        done = await start_turn(c, call("echo late > late.txt"), key)
-        event = await approval_asked(c, key)  # nobody decides: after approvals.timeoutSeconds it is a deny
-        await done
-        assert "rejected by user" in await last_reply(c, key)
-        got = await c.call("exec.approval.get", {"id": event["id"]})
-        assert got["approval"]["status"] == "expired"
-        late = await c.req("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
-        assert not late["ok"]
+        # nobody decides: after approvals.timeoutSeconds it is a deny
+        assert "rejected by user" in await undecided_turn(c, call("echo late > late.txt"), "agent:main:late")
     finally:
         await c.close()
 
