@@ -46,13 +46,15 @@ def cli_workdir(tmp_path_factory: pytest.TempPathFactory, name: str) -> tuple[st
 
 
 @contextmanager
-def agent_gateway(d: Path, agent: dict[str, Any], *, loop_channel: bool = True) -> Iterator[GatewayProcess]:
+def agent_gateway(d: Path, agent: dict[str, Any], *, loop_channel: bool = True,
+                  config: dict[str, Any] | None = None) -> Iterator[GatewayProcess]:
     """The real gateway with one agent ``main`` (``agent`` is its entry) and, if asked, the loop test channel.
 
     With the loop channel, DMs get a session per peer and what the channel sends lands in
-    ``proc.outbox`` (NDJSON).
+    ``proc.outbox`` (NDJSON). ``config``: more settings (its ``agents`` keys join the agent list's).
     """
-    cfg: dict[str, Any] = {"agents": {"list": [{"id": "main", **agent}]}}
+    extra = dict(config or {})
+    cfg: dict[str, Any] = {**extra, "agents": {**extra.get("agents", {}), "list": [{"id": "main", **agent}]}}
     env = {}
     if loop_channel:
         cfg["session"] = {"dmScope": "per-channel-peer"}

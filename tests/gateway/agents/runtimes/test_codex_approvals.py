@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,11 +22,14 @@ import pytest
 from gateway.agents.runtimes.codex_app import command_of
 from gateway.agents.runtimes.conversation import file_changes
 from tests.gateway.agents.runtimes.flows import (
+    agent_gateway,
     approval_asked,
     cli_workdir,
     decided_turn,
     fake_api,
     last_reply,
+    loop_dm,
+    loop_sent,
     start_turn,
     undecided_turn,
 )
@@ -43,9 +47,9 @@ COMMAND = "touch made.txt && echo approved-$((6*7))"
 @pytest.fixture(scope="module")
 def gw(api: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     codex, d = cli_workdir(tmp_path_factory, "codex")
-    agent = {"id": "main", "runtime": "codex", "command": [codex], "permissions": "ask", "env": user_env(d, api.url)}
-    config = {"agents": {"list": [agent], "noOutputTimeoutSeconds": 6}, "approvals": {"timeoutSeconds": 10}}
-    with GatewayProcess(d / "gw", config=config) as proc:
+    agent = {"runtime": "codex", "command": [codex], "permissions": "ask", "env": user_env(d, api.url)}
+    config = {"agents": {"noOutputTimeoutSeconds": 6}, "approvals": {"timeoutSeconds": 10}}
+    with agent_gateway(d, agent, config=config) as proc:
         yield proc
 
 
@@ -130,6 +134,29 @@ async def test_a_file_change_is_asked_with_its_files_and_a_denied_one_is_not_mad
         assert "Add File: hello.txt" in json.dumps(resumed.get("input")), "the earlier turn came along"
     finally:
         await c.close()
+
+
+async def test_the_person_decides_in_the_chat(gw: GatewayProcess, api: FakeOpenAI) -> None:
+    """A loop-channel DM: the request is told in that chat with its ``/approve`` lines, the person answers
+    there, and the command's output comes back as the reply."""
+    sender = "codex-person"
+    await asyncio.to_thread(loop_dm, gw, sender, "in-cx1", call("touch chat.txt && echo chat-$((6*7))"))
+    prompt = await _sent(gw, sender, "/approve ")
+    assert "Bash: touch chat.txt && echo chat-$((6*7))" in prompt
+    approval_id = re.search(r"/approve (\S+) allow-once", prompt).group(1)  # type: ignore[union-attr]
+    await asyncio.to_thread(loop_dm, gw, sender, "in-cx2", f"/approve {approval_id} allow-once")
+    assert "chat-42" in await _sent(gw, sender, "chat-42")
+    assert any("chat-42" in o for o in outputs(api))
+
+
+async def _sent(gw: GatewayProcess, sender: str, needle: str) -> str:
+    """The first text sent to ``sender`` on the loop channel containing ``needle`` (waits up to 90 s)."""
+    for _ in range(900):
+        found = [t for t in loop_sent(gw, sender) if needle in t]
+        if found:
+            return found[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"nothing with {needle!r} sent to {sender}: {loop_sent(gw, sender)}")
 
 
 def test_previews_read_as_the_person_needs_them(tmp_path: Path) -> None:
