@@ -93,6 +93,24 @@ async def test_deny_refuses_and_a_timeout_denies(gw: GatewayProcess, api: FakeOp
         await c.close()
 
 
+async def test_a_stop_while_waiting_ends_the_run_and_its_request(gw: GatewayProcess) -> None:
+    c = await operator(gw.url, gw.token or "")
+    try:
+        key = "agent:main:stopped"
+        done = await start_turn(c, call("echo stop > stopped.txt"), key)
+        event = await approval_asked(c, key)
+        stopped = await c.call("chat.abort", {"sessionKey": key})
+        assert stopped["aborted"], stopped
+        result = await done
+        assert result["status"] != "ok", result
+        got = await c.call("exec.approval.get", {"id": event["id"]})
+        assert got["approval"]["status"] == "cancelled"
+        late = await c.req("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
+        assert not late["ok"] and "ended" in late["error"]["message"]
+    finally:
+        await c.close()
+
+
 async def test_allow_always_stores_the_rule_and_the_next_run_is_not_asked(gw: GatewayProcess, api: FakeOpenAI) -> None:
     c = await operator(gw.url, gw.token or "")
     command = "echo always-$((2*21)) > always.txt && cat always.txt"
