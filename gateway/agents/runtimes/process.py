@@ -27,7 +27,7 @@ from gateway.agents.runtimes.spawn import Child, spawn
 
 __all__ = ["LINGER_S", "ProcessResult", "StdinFeed", "run_process", "stop_process"]
 
-LINGER_S = 10.0
+LINGER_S = 3.0
 """How long a CLI whose stdin we closed (every message answered) may stay up before it is stopped: Gemini's
 ``--acp`` does not exit on end of input while its MCP server runs."""
 
