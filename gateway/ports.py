@@ -2,7 +2,8 @@
 
 The agent executor speaks replies and hears voice notes when the voice capability runs, lets the approvals
 capability read a chat's ``/approve`` or answer before a message reaches the agent, tells it when a run ended,
-and writes the plugins' tools into each run's shim config. Each is looked up with its key
+asks it about a tool use for a CLI that asks its client (Codex's app-server), and writes the plugins' tools
+into each run's shim config. Each is looked up with its key
 (``gateway.services``) and may be absent: the core then does without (no voice, no approvals, no plugin
 tools), and never imports the capability's package.
 """
@@ -13,8 +14,8 @@ from typing import Any, Protocol
 
 from gateway.services import Key
 
-__all__ = ["CHAT_DECISIONS", "PLUGIN_TOOLS", "RUN_WATCHERS", "VOICE", "ChatDecisions", "Clip", "Heard", "PluginTools",
-           "RunWatcher", "Voice"]
+__all__ = ["CHAT_DECISIONS", "PLUGIN_TOOLS", "RUN_WATCHERS", "TOOL_APPROVALS", "VOICE", "ChatDecisions", "Clip",
+           "Heard", "PluginTools", "RunWatcher", "ToolApprover", "Voice"]
 
 
 class Clip(Protocol):
@@ -76,6 +77,13 @@ class RunWatcher(Protocol):
         ...
 
 
+class ToolApprover(Protocol):
+    async def ask_and_wait(self, agent_id: str, session_key: str, tool_name: str, tool_input: Any) -> dict[str, Any]:
+        """Ask the person whether the run may use a tool and wait for the outcome (a stored "allow always" rule
+        answers at once; nobody deciding in time is a deny): ``{status, decision, reason?, resolvedBy?}``."""
+        ...
+
+
 class PluginTools(Protocol):
     def tool_listing(self, agent_id: str | None = None) -> dict[str, Any]:
         """The plugin tools a run's shim offers, and whether it waits for ``before_tool_call``."""
@@ -89,4 +97,6 @@ class PluginTools(Protocol):
 VOICE: Key[Voice] = Key("voice")
 CHAT_DECISIONS: Key[ChatDecisions] = Key("approvals in the chat")
 RUN_WATCHERS: Key[RunWatcher] = Key("approvals")
+TOOL_APPROVALS: Key[ToolApprover] = Key("approvals")
+"""For a runtime that is asked by its CLI itself (Codex's app-server), not through the shim's ``approval_prompt``."""
 PLUGIN_TOOLS: Key[PluginTools] = Key("plugins")

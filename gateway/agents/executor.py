@@ -41,14 +41,14 @@ from gateway.agents.invocation import cli_argv
 from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, get_runtime
-from gateway.agents.runtimes.base import Runtime
+from gateway.agents.runtimes.base import Approve, Runtime
 from gateway.agents.runtimes.driver import run_turn
 from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
-from gateway.ports import PLUGIN_TOOLS, RUN_WATCHERS, VOICE, Voice
+from gateway.ports import PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
@@ -252,7 +252,7 @@ class AgentExecutor:
                 mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
                 state_dir=self._state_dir / "runtimes" / self.workspace_for(run.session_key).name,
-                permissions=agent.permissions,
+                permissions=agent.permissions, approve=self._approver(run),
             )
             progress = self._progress_note(run)
             if progress is not None:
@@ -320,6 +320,17 @@ class AgentExecutor:
         if not res.ok:
             return RunOutcome(status="error", error=res.error or "the agent failed")
         return RunOutcome(status="ok", reply=reply)
+
+    def _approver(self, run: Run) -> Approve | None:
+        """How a CLI that asks its client (Codex's app-server) puts a tool use to this run's person."""
+        approvals = self._services.find(TOOL_APPROVALS)
+        if approvals is None:
+            return None
+
+        async def approve(tool_name: str, tool_input: Any) -> dict[str, Any]:
+            return await approvals.ask_and_wait(run.agent_id, run.session_key, tool_name, tool_input)
+
+        return approve
 
     async def _snapshot(self, workdir: Workdir | None) -> str | None:
         """The work tree's tree id before the turn, in a git project (None: nothing to diff against)."""

@@ -28,7 +28,7 @@ import structlog
 from sqlalchemy import delete, select, update
 
 from gateway.approvals.store import ApprovalRequest, ApprovalRule
-from gateway.ports import CHAT_DECISIONS, RUN_WATCHERS
+from gateway.ports import CHAT_DECISIONS, RUN_WATCHERS, TOOL_APPROVALS
 from gateway.protocol import ApprovalNotFound, InvalidRequest
 from gateway.rpc import APPROVALS, QUESTIONS
 from gateway.services import Key
@@ -286,6 +286,13 @@ class ApprovalService:
         item.timer = asyncio.get_running_loop().call_later(timeout_s, self._expire_soon, item.id)
         self._announce("requested", item)
         return item
+
+    async def ask_and_wait(self, agent_id: str, session_key: str, tool_name: str, tool_input: Any) -> dict[str, Any]:
+        """Ask about a tool use from inside the gateway (a runtime whose CLI asks its client, Codex's app-server)
+        and wait for the outcome: decided, expired (a deny) or cancelled when the run ends."""
+        item = await self.ask_tool(uuid.uuid4().hex, agent_id, session_key, tool_name, tool_input)
+        await item.done.wait()
+        return item.state()
 
     # -- waiting ------------------------------------------------------------------------------
 
@@ -593,6 +600,7 @@ async def start(host: CapabilityHost) -> None:
     service.add_presenter(service.chat.present)
     host.services.provide(APPROVALS_SERVICE, service)
     host.services.provide(RUN_WATCHERS, service)
+    host.services.provide(TOOL_APPROVALS, service)
     host.services.provide(CHAT_DECISIONS, service.chat)
     service.start()
     host.on_stop(service.stop)

@@ -8,11 +8,16 @@ read its NDJSON output. Everything else (spawning, the watchdog, retries, transc
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "instructions_file", "mcp_server_name"]
+if TYPE_CHECKING:
+    from gateway.agents.runtimes.process import StdinFeed
+
+__all__ = ["ASKING_MODES", "Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime",
+           "instructions_file", "mcp_server_name"]
 
 EventKind = Literal["text", "text_delta", "thinking", "tool_use", "tool_result", "error", "done"]
 
@@ -53,6 +58,14 @@ class McpServer:
     name: str = mcp_server_name
 
 
+ASKING_MODES = ("ask", "ask-dangerous")
+"""The permission modes in which the CLI asks the person; a CLI that asks its client (not through the shim's
+``approval_prompt``) then runs in its conversation mode (Codex ``app-server``, Gemini ``--acp``)."""
+
+Approve = Callable[[str, Any], Awaitable[dict[str, Any]]]
+"""``(tool_name, tool_input) -> outcome``: asks the person about one tool use and waits (``ports.ToolApprover``)."""
+
+
 @dataclass(slots=True)
 class RunSpec:
     prompt: str
@@ -69,6 +82,9 @@ class RunSpec:
     """Keep the CLI's stdin open for more user messages during the turn (only for a ``steerable`` runtime)."""
     permissions: str = "allowlist"
     """``agents.list[].permissions``: allowlist, ask, ask-dangerous or bypass (docs/approvals.md)."""
+    approve: Approve | None = None
+    """For a CLI that asks its client itself (Codex's app-server): puts a tool use to the person. None: no
+    approvals service here, so such a CLI's asks are declined."""
 
 
 @dataclass(slots=True)
@@ -96,6 +112,11 @@ class Parser(ABC):
     def finish(self) -> list[Event]:
         """Events owed at end of stream (e.g. a ``done`` the CLI never printed)."""
         return []
+
+    def talk(self, feed: StdinFeed, spec: RunSpec) -> None:
+        """A CLI that is a conversation (JSON-RPC over stdio, ``Invocation.keep_stdin``) gets its stdin here: the
+        parser answers the CLI's requests and sends the next step. Output-only CLIs ignore it."""
+        return None
 
 
 class Runtime(ABC):

@@ -7,6 +7,9 @@ analytics and the plugin/app features that reach for public hosts are switched o
 is copied so a logged-in user stays logged in. Sessions (for ``exec resume``) live in a directory
 that outlives the run (``spec.state_dir``), linked into the per-run CODEX_HOME.
 
+With a permission mode that asks (``ask``, ``ask-dangerous``) the runtime drives ``codex app-server`` instead of
+``codex exec`` (same CODEX_HOME, same sessions): see ``codex_app``.
+
 Codex hands MCP servers only a short whitelist of variables (HOME, PATH, ...), so the
 ``REMOTECLAW_*`` context goes in the server's ``env`` table.
 """
@@ -17,10 +20,14 @@ import os
 import shutil
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.agents.runtimes import toml
-from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, instructions_file
+from gateway.agents.runtimes.base import ASKING_MODES, Event, Invocation, Parser, RunSpec, Runtime, instructions_file
+from gateway.agents.runtimes.codex_app import AppServerClient, initialize, mcp_call_events
+
+if TYPE_CHECKING:
+    from gateway.agents.runtimes.process import StdinFeed
 
 __all__ = ["CodexParser", "CodexRuntime"]
 
@@ -37,12 +44,27 @@ def _user_config(home: Path) -> dict[str, Any]:
 
 
 class CodexParser(Parser):
+    """``codex exec --json``'s events; or, once ``talk`` is called (the app-server), the JSON-RPC conversation."""
+
     def __init__(self) -> None:
         super().__init__()
         self.usage: dict[str, int] = {}
         self.failed: str | None = None
+        self.app: AppServerClient | None = None
+
+    def talk(self, feed: StdinFeed, spec: RunSpec) -> None:
+        self.app = AppServerClient(feed, spec)
+
+    def finish(self) -> list[Event]:
+        if self.app is not None:
+            self.app.finish()
+        return []
 
     def feed(self, obj: dict[str, Any]) -> list[Event]:
+        if self.app is not None:
+            events = self.app.feed_obj(obj)
+            self.session_id = self.app.thread_id or self.session_id
+            return events
         kind = obj.get("type")
         if kind == "thread.started":
             self.session_id = obj.get("thread_id") or self.session_id
@@ -70,17 +92,7 @@ class CodexParser(Parser):
         if itype == "reasoning" and completed and item.get("text"):
             return [Event("thinking", text=item["text"])]
         if itype == "mcp_tool_call":
-            name = f"mcp__{item.get('server')}__{item.get('tool')}"
-            if not completed:
-                return [Event("tool_use", tool_id=iid, tool_name=name, tool_input=item.get("arguments"))]
-            err = item.get("error")
-            result = item.get("result") or {}
-            content = result.get("content") if isinstance(result, dict) else result
-            text = "\n".join(c.get("text", "") for c in content or []
-                              if isinstance(c, dict) and c.get("type") == "text")
-            return [Event("tool_result", tool_id=iid, tool_name=name,
-                          tool_output=(err or {}).get("message") if err else text,
-                          is_error=bool(err) or item.get("status") == "failed")]
+            return mcp_call_events(item, completed=completed)
         if itype == "command_execution":
             if not completed:
                 return [Event("tool_use", tool_id=iid, tool_name="shell", tool_input={"command": item.get("command")})]
@@ -123,13 +135,16 @@ class CodexRuntime(Runtime):
             link = home / "sessions"
             if not link.exists():
                 link.symlink_to(sessions, target_is_directory=True)
+        env = {**spec.env, "CODEX_HOME": str(home)}
+        if spec.permissions in ASKING_MODES:  # the app-server asks its client; ``exec`` never asks
+            return Invocation(argv=[*self.command(spec), "app-server"], env=env, cwd=spec.workspace, files=files,
+                              stdin=initialize(), keep_stdin=True)
         argv = [*self.command(spec), "exec"]
         opts = ["--json", "--skip-git-repo-check"]
         if spec.resume_id:
             argv += ["resume", *opts, spec.resume_id, "-"]
         else:
             argv += [*opts, "-"]
-        env = {**spec.env, "CODEX_HOME": str(home)}
         return Invocation(argv=argv, env=env, cwd=spec.workspace, files=files, stdin=spec.prompt.encode())
 
     def parser(self) -> CodexParser:

@@ -67,6 +67,10 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
                 feed.answered_one()  # the last answer owed closes stdin, and the CLI ends
 
     inv = runtime.build(spec)
+    if inv.keep_stdin and feed is None:  # a conversation with the CLI (JSON-RPC over stdio), not steering
+        feed = StdinFeed()
+    if feed is not None:
+        parser.talk(feed, spec)
     try:
         proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
     except (FileNotFoundError, PermissionError) as exc:

@@ -9,18 +9,21 @@ Two switches the CLI needs to run unattended: the workspace must be trusted
 (``GEMINI_CLI_TRUST_WORKSPACE=true``), else it ignores the project settings and turns ``yolo``
 approval back into "ask"; and with ``GOOGLE_GEMINI_BASE_URL`` set (a proxy or a local endpoint)
 it picks an auth type that its own headless check then rejects ("Invalid auth method selected"),
-so we name the API-key auth type explicitly in that case. Sessions are filed per workspace path
-under ``~/.gemini/tmp``; the bridge keeps one stable workspace path per session, so ``--resume``
-finds them.
+so we name the API-key auth type explicitly in that case. With a permission mode that asks (``ask``,
+``ask-dangerous``) it runs as ``gemini --acp`` instead, in its default approval mode (see ``gemini_acp``).
+Sessions are filed per workspace path under ``~/.gemini/tmp``; the bridge keeps one stable workspace path per
+session, so ``--resume`` (``session/load`` in ACP) finds them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gateway.agents.runtimes import gemini_acp
 from gateway.agents.runtimes.base import (
+    ASKING_MODES,
     Event,
     Invocation,
     Parser,
@@ -29,6 +32,9 @@ from gateway.agents.runtimes.base import (
     instructions_file,
     mcp_server_name,
 )
+
+if TYPE_CHECKING:
+    from gateway.agents.runtimes.process import StdinFeed
 
 __all__ = ["GeminiParser", "GeminiRuntime"]
 
@@ -43,10 +49,17 @@ def _tool_name(name: Any) -> Any:
 
 
 class GeminiParser(Parser):
+    """``--output-format stream-json``'s events; or, once ``talk`` is called (``--acp``), the ACP conversation."""
+
     def __init__(self) -> None:
         super().__init__()
         self.model: str | None = None
         self._text: list[str] = []
+        self.acp: gemini_acp.AcpClient | None = None
+
+    def talk(self, feed: StdinFeed, spec: RunSpec) -> None:
+        self.acp = gemini_acp.AcpClient(feed, spec)
+        self.model = spec.model
 
     def _flush(self) -> list[Event]:
         if not self._text:
@@ -55,6 +68,14 @@ class GeminiParser(Parser):
         return [Event("text", text=text)]
 
     def feed(self, obj: dict[str, Any]) -> list[Event]:
+        if self.acp is not None:
+            events = self.acp.feed_obj(obj)
+            self.session_id = self.acp.session_id or self.session_id
+            for ev in events:
+                ev.tool_name = _tool_name(ev.tool_name)
+                if ev.kind == "done":
+                    ev.model = self.model
+            return events
         kind = obj.get("type")
         if kind == "init":
             self.session_id = obj.get("session_id") or self.session_id
@@ -96,6 +117,8 @@ class GeminiParser(Parser):
         return []
 
     def finish(self) -> list[Event]:
+        if self.acp is not None:
+            self.acp.finish()
         return self._flush()
 
 
@@ -117,14 +140,20 @@ class GeminiRuntime(Runtime):
             settings["security"] = {"auth": {"selectedType": "gemini-api-key"}}
         files = {spec.workspace / ".gemini" / "settings.json": json.dumps(settings, indent=2),
                  spec.workspace / "GEMINI.md": instructions_file(spec.workspace / "GEMINI.md", spec.system_prompt)}
-        argv = [*self.command(spec), "--output-format", "stream-json", "--approval-mode", "yolo"]
-        if spec.model:
-            argv += ["--model", spec.model]
+        model = ["--model", spec.model] if spec.model else []
+        run_env = {**spec.mcp.env, "GEMINI_CLI_TRUST_WORKSPACE": "true", **spec.env}
+        if spec.permissions in ASKING_MODES:  # headless mode denies what would ask; ACP asks its client
+            return Invocation(argv=[*self.command(spec), "--acp", *model], env=run_env, cwd=spec.workspace,
+                              files=files, stdin=gemini_acp.initialize(), keep_stdin=True)
+        argv = [*self.command(spec), "--output-format", "stream-json", "--approval-mode", "yolo", *model]
         if spec.resume_id:
             argv += ["--resume", spec.resume_id]
         argv += ["--prompt", spec.prompt]
-        run_env = {**spec.mcp.env, "GEMINI_CLI_TRUST_WORKSPACE": "true", **spec.env}
         return Invocation(argv=argv, env=run_env, cwd=spec.workspace, files=files)
 
     def parser(self) -> GeminiParser:
         return GeminiParser()
+
+    def session_expired(self, message: str) -> bool:
+        # ACP's ``session/load`` refused (``gemini_acp``): the session is gone for Gemini, start afresh
+        return "could not be loaded" in message.lower() or super().session_expired(message)

@@ -25,7 +25,11 @@ import orjson
 from gateway.agents.runtimes.base import Invocation
 from gateway.agents.runtimes.spawn import Child, spawn
 
-__all__ = ["ProcessResult", "StdinFeed", "run_process", "stop_process"]
+__all__ = ["LINGER_S", "ProcessResult", "StdinFeed", "run_process", "stop_process"]
+
+LINGER_S = 3.0
+"""How long a CLI whose stdin we closed (every message answered) may stay up before it is stopped: Gemini's
+``--acp`` does not exit on end of input while its MCP server runs."""
 
 STREAM_LIMIT = 32 * 1024 * 1024
 """Longest single NDJSON line we accept (a tool result with an image can be large)."""
@@ -52,13 +56,22 @@ class StdinFeed:
         self.sent = 0
         self.answered = 0
         self.closed = False
+        self.holds = 0
+        """How many of the CLI's requests wait on the person: the CLI is silent meanwhile, so no watchdog."""
 
     def attach(self, proc: Child) -> None:
         """The process started with its first message already written."""
         self._proc, self.sent, self.answered, self.closed = proc, 1, 0, False
 
     def send(self, data: bytes) -> bool:
-        """Write one more message; False when stdin is closed (or not open yet)."""
+        """Write one more user message (an answer is owed); False when stdin is closed (or not open yet)."""
+        if not self.write(data):
+            return False
+        self.sent += 1
+        return True
+
+    def write(self, data: bytes) -> bool:
+        """Write protocol bytes (a JSON-RPC request or answer: no answer owed); False when stdin is closed."""
         if self.closed or self._proc is None or self._proc.stdin is None:
             return False
         try:
@@ -66,7 +79,6 @@ class StdinFeed:
         except (BrokenPipeError, ConnectionResetError, RuntimeError):
             self.close()
             return False
-        self.sent += 1
         return True
 
     def answered_one(self) -> None:
@@ -179,15 +191,22 @@ async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, 
     tasks = [asyncio.create_task(read_stderr())]
     if inv.stdin is not None:
         tasks.append(asyncio.create_task(feed_stdin()))
+    lingered = False
     try:
         assert proc.stdout is not None
         while True:
             try:
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the line and drops a
                 # cancellation (an abort) that lands just as the line arrives, and CLIs stream constantly.
-                async with asyncio.timeout(no_output_timeout):
+                answered = feed is not None and feed.closed
+                async with asyncio.timeout(LINGER_S if answered else no_output_timeout):
                     raw = await proc.stdout.readline()
             except TimeoutError:
+                if answered:  # every answer is in, stdin is closed, and the CLI stays up: it is done
+                    lingered = True
+                    break
+                if feed is not None and feed.holds:
+                    continue  # the CLI waits for a person's decision, not stuck
                 result.watchdog_fired = True
                 break
             except ValueError:  # a line longer than STREAM_LIMIT: skip it, keep going
@@ -206,7 +225,7 @@ async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, 
                 continue
             if isinstance(obj, dict):
                 on_object(obj)
-        if result.watchdog_fired:
+        if result.watchdog_fired or lingered:
             await stop_process(proc, grace)
         else:
             try:

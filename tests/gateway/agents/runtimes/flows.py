@@ -46,13 +46,15 @@ def cli_workdir(tmp_path_factory: pytest.TempPathFactory, name: str) -> tuple[st
 
 
 @contextmanager
-def agent_gateway(d: Path, agent: dict[str, Any], *, loop_channel: bool = True) -> Iterator[GatewayProcess]:
+def agent_gateway(d: Path, agent: dict[str, Any], *, loop_channel: bool = True,
+                  config: dict[str, Any] | None = None) -> Iterator[GatewayProcess]:
     """The real gateway with one agent ``main`` (``agent`` is its entry) and, if asked, the loop test channel.
 
     With the loop channel, DMs get a session per peer and what the channel sends lands in
-    ``proc.outbox`` (NDJSON).
+    ``proc.outbox`` (NDJSON). ``config``: more settings (its ``agents`` keys join the agent list's).
     """
-    cfg: dict[str, Any] = {"agents": {"list": [{"id": "main", **agent}]}}
+    extra = dict(config or {})
+    cfg: dict[str, Any] = {**extra, "agents": {**extra.get("agents", {}), "list": [{"id": "main", **agent}]}}
     env = {}
     if loop_channel:
         cfg["session"] = {"dmScope": "per-channel-peer"}
@@ -67,6 +69,46 @@ async def ask(c: RawClient, message: str, key: str) -> dict:
     """One agent turn on session ``key``, waited for to the end."""
     acc = await c.call("agent", {"message": message, "sessionKey": key, "idempotencyKey": str(uuid.uuid4())})
     return await c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 90_000}, timeout=100)
+
+
+async def start_turn(c: RawClient, message: str, key: str) -> asyncio.Task[Any]:
+    """One agent turn on session ``key``, started; the task waits for its end (meanwhile the test can decide
+    what the turn asks the person)."""
+    acc = await c.call("agent", {"message": message, "sessionKey": key, "idempotencyKey": str(uuid.uuid4())})
+    return asyncio.create_task(c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 120_000}, timeout=130))
+
+
+async def approval_asked(c: RawClient, key: str) -> dict[str, Any]:
+    """The next ``exec.approval.requested`` of session ``key`` (an operator client sees them all)."""
+    while True:
+        event = (await c.next_event("exec.approval.requested", timeout=90))["payload"]
+        if event["sourceSessionKey"] == key:
+            return event
+
+
+async def decided_turn(c: RawClient, message: str, key: str, decision: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A turn that asks the person once, decided ``decision`` by the operator: the request and the turn's end."""
+    done = await start_turn(c, message, key)
+    event = await approval_asked(c, key)
+    await c.call("exec.approval.resolve", {"id": event["id"], "decision": decision})
+    return event, await done
+
+
+async def undecided_turn(c: RawClient, message: str, key: str) -> str:
+    """A turn whose request nobody decides: it expires (``approvals.timeoutSeconds``), a late decision is
+    refused, and the turn ends anyway; its reply."""
+    done = await start_turn(c, message, key)
+    event = await approval_asked(c, key)
+    await done
+    got = await c.call("exec.approval.get", {"id": event["id"]})
+    assert got["approval"]["status"] == "expired"
+    late = await c.req("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
+    assert not late["ok"]
+    return await last_reply(c, key)
+
+
+async def last_reply(c: RawClient, key: str) -> str:
+    return str((await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"])
 
 
 async def spawn_child_then_resume(gw: GatewayProcess, *, runtime: str, key: str, label: str,

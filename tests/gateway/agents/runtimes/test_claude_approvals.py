@@ -9,18 +9,15 @@ model the denial; nobody deciding in time denies.
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from tests.gateway.agents.runtimes.flows import cli_workdir, fake_api
+from tests.gateway.agents.runtimes.flows import approval_asked, cli_workdir, fake_api, start_turn, undecided_turn
 from tests.gateway.agents.runtimes.test_claude import offline_env
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.ws import RawClient, operator
+from tests.support.ws import operator
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 api = fake_api(FakeAnthropic)
@@ -41,18 +38,6 @@ def gw(api: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield proc
 
 
-async def turn(c: RawClient, message: str, key: str) -> asyncio.Task[Any]:
-    acc = await c.call("agent", {"message": message, "sessionKey": key, "idempotencyKey": str(uuid.uuid4())})
-    return asyncio.create_task(c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 120_000}, timeout=130))
-
-
-async def asked(c: RawClient, key: str) -> dict[str, Any]:
-    while True:
-        event = (await c.next_event("exec.approval.requested", timeout=90))["payload"]
-        if event["sourceSessionKey"] == key:
-            return event
-
-
 def tool_results(api: FakeAnthropic) -> list[str]:
     out = []
     for req in api.requests:
@@ -68,10 +53,10 @@ async def test_allow_runs_the_command_and_its_output_reaches_the_model(gw: Gatew
     c = await operator(gw.url, gw.token or "")
     try:
         key = "agent:main:allow"
-        done = await turn(
+        done = await start_turn(
             c, 'CALL Bash {"command": "touch made.txt && echo approved-$((6*7))", "description": "say it"}', key
         )
-        event = await asked(c, key)
+        event = await approval_asked(c, key)
         assert event["presentation"]["commandText"] == "Bash: touch made.txt && echo approved-$((6*7))"
         await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
         await done
@@ -86,21 +71,15 @@ async def test_deny_returns_the_message_to_the_model_and_a_timeout_denies(gw: Ga
     c = await operator(gw.url, gw.token or "")
     try:
         key = "agent:main:deny"
-        done = await turn(c, 'CALL Bash {"command": "touch /tmp/should-not-exist-30", "description": "x"}', key)
-        event = await asked(c, key)
+        done = await start_turn(c, 'CALL Bash {"command": "touch /tmp/should-not-exist-30", "description": "x"}', key)
+        event = await approval_asked(c, key)
         await c.call("exec.approval.resolve", {"id": event["id"], "decision": "deny"})
         await done
         reply = (await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"]
         assert "denied permission to use Bash" in reply
-        key = "agent:main:late"
-        done = await turn(c, 'CALL Bash {"command": "touch late.txt", "description": "x"}', key)
-        event = await asked(c, key)  # nobody decides: after approvals.timeoutSeconds it is a deny
-        await done
-        reply = (await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"]
+        # nobody decides: after approvals.timeoutSeconds it is a deny
+        late = 'CALL Bash {"command": "touch late.txt", "description": "x"}'
+        reply = await undecided_turn(c, late, "agent:main:late")
         assert "not given in time" in reply
-        got = await c.call("exec.approval.get", {"id": event["id"]})
-        assert got["approval"]["status"] == "expired"
-        late = await c.req("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
-        assert not late["ok"]
     finally:
         await c.close()

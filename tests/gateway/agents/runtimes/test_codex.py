@@ -7,6 +7,7 @@ names the fake provider) plus our MCP server; the user's file is never changed.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,18 +19,23 @@ pytestmark = pytest.mark.slow
 api = fake_api(FakeOpenAI)
 
 
-@pytest.fixture(scope="module")
-def gw(api: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    codex, d = cli_workdir(tmp_path_factory, "codex")
+def user_env(d: Path, api_url: str) -> dict[str, str]:
+    """The agent's env: a scratch HOME and the "user's" CODEX_HOME, whose config names the fake provider."""
     user = d / "user-codex"
     user.mkdir()
     (user / "config.toml").write_text(
         'model = "gpt-fake"\nmodel_provider = "fake"\n'
-        f'[model_providers.fake]\nname = "fake"\nbase_url = "{api.url}/v1"\nwire_api = "responses"\n'
+        f'[model_providers.fake]\nname = "fake"\nbase_url = "{api_url}/v1"\nwire_api = "responses"\n'
         'env_key = "FAKE_OPENAI_KEY"\n')
-    env = {"HOME": str(d / "home"), "CODEX_HOME": str(user), "FAKE_OPENAI_KEY": "test-key"}
+    return {"HOME": str(d / "home"), "CODEX_HOME": str(user), "FAKE_OPENAI_KEY": "test-key"}
+
+
+@pytest.fixture(scope="module")
+def gw(api: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    codex, d = cli_workdir(tmp_path_factory, "codex")
+    env = user_env(d, api.url)
     with agent_gateway(d, {"runtime": "codex", "command": [codex], "env": env}, loop_channel=False) as proc:
-        proc.user_config = user / "config.toml"  # type: ignore[attr-defined]
+        proc.user_config = Path(env["CODEX_HOME"]) / "config.toml"  # type: ignore[attr-defined]
         yield proc
 
 

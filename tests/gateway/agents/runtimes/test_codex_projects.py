@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.agents.runtimes.flows import agent_gateway, ask, cli_workdir, fake_api
+from tests.gateway.agents.runtimes.test_codex import user_env
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.gitrepo import git, make_repo
@@ -32,13 +33,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def gw(api: FakeOpenAI, repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     codex, d = cli_workdir(tmp_path_factory, "codex")
-    user = d / "user-codex"
-    user.mkdir()
-    (user / "config.toml").write_text(
-        'model = "gpt-fake"\nmodel_provider = "fake"\n'
-        f'[model_providers.fake]\nname = "fake"\nbase_url = "{api.url}/v1"\nwire_api = "responses"\n'
-        'env_key = "FAKE_OPENAI_KEY"\n')
-    env = {"HOME": str(d / "home"), "CODEX_HOME": str(user), "FAKE_OPENAI_KEY": "test-key"}
+    env = user_env(d, api.url)
     agent = {"runtime": "codex", "command": [codex], "env": env,
              "projects": [{"name": "tool", "path": str(repo)}]}
     with agent_gateway(d, agent, loop_channel=False) as proc:

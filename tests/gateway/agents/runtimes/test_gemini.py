@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -28,11 +29,16 @@ pytestmark = pytest.mark.slow
 api = fake_api(FakeGemini)
 
 
+def user_env(d: Path, api_url: str) -> dict[str, str]:
+    """The agent's env: a scratch HOME, the fake's URL and a key, and no self-relaunch."""
+    return {"HOME": str(d / "home"), "GOOGLE_GEMINI_BASE_URL": api_url, "GEMINI_API_KEY": "test-key",
+            "GEMINI_CLI_NO_RELAUNCH": "true", "NO_COLOR": "1"}
+
+
 @pytest.fixture(scope="module")
 def gw(api: FakeGemini, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     gemini, d = cli_workdir(tmp_path_factory, "gemini")
-    env = {"HOME": str(d / "home"), "GOOGLE_GEMINI_BASE_URL": api.url, "GEMINI_API_KEY": "test-key",
-           "GEMINI_CLI_NO_RELAUNCH": "true", "NO_COLOR": "1"}
+    env = user_env(d, api.url)
     with agent_gateway(d, {"runtime": "gemini", "command": [gemini], "model": "gemini-2.5-flash", "env": env}) as proc:
         yield proc
 
