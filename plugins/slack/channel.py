@@ -170,7 +170,9 @@ class SlackChannel(Channel):
         self._journal: InboundJournal | None = getattr(host, "journal", None)
         self._web: AsyncWebClient | None = None
         self._socket: SocketModeClient | None = None
-        self._verifier = SignatureVerifier(settings.signingSecret) if settings.signingSecret else None
+        self._verifier = (
+            SignatureVerifier(settings.signingSecret) if settings.signingSecret and not settings.socket_mode else None
+        )
         self._handling = KeyedTasks()  # each conversation's events in order, conversations side by side
         self._seen: OrderedDict[str, None] = OrderedDict()  # without a journal: keys handled lately
         self._threads: set[tuple[str, str]] = set()  # (channel, thread_ts) the bot takes part in
@@ -205,9 +207,9 @@ class SlackChannel(Channel):
         me = await self._call("auth.test", "", web.auth_test())
         self.bot_user_id, self.bot_id = str(me.get("user_id") or ""), str(me.get("bot_id") or "")
         self._web = web
-        if self.settings.appToken:
+        if self.settings.socket_mode:
             socket = SocketModeClient(
-                app_token=self.settings.appToken,
+                app_token=self.settings.appToken or "",
                 web_client=AsyncWebClient(base_url=self.settings.apiBase, timeout=30),
                 ping_interval=10,
             )
@@ -258,7 +260,8 @@ class SlackChannel(Channel):
         from starlette.responses import JSONResponse, PlainTextResponse, Response
 
         if self._verifier is None:
-            return JSONResponse({"ok": False, "error": "this Slack account has no signingSecret"}, status_code=404)
+            refused = {"ok": False, "error": "this Slack account takes events over Socket Mode, not HTTP"}
+            return JSONResponse(refused, status_code=404)
         if self._web is None:
             return JSONResponse({"ok": False, "error": "this account is not running"}, status_code=503)
         body = await request.body()

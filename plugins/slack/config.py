@@ -6,7 +6,7 @@ The access keys (``dmPolicy``, ``allowFrom``, ``ownerAllowFrom``, ``groups``...)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -27,6 +27,9 @@ class SlackAccountConfig(BaseModel):
     signingSecret: str | None = Field(
         None, min_length=8, description="The app's signing secret: the Events API over HTTP (our webhook URL)"
     )
+    mode: Literal["auto", "socket", "http"] = Field(
+        "auto", description="auto: Socket Mode when appToken is set, else the Events API over HTTP"
+    )
     apiBase: str = Field(
         "https://slack.com/api/", pattern=r"^https?://\S+/$", description="Web API base (tests point it at a fake)"
     )
@@ -37,9 +40,15 @@ class SlackAccountConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_mode(self) -> SlackAccountConfig:
-        if not self.appToken and not self.signingSecret:
+        if self.socket_mode and not self.appToken:
+            raise ValueError("Socket Mode needs appToken (xapp-..., with connections:write)")
+        if not self.socket_mode and not self.signingSecret:
             raise ValueError("set appToken (Socket Mode) or signingSecret (Events API over HTTP)")
         return self
+
+    @property
+    def socket_mode(self) -> bool:
+        return self.mode == "socket" or (self.mode == "auto" and bool(self.appToken))
 
 
 def parse_config(cfg: dict[str, Any]) -> SlackAccountConfig:

@@ -163,6 +163,13 @@ class FakeSlack:
         return {"type": "event_callback", "team_id": "TFAKE", "api_app_id": "AFAKE", "event": event,
                 "event_id": f"Ev{uuid.uuid4().hex[:10].upper()}", "event_time": int(time.time())}
 
+    def mention_twin(self, channel: str, ts: str) -> dict[str, Any]:
+        """The ``app_mention`` event Slack sends beside the ``message`` event of a message mentioning the bot."""
+        said = next(m for m in self.messages[channel] if m["ts"] == ts)
+        event = {k: v for k, v in said.items() if k != "channel_type"} | {"type": "app_mention"}
+        return {"type": "event_callback", "team_id": "TFAKE", "api_app_id": "AFAKE", "event": event,
+                "event_id": f"Ev{uuid.uuid4().hex[:10].upper()}", "event_time": int(time.time())}
+
     def file(self, data: bytes, name: str, mime: str, **extra: Any) -> dict[str, Any]:
         """A shared file's description, its bytes served at its ``url_private`` (bot token required)."""
         fid = f"F{uuid.uuid4().hex[:10].upper()}"
@@ -177,8 +184,8 @@ class FakeSlack:
         container: dict[str, Any] = {"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": False}
         if msg.get("thread_ts"):
             container["thread_ts"] = msg["thread_ts"]
-        action: dict[str, Any] = next((e for b in msg.get("blocks") or [] if b.get("type") == "actions" for e in b["elements"]
-                       if e.get("value") == value), {"action_id": "x", "block_id": "b"})
+        elements = [e for b in msg.get("blocks") or [] if b.get("type") == "actions" for e in b["elements"]]
+        action: dict[str, Any] = next((e for e in elements if e.get("value") == value), {"action_id": "x"})
         return {"type": "block_actions", "user": {"id": user, "username": name, "name": name, "team_id": "TFAKE"},
                 "api_app_id": "AFAKE", "trigger_id": uuid.uuid4().hex, "container": container,
                 "channel": {"id": channel, "name": "directmessage" if channel.startswith("D") else "general"},
