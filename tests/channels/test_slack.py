@@ -267,3 +267,19 @@ async def test_switched_off_and_on_live(gw: GatewayProcess, fake: FakeSlack) -> 
         await fake.posted(OWNER_DM, "echo: back with the plugin?")
     finally:
         await c.close()
+
+
+async def test_a_live_reply_is_one_note_edited_in_place_then_the_answer(gw: GatewayProcess, fake: FakeSlack) -> None:
+    """``stream: edits``: the answer as it is written shows in one message, edited with ``chat.update`` and
+    deleted when the answer itself arrives as a new message (Slack has no typing indicator for bots)."""
+    dm = "DLIVE0001"
+    start = len(fake.calls)
+    await fake.push("events_api", fake.message(dm, OWNER, "stream:6 explain"))
+    await fake.posted(dm, "Part 6 of the answer.")
+    calls = [c for c in fake.calls[start:] if c.args.get("channel") == dm]
+    posts = [c for c in calls if c.method == "chat.postMessage"]
+    edits = [c for c in calls if c.method == "chat.update"]
+    deletes = [c for c in calls if c.method == "chat.delete"]
+    assert len(posts) == 2 and edits and deletes, [c.method for c in calls]
+    assert {c.args["ts"] for c in edits} == {c.args["ts"] for c in deletes}  # one note, edited, then gone
+    assert [m for m in fake.messages[dm] if m.get("user") == BOT_USER][-1]["text"].startswith("Part 1")
