@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from tests.support.channel_admin import set_enabled, wait_state
 from tests.support.fake_slack import BOT_USER, SIGNING_SECRET, FakeSlack, module_fake, signed
 from tests.support.fake_telegram import cli_runs, files_named_in
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.requires import require
 from tests.support.waiting import until
 from tests.support.ws import operator
 
@@ -275,7 +277,8 @@ async def test_a_live_reply_is_one_note_edited_in_place_then_the_answer(gw: Gate
     dm = "DLIVE0001"
     start = len(fake.calls)
     await fake.push("events_api", fake.message(dm, OWNER, "stream:6 explain"))
-    await fake.posted(dm, "Part 6 of the answer.")
+    # The note's edits carry the growing answer too: wait for the answer posted as a message of its own.
+    await fake.called("chat.postMessage", lambda a: a.get("channel") == dm and "Part 6 of" in a.get("text", ""))
     calls = [c for c in fake.calls[start:] if c.args.get("channel") == dm]
     posts = [c for c in calls if c.method == "chat.postMessage"]
     edits = [c for c in calls if c.method == "chat.update"]
@@ -283,3 +286,42 @@ async def test_a_live_reply_is_one_note_edited_in_place_then_the_answer(gw: Gate
     assert len(posts) == 2 and edits and deletes, [c.method for c in calls]
     assert {c.args["ts"] for c in edits} == {c.args["ts"] for c in deletes}  # one note, edited, then gone
     assert [m for m in fake.messages[dm] if m.get("user") == BOT_USER][-1]["text"].startswith("Part 1")
+
+
+async def test_a_voice_clip_is_heard_and_answered_with_a_spoken_file(tmp_path: Path, fake: FakeSlack) -> None:
+    """The voice capability on Slack (over the Events API): a recorded clip is transcribed before the agent sees
+    it (the fake speech-to-text API), and the reply comes back as text, then as an audio file spoken by espeak-ng
+    (uploaded with the three-step flow into the same DM)."""
+    require(shutil.which("espeak-ng") is not None, "espeak-ng is not installed")
+    from tests.support.fake_voice import FakeVoiceAPI, spoken_note
+
+    with FakeVoiceAPI(transcript="what is the weather tomorrow") as api:
+        cfg = {
+            "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+            "channels": {"slack": fake.config(socket=False) | {"ownerAllowFrom": [OWNER]}},
+            "messages": {
+                "tts": {"enabled": True, "auto": "inbound", "provider": "local"},
+                "stt": {"provider": "openai", "openai": {"apiKey": "sk-test", "baseUrl": f"{api.url}/v1"}},
+            },
+        }
+        d = tmp_path / "gw"
+        proc = GatewayProcess(d, config=cfg, env={"FAKE_CLI_LOG": str(d / "cli.log")})
+        await asyncio.to_thread(proc.start)
+        try:
+            dm = "DVOICE001"
+            note = await asyncio.to_thread(spoken_note, "What is the weather tomorrow?")
+            clip = fake.file(note, "audio_message.ogg", "audio/ogg", subtype="slack_audio")
+            body = json.dumps(fake.message(dm, OWNER, "", files=[clip])).encode()
+            assert (await post_signed(f"{proc.http}/channels/slack/default/webhook", body)).status_code == 200
+            text = await fake.posted(dm, "what is the weather tomorrow")
+            spoken = await fake.until(
+                lambda: next((u for u in fake.uploads.values() if u.get("channel") == dm), None), "the spoken reply")
+        finally:
+            await asyncio.to_thread(proc.stop)
+        run = cli_runs(d)[-1]
+        assert "[voice transcript (openai): what is the weather tomorrow]" in run["prompt"], run["prompt"]
+        assert api.transcriptions
+    # Auto-TTS speaks in the executor's one format for every chat channel: OGG/Opus.
+    assert spoken["name"].endswith(".ogg") and spoken["data"][:4] == b"OggS", spoken["name"]
+    shared = [m for m in fake.messages[dm] if m.get("user") == BOT_USER]
+    assert shared.index(text) < next(i for i, m in enumerate(shared) if m.get("files"))  # text first, then voice
