@@ -325,3 +325,29 @@ async def test_a_voice_clip_is_heard_and_answered_with_a_spoken_file(tmp_path: P
     assert spoken["name"].endswith(".ogg") and spoken["data"][:4] == b"OggS", spoken["name"]
     shared = [m for m in fake.messages[dm] if m.get("user") == BOT_USER]
     assert shared.index(text) < next(i for i, m in enumerate(shared) if m.get("files"))  # text first, then voice
+
+
+async def test_a_dropped_socket_reconnects_and_loses_nothing(gw: GatewayProcess, fake: FakeSlack) -> None:
+    """Slack closes Socket Mode connections now and then (a refresh, a move): the bot opens a new one."""
+    before = fake.connections
+    await fake.drop()
+    await fake.until(lambda: fake.connections > before, "the bot connected again", timeout=30)
+    await fake.say(OWNER_DM, OWNER, "after the drop")
+    await fake.posted(OWNER_DM, "echo: after the drop")
+    assert sum(c.method == "apps.connections.open" for c in fake.calls) >= 2  # a fresh URL for the new socket
+
+
+def test_markdown_becomes_mrkdwn_and_emoji_names() -> None:
+    from channels.base import ChannelError
+    from plugins.slack.channel import emoji_name
+    from plugins.slack.format import to_mrkdwn
+
+    md = "# Plan\n**bold**, *it*, ~~gone~~, [docs](https://x.example/a) <!channel>\n- one\n```py\nif a < b: pass\n```"
+    assert to_mrkdwn(md) == (
+        "*Plan*\n*bold*, _it_, ~gone~, <https://x.example/a|docs> &lt;!channel&gt;\n• one\n```\nif a &lt; b: pass\n```"
+    )
+    assert to_mrkdwn("`**not bold**`") == "`**not bold**`"
+    assert [emoji_name(e) for e in ("👍", "✅", ":tada:", "eyes")] == ["+1", "white_check_mark", "tada", "eyes"]
+    with pytest.raises(ChannelError) as err:
+        emoji_name("🦖")
+    assert err.value.details["field"] == "emoji"

@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 from aiohttp import WSMsgType, web
 
+from tests.support.aio_server import serve
+
 __all__ = ["BOT_TOKEN", "SIGNING_SECRET", "Call", "FakeSlack", "module_fake", "signed"]
 
 BOT_TOKEN = "xoxb-fake-bot-token"
@@ -93,18 +95,18 @@ class FakeSlack:
         app.router.add_post("/upload/{id}", self._upload)
         app.router.add_get("/files/{id}/{name}", self._file)
         app.router.add_route("*", "/api/{method}", self._api)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:
-        for ws in list(self._sockets):
-            await ws.close()
+        await self.drop()
         if self._runner:
             await self._runner.cleanup()
+
+    async def drop(self) -> None:
+        """Close the Socket Mode connections, as Slack does when it moves a connection (the bot reconnects)."""
+        for ws in list(self._sockets):
+            await ws.close()
 
     @property
     def base(self) -> str:
