@@ -350,4 +350,4 @@ def test_markdown_becomes_mrkdwn_and_emoji_names() -> None:
     assert [emoji_name(e) for e in ("👍", "✅", ":tada:", "eyes")] == ["+1", "white_check_mark", "tada", "eyes"]
     with pytest.raises(ChannelError) as err:
         emoji_name("🦖")
-    assert err.value.details["field"] == "emoji"
+    assert (err.value.details or {}).get("field") == "emoji"
