@@ -174,6 +174,7 @@ class SlackChannel(Channel):
             SignatureVerifier(settings.signingSecret) if settings.signingSecret and not settings.socket_mode else None
         )
         self._handling = KeyedTasks()  # each conversation's events in order, conversations side by side
+        self._first_lock = asyncio.Lock()
         self._seen: OrderedDict[str, None] = OrderedDict()  # without a journal: keys handled lately
         self._threads: set[tuple[str, str]] = set()  # (channel, thread_ts) the bot takes part in
         self._dms: dict[str, str] = {}  # user id -> DM channel id
@@ -311,6 +312,12 @@ class SlackChannel(Channel):
         self._dispatch(key, payload)
 
     async def _first(self, key: str, payload: dict[str, Any]) -> bool:
+        """One at a time: a message's ``message`` and ``app_mention`` events come together, and two writers of
+        one key would both find it new."""
+        async with self._first_lock:
+            return await self._first_unlocked(key, payload)
+
+    async def _first_unlocked(self, key: str, payload: dict[str, Any]) -> bool:
         if self._journal is not None:
             return await self._journal.put(self.name, self.account_id, key, payload)
         if key in self._seen:
