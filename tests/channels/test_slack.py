@@ -232,6 +232,10 @@ async def test_refusals_become_the_gateways_errors(gw: GatewayProcess, fake: Fak
         assert gone["error"]["details"]["code"] == "TARGET_NOT_FOUND", gone
         bad = await c.req("message.send", {"channel": "slack", "to": "#general", "message": "hello?"})
         assert not bad["ok"] and "C…" in bad["error"]["message"], bad
+        fake.limited = 1
+        limited = await c.req("message.send", {"channel": "slack", "to": OWNER_DM, "message": "slow down"})
+        assert limited["error"]["code"] == "UNAVAILABLE" and limited["error"]["retryAfterMs"] == 2000, limited
+        assert limited["error"]["retryable"] is True
         bad_id = await c.req("message.react", {"channel": "slack", "to": OWNER_DM, "messageId": "42", "emoji": "👍"})
         assert not bad_id["ok"] and "messageId" in bad_id["error"]["message"], bad_id
     finally:

@@ -82,6 +82,7 @@ class FakeSlack:
         self.acked: set[str] = set()
         self.connections = 0
         self.users: dict[str, str] = {}  # user id -> name
+        self.limited = 0  # how many of the next bot-token calls are answered 429 ratelimited
         self._sockets: list[web.WebSocketResponse] = []
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -268,11 +269,15 @@ class FakeSlack:
                 args[key] = json.loads(args[key])
         token = request.headers.get("Authorization", "").removeprefix("Bearer ")
         self.calls.append(Call(method, token, args))
+        if self.limited > 0 and token == BOT_TOKEN:
+            self.limited -= 1
+            await self._changed_now()
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": "2"})
         try:
             result = self._route(method, token, args)
         finally:
             await self._changed_now()
-        return web.json_response(result, headers={"Retry-After": "1"} if result.get("error") == "ratelimited" else None)
+        return web.json_response(result)
 
     def _route(self, method: str, token: str, a: dict[str, Any]) -> dict[str, Any]:
         if method == "apps.connections.open":
