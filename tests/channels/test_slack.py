@@ -355,3 +355,25 @@ def test_markdown_becomes_mrkdwn_and_emoji_names() -> None:
     with pytest.raises(ChannelError) as err:
         emoji_name("🦖")
     assert (err.value.details or {}).get("field") == "emoji"
+
+
+async def test_in_a_channel_only_the_owner_decides_an_approval(
+    gw: GatewayProcess, fake: FakeSlack, start_shim: ShimFactory
+) -> None:
+    chan = "CDECIDE01"
+    await fake.say(chan, OWNER, f"<@{BOT_USER}> route me here")
+    await fake.posted(chan, "route me here")
+    key = inbound_key("main", "main", channel="slack", account_id="default", chat_type="group", chat_id=chan,
+                      sender_id=OWNER, thread_id=None)
+    shim = await start_shim(gw, session_key=key, channel="slack", to=chan, plugin_manifest={"tools": []})
+    call = asyncio.create_task(
+        shim.call("approval_prompt", {"tool_name": "Bash", "input": {"command": "rm -rf build"}}, timeout=60))
+    prompt = await fake.posted(chan, "rm -rf build")
+    buttons = fake.buttons(chan, prompt["ts"])
+    await fake.press(chan, prompt["ts"], buttons[0][1], user=STRANGER)
+    await fake.posted(chan, "Only the session's owner may decide this")
+    assert not call.done() and fake.buttons(chan, prompt["ts"]) == buttons  # still pending, still pressable
+    deny = next(value for label, value in buttons if "Deny" in label)
+    await fake.press(chan, prompt["ts"], deny, user=OWNER)
+    verdict = json.loads((await call)["content"][0]["text"])
+    assert verdict["behavior"] == "deny", verdict
