@@ -168,7 +168,8 @@ class _Handshake:
             from gateway.devices import operators as devices
 
             auto = gw.config.gateway.auth.autoApproveLoopbackDevices and _is_loopback(conn.remote)
-            status = await devices.record(gw, params, accepted.device_id, remote=conn.remote, auto_approve=auto)
+            status = await devices.record(gw.db, gw.broadcast, params, accepted.device_id, remote=conn.remote,
+                                          auto_approve=auto)
             if status != devices.APPROVED:
                 message = ("device was rejected by the gateway owner" if status == devices.REJECTED
                            else "device is not paired yet: the gateway owner must approve it")
@@ -408,7 +409,7 @@ def build_app(gateway: Gateway) -> ASGIApp:
     ]
     routes += gateway.http_routes
     rpc_paths = RPC_PATHS
-    ui = control_ui.for_gateway(gateway)
+    ui = control_ui.for_config(gateway.config, gateway.version)
     if ui is not None:  # OpenClaw's Control UI, and its socket at its base path (gateway.control_ui)
         routes += ui.routes()
         rpc_paths = rpc_paths | ui.socket_paths

@@ -35,14 +35,14 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 import structlog
 
+from gateway.callers import READ
 from gateway.extras import install_hint
 from gateway.protocol import encode
-from gateway.rpc import READ
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.config import Config
 
-__all__ = ["LOCAL_EVENTS", "PREFIX_ENV", "URL_ENV", "EventBus", "redis_url", "start"]
+__all__ = ["LOCAL_EVENTS", "PREFIX_ENV", "URL_ENV", "EventBus", "connect", "redis_url"]
 
 log = structlog.get_logger("gateway.bus")
 
@@ -64,9 +64,9 @@ Listener = Callable[[str, Any], None]
 ControlHandler = Callable[[Any], None]
 
 
-def redis_url(gateway: Gateway) -> str | None:
+def redis_url(config: Config) -> str | None:
     """The Redis URL to use: the environment wins over the config; empty means none."""
-    url = os.environ.get(URL_ENV, "").strip() or (getattr(gateway.config.gateway, "redisUrl", None) or "").strip()
+    url = os.environ.get(URL_ENV, "").strip() or (getattr(config.gateway, "redisUrl", None) or "").strip()
     return url or None
 
 
@@ -287,13 +287,13 @@ async def _check_url(url: str) -> str | None:
     return url
 
 
-async def start(gateway: Gateway) -> None:
-    """Subsystem entry: attach the bus (first, so every later subsystem's events go through it)."""
-    url = redis_url(gateway)
+async def connect(instance_id: str, deliver_local: Deliver, config: Config) -> EventBus:
+    """The bus of one gateway start, linked to Redis when ``REMOTECLAW_REDIS_URL`` / ``gateway.redisUrl`` names
+    one (checked first: a bad URL is said once and the gateway runs alone)."""
+    url = redis_url(config)
     prefix = os.environ.get(PREFIX_ENV, "").strip() or DEFAULT_PREFIX
-    bus = EventBus(gateway.instance_id, gateway.deliver_local, url=url, prefix=prefix)
+    bus = EventBus(instance_id, deliver_local, url=url, prefix=prefix)
     if url:
         bus.url = await _check_url(url)
-    gateway.bus = bus
     bus.start()
-    gateway.on_stop(bus.stop)
+    return bus

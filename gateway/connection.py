@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 from starlette.websockets import WebSocket
 
+from gateway.callers import Caller
 from gateway.outbound import OutboundBudget
 from gateway.protocol import (
     CLOSE_INTERNAL,
@@ -31,7 +32,6 @@ from gateway.protocol import (
     encode,
     event_frame,
 )
-from gateway.rpc import Caller
 
 __all__ = ["CLOSE_INTERNAL", "CLOSE_POLICY", "CLOSE_PROTOCOL", "CLOSE_RESTART", "CLOSE_TOO_BIG", "Connection"]
 

@@ -27,10 +27,10 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import BaseRoute, Route
 
 if TYPE_CHECKING:
+    from gateway.config import Config
     from gateway.config.model import ControlUiConfig
-    from gateway.core import Gateway
 
-__all__ = ["DEFAULT_ROOT", "ControlUi", "find_root", "for_gateway"]
+__all__ = ["DEFAULT_ROOT", "ControlUi", "find_root", "for_config"]
 
 PROJECT = Path(__file__).resolve().parents[1]
 DEFAULT_ROOT = Path(".cache/openclaw/cli/node_modules/openclaw/dist/control-ui")
@@ -121,12 +121,12 @@ class ControlUi:
         return path
 
 
-def for_gateway(gateway: Gateway) -> ControlUi | None:
-    """The Control UI ``gateway`` serves, per its config; None when it is off or its files are not found."""
-    cfg = gateway.config.gateway.controlUi
+def for_config(config: Config, version: str) -> ControlUi | None:
+    """The Control UI a gateway with ``config`` serves; None when it is off or its files are not found."""
+    cfg = config.gateway.controlUi
     root = find_root(cfg)
     if root is None:
         return None
-    default = gateway.config.agents.default
-    name = next((a.name or a.id for a in gateway.config.agents.list if a.id == default), default)
-    return ControlUi(root, cfg.basePath, version=gateway.version, assistant_name=name)
+    default = config.agents.default
+    name = next((a.name or a.id for a in config.agents.list if a.id == default), default)
+    return ControlUi(root, cfg.basePath, version=version, assistant_name=name)

@@ -22,6 +22,7 @@ from gateway import __version__, paths
 from gateway.agents.tokens import RunTokens
 from gateway.auth import AuthThrottle
 from gateway.config import Config, ConfigStore
+from gateway.config.reload import ConfigChanges
 from gateway.connection import CLOSE_RESTART, Connection
 from gateway.hooks import HookRunner
 from gateway.memory import ReleaseAfterCrowd
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
-    from gateway.config.reload import Listener
     from gateway.config.watch import ConfigWatcher
     from gateway.devices.service import NodeService
     from gateway.platforms.interface import ChatPlatforms
@@ -107,8 +107,8 @@ class Gateway:
         self.platforms: ChatPlatforms | None = None
         """The chat platforms, once a platform package attached itself (``gateway.platforms``)."""
         self.config_watch: ConfigWatcher | None = None
-        self.config_listeners: list[Listener] = []
-        """Called after every live config change (``gateway.config.reload``)."""
+        self.config_changes = ConfigChanges(config_store, self.broadcast, self.request_restart, self.logs_dir)
+        """Applies a validated config and tells the services that follow it (``gateway.config.reload``)."""
         self.http_routes: list[BaseRoute] = []
         """Routes subsystems add to the HTTP app (webhooks)."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)

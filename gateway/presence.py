@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from gateway.protocol import encode
 
 if TYPE_CHECKING:
+    from gateway.callers import Caller
     from gateway.connection import Connection
-    from gateway.rpc import Caller
 
 __all__ = ["COALESCE_S", "WATCHING_MODES", "PresenceBoard", "entry_for"]
 

@@ -1,10 +1,9 @@
-"""The method registry and the dispatcher.
+"""The dispatcher, and what a method handler gets: ``CallContext``.
 
-Each gateway method is declared once, beside its handler, with the ``method``
-decorator: its name, params model, required scope, and whether it de-duplicates
-by ``idempotencyKey``. The dispatcher then validates, authorizes, de-duplicates,
-calls and maps errors the same way for every method. ``hello-ok
-features.methods`` and the published schemas come from this registry.
+Each gateway method is declared once, beside its handler, with the ``method`` decorator (``gateway.registry``):
+its name, params model, required scope, and whether it de-duplicates by ``idempotencyKey``. The dispatcher then
+validates, authorizes, de-duplicates, calls and maps errors the same way for every method. Method modules import
+everything they need from here (the registry's and ``gateway.callers``' names are re-exported).
 
 Handlers are ``async def handler(params: ParamsModel, ctx: CallContext) -> result``
 where the result is JSON-able (dicts, lists, pydantic models) and failures are
@@ -14,18 +13,30 @@ raised as ``gateway.protocol.RpcError``.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import structlog
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from gateway.callers import (
+    ADMIN,
+    APPROVALS,
+    NODE,
+    OPERATOR_SCOPES,
+    PAIRING,
+    QUESTIONS,
+    READ,
+    WRITE,
+    Caller,
+    SessionScope,
+    grants,
+)
 from gateway.protocol import (
     Forbidden,
     InvalidRequest,
@@ -36,10 +47,23 @@ from gateway.protocol import (
     error_frame,
     ok_frame,
 )
+from gateway.registry import (
+    MethodSpec,
+    NoParams,
+    Params,
+    Registry,
+    drop_ignored,
+    method,
+    registry,
+    takes_any_field,
+    validate_wire,
+    wire_field_names,
+)
 
 if TYPE_CHECKING:
     from gateway.agents.executor import AgentExecutor
     from gateway.config import Config, ConfigStore
+    from gateway.config.reload import ConfigChanges
     from gateway.core import Gateway
     from gateway.devices.service import NodeService
     from gateway.hooks import HookRunner
@@ -49,11 +73,13 @@ if TYPE_CHECKING:
     from gateway.session_events import SessionSubscriptions
     from gateway.sessions import SessionsService
     from gateway.store import Database
+    from gateway.store.idempotency import Durable
 
 __all__ = [
     "ADMIN",
     "APPROVALS",
     "NODE",
+    "OPERATOR_SCOPES",
     "PAIRING",
     "QUESTIONS",
     "READ",
@@ -61,7 +87,6 @@ __all__ = [
     "CallContext",
     "Caller",
     "Dispatcher",
-    "Durable",
     "IdempotencyCache",
     "MethodSpec",
     "NoParams",
@@ -79,174 +104,6 @@ __all__ = [
 log = structlog.get_logger("gateway.rpc")
 
 _S = TypeVar("_S")
-
-READ: Final = "operator.read"
-WRITE: Final = "operator.write"
-ADMIN: Final = "operator.admin"
-APPROVALS: Final = "operator.approvals"
-PAIRING: Final = "operator.pairing"
-QUESTIONS: Final = "operator.questions"
-"""Answering agents' questions (OpenClaw's ``question.*`` methods); admin implies it, as every scope."""
-NODE: Final = "node"
-"""Pseudo-scope: only clients connected with role ``node`` may call the method."""
-
-OPERATOR_SCOPES: Final = (READ, WRITE, ADMIN, APPROVALS, PAIRING, QUESTIONS)
-
-
-def grants(granted: frozenset[str], needed: str) -> bool:
-    """Whether an operator holding ``granted`` scopes may use a method needing ``needed``.
-
-    admin implies every operator scope; write implies read.
-    """
-    if needed in granted or ADMIN in granted:
-        return True
-    return needed == READ and WRITE in granted
-
-
-class Params(BaseModel):
-    """Base for method params: closed objects, so a misspelled field is an error that names it.
-
-    Params from the wire are also strict in type (``validate_wire``): ``"yes"`` is not a boolean, ``1.5`` or
-    ``"1"`` not an integer, as in OpenClaw's JSON Schema validators. Strictness is applied to the JSON
-    form, so arrays still fill tuples and strings still fill enums and literals.
-    """
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-def wire_field_names(model: type[BaseModel]) -> frozenset[str]:
-    """The params fields a model acts on, as they appear on the wire: field names, their aliases, and for a
-    model that takes an open object (``extra="allow"``) the names it lists in ``wire_fields``."""
-    names = {name for key, f in model.model_fields.items() for name in (key, f.alias) if name}
-    names.update(getattr(model, "wire_fields", ()))
-    return frozenset(names)
-
-
-def takes_any_field(model: type[BaseModel]) -> bool:
-    """An open params object whose handler reads every field itself (``extra="allow"``, no ``wire_fields``):
-    nothing in it is ignored."""
-    return model.model_config.get("extra") == "allow" and not hasattr(model, "wire_fields")
-
-
-_FIELDS_FILE = Path(__file__).with_name("openclaw_fields.json")
-
-
-@functools.cache
-def _openclaw_fields() -> dict[str, dict[str, Any]]:
-    """Method -> {params field OpenClaw's schema allows that we do not act on: its JSON Schema}.
-
-    Generated by ``gateway.protocol_table`` from OpenClaw's published schema (``scripts/protocol-table``).
-    """
-    try:
-        data = orjson.loads(_FIELDS_FILE.read_bytes())
-    except FileNotFoundError:
-        return {}
-    methods = data.get("methods")
-    return methods if isinstance(methods, dict) else {}
-
-
-@functools.cache
-def _ignored_for(name: str, model: type[BaseModel]) -> dict[str, Any]:
-    if takes_any_field(model):
-        return {}
-    known = wire_field_names(model)
-    return {k: v for k, v in _openclaw_fields().get(name, {}).items() if k not in known}
-
-
-@functools.cache
-def _field_validator(name: str, key: str) -> Any:
-    from jsonschema import Draft7Validator  # only once a client sends such a field
-
-    return Draft7Validator(_openclaw_fields()[name][key])
-
-
-def _drop_ignored(name: str, model: type[BaseModel], raw: Any) -> Any:
-    """``raw`` without the fields OpenClaw allows for ``name`` that we do not act on, each checked first
-    against OpenClaw's schema for it, so a wrong value is still refused naming the field."""
-    ignored = _ignored_for(name, model) if isinstance(raw, dict) else {}
-    present = [k for k in raw if k in ignored] if ignored else []
-    if not present:
-        return raw
-    for key in present:
-        error = next(iter(_field_validator(name, key).iter_errors(raw[key])), None)
-        if error is not None:
-            where = "/" + "/".join(str(p) for p in (key, *error.absolute_path))
-            raise InvalidRequest(f"invalid {name} params: at {where}: {error.message}",
-                                 details={"method": name, "field": key})
-    return {k: v for k, v in raw.items() if k not in ignored}
-
-
-def validate_wire(model: type[BaseModel], raw: Any) -> BaseModel:
-    """Validate wire params (already-decoded JSON) against ``model``, strictly in type.
-
-    The one place request params are validated, for every method (ours, capabilities', plugins'): pydantic's
-    strict mode on the JSON form refuses every lax coercion (string to bool or number, float to int).
-
-    Raises:
-        ValidationError: naming the field.
-        orjson.JSONEncodeError: for values JSON cannot carry (integers past 64 bits).
-    """
-    return model.model_validate_json(orjson.dumps({} if raw is None else raw), strict=True)
-
-
-class NoParams(Params):
-    """For methods that take no params."""
-
-
-Handler = Callable[[Any, "CallContext"], Awaitable[Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class MethodSpec:
-    name: str
-    params: type[BaseModel]
-    scope: str
-    handler: Handler
-    idempotent: bool = False
-    aliases: tuple[str, ...] = ()
-    description: str = ""
-    baseline: bool = False
-    """Callable by a non-owner agent run's token: a method behind one of the baseline MCP tools."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionScope:
-    """What a non-owner agent run may look at: its own session, the sessions it spawned, and the sessions of
-    the chat it came from (``channel`` + ``chat_id``, when it came from one)."""
-
-    session_key: str
-    channel: str | None = None
-    chat_id: str | None = None
-
-    def allows(self, key: str, *, channel: str | None = None, peer_id: str | None = None,
-               parent_key: str | None = None) -> bool:
-        """Whether a session (its key, and the chat and parent stored with it) is within this scope."""
-        if key == self.session_key or parent_key == self.session_key:
-            return True
-        return self.channel is not None and channel == self.channel and peer_id == self.chat_id
-
-    def allows_chat(self, channel: str, chat_id: str) -> bool:
-        return self.channel is not None and channel == self.channel and chat_id == self.chat_id
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling: fixed at handshake time for the life of the connection."""
-
-    conn_id: str
-    role: str
-    scopes: frozenset[str]
-    client_id: str
-    client_mode: str
-    remote: str
-    device_id: str | None = None
-    display_name: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    methods: frozenset[str] | None = None
-    """When set, the only methods this caller may use (a non-owner agent run's token); None: no limit."""
-    confined_to: SessionScope | None = None
-    """When set, the only sessions and chats this caller may read (a non-owner agent run); None: all."""
-
 
 @dataclass(slots=True)
 class CallContext:
@@ -279,6 +136,11 @@ class CallContext:
     @property
     def config_store(self) -> ConfigStore:
         return self.gateway.config_store
+
+    @property
+    def config_changes(self) -> ConfigChanges:
+        """Applies a validated config (what ``config.patch``/``set``/``apply`` commit)."""
+        return self.gateway.config_changes
 
     @property
     def state_dir(self) -> Path:
@@ -320,83 +182,6 @@ class CallContext:
         """A capability's service (``gateway.services``), or ``Unavailable`` naming it when that capability did
         not start on this gateway."""
         return self.gateway.services.get(key)
-
-
-class Registry:
-    """Name -> MethodSpec. One process-wide instance, ``registry``, is filled at import time."""
-
-    def __init__(self) -> None:
-        self._specs: dict[str, MethodSpec] = {}
-        self._aliases: dict[str, str] = {}
-
-    def add(self, spec: MethodSpec) -> None:
-        for name in (spec.name, *spec.aliases):
-            if name in self._specs or name in self._aliases:
-                raise ValueError(f"method registered twice: {name}")
-        self._specs[spec.name] = spec
-        for alias in spec.aliases:
-            self._aliases[alias] = spec.name
-
-    def remove(self, name: str) -> None:
-        spec = self._specs.pop(name, None)
-        if spec:
-            for alias in spec.aliases:
-                self._aliases.pop(alias, None)
-
-    def get(self, name: str) -> MethodSpec | None:
-        spec = self._specs.get(name)
-        if spec is None and name in self._aliases:
-            spec = self._specs[self._aliases[name]]
-        return spec
-
-    def names(self) -> list[str]:
-        return sorted(self._specs)
-
-    def specs(self) -> list[MethodSpec]:
-        return [self._specs[n] for n in self.names()]
-
-    def baseline_names(self) -> frozenset[str]:
-        """The methods a non-owner agent run may call (declared ``baseline=True``), aliases included."""
-        return frozenset(n for spec in self._specs.values() if spec.baseline for n in (spec.name, *spec.aliases))
-
-    def method(
-        self,
-        name: str,
-        *,
-        params: type[BaseModel] = NoParams,
-        scope: str = ADMIN,
-        idempotent: bool = False,
-        aliases: tuple[str, ...] = (),
-        baseline: bool = False,
-    ) -> Callable[[Handler], Handler]:
-        """Declare a method. Unclassified means admin (default-deny, as OpenClaw does).
-
-        ``baseline=True`` lets non-owner agent runs call it: say so only for a method behind a baseline MCP
-        tool (a test keeps the two in agreement). Scopes alone are not enough there: node, browser and tts
-        methods need only ``operator.write``, as OpenClaw classifies them, yet sit behind owner-only tools.
-        """
-
-        def deco(fn: Handler) -> Handler:
-            doc = (fn.__doc__ or "").strip().splitlines()
-            self.add(
-                MethodSpec(
-                    name=name,
-                    params=params,
-                    scope=scope,
-                    handler=fn,
-                    idempotent=idempotent,
-                    aliases=aliases,
-                    description=doc[0] if doc else "",
-                    baseline=baseline,
-                )
-            )
-            return fn
-
-        return deco
-
-
-registry = Registry()
-method = registry.method
 
 
 class IdempotencyCache:
@@ -464,15 +249,6 @@ class IdempotencyCache:
         return result
 
 
-class Durable(Protocol):
-    """Where answers of idempotent requests outlive the process (``gateway.store.idempotency``)."""
-
-    async def get(self, method: str, key: str) -> Any:
-        """The stored answer, or the sentinel the dispatcher was given as ``missing`` when there is none."""
-
-    async def put(self, method: str, key: str, result: Any) -> None: ...
-
-
 class Dispatcher:
     """Turns a request frame into a response frame: validate, authorize, de-duplicate, call.
 
@@ -505,7 +281,7 @@ class Dispatcher:
             raise InvalidRequest(f"unknown method: {name}")
         self._authorize(spec, caller)
         try:
-            params = validate_wire(spec.params, _drop_ignored(spec.name, spec.params, raw_params))
+            params = validate_wire(spec.params, drop_ignored(spec.name, spec.params, raw_params))
         except ValidationError as exc:
             raise InvalidRequest(
                 f"invalid {name} params: {describe_validation_error(exc)}",

@@ -20,7 +20,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.callbacks import Broadcast
 
 __all__ = ["ROUTED_EVENTS", "SessionSubscriptions", "agent_of", "announce", "openclaw_message"]
 
@@ -140,9 +140,8 @@ class SessionSubscriptions:
         return out
 
 
-def announce(gw: Gateway, key: str, reason: str) -> None:
+def announce(broadcast: Broadcast, key: str, reason: str) -> None:
     """Tell ``sessions.subscribe`` listeners on every replica that a session changed (``patch``, ``reset``,
     ``delete``...): the changes that have no broadcast of their own."""
     agent = {"agentId": a} if (a := agent_of(key)) else {}
-    gw.broadcast(SESSIONS_CHANGED, {"sessionKey": key, **agent, "reason": reason, "ts": _now_ms()},
-                 drop_if_slow=True)
+    broadcast(SESSIONS_CHANGED, {"sessionKey": key, **agent, "reason": reason, "ts": _now_ms()}, drop_if_slow=True)

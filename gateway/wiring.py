@@ -1,9 +1,10 @@
 """Where one gateway start's services are built and wired, in this order.
 
-1. The core services (``CORE``): each module's ``async def start(gateway) -> None`` builds its service with
-   the collaborators it uses and sets it as a typed attribute of the ``Gateway``; clean-up goes to
-   ``gateway.on_stop``. The bus first (every later event goes through it), the executor after the run queue
-   it serves.
+1. The core services (``CORE``): each ``_start_*`` here builds its service with the collaborators it uses,
+   passed to its constructor, and sets it as a typed attribute of the ``Gateway``; clean-up goes to
+   ``gateway.on_stop``. The bus first (every later event goes through it), the run queue before the sessions
+   and the executor that use it, the replica watch after the executor it recovers turns through. This module
+   and ``gateway.core`` are the only ones that know the whole ``Gateway`` (and the hosts, which narrow it).
 2. The capabilities (``gateway.capabilities``), each through its own ``start(host)`` with a
    ``CapabilityHost``: they provide their services in ``gateway.services``.
 3. The subsystems of other packages (the ``remoteclaw.subsystems`` extension point: the channels), each with a
@@ -13,13 +14,14 @@
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import structlog
 
-from gateway.capabilities import CapabilityHost, declared, load
+from gateway.capabilities import declared, load
 from gateway.extensions import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
+from gateway.hosts import CapabilityHost
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -29,15 +31,23 @@ __all__ = ["CORE", "start_all"]
 
 log = structlog.get_logger("gateway.wiring")
 
-CORE: list[str] = [
-    "gateway.bus",
-    "gateway.config.watch",
-    "runs",
-    "sessions",
-    "agents",
-    "replicas",
-    "gateway.devices.service",
-]
+
+async def _start_bus(gw: Gateway) -> None:
+    """Events between replicas (Redis), first: every later event goes through it."""
+    from gateway.bus import connect
+
+    gw.bus = await connect(gw.instance_id, gw.deliver_local, gw.config)
+    gw.on_stop(gw.bus.stop)
+
+
+async def _start_config_watch(gw: Gateway) -> None:
+    """Edits of the config file, applied as the config methods apply theirs."""
+    from gateway.config.watch import ConfigWatcher
+
+    watcher = ConfigWatcher(gw.config_store, gw.config_changes, lambda: gw.stopping)
+    gw.config_watch = watcher
+    watcher.start()
+    gw.on_stop(watcher.stop)
 
 
 async def _start_runs(gw: Gateway) -> None:
@@ -66,6 +76,7 @@ async def _start_agents(gw: Gateway) -> None:
                              services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,
                              listen=lambda: gw.listen)
     gw.agents = executor
+    # The queue runs its turns through the executor, which submits to the queue: the loop is closed here.
     gw.runs.executor = executor.execute
     gw.runs.after_run = executor.after_run
 
@@ -85,19 +96,38 @@ async def _start_replicas(gw: Gateway) -> None:
 def _recovery(gw: Gateway) -> Recovery:
     from gateway.runs.recovery import Recovery
 
+    # A callable: the chat platforms attach after the core services (an extension subsystem), or never.
     return Recovery(gw.db, gw.config_store, gw.replica_id, gw.runs, gw.agents, lambda: gw.platforms)
 
 
-_BUILT_HERE = {"runs": _start_runs, "sessions": _start_sessions, "agents": _start_agents, "replicas": _start_replicas}
+async def _start_nodes(gw: Gateway) -> None:
+    """Paired nodes and their live sockets; the sockets a previous process of this replica held are forgotten."""
+    from gateway.devices.requests import agent_requests
+    from gateway.devices.service import NodeService
+
+    service = NodeService(gw.db, gw.config_store, gw.broadcast, gw.bus, gw.replica_id, gw.instance_id,
+                          gw.dispatcher.durable)
+    service.event_handlers["agent.request"] = agent_requests(gw.sessions, gw.runs)
+    await service.start()
+    gw.nodes = service
+    gw.on_stop(service.stop)
+
+
+CORE: list[Callable[[Gateway], Awaitable[None]]] = [
+    _start_bus,
+    _start_config_watch,
+    _start_runs,
+    _start_sessions,
+    _start_agents,
+    _start_replicas,
+    _start_nodes,
+]
+"""The core services, in start order."""
 
 
 async def start_all(gateway: Gateway) -> None:
-    for name in CORE:
-        if name in _BUILT_HERE:
-            await _BUILT_HERE[name](gateway)
-            continue
-        module = importlib.import_module(name)
-        await module.start(gateway)
+    for start_core in CORE:
+        await start_core(gateway)
     host = CapabilityHost(gateway)
     for capability in declared():
         if capability.start is not None:

@@ -114,3 +114,103 @@ def _module_of(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     return ".".join(parts)
+
+
+COMPOSITION_ROOT = {
+    "gateway.core",  # the Gateway itself
+    "gateway.wiring",  # builds every core service with what it uses
+    "gateway.hosts", "gateway.platforms.host",  # what a capability / a platform package is shown of it
+    "gateway.rpc",  # a handler's context (its typed services come from the gateway)
+    "gateway.app", "gateway.server",  # the HTTP app and the serve loop around one gateway
+}
+
+
+def test_only_the_composition_root_imports_gateway() -> None:
+    """Services get what they use through their constructors: no other module names ``Gateway``, even for a type
+    hint (which is how the old service locator spread)."""
+    bad = [f"{p.relative_to(ROOT)}:{line}" for p, line, mod, name in _names("gateway")
+           if mod == "gateway.core" and name == "Gateway" and _module_of(p) not in COMPOSITION_ROOT]
+    assert not bad, "build the service in gateway/wiring.py with the collaborators it uses:\n" + "\n".join(bad)
+
+
+MAX_IMPORT_CIRCLE = 6
+
+
+def test_the_largest_import_circle_is_the_composition_root() -> None:
+    """Modules that import each other (type-only imports included) form one tangle to read and to change; the
+    largest such circle is the composition root, at most a handful of files."""
+    graph = _import_graph("gateway")
+    largest = max(_circles(graph), key=len)
+    assert len(largest) <= MAX_IMPORT_CIRCLE and set(largest) <= COMPOSITION_ROOT | {"gateway.platforms"}, \
+        sorted(largest)
+
+
+def _names(package: str) -> Iterator[tuple[Path, int, str, str]]:
+    """(file, line, module, name) for every ``from module import name``."""
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    yield path, node.lineno, node.module, alias.name
+
+
+def _import_graph(package: str) -> dict[str, set[str]]:
+    modules = {_module_of(p) for p in (ROOT / package).rglob("*.py")}
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for path, _line, mod in _imports(package):
+        target = known(mod)
+        if target is not None and target != _module_of(path):
+            graph[_module_of(path)].add(target)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                circle = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    circle.append(top)
+                    if top == node:
+                        break
+                out.append(circle)
+    return out
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert sorted(sorted(c) for c in _circles(graph)) == [["a", "b", "c"], ["d"], ["e"]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.rpc import OPERATOR_SCOPES, READ, WRITE, SessionScope, registry
+from gateway.callers import OPERATOR_SCOPES, READ, WRITE, SessionScope
+from gateway.registry import registry
 
 if TYPE_CHECKING:
     from pathlib import Path

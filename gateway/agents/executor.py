@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gateway.agents.tokens import RunTokens
-    from gateway.capabilities import Broadcast
+    from gateway.callbacks import Broadcast
     from gateway.config import ConfigStore
     from gateway.hooks import HookRunner
     from gateway.platforms.interface import ChatPlatforms, ProgressSink

@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from gateway.rpc import SessionScope
+from gateway.callers import SessionScope
 
 __all__ = ["RunGrant", "RunTokens"]
 

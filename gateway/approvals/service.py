@@ -35,8 +35,9 @@ from gateway.services import Key
 
 if TYPE_CHECKING:
     from gateway.approvals.chat import ChatApprovals
-    from gateway.capabilities import Broadcast, CapabilityHost, Spawn
+    from gateway.callbacks import Broadcast, Spawn
     from gateway.config import ConfigStore
+    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["ApprovalService", "Decision", "Pending", "Presenter", "now_ms", "rule_pattern", "start"]

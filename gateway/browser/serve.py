@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
     from starlette.requests import Request
 
-    from gateway.capabilities import CapabilityHost
     from gateway.config import ConfigStore
+    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["BROWSER_FILES", "FILES_PATH", "MAX_INLINE_BYTES", "BrowserFiles", "browser_file", "start"]

@@ -2,11 +2,11 @@
 
 Sections in ``RESTART_SECTIONS`` shape the server itself (port, auth, limits): changing them restarts
 the gateway in place (plugins are loaded and unloaded live). Every other section is applied live:
-subsystems that care register a listener with ``add_listener`` and are called with the old and
+services that care register a listener with ``ConfigChanges.listen`` and are called with the old and
 new config. A ``config.changed`` event tells operators what changed.
 
 Both the config methods (which write the file) and the file watcher (which has just read it)
-come through ``apply_committed``, so a change is applied the same way whoever made it.
+come through ``ConfigChanges.apply``, so a change is applied the same way whoever made it.
 """
 
 from __future__ import annotations
@@ -22,20 +22,17 @@ from gateway.config import Config, secret_values
 from gateway.config.model import secret_paths
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from pathlib import Path
 
-__all__ = ["RESTART_SECTIONS", "add_listener", "apply_committed", "changed_sections", "register_secrets"]
+    from gateway.config import ConfigStore
+
+__all__ = ["RESTART_SECTIONS", "ConfigChanges", "Listener", "changed_sections", "register_secrets"]
 
 log = structlog.get_logger("gateway.config")
 
 RESTART_SECTIONS = frozenset({"gateway"})
 
 Listener = Callable[[Config, Config, frozenset[str]], Awaitable[None]]
-
-
-def add_listener(gw: Gateway, listener: Listener) -> None:
-    """Call ``listener(old, new, changed)`` after every live config change."""
-    gw.config_listeners.append(listener)
 
 
 def changed_sections(old: Config, new: Config) -> frozenset[str]:
@@ -51,37 +48,59 @@ def register_secrets(data: dict[str, Any], config: Config) -> None:
         logs.add_secret(value)
 
 
-async def apply_committed(gw: Gateway, data: dict[str, Any], config: Config, *, source: str,
-                          note: str | None = None, delay_ms: int = 0, write: bool = True) -> dict[str, Any]:
-    """Make ``config`` current (writing ``data`` to disk when ``write``) and apply it.
+class ConfigChanges:
+    """Applies a validated config, and tells the services that follow it.
 
-    Call with ``gw.config_store.lock`` held. Returns what happened: the changed sections and
-    whether a restart was scheduled.
+    Args:
+        store: the config in memory and on disk.
+        broadcast: sends ``config.changed`` to operators.
+        restart: restarts the gateway in place (``Gateway.request_restart``).
+        logs_dir: where the log files are (re-configured when the ``logging`` section changes).
     """
-    store = gw.config_store
-    old = store.config
-    register_secrets(data, config)
-    if write:
-        await asyncio.to_thread(store.commit, data, config)
-    else:
-        store.adopt(data, config)
-    changed = changed_sections(old, config)
-    restart = bool(changed & RESTART_SECTIONS)
-    log.info("config changed", source=source, sections=sorted(changed), restart=restart, note=note,
-             hash=store.hash[:12])
-    gw.broadcast("config.changed", {"hash": store.hash, "sections": sorted(changed), "restart": restart,
-                                    "source": source})
-    if restart:
-        gw.request_restart(f"config change ({', '.join(sorted(changed & RESTART_SECTIONS))})",
-                           delay_ms=max(delay_ms, 100))
-    elif changed:
-        if "logging" in changed:
-            lc = config.logging
-            logs.configure(gw.logs_dir, level=lc.level, console_level=lc.consoleLevel,
-                           max_bytes=lc.maxFileBytes, keep=lc.keepFiles)
-        for listener in list(gw.config_listeners):
-            try:
-                await listener(old, config, changed)
-            except Exception:
-                log.exception("config listener failed", listener=getattr(listener, "__qualname__", "?"))
-    return {"changed": sorted(changed), "restart": restart}
+
+    def __init__(self, store: ConfigStore, broadcast: Callable[..., int], restart: Callable[..., None],
+                 logs_dir: Path) -> None:
+        self._store = store
+        self._broadcast = broadcast
+        self._restart = restart
+        self._logs_dir = logs_dir
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> None:
+        """Call ``listener(old, new, changed_sections)`` after every live config change."""
+        self._listeners.append(listener)
+
+    async def apply(self, data: dict[str, Any], config: Config, *, source: str, note: str | None = None,
+                    delay_ms: int = 0, write: bool = True) -> dict[str, Any]:
+        """Make ``config`` current (writing ``data`` to disk when ``write``) and apply it.
+
+        Call with the store's ``lock`` held. Returns what happened: the changed sections and whether a restart
+        was scheduled.
+        """
+        store = self._store
+        old = store.config
+        register_secrets(data, config)
+        if write:
+            await asyncio.to_thread(store.commit, data, config)
+        else:
+            store.adopt(data, config)
+        changed = changed_sections(old, config)
+        restart = bool(changed & RESTART_SECTIONS)
+        log.info("config changed", source=source, sections=sorted(changed), restart=restart, note=note,
+                 hash=store.hash[:12])
+        self._broadcast("config.changed", {"hash": store.hash, "sections": sorted(changed), "restart": restart,
+                                           "source": source})
+        if restart:
+            self._restart(f"config change ({', '.join(sorted(changed & RESTART_SECTIONS))})",
+                          delay_ms=max(delay_ms, 100))
+        elif changed:
+            if "logging" in changed:
+                lc = config.logging
+                logs.configure(self._logs_dir, level=lc.level, console_level=lc.consoleLevel,
+                               max_bytes=lc.maxFileBytes, keep=lc.keepFiles)
+            for listener in list(self._listeners):
+                try:
+                    await listener(old, config, changed)
+                except Exception:
+                    log.exception("config listener failed", listener=getattr(listener, "__qualname__", "?"))
+        return {"changed": sorted(changed), "restart": restart}

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from gateway.config import ConfigError, hash_data, validate
-from gateway.config.reload import apply_committed
 
 if TYPE_CHECKING:
-    from gateway.config import ConfigStore
-    from gateway.core import Gateway
+    from collections.abc import Callable
 
-__all__ = ["POLL_INTERVAL_S", "ConfigWatcher", "start"]
+    from gateway.config import ConfigStore
+    from gateway.config.reload import ConfigChanges
+
+__all__ = ["POLL_INTERVAL_S", "ConfigWatcher"]
 
 log = structlog.get_logger("gateway.config")
 
@@ -50,11 +51,14 @@ def _signature(store: ConfigStore) -> Signature:
 class ConfigWatcher:
     """Polls one gateway's config file and applies what changed."""
 
-    def __init__(self, gw: Gateway, interval: float = POLL_INTERVAL_S) -> None:
-        self.gw = gw
+    def __init__(self, store: ConfigStore, changes: ConfigChanges, stopping: Callable[[], bool],
+                 interval: float = POLL_INTERVAL_S) -> None:
+        self._store = store
+        self._changes = changes
+        self._stopping = stopping
         self.interval = interval
         # Start from the file as it is now: the server has just loaded (or refused) it.
-        self.last: Signature = _signature(gw.config_store)
+        self.last: Signature = _signature(store)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -67,8 +71,8 @@ class ConfigWatcher:
                 await self._task
 
     async def _run(self) -> None:
-        store = self.gw.config_store
-        while not self.gw.stopping:
+        store = self._store
+        while not self._stopping():
             await asyncio.sleep(self.interval)
             sig = await asyncio.to_thread(_signature, store)
             if sig == self.last:
@@ -85,7 +89,7 @@ class ConfigWatcher:
 
     async def check(self) -> None:
         """Read the file once and apply it if it differs from what runs."""
-        store = self.gw.config_store
+        store = self._store
         # Read under the lock: a config.patch in flight must not be overtaken by its own old file.
         async with store.lock:
             self.last = sig = await asyncio.to_thread(_signature, store)
@@ -106,18 +110,11 @@ class ConfigWatcher:
             except ConfigError as err:
                 self._refuse(err)
                 return
-            await apply_committed(self.gw, data, config, source="file", write=False)
+            await self._changes.apply(data, config, source="file", write=False)
 
     def _refuse(self, err: ConfigError) -> None:
-        store = self.gw.config_store
+        store = self._store
         errors: list[dict[str, Any]] = (err.details or {}).get("errors", [])
         store.file_issue = {"message": err.message, "errors": errors}
         log.error("config file edit refused; keeping the last good config", path=str(store.path),
                   error=err.message, errors=errors)
-
-
-async def start(gw: Gateway) -> None:
-    watcher = ConfigWatcher(gw)
-    gw.config_watch = watcher
-    watcher.start()
-    gw.on_stop(watcher.stop)

@@ -43,8 +43,9 @@ from gateway.store.db import rowcount
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gateway.capabilities import Broadcast, CapabilityHost
+    from gateway.callbacks import Broadcast
     from gateway.config import ConfigStore
+    from gateway.hosts import CapabilityHost
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch

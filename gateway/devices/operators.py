@@ -19,7 +19,8 @@ from gateway.rpc import PAIRING
 from gateway.store.models import Device, utcnow
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.callbacks import Broadcast
+    from gateway.store import Database
 
 __all__ = ["APPROVED", "PENDING", "REJECTED", "as_dict", "list_devices", "record", "resolve"]
 
@@ -49,14 +50,15 @@ def as_dict(dev: Device) -> dict[str, Any]:
     }
 
 
-async def record(gw: Gateway, params: ConnectParams, device_id: str, *, remote: str, auto_approve: bool) -> str:
+async def record(db: Database, broadcast: Broadcast, params: ConnectParams, device_id: str, *, remote: str,
+                 auto_approve: bool) -> str:
     """Remember the device (first sight creates it) and return its status.
 
     A rejected device stays rejected: only the owner can change that (``device.pair.approve``).
     """
     assert params.device is not None
     try:
-        async with gw.db.session() as s:
+        async with db.session() as s:
             dev = (await s.execute(select(Device).where(Device.id == device_id))).scalar_one_or_none()
             if dev is None:
                 dev = Device(
@@ -86,11 +88,11 @@ async def record(gw: Gateway, params: ConnectParams, device_id: str, *, remote: 
                 info = as_dict(dev)
     except IntegrityError:
         # Two first connects of the same device raced; the other one created the row.
-        async with gw.db.session() as s:
+        async with db.session() as s:
             dev = (await s.execute(select(Device).where(Device.id == device_id))).scalar_one()
             return dev.status
     if status == PENDING:
-        gw.broadcast("device.pair.requested", requested_event(info), scope=PAIRING)
+        broadcast("device.pair.requested", requested_event(info), scope=PAIRING)
     return status
 
 
@@ -105,8 +107,8 @@ def requested_event(info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def list_devices(gw: Gateway, status: str | None = None) -> list[dict[str, Any]]:
-    async with gw.db.session() as s:
+async def list_devices(db: Database, status: str | None = None) -> list[dict[str, Any]]:
+    async with db.session() as s:
         # Keys known only as nodes never asked for operator access: they are listed by node.pair.list.
         query = select(Device).where(Device.role != "node").order_by(Device.created_at, Device.id)
         if status is not None:
@@ -114,14 +116,14 @@ async def list_devices(gw: Gateway, status: str | None = None) -> list[dict[str,
         return [as_dict(d) for d in (await s.execute(query)).scalars()]
 
 
-async def resolve(gw: Gateway, device_id: str, status: str) -> dict[str, Any] | None:
+async def resolve(db: Database, broadcast: Broadcast, device_id: str, status: str) -> dict[str, Any] | None:
     """Set a device's status (approve or reject); None when no such device exists."""
-    async with gw.db.session() as s:
+    async with db.session() as s:
         dev = (await s.execute(select(Device).where(Device.id == device_id))).scalar_one_or_none()
         if dev is None:
             return None
         dev.status = status
         info = as_dict(dev)
-    gw.broadcast("device.pair.resolved", {"requestId": device_id, "deviceId": device_id, "decision": status,
+    broadcast("device.pair.resolved", {"requestId": device_id, "deviceId": device_id, "decision": status,
                                           "ts": int(time.time() * 1000)}, scope=PAIRING)
     return info

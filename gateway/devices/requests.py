@@ -17,16 +17,27 @@ from gateway.runs.model import Origin, RunRequest
 from gateway.sessions import main_key
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.devices.service import EventHandler
+    from gateway.runs import RunQueue
+    from gateway.sessions import SessionsService
 
-__all__ = ["MAX_MESSAGE_CHARS", "agent_request"]
+__all__ = ["MAX_MESSAGE_CHARS", "agent_request", "agent_requests"]
 
 log = structlog.get_logger("gateway.devices")
 
 MAX_MESSAGE_CHARS = 20_000
 
 
-async def agent_request(gateway: Gateway, node_id: str, payload: Any) -> None:
+def agent_requests(sessions: SessionsService, runs: RunQueue) -> EventHandler:
+    """The handler of ``agent.request`` node events: each starts (or queues) a turn in the session it names."""
+
+    async def handle(node_id: str, payload: Any) -> None:
+        await agent_request(sessions, runs, node_id, payload)
+
+    return handle
+
+
+async def agent_request(sessions: SessionsService, runs: RunQueue, node_id: str, payload: Any) -> None:
     """Start (or queue) a turn for the message a node sent; a malformed request is logged and dropped."""
     if not isinstance(payload, dict):
         log.warning("agent.request without an object payload", node=node_id)
@@ -35,7 +46,6 @@ async def agent_request(gateway: Gateway, node_id: str, payload: Any) -> None:
     if not isinstance(message, str) or not message.strip() or len(message) > MAX_MESSAGE_CHARS:
         log.warning("agent.request with no usable message", node=node_id)
         return
-    sessions = gateway.sessions
     raw_key = payload.get("sessionKey")
     try:
         key = sessions.normalize_key(raw_key) if isinstance(raw_key, str) and raw_key.strip() \
@@ -50,7 +60,7 @@ async def agent_request(gateway: Gateway, node_id: str, payload: Any) -> None:
         if row is not None and row.channel and row.peer_id:
             origin = Origin(channel=row.channel, account_id=row.account_id, to=row.peer_id,
                             chat_type=row.chat_type or "dm", thread_id=row.thread_id)
-    run, status = await gateway.runs.submit(RunRequest(
+    run, status = await runs.submit(RunRequest(
         session_key=key, agent_id=key.split(":", 2)[1], message=message.strip(), source="node", is_owner=True,
         origin=origin, deliver=origin is not None))
     log.info("node agent request", node=node_id, session=key, run=run.id, status=status)

@@ -26,21 +26,25 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import structlog
 
+from gateway.callers import PAIRING, READ, Caller
 from gateway.connection import CLOSE_POLICY, Connection
 from gateway.devices import policy
-from gateway.devices.requests import agent_request
 from gateway.devices.store import APPROVED, PENDING, REJECTED, Admission, NodeStore
 from gateway.protocol import Forbidden, InvalidRequest, NotPaired, RpcError, Unavailable
-from gateway.rpc import PAIRING, READ, Caller
 
 if TYPE_CHECKING:
-    from gateway.core import Gateway
+    from gateway.bus import EventBus
+    from gateway.callbacks import Broadcast
+    from gateway.config import ConfigStore
     from gateway.handshake import ConnectParams
+    from gateway.store import Database
+    from gateway.store.idempotency import Durable
 
-__all__ = ["EventHandler", "NodeService", "NodeSession", "ParamCheck", "start"]
+__all__ = ["EventHandler", "NodeService", "NodeSession", "ParamCheck"]
 
 ParamCheck = Callable[[Any], None]
-EventHandler = Callable[["Gateway", str, Any], Awaitable[None]]
+EventHandler = Callable[[str, Any], Awaitable[None]]
+"""What the gateway does with one kind of node event besides relaying it: ``handler(node_id, payload)``."""
 
 log = structlog.get_logger("gateway.devices")
 
@@ -85,9 +89,17 @@ def _unknown(ref: str) -> InvalidRequest:
 class NodeService:
     """Nodes as the methods use them: pairing, listing, and invoking commands."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.gw = gateway
-        self.store = NodeStore(gateway.db)
+    def __init__(self, db: Database, config: ConfigStore, broadcast: Broadcast, bus: EventBus | None,
+                 replica_id: str, instance_id: str, durable: Durable | None) -> None:
+        self._config = config
+        self._broadcast = broadcast
+        self._bus = bus
+        self._replica_id = replica_id
+        self._instance_id = instance_id
+        """This start of the gateway: the node sockets it holds are recorded under it."""
+        self._durable = durable
+        """``node.invoke`` answers kept for idempotent retries (the dispatcher's durable outcomes)."""
+        self.store = NodeStore(db)
         self.sessions: dict[str, NodeSession] = {}
         self._by_conn: dict[str, NodeSession] = {}
         self._remote: dict[str, asyncio.Future[Any]] = {}
@@ -96,7 +108,7 @@ class NodeService:
         self.param_checks: dict[str, ParamCheck] = {}
         """Per command, a check of ``node.invoke`` params made before the call leaves the gateway (a
         capability registers its own: the canvas checks every A2UI line). It raises ``InvalidRequest``."""
-        self.event_handlers: dict[str, EventHandler] = {"agent.request": agent_request}
+        self.event_handlers: dict[str, EventHandler] = {}
         """Per node event name, what the gateway does with it besides relaying it to operators."""
 
     # -- connect and disconnect ----------------------------------------------------------------
@@ -104,16 +116,16 @@ class NodeService:
     async def admit(self, params: ConnectParams, device_id: str, remote: str, *, loopback: bool) -> Admission:
         """Record a node's connect (before hello-ok); the caller refuses a rejected node."""
         assert params.device is not None
-        cfg = self.gw.config.nodes
+        cfg = self._config.config.nodes
         client = params.client
         admission = await self.store.admit(
             device_id=device_id, public_key=params.device.publicKey, client_id=client.id,
             display_name=client.displayName, platform=client.platform or "", version=client.version or "",
             caps=list(params.caps or []), commands=list(params.commands or []), remote=remote,
-            replica=self.gw.replica_id, instance=self.gw.instance_id,
+            replica=self._replica_id, instance=self._instance_id,
             auto_approve=cfg.autoApproveLoopback and loopback)
         if admission.new_request:
-            self.gw.broadcast("node.pair.requested", _request_view(admission.node), scope=PAIRING)
+            self._broadcast("node.pair.requested", _request_view(admission.node), scope=PAIRING)
             pruned = await self.store.prune_pending(cfg.maxPendingRequests)
             if pruned:
                 log.warning("dropped the oldest pending node pairing requests", dropped=pruned)
@@ -151,7 +163,7 @@ class NodeService:
         if self.sessions.get(session.node_id) is session:
             del self.sessions[session.node_id]
             try:  # recorded before the callers hear of it, so a retry sees the node offline
-                await self.store.disconnected(session.node_id, self.gw.instance_id)
+                await self.store.disconnected(session.node_id, self._instance_id)
             except Exception:
                 log.exception("could not record a node's disconnect", node_id=session.node_id)
             self._drop(session, "the node disconnected")
@@ -169,7 +181,7 @@ class NodeService:
         session.pending.clear()
 
     def _presence(self, session: NodeSession, *, connected: bool) -> None:
-        self.gw.broadcast("node.presence", {
+        self._broadcast("node.presence", {
             "nodeId": session.node_id, "displayName": session.display_name, "platform": session.platform,
             "connected": connected, "paired": session.paired, "ts": int(time.time() * 1000)}, drop_if_slow=True)
 
@@ -200,7 +212,7 @@ class NodeService:
         if event not in session.events and len(session.events) >= MAX_EVENT_KINDS:
             session.events.pop(next(iter(session.events)))
         session.events[event] = payload
-        self.gw.broadcast("node.event", {"nodeId": session.node_id, "event": event, "payload": payload,
+        self._broadcast("node.event", {"nodeId": session.node_id, "event": event, "payload": payload,
                                          "ts": int(time.time() * 1000)}, scope=READ, drop_if_slow=True)
         handler = self.event_handlers.get(event)
         if handler is not None:
@@ -208,7 +220,7 @@ class NodeService:
 
     async def _handle_event(self, handler: EventHandler, session: NodeSession, event: str, payload: Any) -> None:
         try:
-            await handler(self.gw, session.node_id, payload)
+            await handler(session.node_id, payload)
         except Exception:
             log.exception("node event handler failed", node=session.node_id, event_name=event)
 
@@ -222,12 +234,12 @@ class NodeService:
         session = self.sessions.get(node["nodeId"])
         instance = node.get("instance")
         # A row naming this very process without a live session here is one whose socket just closed.
-        elsewhere = instance is not None and instance != self.gw.instance_id
+        elsewhere = instance is not None and instance != self._instance_id
         node = {**node, "connected": session is not None or elsewhere}
         if session is not None:
             node.update(connectedAtMs=session.connected_at_ms, caps=session.caps, commands=session.commands,
                         connectedHere=True)
-        cfg = self.gw.config.nodes
+        cfg = self._config.config.nodes
         node["allowedCommands"] = [c for c in node["commands"] if policy.allowed(
             c, node["platform"], allow=cfg.allowCommands, deny=cfg.denyCommands)]
         node.pop("instance", None)
@@ -260,7 +272,7 @@ class NodeService:
         node = await self.store.resolve(node["nodeId"], status)
         assert node is not None
         decision = "approved" if status == APPROVED else "rejected"
-        self.gw.broadcast("node.pair.resolved", {"requestId": node["requestId"], "nodeId": node["nodeId"],
+        self._broadcast("node.pair.resolved", {"requestId": node["requestId"], "nodeId": node["nodeId"],
                                                  "decision": decision, "ts": int(time.time() * 1000)}, scope=PAIRING)
         await self._pairing_changed(node["nodeId"], status, node["requestId"])
         log.info("node pairing resolved", node_id=node["nodeId"], decision=decision)
@@ -272,7 +284,7 @@ class NodeService:
             raise _unknown(ref)
         await self.store.remove(node["nodeId"])
         await self._pairing_changed(node["nodeId"], "removed", node["requestId"])
-        self.gw.broadcast("node.pair.resolved", {"requestId": node["requestId"], "nodeId": node["nodeId"],
+        self._broadcast("node.pair.resolved", {"requestId": node["requestId"], "nodeId": node["nodeId"],
                                                  "decision": "removed", "ts": int(time.time() * 1000)}, scope=PAIRING)
         return {"nodeId": node["nodeId"], "removed": True}
 
@@ -291,8 +303,8 @@ class NodeService:
         """Apply a pairing change to the node's socket, here or (through the bus) on the replica holding it."""
         if node_id in self.sessions:
             await self._apply_pairing(node_id, status, request_id)
-        elif self.gw.bus is not None:
-            self.gw.bus.publish_control("node.pairing", {"nodeId": node_id, "status": status,
+        elif self._bus is not None:
+            self._bus.publish_control("node.pairing", {"nodeId": node_id, "status": status,
                                                          "requestId": request_id})
 
     async def _apply_pairing(self, node_id: str, status: str, request_id: str | None) -> None:
@@ -340,7 +352,7 @@ class NodeService:
         check = self.param_checks.get(command)
         if check is not None:
             check(params)
-        timeout_ms = timeout_ms or self.gw.config.nodes.invokeTimeoutMs
+        timeout_ms = timeout_ms or self._config.config.nodes.invokeTimeoutMs
         fingerprint = _fingerprint(node_id, command, params)
         return await self._once(idempotency_key, fingerprint, lambda: self._route(
             node, instance, command, params, timeout_ms, idempotency_key))
@@ -367,7 +379,7 @@ class NodeService:
         if running is not None:
             check(running[0])
             return {**await asyncio.shield(running[1]), "replayed": True}
-        durable = self.gw.dispatcher.durable
+        durable = self._durable
         if durable is not None:
             stored = await durable.get(IDEMPOTENCY_METHOD, key)
             if isinstance(stored, dict) and "fingerprint" in stored:
@@ -396,7 +408,7 @@ class NodeService:
         session = self.sessions.get(node["nodeId"])
         if session is not None:
             return await self._local(session, command, params, timeout_ms, key)
-        bus = self.gw.bus
+        bus = self._bus
         if bus is None or not bus.connected or not instance:
             raise Unavailable(f"node {node['displayName']} is connected to another replica, which cannot be "
                               "reached now (the event bus is down)",
@@ -406,7 +418,7 @@ class NodeService:
         self._remote[call_id] = fut
         try:
             bus.publish_control("node.invoke", {
-                "callId": call_id, "replyTo": self.gw.instance_id, "target": instance, "nodeId": node["nodeId"],
+                "callId": call_id, "replyTo": self._instance_id, "target": instance, "nodeId": node["nodeId"],
                 "command": command, "params": params, "timeoutMs": timeout_ms, "idempotencyKey": key})
             try:
                 answer = await asyncio.wait_for(fut, timeout_ms / 1000 + REMOTE_MARGIN_S)
@@ -460,8 +472,8 @@ class NodeService:
 
     # -- across replicas -----------------------------------------------------------------------
 
-    def _on_remote_invoke(self, msg: Any) -> None:
-        if not isinstance(msg, dict) or msg.get("target") != self.gw.instance_id:
+    def on_remote_invoke(self, msg: Any) -> None:
+        if not isinstance(msg, dict) or msg.get("target") != self._instance_id:
             return
         self._spawn(self._serve_remote(msg))
 
@@ -480,17 +492,17 @@ class NodeService:
         except Exception:
             log.exception("relayed node.invoke failed")
             reply.update(ok=False, error=Unavailable("relayed node.invoke failed: internal error").shape())
-        if self.gw.bus is not None:
-            self.gw.bus.publish_control("node.invoke.done", reply)
+        if self._bus is not None:
+            self._bus.publish_control("node.invoke.done", reply)
 
-    def _on_remote_done(self, msg: Any) -> None:
-        if not isinstance(msg, dict) or msg.get("to") != self.gw.instance_id:
+    def on_remote_done(self, msg: Any) -> None:
+        if not isinstance(msg, dict) or msg.get("to") != self._instance_id:
             return
         fut = self._remote.get(str(msg.get("callId")))
         if fut is not None and not fut.done():
             fut.set_result(msg)
 
-    def _on_remote_pairing(self, msg: Any) -> None:
+    def on_remote_pairing(self, msg: Any) -> None:
         if isinstance(msg, dict) and msg.get("nodeId") in self.sessions:
             self._spawn(self._apply_pairing(str(msg["nodeId"]), str(msg.get("status")), msg.get("requestId")))
 
@@ -498,6 +510,17 @@ class NodeService:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def start(self) -> None:
+        """Forget the node sockets a previous process of this replica held (a crash left them marked connected),
+        and take the calls and pairing changes other replicas relay for the nodes connected here."""
+        cleared = await self.store.forget_replica(self._replica_id)
+        if cleared:
+            log.info("cleared node connections of this replica's previous process", nodes=cleared)
+        if self._bus is not None:
+            self._bus.on_control("node.invoke", self.on_remote_invoke)
+            self._bus.on_control("node.invoke.done", self.on_remote_done)
+            self._bus.on_control("node.pairing", self.on_remote_pairing)
 
     async def stop(self) -> None:
         for task in list(self._tasks):
@@ -513,17 +536,3 @@ def _request_view(node: dict[str, Any]) -> dict[str, Any]:
             "caps": node["caps"], "commands": node["commands"], "ts": node["requestedAtMs"],
             "status": node["status"]}
 
-
-async def start(gateway: Gateway) -> None:
-    """Subsystem entry: the node service, with the sockets a previous process of this replica held forgotten."""
-    service = NodeService(gateway)
-    cleared = await service.store.forget_replica(gateway.replica_id)
-    if cleared:
-        log.info("cleared node connections of this replica's previous process", nodes=cleared)
-    bus = gateway.bus
-    if bus is not None:
-        bus.on_control("node.invoke", service._on_remote_invoke)
-        bus.on_control("node.invoke.done", service._on_remote_done)
-        bus.on_control("node.pairing", service._on_remote_pairing)
-    gateway.nodes = service
-    gateway.on_stop(service.stop)

@@ -48,8 +48,9 @@ from mcp_shim.protocol import Envelope, ProtocolError, error_message, initialize
 from mcp_shim.runner import UnknownTool
 
 if TYPE_CHECKING:
-    from gateway.capabilities import CapabilityHost, MethodCall
+    from gateway.callbacks import MethodCall
     from gateway.config import ConfigStore
+    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["MCP_PATH", "McpHttp", "start"]

@@ -14,7 +14,6 @@ import json5
 from pydantic import Field, model_validator
 
 from gateway.config import Config, ConfigStore, env_overrides
-from gateway.config.reload import apply_committed
 from gateway.ports import PLUGIN_TOOLS
 from gateway.protocol import InvalidRequest
 from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
@@ -127,7 +126,7 @@ async def _write(ctx: CallContext, base_hash: str, prepare: Prepare, note: str |
     async with store.lock:
         store.check_base_hash(base_hash)
         data, config = prepare(store)
-        result = await apply_committed(ctx.gateway, data, config, source=ctx.method, note=note,
+        result = await ctx.config_changes.apply(data, config, source=ctx.method, note=note,
                                        delay_ms=delay_ms)
     return {"ok": True, "hash": store.hash, "path": str(store.path), **result}
 

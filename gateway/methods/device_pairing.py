@@ -49,7 +49,7 @@ async def device_pair_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     pending devices with role ``node`` too, as OpenClaw lists them (its Control UI approves nodes here)."""
     out: dict[str, list[dict[str, Any]]] = {"pending": [], "paired": [], "rejected": []}
     key = {devices.PENDING: "pending", devices.APPROVED: "paired", devices.REJECTED: "rejected"}
-    for dev in await devices.list_devices(ctx.gateway):
+    for dev in await devices.list_devices(ctx.db):
         out[key.get(dev["status"], "pending")].append({"requestId": dev["deviceId"], **dev})
     if ctx.nodes is not None:
         for node in (await ctx.nodes.pairing_list())["pending"]:
@@ -87,7 +87,7 @@ async def _resolve_node(ctx: CallContext, request_id: str, status: str) -> dict[
         aliases=("device:pair:approve",))
 async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, Any]:
     """Approve a pending (or previously rejected) device so it can connect."""
-    dev = await devices.resolve(ctx.gateway, p.device_id, devices.APPROVED)
+    dev = await devices.resolve(ctx.db, ctx.broadcast, p.device_id, devices.APPROVED)
     if dev is None:
         node = await _resolve_node(ctx, p.requestId, NODE_APPROVED) if p.requestId else None
         if node is None:
@@ -102,7 +102,7 @@ async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, 
 async def device_pair_reject(p: DeviceIdParams, ctx: CallContext) -> dict[str, Any]:
     """Reject a device: it is refused from now on, and its open sockets are closed."""
     gw = ctx.gateway
-    dev = await devices.resolve(gw, p.device_id, devices.REJECTED)
+    dev = await devices.resolve(ctx.db, ctx.broadcast, p.device_id, devices.REJECTED)
     if dev is None:
         node = await _resolve_node(ctx, p.requestId, NODE_REJECTED) if p.requestId else None
         if node is None:

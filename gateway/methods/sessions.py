@@ -154,7 +154,7 @@ async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
             row.model = p.model or None
         row.updated_at = utcnow()
         out = {"ok": True, "key": key, "session": row.to_dict()}
-    announce(ctx.gateway, key, "patch")
+    announce(ctx.broadcast, key, "patch")
     return out
 
 
@@ -164,7 +164,7 @@ async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     sessions = ctx.sessions
     key = await sessions.resolve(key=p.target, label=p.label)
     removed = await sessions.reset(key)
-    announce(ctx.gateway, key, "reset")
+    announce(ctx.broadcast, key, "reset")
     return {"ok": True, "key": key, "removedMessages": removed}
 
 
@@ -178,7 +178,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
         deleted = await SessionRepo.delete(s, key)
     await delete_files(ctx.db, session_key=key)
     if deleted:
-        announce(ctx.gateway, key, "delete")
+        announce(ctx.broadcast, key, "delete")
         ctx.hooks.fire("session_end", {"sessionKey": key, "agentId": key.split(":")[1], "reason": "deleted"})
     return {"ok": True, "key": key, "deleted": deleted, "archived": []}  # we delete; nothing is archived
 

@@ -10,10 +10,11 @@ out of its reach, so the two sides can change independently.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.config.reload import Listener
+from gateway.hosts import GatewayHost
 from gateway.platforms import sender_pairing
 from gateway.platforms.history import MessageLog
 from gateway.platforms.inbound import InboundDoor
@@ -21,40 +22,30 @@ from gateway.platforms.journal import InboundJournal
 from gateway.webchat.posts import WebchatPosts
 
 if TYPE_CHECKING:
-    from starlette.routing import BaseRoute
 
-    from gateway.config import Config
     from gateway.core import Gateway
     from gateway.platforms.interface import ChatPlatforms
     from gateway.platforms.messages import Inbound, Sent
 
 __all__ = ["ConfigListener", "PlatformHost"]
 
-ConfigListener = Callable[["Config", "Config", frozenset[str]], Awaitable[None]]
+ConfigListener = Listener
+"""``listener(old, new, changed_sections)``, called after every live config change."""
 
 
-class PlatformHost:
+class PlatformHost(GatewayHost):
     """The gateway as a platform package sees it."""
 
     def __init__(self, gateway: Gateway) -> None:
-        self._gw = gateway
+        super().__init__(gateway)
         self.history = MessageLog(gateway.db)
         self.journal = InboundJournal(gateway.db)
         # The web chat's messages are session transcripts: post, react, pin, delete, read them.
-        self.webchat = WebchatPosts(gateway)
+        self.webchat = WebchatPosts(gateway.db, gateway.sessions, gateway.broadcast)
         self.door = InboundDoor(gateway.db, lambda: gateway.config, self.history, gateway.agents.inbound,
                                 self._send_text)
 
     # -- facts -----------------------------------------------------------------------------------
-
-    @property
-    def config(self) -> Config:
-        """The current config (read it per use: it changes live)."""
-        return self._gw.config
-
-    @property
-    def state_dir(self) -> Path:
-        return self._gw.state_dir
 
     @property
     def config_path(self) -> Path:
@@ -68,17 +59,6 @@ class PlatformHost:
         from gateway.platforms.hooked import HookedPlatforms
 
         self._gw.platforms = HookedPlatforms(platforms, self._gw.hooks)
-
-    def add_route(self, route: BaseRoute) -> None:
-        """Serve an HTTP route (e.g. a webhook) on the gateway's port."""
-        self._gw.http_routes.append(route)
-
-    def on_config_change(self, listener: ConfigListener) -> None:
-        """Call ``listener(old, new, changed_sections)`` after every live config change."""
-        self._gw.config_listeners.append(listener)
-
-    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
-        self._gw.on_stop(hook)
 
     # -- inbound ---------------------------------------------------------------------------------
 

@@ -38,9 +38,10 @@ if TYPE_CHECKING:
 
     from starlette.types import Receive, Scope, Send
 
-    from gateway.capabilities import CapabilityHost, MethodCall
+    from gateway.callbacks import MethodCall
     from gateway.config import Config, ConfigStore
     from gateway.hooks import HookRunner
+    from gateway.hosts import CapabilityHost
     from gateway.sessions import SessionsService
     from gateway.store import Database
 

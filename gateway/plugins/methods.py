@@ -11,7 +11,6 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from gateway.config.reload import apply_committed
 from gateway.plugins.manager import PLUGINS, PluginManager
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.rpc import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
@@ -96,7 +95,7 @@ async def plugins_set_enabled(p: SetEnabledParams, ctx: CallContext) -> dict[str
     store = ctx.config_store
     async with store.lock:
         data, config = store.prepare_patch({"plugins": {"entries": {plugin_id: {"enabled": p.enabled}}}})
-        await apply_committed(ctx.gateway, data, config, source=ctx.method)
+        await ctx.config_changes.apply(data, config, source=ctx.method)
     row = next(x for x in manager.describe() if x["id"] == plugin_id)
     out: dict[str, Any] = {"ok": True, "plugin": _listing(row), "restartRequired": False}
     if row["enabled"] != p.enabled:

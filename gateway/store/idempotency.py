@@ -9,7 +9,7 @@ refusal is cheap to compute again. Rows older than the window are pruned as new 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from sqlalchemy import BigInteger, String, Text, delete
@@ -20,7 +20,7 @@ from gateway.store import upsert
 from gateway.store.db import Database
 from gateway.store.models import Base
 
-__all__ = ["MISSING", "DurableOutcomes", "IdempotencyOutcome"]
+__all__ = ["MISSING", "Durable", "DurableOutcomes", "IdempotencyOutcome"]
 
 MISSING = object()
 
@@ -32,6 +32,15 @@ class IdempotencyOutcome(Base):
     key: Mapped[str] = mapped_column(String(256), primary_key=True)
     result: Mapped[str] = mapped_column(Text)
     created_at: Mapped[int] = mapped_column(BigInteger, index=True)  # epoch ms
+
+
+class Durable(Protocol):
+    """Where answers of idempotent requests outlive the process: what the dispatcher (and ``node.invoke``) use."""
+
+    async def get(self, method: str, key: str) -> Any:
+        """The stored answer, or the sentinel the dispatcher was given as ``missing`` when there is none."""
+
+    async def put(self, method: str, key: str, result: Any) -> None: ...
 
 
 class DurableOutcomes:

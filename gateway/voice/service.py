@@ -31,8 +31,8 @@ from gateway.voice.config import PROVIDERS, TtsConfig
 from gateway.voice.providers import TtsFailure, make_provider
 
 if TYPE_CHECKING:
-    from gateway.capabilities import CapabilityHost
     from gateway.config import ConfigStore
+    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["FORMAT_FOR_CHANNEL", "Speech", "VoiceService", "format_for_channel", "spoken_text", "start"]

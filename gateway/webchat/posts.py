@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gateway.callers import READ
 from gateway.protocol import InvalidRequest
-from gateway.rpc import READ
 from gateway.session_events import agent_of, openclaw_message
 from gateway.store.transcripts import SessionRepo, TranscriptEntry
 from gateway.webchat.files import delete_files, link_attachment, store_file
@@ -19,7 +19,9 @@ from gateway.webchat.files import delete_files, link_attachment, store_file
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-    from gateway.core import Gateway
+    from gateway.callbacks import Broadcast
+    from gateway.sessions import SessionsService
+    from gateway.store import Database
 
 __all__ = ["WebchatPosts"]
 
@@ -39,8 +41,10 @@ def _message_id(value: str, field: str = "messageId") -> int:
 class WebchatPosts:
     """A session's messages as a chat channel sees them (``to`` is a session key, or ``main``)."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self._gw = gateway
+    def __init__(self, db: Database, sessions: SessionsService, broadcast: Broadcast) -> None:
+        self._db = db
+        self._sessions = sessions
+        self._broadcast = broadcast
 
     @staticmethod
     async def _entry(s: AsyncSession, key: str, message_id: str, field: str = "messageId") -> TranscriptEntry:
@@ -59,22 +63,22 @@ class WebchatPosts:
         Returns:
             ``(session key, message id)``.
         """
-        key = self._gw.sessions.normalize_key(to)
-        await self._gw.sessions.ensure(key)
+        key = self._sessions.normalize_key(to)
+        await self._sessions.ensure(key)
         meta: dict[str, Any] = {}
         if reply_to is not None:
-            async with self._gw.db.session() as s:
+            async with self._db.session() as s:
                 target = await self._entry(s, key, reply_to, "threadId" if thread else "replyToId")
             meta["replyTo"] = str(target.id)
             if thread:
                 meta["thread"] = True
         if file is not None:
             attachment = (link_attachment(file) if file.startswith(("http://", "https://"))
-                          else await store_file(self._gw.db, key, file))
+                          else await store_file(self._db, key, file))
             meta["attachments"] = [attachment]
         if buttons:
             meta["buttons"] = [{"label": label, "send": data} for label, data in buttons]
-        async with self._gw.db.session() as s:
+        async with self._db.session() as s:
             entry = await SessionRepo.add_entry(s, key, "assistant", text, meta=meta or None)
             await s.flush()
             entry.run_id = f"msg-{entry.id}"
@@ -84,7 +88,7 @@ class WebchatPosts:
                                    "message": openclaw_message("assistant", text, messageId=message_id, **meta)}
         if agent_id := agent_of(key):
             payload["agentId"] = agent_id
-        self._gw.broadcast("chat", payload, scope=READ)
+        self._broadcast("chat", payload, scope=READ)
         return key, message_id
 
     async def react(self, to: str, message_id: str, emoji: str) -> None:
@@ -99,9 +103,9 @@ class WebchatPosts:
         await self._change(to, message_id, deleted=True)
 
     async def _change(self, to: str, message_id: str, **changes: Any) -> None:
-        key = self._gw.sessions.normalize_key(to)
+        key = self._sessions.normalize_key(to)
         files: list[str] = []
-        async with self._gw.db.session() as s:
+        async with self._db.session() as s:
             entry = await self._entry(s, key, message_id)
             entry_id = entry.id
             if changes.get("deleted"):
@@ -113,15 +117,15 @@ class WebchatPosts:
                                      details={"field": "messageId", "code": "NOT_FOUND"})
             facts = SessionRepo.update_meta(entry, **changes)
         if files:
-            await delete_files(self._gw.db, ids=files)
-        self._gw.broadcast("chat.message", {"sessionKey": key, "messageId": str(entry_id),
+            await delete_files(self._db, ids=files)
+        self._broadcast("chat.message", {"sessionKey": key, "messageId": str(entry_id),
                                             "reaction": facts.get("reaction"), "pinned": bool(facts.get("pinned")),
                                             "deleted": bool(facts.get("deleted"))}, scope=READ)
 
     async def read(self, to: str, *, limit: int = 20) -> list[dict[str, Any]]:
         """The session's recent messages, oldest first, in ``message.read``'s shape (tool calls left out)."""
-        key = self._gw.sessions.normalize_key(to)
-        async with self._gw.db.session() as s:
+        key = self._sessions.normalize_key(to)
+        async with self._db.session() as s:
             entries = await SessionRepo.history(s, key, limit * 3)
         out: list[dict[str, Any]] = []
         for e in entries:

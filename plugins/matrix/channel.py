@@ -20,6 +20,12 @@ Outbound: Markdown as ``formatted_body`` HTML, replies (``m.in_reply_to``), thre
 attachments through the content repository, typing notifications. Homeserver refusals become our errors:
 ``M_FORBIDDEN`` -> ``ChannelForbidden``, ``M_NOT_FOUND``/unknown rooms -> ``TargetNotFound``,
 ``M_LIMIT_EXCEEDED`` -> ``ChannelUnavailable`` with ``retry_after_ms``, network errors -> retryable.
+
+Choices (approvals, questions): Matrix has no buttons, so ``send_buttons`` sends the text with its options
+listed, then reacts to it with one key per option; a reaction with one of those keys from someone else, or a
+reply to the message with an option's number, comes in as that person typing the option's data. Which message
+offers which keys is kept in ``choices.json`` (the latest ``CHOICES_KEPT``), so a restart does not forget them;
+the edit that settles the message takes the bot's keys off it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import json
 import mimetypes
 import os
 import re
+import unicodedata
 import uuid
 from pathlib import Path
 from typing import Any
@@ -80,6 +87,34 @@ VOICE_SUFFIXES = frozenset({".ogg", ".oga", ".opus"})
 _OUT_KINDS = {"image": "m.image", "audio": "m.audio", "video": "m.video"}
 _REPLY_FALLBACK = re.compile(r"\A(?:>[^\n]*\n)+\n?")
 _HTML_REPLY_FALLBACK = re.compile(r"<mx-reply>.*?</mx-reply>", re.DOTALL)
+KEYCAPS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6️⃣", "7️⃣", "8️⃣", "9️⃣", "🔟")
+"""Reaction keys for options whose labels do not start with an emoji of their own."""
+CHOICES_KEPT = 200
+"""Messages with open choices remembered (the oldest forgotten first): far more than requests ever pending."""
+
+
+def _bare(key: str) -> str:
+    """A reaction key without emoji presentation selectors: clients differ on sending ``U+FE0F``."""
+    return key.replace("\ufe0f", "").strip()
+
+
+def choice_keys(buttons: list[tuple[str, str]]) -> list[str] | None:
+    """One reaction key per option: the labels' own leading emoji when each has a different one (an approval's
+    ✅ ♾️ ⛔), else keycap numbers; None for more options than there are keycaps."""
+    heads = [label.split(maxsplit=1)[0] if len(label.split(maxsplit=1)) == 2 else "" for label, _ in buttons]
+    if all(h and unicodedata.category(h[0]) == "So" for h in heads) and len({_bare(h) for h in heads}) == len(heads):
+        return heads
+    return list(KEYCAPS[: len(buttons)]) if len(buttons) <= len(KEYCAPS) else None
+
+
+def choice_hint(buttons: list[tuple[str, str]], keys: list[str]) -> str:
+    """The line under the options saying how to pick one (the typed answers the text already gives still work)."""
+    options = " · ".join(
+        f"{key} {label.split(maxsplit=1)[1] if label.startswith(key) else label}"
+        for key, (label, _) in zip(keys, buttons, strict=True)
+    )
+    span = "1" if len(keys) == 1 else f"a number from 1 to {len(keys)}"
+    return f"React with {options} (or reply to this message with {span})."
 
 
 def _room(to: str) -> str:
@@ -142,6 +177,9 @@ class MatrixChannel(Channel):
         self._task: asyncio.Task[None] | None = None
         self._dm_rooms: dict[str, str] = {}  # user id -> the DM room the bot last talked to them in
         self._reactions: dict[tuple[str, str, str], str] = {}  # (room, event, key) -> our reaction's event id
+        self._choices: dict[str, dict[str, Any]] = {}
+        """Event id of a message with open choices -> its room, thread, ``keys`` (key -> data) and ``mine`` (the
+        bot's reaction event ids, taken off when it is settled); saved in ``choices.json``."""
         self._warned_encrypted: set[str] = set()
         self._journal: InboundJournal | None = getattr(host, "journal", None)
         self._handling = KeyedTasks()  # each room's events in order, rooms side by side
@@ -190,6 +228,7 @@ class MatrixChannel(Channel):
             self.settings.homeserver, self.settings.userId, store_path=str(store or ""), config=config
         )
         self._client = client
+        self._choices = self._load_choices()
         try:
             await self._login(client)
             await self._crypto_upkeep(client)
@@ -290,6 +329,24 @@ class MatrixChannel(Channel):
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.replace(tmp, self._state_dir / name)
+
+    def _load_choices(self) -> dict[str, dict[str, Any]]:
+        """The open choices saved before a restart (none when the file is missing or not ours)."""
+        try:
+            saved = json.loads(self._load("choices.json") or "{}")
+        except ValueError:
+            return {}
+        if not isinstance(saved, dict):
+            return {}
+        return {k: v for k, v in saved.items() if isinstance(v, dict) and isinstance(v.get("keys"), dict)}
+
+    def _save_choices(self) -> None:
+        while len(self._choices) > CHOICES_KEPT:
+            del self._choices[next(iter(self._choices))]
+        try:
+            self._save("choices.json", json.dumps(self._choices))
+        except OSError as exc:  # kept in memory still: only a restart would forget them
+            log.warning("matrix choices not saved", account=self.account_id, error=str(exc))
 
     def _live(self) -> nio.AsyncClient:
         if self._client is None:
@@ -470,6 +527,8 @@ class MatrixChannel(Channel):
         if src.get("type") == "m.room.encrypted":
             return True
         content = src.get("content") or {}
+        if src.get("type") == "m.reaction":  # only a pick of an option counts; other reactions are no messages
+            return self._picked(src) is not None
         if src.get("type") != "m.room.message" or not content.get("msgtype"):
             return False
         relates = content.get("m.relates_to") or {}
@@ -488,7 +547,55 @@ class MatrixChannel(Channel):
                 return
             await self._say_encrypted(room_id)
             return
+        if src.get("type") == "m.reaction":
+            await self._on_pick(room_id, src)
+            return
         await self.on_inbound(await self._to_inbound(room_id, src))
+
+    def _picked(self, src: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+        """The open choice a reaction picks, and what picking it types; None for any other reaction."""
+        relates = (src.get("content") or {}).get("m.relates_to") or {}
+        entry = self._choices.get(str(relates.get("event_id") or ""))
+        if relates.get("rel_type") != "m.annotation" or entry is None:
+            return None
+        key = _bare(str(relates.get("key") or ""))
+        data = next((d for k, d in entry["keys"].items() if _bare(k) == key), None)
+        return (entry, data) if data is not None else None
+
+    async def _on_pick(self, room_id: str, src: dict[str, Any]) -> None:
+        """A reaction with an option's key: the reacting person typing that option's data."""
+        picked = self._picked(src)
+        if picked is None:  # settled (its keys taken off) since it was journalled
+            return
+        entry, data = picked
+        room = self._live().rooms.get(room_id)
+        await self.on_inbound(
+            Inbound(
+                channel=self.name,
+                account_id=self.account_id,
+                sender_id=src["sender"],
+                sender_name=room.user_name(src["sender"]) if room is not None else None,
+                chat_id=room_id,
+                chat_type=self._chat_type(room_id),
+                message_id=src["event_id"],
+                text=data,
+                thread_id=entry.get("thread"),
+                mentioned=True,
+                ts=(src.get("origin_server_ts") or 0) / 1000,
+                raw=src,
+            )
+        )
+
+    def _typed_pick(self, reply: str | None, text: str) -> str | None:
+        """A reply to a message with open choices saying an option's number (or key): that option's data."""
+        entry = self._choices.get(reply or "")
+        if entry is None:
+            return None
+        options = list(entry["keys"].items())
+        said = _bare(text)
+        if said.isdigit() and 1 <= int(said) <= len(options):
+            return str(options[int(said) - 1][1])
+        return next((str(d) for k, d in options if _bare(k) == said), None)
 
     async def _say_encrypted(self, room_id: str) -> None:
         if room_id in self._warned_encrypted:
@@ -510,6 +617,7 @@ class MatrixChannel(Channel):
             text = _REPLY_FALLBACK.sub("", text)
         chat_type = self._chat_type(room_id)
         mentioned, text = await self._mentioned(room_id, content, text, reply)
+        text = self._typed_pick(reply, text) or text
         media: list[Media] = []
         kind = _MEDIA_KINDS.get(content.get("msgtype", ""))
         if kind is not None:
@@ -735,6 +843,49 @@ class MatrixChannel(Channel):
         event_id = await self._put(room_id, "m.room.message", content)
         return Sent(message_id=event_id, chat_id=room_id, thread_id=thread_id)
 
+    async def send_buttons(
+        self, to: str, text: str, buttons: list[tuple[str, str]], *, thread_id: str | None = None
+    ) -> Sent | None:
+        """The text with a line naming a reaction key per option, then the bot's own reactions with those keys,
+        so picking one is a click on an existing reaction. None past ten options (the caller sends the text)."""
+        keys = choice_keys(buttons)
+        if not buttons or keys is None:
+            return None
+        body = f"{text}\n\n{choice_hint(buttons, keys)}"
+        if len(body) > TEXT_LIMIT:
+            return None
+        sent = await self.send(to, body, thread_id=thread_id)
+        entry: dict[str, Any] = {
+            "room": sent.chat_id,
+            "thread": thread_id,
+            "keys": {key: data for key, (_label, data) in zip(keys, buttons, strict=True)},
+            "mine": [],
+        }
+        self._choices[sent.message_id] = entry  # before the reactions: a quick person may beat the bot to them
+        for key in keys:
+            try:
+                await self.react(sent.chat_id, sent.message_id, key)
+            except ChannelError as exc:  # the keys can still be typed, or reacted with by hand
+                log.warning("matrix choice key not set", account=self.account_id, key=key, error=str(exc))
+                continue
+            entry["mine"].append(self._reactions[(sent.chat_id, sent.message_id, key)])
+        self._save_choices()
+        return sent
+
+    async def _close_choices(self, message_id: str) -> None:
+        """A settled message: forget its choices and take the bot's keys off it (nothing left to pick)."""
+        entry = self._choices.pop(message_id, None)
+        if entry is None:
+            return
+        self._save_choices()
+        for reaction in entry.get("mine") or []:
+            try:
+                await self.delete(str(entry["room"]), str(reaction))
+            except ChannelError as exc:
+                log.warning("matrix choice key not taken off", account=self.account_id, error=str(exc))
+        for key in [k for k in self._reactions if k[1] == message_id]:
+            self._reactions.pop(key, None)
+
     async def edit(self, to: str, message_id: str, text: str, *, thread_id: str | None = None) -> None:
         if len(text) > TEXT_LIMIT:
             raise ChannelError(f"matrix messages are at most {TEXT_LIMIT} characters", details={"field": "message"})
@@ -749,6 +900,7 @@ class MatrixChannel(Channel):
         content.pop("formatted_body", None)
         content.pop("format", None)
         await self._put(room_id, "m.room.message", content)
+        await self._close_choices(message_id)
 
     async def send_attachment(
         self, to: str, file: str, *, caption: str | None = None, thread_id: str | None = None

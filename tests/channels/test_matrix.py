@@ -125,6 +125,18 @@ class Person:
         )
         return str(got.room_id)
 
+    async def room_with(self, bot: MatrixUser, name: str) -> str:
+        """A room of their own with the bot invited, once it has joined."""
+        made = await self.client.room_create(name=name, invite=[bot.user_id])
+        assert isinstance(made, nio.RoomCreateResponse), made
+        await self.wait_for(
+            lambda r, ev: (
+                r == made.room_id and ev.get("state_key") == bot.user_id and ev["content"].get("membership") == "join"
+            ),
+            "the bot joining the room",
+        )
+        return str(made.room_id)
+
     async def say(self, room: str, text: str, **content: Any) -> str:
         got = await self.client.room_send(room, "m.room.message", {"msgtype": "m.text", "body": text, **content})
         assert isinstance(got, nio.RoomSendResponse), got
@@ -285,12 +297,7 @@ async def test_a_stranger_gets_a_pairing_code_then_an_answer_after_approval(
 async def test_in_a_room_the_bot_answers_when_mentioned_or_replied_to(
     gw: GatewayProcess, synapse: Synapse, me: Person, bot: MatrixUser
 ) -> None:
-    made = await me.client.room_create(name="team", invite=[bot.user_id])
-    room = made.room_id
-    await me.wait_for(
-        lambda r, ev: r == room and ev.get("state_key") == bot.user_id and ev["content"].get("membership") == "join",
-        "the bot joining the room",
-    )
+    room = await me.room_with(bot, "team")
     colleague = synapse.register("colleague" + secrets.token_hex(3))
     invited = await me.client.room_invite(room, colleague.user_id)  # a third member makes it a group
     assert isinstance(invited, nio.RoomInviteResponse), invited

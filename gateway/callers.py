@@ -1,0 +1,71 @@
+"""Who calls a gateway method: the operator scopes, the ``Caller`` fixed at handshake, and the reach of a non-owner
+agent run (``SessionScope``). Plain data with no gateway imports, so any service can name a caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["ADMIN", "APPROVALS", "NODE", "OPERATOR_SCOPES", "PAIRING", "QUESTIONS", "READ", "WRITE", "Caller",
+           "SessionScope", "grants"]
+
+READ: Final = "operator.read"
+WRITE: Final = "operator.write"
+ADMIN: Final = "operator.admin"
+APPROVALS: Final = "operator.approvals"
+PAIRING: Final = "operator.pairing"
+QUESTIONS: Final = "operator.questions"
+"""Answering agents' questions (OpenClaw's ``question.*`` methods); admin implies it, as every scope."""
+NODE: Final = "node"
+"""Pseudo-scope: only clients connected with role ``node`` may call the method."""
+
+OPERATOR_SCOPES: Final = (READ, WRITE, ADMIN, APPROVALS, PAIRING, QUESTIONS)
+
+
+def grants(granted: frozenset[str], needed: str) -> bool:
+    """Whether an operator holding ``granted`` scopes may use a method needing ``needed``.
+
+    admin implies every operator scope; write implies read.
+    """
+    if needed in granted or ADMIN in granted:
+        return True
+    return needed == READ and WRITE in granted
+
+
+@dataclass(frozen=True, slots=True)
+class SessionScope:
+    """What a non-owner agent run may look at: its own session, the sessions it spawned, and the sessions of
+    the chat it came from (``channel`` + ``chat_id``, when it came from one)."""
+
+    session_key: str
+    channel: str | None = None
+    chat_id: str | None = None
+
+    def allows(self, key: str, *, channel: str | None = None, peer_id: str | None = None,
+               parent_key: str | None = None) -> bool:
+        """Whether a session (its key, and the chat and parent stored with it) is within this scope."""
+        if key == self.session_key or parent_key == self.session_key:
+            return True
+        return self.channel is not None and channel == self.channel and peer_id == self.chat_id
+
+    def allows_chat(self, channel: str, chat_id: str) -> bool:
+        return self.channel is not None and channel == self.channel and chat_id == self.chat_id
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: fixed at handshake time for the life of the connection."""
+
+    conn_id: str
+    role: str
+    scopes: frozenset[str]
+    client_id: str
+    client_mode: str
+    remote: str
+    device_id: str | None = None
+    display_name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    methods: frozenset[str] | None = None
+    """When set, the only methods this caller may use (a non-owner agent run's token); None: no limit."""
+    confined_to: SessionScope | None = None
+    """When set, the only sessions and chats this caller may read (a non-owner agent run); None: all."""
