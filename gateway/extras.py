@@ -34,6 +34,7 @@ EXTRAS: tuple[Extra, ...] = (
     Extra("discord", "the Discord channel", ("discord",)),
     Extra("matrix", "the Matrix channel (plugin)", ("nio", "markdown_it")),
     Extra("matrix-e2e", "end-to-end encrypted rooms on Matrix (vodozemac)", ("nio", "vodozemac")),
+    Extra("slack", "the Slack channel (plugin; Socket Mode or the Events API)", ("slack_sdk", "aiohttp")),
     # httpx is a core dependency too: the extra exists so the channel can be asked for by name like the others.
     Extra("whatsapp", "the WhatsApp channel (plugin; Meta's Cloud API over httpx)", ("httpx",)),
     Extra("tts", "voice: spoken replies and voice notes transcribed (OGG/Opus, offline speech to text)",
