@@ -44,7 +44,7 @@ class Voice(Protocol):
         ...
 
     async def speak_for(self, text: str, channel: str | None = None) -> Clip:
-        """``text`` as audio in the format ``channel`` plays (a voice note when None)."""
+        """``text`` as audio in the format ``channel`` plays (a voice note when None or unknown)."""
         ...
 
     async def hear(self, path: str) -> tuple[str, str | None]:

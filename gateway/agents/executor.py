@@ -473,7 +473,7 @@ class AgentExecutor:
         if platforms is None:
             return
         try:
-            speech = await voice.speak_for(text)
+            speech = await voice.speak_for(text, origin.channel)  # in the format that chat app plays
             await platforms.send_attachment(origin.channel, origin.account_id, origin.to, speech.path,
                                             thread_id=origin.thread_id, session_key=run.session_key)
         except RpcError as exc:

@@ -205,8 +205,10 @@ class VoiceService:
         return path
 
     async def speak_for(self, text: str, channel: str | None = None) -> Speech:
-        """``text`` as audio in the format ``channel`` plays (``format_for_channel``)."""
-        return await self.speak(text, format_for_channel(channel))
+        """``text`` as audio in the format ``channel`` plays (``FORMAT_FOR_CHANNEL``); a voice note (OGG/Opus) for
+        no channel or one that names no format of its own (a plugin's)."""
+        known = channel is not None and channel.strip().lower() in FORMAT_FOR_CHANNEL
+        return await self.speak(text, format_for_channel(channel if known else None))
 
     async def auto_reply(self, reply: str, *, inbound_voice: bool) -> tuple[str, bool]:
         """Auto-TTS: the reply's text to send (``[[tts]]`` removed) and whether it is also to be spoken."""

@@ -325,8 +325,10 @@ async def test_a_voice_clip_is_heard_and_answered_with_a_spoken_file(tmp_path: P
         run = cli_runs(d)[-1]
         assert "[voice transcript (openai): what is the weather tomorrow]" in run["prompt"], run["prompt"]
         assert api.transcriptions
-    # Auto-TTS speaks in the executor's one format for every chat channel: OGG/Opus.
-    assert spoken["name"].endswith(".ogg") and spoken["data"][:4] == b"OggS", spoken["name"]
+    # Auto-TTS speaks in the format the chat app plays: MP3 on Slack (OGG/Opus where voice notes are OGG).
+    assert spoken["name"].endswith(".mp3"), spoken["name"]
+    head = spoken["data"][:3]
+    assert head == b"ID3" or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"), head
     shared = [m for m in fake.messages[dm] if m.get("user") == BOT_USER]
     assert shared.index(text) < next(i for i, m in enumerate(shared) if m.get("files"))  # text first, then voice
 
