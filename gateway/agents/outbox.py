@@ -5,10 +5,15 @@ platform took it. If the gateway dies in between, the next start (``gateway.runs
 rows its previous process left unsent, once the platforms are up. Before re-sending it looks in the
 message log for the same text sent to the same chat after the row was written: a reply that went out just
 before the crash is marked, not sent twice.
+
+A platform that is down or rate-limiting (an error marked ``retryable``: HTTP 429, 5xx, no connection) does
+not lose the reply either: it is sent again with backoff, waiting as long as the platform's ``retry_after``
+asks, for up to ``RETRY_WINDOW_S``; only past that is it left to the next start.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
@@ -26,7 +31,7 @@ if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms
     from gateway.store import Database
 
-__all__ = ["KEEP_SENT_MS", "REDELIVER_WITHIN_MS", "OutboxRow", "deliver", "redeliver"]
+__all__ = ["KEEP_SENT_MS", "REDELIVER_WITHIN_MS", "RETRY_WINDOW_S", "OutboxRow", "deliver", "redeliver"]
 
 log = structlog.get_logger("gateway.agents")
 
@@ -37,6 +42,12 @@ _deliveries = 0
 REDELIVER_WITHIN_MS = 3600_000
 """A reply left unsent longer than this (the platform was down, or the gateway stayed down) is dropped with a
 log line rather than arriving out of the blue much later."""
+
+
+RETRY_WINDOW_S = 300.0
+"""How long a reply the platform refused for now (rate limit, 5xx, unreachable) keeps being retried in-process."""
+_FIRST_BACKOFF_S = 1.0
+_MAX_BACKOFF_S = 30.0
 
 
 class OutboxRow(Base):
@@ -71,7 +82,7 @@ async def deliver(db: Database, replica_id: str, platforms: ChatPlatforms | None
         s.add(row)
         await s.flush()
         row_id = row.id
-    sent = await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
+    sent = await _send(platforms, origin, text, session_key, reply_to_id)
     global _deliveries
     _deliveries += 1
     async with db.session() as s:
@@ -79,6 +90,30 @@ async def deliver(db: Database, replica_id: str, platforms: ChatPlatforms | None
         if _deliveries % 200 == 1:
             await _prune(s)
     return sent
+
+
+async def _send(platforms: ChatPlatforms, origin: Origin, text: str, session_key: str,
+                reply_to_id: str | None) -> int:
+    """``platforms.deliver``, again after each retryable failure (backoff doubling from 1 s to 30 s, or the
+    platform's own ``retry_after``) until it goes or ``RETRY_WINDOW_S`` has passed."""
+    deadline = time.monotonic() + RETRY_WINDOW_S
+    backoff = _FIRST_BACKOFF_S
+    attempt = 1
+    while True:
+        try:
+            return await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
+        except Exception as exc:
+            if not getattr(exc, "retryable", False):
+                raise
+            asked = getattr(exc, "retry_after_ms", None)
+            wait = asked / 1000 if asked else backoff
+            if time.monotonic() + wait > deadline:
+                raise
+            log.warning("reply not taken by the chat platform yet; retrying", session_key=session_key,
+                        channel=origin.channel, attempt=attempt, retry_in_s=round(wait, 2), error=str(exc))
+            await asyncio.sleep(wait)
+            backoff = min(backoff * 2, _MAX_BACKOFF_S)
+            attempt += 1
 
 
 async def _prune(s: Any) -> None:
