@@ -48,6 +48,9 @@ RETRY_WINDOW_S = 300.0
 """How long a reply the platform refused for now (rate limit, 5xx, unreachable) keeps being retried in-process."""
 _FIRST_BACKOFF_S = 1.0
 _MAX_BACKOFF_S = 30.0
+_in_flight: set[int] = set()
+"""Rows this process is sending right now: ``redeliver`` (at start, or after adopting a dead replica's replies)
+leaves them alone, or a reply still being retried would go out twice."""
 
 
 class OutboxRow(Base):
@@ -82,7 +85,11 @@ async def deliver(db: Database, replica_id: str, platforms: ChatPlatforms | None
         s.add(row)
         await s.flush()
         row_id = row.id
-    sent = await _send(platforms, origin, text, session_key, reply_to_id)
+    _in_flight.add(row_id)
+    try:
+        sent = await _send(platforms, origin, text, session_key, reply_to_id)
+    finally:
+        _in_flight.discard(row_id)
     global _deliveries
     _deliveries += 1
     async with db.session() as s:
@@ -131,21 +138,37 @@ async def redeliver(db: Database, replica_id: str, platforms: ChatPlatforms | No
             .scalars())
     sent = 0
     for row in rows:
-        origin = Origin(**orjson.loads(row.origin))
-        if _now_ms() - row.created_at > REDELIVER_WITHIN_MS:
-            log.warning("an unsent reply is too old to deliver now", session_key=row.session_key, run_id=row.run_id)
-        elif not await _already_sent(db, row, origin):
-            try:
-                await platforms.deliver(origin, row.text, row.session_key, reply_to_id=row.reply_to_id)
-                sent += 1
-            except Exception as exc:
-                log.warning("an unsent reply could not be delivered after a restart", session_key=row.session_key,
-                            error=str(exc))
-                continue
-        async with db.session() as s:
-            await s.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(sent_at=_now_ms()))
+        if row.id in _in_flight:  # this process is sending it now (a live turn's reply, waiting out an outage)
+            continue
+        _in_flight.add(row.id)
+        try:
+            sent += await _redeliver_one(db, platforms, row)
+        finally:
+            _in_flight.discard(row.id)
     if rows:
         log.info("delivered the replies a crash left unsent", replies=sent, checked=len(rows))
+    return sent
+
+
+async def _redeliver_one(db: Database, platforms: ChatPlatforms, row: OutboxRow) -> int:
+    """Send one row left unsent (unless too old, or it did go out) and mark it; 1 when it was sent now."""
+    async with db.session() as s:
+        if await s.scalar(select(OutboxRow.sent_at).where(OutboxRow.id == row.id)) is not None:
+            return 0  # marked since the list was read (its live delivery finished meanwhile)
+    origin = Origin(**orjson.loads(row.origin))
+    sent = 0
+    if _now_ms() - row.created_at > REDELIVER_WITHIN_MS:
+        log.warning("an unsent reply is too old to deliver now", session_key=row.session_key, run_id=row.run_id)
+    elif not await _already_sent(db, row, origin):
+        try:
+            await _send(platforms, origin, row.text, row.session_key, row.reply_to_id)
+            sent = 1
+        except Exception as exc:
+            log.warning("an unsent reply could not be delivered after a restart", session_key=row.session_key,
+                        error=str(exc))
+            return 0
+    async with db.session() as s:
+        await s.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(sent_at=_now_ms()))
     return sent
 
 
