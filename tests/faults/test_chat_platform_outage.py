@@ -9,6 +9,7 @@ a 429's ``retry_after`` is waited out, never hammered. (Telegram's client librar
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import sys
 import time
@@ -35,7 +36,7 @@ def fake() -> FakeTelegram:
 
 
 def _spaced(times: list[float], at_least: float) -> bool:
-    return all(b - a >= at_least - 0.3 for a, b in zip(times, times[1:], strict=False))
+    return all(b - a >= at_least - 0.3 for a, b in itertools.pairwise(times))
 
 
 def _sends(fake: FakeTelegram, text: str) -> tuple[list[Call], list[Call]]:
