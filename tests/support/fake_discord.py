@@ -12,8 +12,8 @@ channel's history (``GET /channels/{id}/messages?after=``, newest first as Disco
 Failure modes a test can switch on: ``rate_limit(n)`` answers the next ``n`` REST calls with a 429 and a
 ``retry_after``, as Discord does; ``outage(seconds, status)`` answers every message post with a 429 or a 5xx
 for a while (each refused post is recorded with its ``status``); ``forbidden`` channels answer 403 Missing
-Permissions; ``drop_gateway()`` closes the gateway socket the way Discord does on a server restart, and events dispatched while the bot is
-away are replayed when it RESUMEs with its last sequence number.
+Permissions; ``drop_gateway()`` closes the gateway socket the way Discord does on a server restart, and
+events dispatched while the bot is away are replayed when it RESUMEs with its last sequence number.
 
 Buttons: a message sent with components keeps them (``buttons(message_id)`` lists ``(label, custom_id)``;
 an edit with ``components: []`` takes them away); ``press`` dispatches the ``INTERACTION_CREATE`` of a
