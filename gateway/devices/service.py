@@ -490,6 +490,16 @@ class NodeService:
         if fut is not None and not fut.done():
             fut.set_result(msg)
 
+    def _on_bus_lost(self) -> None:
+        """Redis went away: an invoke waiting on another replica's answer cannot get it; say so now, not at its
+        timeout (the node may well have run the command: the caller retries with the same idempotencyKey)."""
+        lost = Unavailable("the replica holding the node can no longer be reached (the event bus to it went down "
+                           "mid-invoke); retry with the same idempotencyKey", retryable=True,
+                           details={"code": "NODE_NOT_REACHABLE"}).shape()
+        for fut in self._remote.values():
+            if not fut.done():
+                fut.set_result({"ok": False, "error": lost})
+
     def _on_remote_pairing(self, msg: Any) -> None:
         if isinstance(msg, dict) and msg.get("nodeId") in self.sessions:
             self._spawn(self._apply_pairing(str(msg["nodeId"]), str(msg.get("status")), msg.get("requestId")))
@@ -525,5 +535,6 @@ async def start(gateway: Gateway) -> None:
         bus.on_control("node.invoke", service._on_remote_invoke)
         bus.on_control("node.invoke.done", service._on_remote_done)
         bus.on_control("node.pairing", service._on_remote_pairing)
+        bus.on_disconnect(service._on_bus_lost)
     gateway.nodes = service
     gateway.on_stop(service.stop)

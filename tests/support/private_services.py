@@ -109,8 +109,11 @@ class PrivateRedis:
             raise AssertionError("private redis-server did not start")
         return self
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Kill it (``start`` again brings it back on the same port, empty)."""
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait(10)
             self.proc = None
+
+    close = stop
