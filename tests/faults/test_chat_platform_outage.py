@@ -13,6 +13,7 @@ import itertools
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,9 @@ OUTAGE_S = 4.0
 
 
 @pytest.fixture
-def fake() -> FakeTelegram:
+def fake() -> Iterator[FakeTelegram]:
     server = FakeTelegram().start()
-    yield server  # type: ignore[misc]
+    yield server
     server.stop()
 
 

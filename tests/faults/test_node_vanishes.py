@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import signal
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.faults.nodes import LONG, connected, node_row, pending, processes, system_run
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.node_host import NodeHostProcess
@@ -28,17 +27,6 @@ from tests.support.ws import RawClient, operator
 
 pytestmark = [pytest.mark.timeout(90)]
 
-LONG = f"30.{secrets.randbelow(10**6):06d}"
-"""``sleep 30`` with a unique fraction, so this test's command is told apart from anyone else's."""
-
-
-async def _node(admin: RawClient, name: str) -> dict[str, Any] | None:
-    return next((n for n in (await admin.call("node.list"))["nodes"] if n["displayName"] == name), None)
-
-
-def _run(node_id: str, argv: list[str], timeout_ms: int = 60000) -> dict[str, Any]:
-    return {"nodeId": node_id, "command": "system.run", "params": {"argv": argv}, "timeoutMs": timeout_ms,
-            "idempotencyKey": str(uuid.uuid4())}
 
 
 async def test_a_node_killed_mid_invoke_fails_the_call_promptly_and_pairs_back_without_approval(
@@ -48,15 +36,15 @@ async def test_a_node_killed_mid_invoke_fails_the_call_promptly_and_pairs_back_w
         admin = await operator(gw.url, gw.token or "")
         node = NodeHostProcess(tmp_path / "node", gw.port, token=gw.token, name="vanishing").start()
         try:
-            request = await until(lambda: _pending(admin, "vanishing"), 20, "the node's pairing request")
+            request = await until(lambda: pending(admin, "vanishing"), 20, "the node's pairing request")
             await admin.call("node.pair.approve", {"requestId": request["requestId"]})
             node_id = str(request["nodeId"])
             assert node.approvals("add", "sleep").returncode == 0
             assert node.approvals("add", "echo").returncode == 0
-            await until(lambda: _connected(admin, "vanishing"), 20, "the approved node to connect")
+            await until(lambda: connected(admin, "vanishing"), 20, "the approved node to connect")
 
-            call = asyncio.create_task(admin.req("node.invoke", _run(node_id, ["sleep", LONG]), timeout=60))
-            await until(lambda: call.done() or _running(f"sleep {LONG}"), 15, "the node to start `sleep 30`")
+            call = asyncio.create_task(admin.req("node.invoke", system_run(node_id, ["sleep", LONG]), timeout=60))
+            await until(lambda: call.done() or processes(f"sleep {LONG}"), 15, "the node to start `sleep 30`")
             assert not call.done(), call.result()
             killed_at = time.monotonic()
             node.kill()
@@ -70,41 +58,19 @@ async def test_a_node_killed_mid_invoke_fails_the_call_promptly_and_pairs_back_w
             assert gone["paired"] is True
 
             node.start()  # same state dir: its token is kept, so no new approval
-            await until(lambda: _connected(admin, "vanishing"), 20, "the node to come back")
+            await until(lambda: connected(admin, "vanishing"), 20, "the node to come back")
             assert not [r for r in (await admin.call("node.pair.list"))["pending"] if r["displayName"] == "vanishing"]
-            again = await admin.req("node.invoke", _run(node_id, ["echo", "back"]), timeout=30)
+            again = await admin.req("node.invoke", system_run(node_id, ["echo", "back"]), timeout=30)
             assert again["ok"], again
             assert again["payload"]["payload"]["stdout"] == "back\n"
             assert gw.proc is not None and gw.proc.poll() is None
         finally:
             node.stop()
-            for pid in _running(f"sleep {LONG}"):  # the killed host's orphan
+            for pid in processes(f"sleep {LONG}"):  # the killed host's orphan
                 os.kill(pid, signal.SIGKILL)
             await admin.close()
 
 
-async def _pending(admin: RawClient, name: str) -> dict[str, Any] | None:
-    return next((r for r in (await admin.call("node.pair.list"))["pending"] if r["displayName"] == name), None)
-
-
-async def _connected(admin: RawClient, name: str) -> bool:
-    found = await _node(admin, name)
-    return bool(found and found["connected"] and found["paired"])
-
-
 async def _disconnected(admin: RawClient, name: str) -> dict[str, Any] | None:
-    found = await _node(admin, name)
+    found = await node_row(admin, name)
     return found if found and not found["connected"] else None
-
-
-def _running(cmdline: str) -> list[int]:
-    """The processes whose command line ends so (the node host's child)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if (proc / "cmdline").read_bytes().replace(b"\0", b" ").strip().endswith(cmdline.encode()):
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found

@@ -44,6 +44,7 @@ async def _write(c: RawClient, i: int, log: list[dict[str, Any]]) -> None:
     """One of three writes, in turn; its answer (ok or the error) and how long it took go to ``log``."""
     kind = ("patch", "chat", "cron")[i % 3]
     key = f"agent:main:faults:pg{i}"
+    params: dict[str, Any]
     if kind == "patch":
         method, params = "sessions.patch", {"key": key, "label": f"label {i}"}
     elif kind == "chat":
@@ -52,7 +53,7 @@ async def _write(c: RawClient, i: int, log: list[dict[str, Any]]) -> None:
         method, params = "cron.add", {"name": f"job {i}", "schedule": {"kind": "cron", "expr": "0 0 1 1 *"},
                                       "payload": {"kind": "agentTurn", "message": f"cron {i}"}}
     t0 = time.monotonic()
-    frame = await c.req(method, params, timeout=30)
+    frame = await c.req(method, dict(params), timeout=30)
     log.append({"i": i, "kind": kind, "key": key, "frame": frame, "took": time.monotonic() - t0, "t": t0})
 
 

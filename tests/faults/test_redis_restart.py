@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
 import signal
 import sys
 import time
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from tests.faults.nodes import LONG, connected, pending, processes, system_run
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.node_host import NodeHostProcess
@@ -35,8 +35,6 @@ from tests.support.ws import RawClient, operator
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(120)]
 
-LONG = f"30.{secrets.randbelow(10**6):06d}"
-"""``sleep 30`` with a unique fraction, so this test's command is told apart from anyone else's."""
 
 
 @pytest.fixture
@@ -71,16 +69,6 @@ async def _run_end(c: RawClient, run_id: str, timeout: float = 20) -> dict[str, 
                 return ev
 
 
-def _processes(cmdline: str) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            with contextlib.suppress(OSError):
-                if (proc / "cmdline").read_bytes().replace(b"\0", b" ").strip().endswith(cmdline.encode()):
-                    found.append(int(proc.name))
-    return found
-
-
 async def test_a_redis_restart_reports_what_was_missed_and_replicas_cross_again(
         tmp_path: Path, pg: PrivatePostgres) -> None:
     redis = PrivateRedis(tmp_path).start()
@@ -95,16 +83,16 @@ async def test_a_redis_restart_reports_what_was_missed_and_replicas_cross_again(
         ca = await operator(a.url, a.token or "")
         cb = await operator(b.url, b.token or "")
         node.start()
-        request = await until(lambda: _pending(cb, "on-a"), 20, "the node's pairing request")
+        request = await until(lambda: pending(cb, "on-a"), 20, "the node's pairing request")
         await cb.call("node.pair.approve", {"requestId": request["requestId"]})
         node_id = str(request["nodeId"])
         assert node.approvals("add", "sleep").returncode == 0 and node.approvals("add", "echo").returncode == 0
-        await until(lambda: _node_connected(cb, "on-a"), 20, "the node to connect to a")
+        await until(lambda: connected(cb, "on-a"), 20, "the node to connect to a")
         key = "agent:main:faults:redis"
 
         # Redis dies while b waits on a node held by a, and while a runs a turn.
-        invoke = asyncio.create_task(cb.req("node.invoke", _run(node_id, ["sleep", LONG]), timeout=90))
-        await until(lambda: invoke.done() or _processes(f"sleep {LONG}"), 15, "the node to start sleeping")
+        invoke = asyncio.create_task(cb.req("node.invoke", system_run(node_id, ["sleep", LONG]), timeout=90))
+        await until(lambda: invoke.done() or processes(f"sleep {LONG}"), 15, "the node to start sleeping")
         assert not invoke.done(), invoke.result()
         during = await ca.call("chat.send", {"sessionKey": key, "message": "sleep:1.5 while redis is away",
                                              "idempotencyKey": str(uuid.uuid4())})
@@ -135,7 +123,7 @@ async def test_a_redis_restart_reports_what_was_missed_and_replicas_cross_again(
         assert on_b["payload"]["data"]["result"]["reply"] == "echo: redis is back"
         waited = await cb.call("agent.wait", {"runId": after["runId"], "timeoutMs": 10000}, timeout=15)
         assert waited["status"] == "ok", waited
-        again = await cb.req("node.invoke", _run(node_id, ["echo", "crossed"]), timeout=30)
+        again = await cb.req("node.invoke", system_run(node_id, ["echo", "crossed"]), timeout=30)
         assert again["ok"] and again["payload"]["payload"]["stdout"] == "crossed\n", again
         for gw in (a, b):
             assert gw.proc is not None and gw.proc.poll() is None, gw.output()
@@ -144,22 +132,8 @@ async def test_a_redis_restart_reports_what_was_missed_and_replicas_cross_again(
             if c is not None:
                 await c.close()
         node.stop()
-        for pid in _processes(f"sleep {LONG}"):
+        for pid in processes(f"sleep {LONG}"):
             os.kill(pid, signal.SIGKILL)
         a.stop()
         b.stop()
         redis.close()
-
-
-def _run(node_id: str, argv: list[str]) -> dict[str, Any]:
-    return {"nodeId": node_id, "command": "system.run", "params": {"argv": argv}, "timeoutMs": 60000,
-            "idempotencyKey": str(uuid.uuid4())}
-
-
-async def _pending(c: RawClient, name: str) -> dict[str, Any] | None:
-    return next((r for r in (await c.call("node.pair.list"))["pending"] if r["displayName"] == name), None)
-
-
-async def _node_connected(c: RawClient, name: str) -> bool:
-    found = next((n for n in (await c.call("node.list"))["nodes"] if n["displayName"] == name), None)
-    return bool(found and found["connected"] and found["paired"])
