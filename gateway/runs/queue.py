@@ -249,11 +249,14 @@ class RunQueue:
             self.runs.pop(rid, None)
 
     async def _save(self, run: Run) -> None:
-        async with self.gw.db.session() as s:
+        """The run's row as it is now; a database restart delays this (the run's end must not be lost)."""
+        async def write(s: Any) -> None:
             await SessionRepo.save_run(s, run.id, run.session_key, run.status, source=run.first.source,
                                        is_owner=run.is_owner, error=run.error,
                                        reply=run.reply if run.status == "ok" else None,
                                        replica_id=self.gw.replica_id)
+
+        await self.gw.db.persist(write, what=f"run {run.id} ({run.status})")
 
     # -- events ------------------------------------------------------------------------------
 
