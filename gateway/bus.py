@@ -10,10 +10,12 @@ publisher skips its own copy and nobody sees an event twice.
 Redis is a convenience, never a dependency of correctness: if it is down at start or goes away
 later, the gateway logs it, keeps delivering locally, and reconnects with backoff. Events
 published while disconnected are not replayed (they are live progress, and the durable facts
-are in the database), but their loss is reported: once Redis is back, the replica publishes one
-``events.gap`` event (how many of its events the other replicas missed, and when), so their operators
-know to re-read what they show (``chat.history``, ``agent.wait``, ``sessions.list``); ``status`` says the
-same under ``eventBus``. ``on_disconnect`` hooks hear the moment the connection is lost (a node invoke
+are in the database), but their loss is reported: once Redis is back, each replica that was cut off
+sends its own operators one ``events.gap`` event (from when to when it heard nothing from the other
+replicas), so they know to re-read what they show (``chat.history``, ``agent.wait``, ``sessions.list``).
+The receiving side reports it, because only it knows what it missed: pub/sub delivers nothing to a replica
+that has not resubscribed yet. ``status`` counts the outages and the events this replica could not relay
+under ``eventBus``. ``on_disconnect`` hooks hear the moment the connection is lost (a node invoke
 waiting on another replica fails then, instead of at its timeout).
 
 Some events describe this replica only and stay local: ``presence`` (its own connections) and
@@ -163,25 +165,21 @@ class EventBus:
         return self.deliver(event, payload, scope, drop_if_slow)
 
     def _missed(self, n: int) -> None:
-        """``n`` events did not reach the other replicas: counted for the ``events.gap`` report."""
-        if n <= 0:
-            return
+        """``n`` of this replica's events did not reach the other replicas."""
         self.not_relayed += n
         self._gap_count += n
-        if self._gap_since_ms is None:
-            self._gap_since_ms = _now_ms()
 
     def _report_gap(self) -> None:
-        """Just reconnected: tell the other replicas' operators what they missed from this one, once."""
-        if not self._gap_count or self._gap_since_ms is None:
+        """Just reconnected after being cut off: tell this replica's operators what they may have missed."""
+        if self._gap_since_ms is None:
             return
-        gap = {"replicaId": self.replica_id, "missed": self._gap_count, "sinceMs": self._gap_since_ms,
-               "untilMs": _now_ms()}
+        gap = {"replicaId": self.replica_id, "sinceMs": self._gap_since_ms, "untilMs": _now_ms(),
+               "notRelayed": self._gap_count}
         self.last_gap = gap
         self._gap_count, self._gap_since_ms = 0, None
-        log.warning("Redis is back: events published while it was away reached this replica's clients only",
-                    missed=gap["missed"], since_ms=gap["sinceMs"])
-        self._queue_remote(GAP_EVENT, gap, READ, False)
+        log.warning("Redis is back: events of the other replicas in the gap were missed here, and this "
+                    "replica's reached its own clients only", since_ms=gap["sinceMs"], not_relayed=gap["notRelayed"])
+        self.deliver(GAP_EVENT, gap, READ, False)
 
     def _queue_remote(self, event: str, payload: Any, scope: str, drop_if_slow: bool) -> None:
         try:
@@ -272,6 +270,7 @@ class EventBus:
                 self._drain()
                 if was_connected:
                     self.outages += 1
+                    self._gap_since_ms = _now_ms()
                     for fn in self._disconnect_hooks:
                         self._call(fn)
                 if client is not None:
