@@ -14,7 +14,6 @@ import asyncio
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.private_services import PrivatePostgres
+from tests.support.private_services import PrivatePostgres, private_pg  # noqa: F401
 from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
 
@@ -31,13 +30,6 @@ pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
 PROMPT_LIMIT_S = 12.0
 """No request may take longer than this during the outage (the connect timeout is 10 s)."""
-
-
-@pytest.fixture
-def pg() -> Iterator[PrivatePostgres]:
-    server = PrivatePostgres().start()
-    yield server
-    server.close()
 
 
 async def _write(c: RawClient, i: int, log: list[dict[str, Any]]) -> None:
@@ -58,7 +50,8 @@ async def _write(c: RawClient, i: int, log: list[dict[str, Any]]) -> None:
 
 
 async def test_writes_during_a_postgres_restart_fail_cleanly_and_nothing_answered_ok_is_lost(
-        tmp_path: Path, pg: PrivatePostgres) -> None:
+        tmp_path: Path, private_pg: PrivatePostgres) -> None:  # noqa: F811
+    pg = private_pg
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
     env = {"REMOTECLAW_DATABASE_URL": pg.url, "FAKE_CLI_LOG": str(tmp_path / "cli.log")}
     with GatewayProcess(tmp_path / "gw", config=cfg, env=env) as gw:

@@ -18,7 +18,6 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +28,12 @@ from tests.faults.nodes import LONG, connected, pending, processes, system_run
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.node_host import NodeHostProcess
-from tests.support.private_services import PrivatePostgres, PrivateRedis
+from tests.support.private_services import PrivatePostgres, PrivateRedis, private_pg  # noqa: F401
 from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.timeout(120)]
 
-
-
-@pytest.fixture
-def pg() -> Iterator[PrivatePostgres]:
-    server = PrivatePostgres().start()
-    yield server
-    server.close()
 
 
 async def _subscribers(url: str, channel: str) -> int:
@@ -70,7 +62,8 @@ async def _run_end(c: RawClient, run_id: str, timeout: float = 20) -> dict[str, 
 
 
 async def test_a_redis_restart_reports_what_was_missed_and_replicas_cross_again(
-        tmp_path: Path, pg: PrivatePostgres) -> None:
+        tmp_path: Path, private_pg: PrivatePostgres) -> None:  # noqa: F811
+    pg = private_pg
     redis = PrivateRedis(tmp_path).start()
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
     env = {"REMOTECLAW_DATABASE_URL": pg.url, "REMOTECLAW_REDIS_URL": redis.url}

@@ -17,12 +17,15 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.support.gateway_proc import free_port
 from tests.support.requires import require
 
-__all__ = ["PrivatePostgres", "PrivateRedis", "pg_bin"]
+__all__ = ["PrivatePostgres", "PrivateRedis", "pg_bin", "private_pg"]
 
 
 def pg_bin() -> Path | None:
@@ -117,3 +120,11 @@ class PrivateRedis:
             self.proc = None
 
     close = stop
+
+
+@pytest.fixture
+def private_pg() -> Iterator[PrivatePostgres]:
+    """A running private PostgreSQL for one test (import it into the test module so pytest finds it)."""
+    server = PrivatePostgres().start()
+    yield server
+    server.close()
