@@ -10,7 +10,13 @@ publisher skips its own copy and nobody sees an event twice.
 Redis is a convenience, never a dependency of correctness: if it is down at start or goes away
 later, the gateway logs it, keeps delivering locally, and reconnects with backoff. Events
 published while disconnected are not replayed (they are live progress, and the durable facts
-are in the database).
+are in the database), but their loss is reported: once Redis is back, each replica that was cut off
+sends its own operators one ``events.gap`` event (from when to when it heard nothing from the other
+replicas), so they know to re-read what they show (``chat.history``, ``agent.wait``, ``sessions.list``).
+The receiving side reports it, because only it knows what it missed: pub/sub delivers nothing to a replica
+that has not resubscribed yet. ``status`` counts the outages and the events this replica could not relay
+under ``eventBus``. ``on_disconnect`` hooks hear the moment the connection is lost (a node invoke
+waiting on another replica fails then, instead of at its timeout).
 
 Some events describe this replica only and stay local: ``presence`` (its own connections) and
 ``config.changed`` (its own config file). ``tick``, ``health`` and ``shutdown`` never pass through
@@ -62,6 +68,7 @@ BACKOFF_MAX_S = 30.0
 Deliver = Callable[[str, Any, str, bool], int]
 Listener = Callable[[str, Any], None]
 ControlHandler = Callable[[Any], None]
+GAP_EVENT = "events.gap"
 
 
 def redis_url(config: Config) -> str | None:
@@ -105,6 +112,13 @@ class EventBus:
         self.relayed_out = 0
         self.relayed_in = 0
         self.dropped = 0
+        self.outages = 0
+        self.not_relayed = 0
+        """Events published while disconnected (or queued when the connection failed): never seen elsewhere."""
+        self.last_gap: dict[str, Any] | None = None
+        self._gap_since_ms: int | None = None
+        self._gap_count = 0
+        self._disconnect_hooks: list[Callable[[], None]] = []
         self._outbox: asyncio.Queue[str] = asyncio.Queue(OUTBOX_MAX)
         self._task: asyncio.Task[None] | None = None
         self._listeners: list[Listener] = []
@@ -119,6 +133,10 @@ class EventBus:
     def on_control(self, kind: str, fn: ControlHandler) -> None:
         """Call ``fn(payload)`` when another replica publishes a control message of ``kind``."""
         self._control[kind] = fn
+
+    def on_disconnect(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` each time the Redis connection is lost (what waits on another replica cannot be answered)."""
+        self._disconnect_hooks.append(fn)
 
     def publish_control(self, kind: str, payload: Any) -> bool:
         """Send a control message to the other replicas; False when it cannot go out (no Redis now)."""
@@ -139,9 +157,29 @@ class EventBus:
         Queued first, so the Redis sender is woken before this replica's socket writers: the other replicas
         start their own delivery while this one is still writing, instead of after it.
         """
-        if self.connected and event not in LOCAL_EVENTS:
-            self._queue_remote(event, payload, scope, drop_if_slow)
+        if event not in LOCAL_EVENTS:
+            if self.connected:
+                self._queue_remote(event, payload, scope, drop_if_slow)
+            elif self.url:
+                self._missed(1)
         return self.deliver(event, payload, scope, drop_if_slow)
+
+    def _missed(self, n: int) -> None:
+        """``n`` of this replica's events did not reach the other replicas."""
+        self.not_relayed += n
+        self._gap_count += n
+
+    def _report_gap(self) -> None:
+        """Just reconnected after being cut off: tell this replica's operators what they may have missed."""
+        if self._gap_since_ms is None:
+            return
+        gap = {"replicaId": self.replica_id, "sinceMs": self._gap_since_ms, "untilMs": _now_ms(),
+               "notRelayed": self._gap_count}
+        self.last_gap = gap
+        self._gap_count, self._gap_since_ms = 0, None
+        log.warning("Redis is back: events of the other replicas in the gap were missed here, and this "
+                    "replica's reached its own clients only", since_ms=gap["sinceMs"], not_relayed=gap["notRelayed"])
+        self.deliver(GAP_EVENT, gap, READ, False)
 
     def _queue_remote(self, event: str, payload: Any, scope: str, drop_if_slow: bool) -> None:
         try:
@@ -217,6 +255,7 @@ class EventBus:
                 await pubsub.subscribe(self.channel)
                 self.connected = True
                 log.info("event bus connected to Redis", url=safe_url(self.url), channel=self.channel)
+                self._report_gap()
                 down_logged, delay = False, BACKOFF_MIN_S
                 await self._relay(client, pubsub)
             except asyncio.CancelledError:
@@ -227,8 +266,13 @@ class EventBus:
                                 url=safe_url(self.url), error=str(exc) or type(exc).__name__)
                     down_logged = True
             finally:
-                self.connected = False
+                was_connected, self.connected = self.connected, False
                 self._drain()
+                if was_connected:
+                    self.outages += 1
+                    self._gap_since_ms = _now_ms()
+                    for fn in self._disconnect_hooks:
+                        self._call(fn)
                 if client is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(client.aclose(), 2)
@@ -260,13 +304,23 @@ class EventBus:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def _drain(self) -> None:
-        # Events queued for a connection that failed are stale by the time we are back: drop them.
+        # Events queued for a connection that failed are stale by the time we are back: drop them (counted).
+        control = encode({"o": self.replica_id})[:-1] + ',"c":'
+        lost = 0
         while not self._outbox.empty():
-            self._outbox.get_nowait()
+            lost += not self._outbox.get_nowait().startswith(control)
+        self._missed(lost)
 
     def status(self) -> dict[str, Any]:
         return {"mode": "redis" if self.url else "local", "connected": self.connected, "channel": self.channel,
-                "relayedOut": self.relayed_out, "relayedIn": self.relayed_in, "dropped": self.dropped}
+                "relayedOut": self.relayed_out, "relayedIn": self.relayed_in, "dropped": self.dropped,
+                "outages": self.outages, "notRelayed": self.not_relayed, "lastGap": self.last_gap}
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
 
 
 async def _check_url(url: str) -> str | None:

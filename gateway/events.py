@@ -38,4 +38,6 @@ EVENTS: dict[str, str] = {
     "question.requested": "to operator.questions: an agent run asks its person questions (a QuestionRecord)",
     "question.resolved": "to operator.questions: a question was answered, cancelled or expired",
     "hooks.tool": "an agent's tool call starts or ends (from the MCP shim's hooks)",
+    "events.gap": "the replica was cut off from the others (Redis away) from sinceMs to untilMs: their events in "
+                  "that time did not reach this socket (re-read what you show)",
 }

@@ -59,6 +59,7 @@ from gateway.registry import (
     validate_wire,
     wire_field_names,
 )
+from gateway.store.errors import DiskFull, storage_failure
 
 if TYPE_CHECKING:
     from gateway.agents.executor import AgentExecutor
@@ -297,7 +298,13 @@ class Dispatcher:
                 return await spec.handler(params, ctx)
             except RpcError:
                 raise
-            except Exception:
+            except Exception as exc:
+                if (storage := storage_failure(exc)) is not None:  # said as such, not as a bug
+                    log.warning("method failed: storage", method=spec.name, request_id=request_id,
+                                error=storage.message)
+                    code = "DISK_FULL" if isinstance(storage, DiskFull) else "DATABASE_UNAVAILABLE"
+                    raise Unavailable(f"{spec.name} failed: {storage.message}", retryable=True,
+                                      details={"code": code}) from None
                 log.exception("method failed", method=spec.name, request_id=request_id)
                 raise Unavailable(f"{spec.name} failed: internal error", retryable=True) from None
 

@@ -59,6 +59,8 @@ from gateway.store.usage import UsageRepo
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from gateway.agents.tokens import RunTokens
     from gateway.callbacks import Broadcast
     from gateway.config import ConfigStore
@@ -290,7 +292,7 @@ class AgentExecutor:
                 await progress.close()
             if stream is not None:
                 await stream.save()
-        async with self._db.session() as s:
+        async def write(s: AsyncSession) -> str:
             if res.retried_fresh:
                 await SessionRepo.forget_cli_session(s, run.session_key, runtime.name)
             await SessionRepo.record_usage(s, run.session_key, runtime=runtime.name,
@@ -314,6 +316,10 @@ class AgentExecutor:
                                                     meta=dict(run.answer_facts))
                 await s.flush()
                 run.answer_entry_id = entry.id
+            return reply
+
+        # The answer exists now, outside the database: a database restart delays writing it, never drops it.
+        reply = await self._db.persist(write, what="the agent's answer")
         self._hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
                                     "ok": res.ok, "reply": res.reply if res.ok else None, "error": res.error,
                                     "durationMs": round((time.monotonic() - started) * 1000)})

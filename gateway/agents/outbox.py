@@ -5,10 +5,15 @@ platform took it. If the gateway dies in between, the next start (``gateway.runs
 rows its previous process left unsent, once the platforms are up. Before re-sending it looks in the
 message log for the same text sent to the same chat after the row was written: a reply that went out just
 before the crash is marked, not sent twice.
+
+A platform that is down or rate-limiting (an error marked ``retryable``: HTTP 429, 5xx, no connection) does
+not lose the reply either: it is sent again with backoff, waiting as long as the platform's ``retry_after``
+asks, for up to ``RETRY_WINDOW_S``; only past that is it left to the next start.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
@@ -26,7 +31,7 @@ if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms
     from gateway.store import Database
 
-__all__ = ["KEEP_SENT_MS", "REDELIVER_WITHIN_MS", "OutboxRow", "deliver", "redeliver"]
+__all__ = ["KEEP_SENT_MS", "REDELIVER_WITHIN_MS", "RETRY_WINDOW_S", "OutboxRow", "deliver", "redeliver"]
 
 log = structlog.get_logger("gateway.agents")
 
@@ -37,6 +42,15 @@ _deliveries = 0
 REDELIVER_WITHIN_MS = 3600_000
 """A reply left unsent longer than this (the platform was down, or the gateway stayed down) is dropped with a
 log line rather than arriving out of the blue much later."""
+
+
+RETRY_WINDOW_S = 300.0
+"""How long a reply the platform refused for now (rate limit, 5xx, unreachable) keeps being retried in-process."""
+_FIRST_BACKOFF_S = 1.0
+_MAX_BACKOFF_S = 30.0
+_in_flight: set[int] = set()
+"""Rows this process is sending right now: ``redeliver`` (at start, or after adopting a dead replica's replies)
+leaves them alone, or a reply still being retried would go out twice."""
 
 
 class OutboxRow(Base):
@@ -71,7 +85,11 @@ async def deliver(db: Database, replica_id: str, platforms: ChatPlatforms | None
         s.add(row)
         await s.flush()
         row_id = row.id
-    sent = await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
+    _in_flight.add(row_id)
+    try:
+        sent = await _send(platforms, origin, text, session_key, reply_to_id)
+    finally:
+        _in_flight.discard(row_id)
     global _deliveries
     _deliveries += 1
     async with db.session() as s:
@@ -79,6 +97,30 @@ async def deliver(db: Database, replica_id: str, platforms: ChatPlatforms | None
         if _deliveries % 200 == 1:
             await _prune(s)
     return sent
+
+
+async def _send(platforms: ChatPlatforms, origin: Origin, text: str, session_key: str,
+                reply_to_id: str | None) -> int:
+    """``platforms.deliver``, again after each retryable failure (backoff doubling from 1 s to 30 s, or the
+    platform's own ``retry_after``) until it goes or ``RETRY_WINDOW_S`` has passed."""
+    deadline = time.monotonic() + RETRY_WINDOW_S
+    backoff = _FIRST_BACKOFF_S
+    attempt = 1
+    while True:
+        try:
+            return await platforms.deliver(origin, text, session_key, reply_to_id=reply_to_id)
+        except Exception as exc:
+            if not getattr(exc, "retryable", False):
+                raise
+            asked = getattr(exc, "retry_after_ms", None)
+            wait = asked / 1000 if asked else backoff
+            if time.monotonic() + wait > deadline:
+                raise
+            log.warning("reply not taken by the chat platform yet; retrying", session_key=session_key,
+                        channel=origin.channel, attempt=attempt, retry_in_s=round(wait, 2), error=str(exc))
+            await asyncio.sleep(wait)
+            backoff = min(backoff * 2, _MAX_BACKOFF_S)
+            attempt += 1
 
 
 async def _prune(s: Any) -> None:
@@ -96,21 +138,37 @@ async def redeliver(db: Database, replica_id: str, platforms: ChatPlatforms | No
             .scalars())
     sent = 0
     for row in rows:
-        origin = Origin(**orjson.loads(row.origin))
-        if _now_ms() - row.created_at > REDELIVER_WITHIN_MS:
-            log.warning("an unsent reply is too old to deliver now", session_key=row.session_key, run_id=row.run_id)
-        elif not await _already_sent(db, row, origin):
-            try:
-                await platforms.deliver(origin, row.text, row.session_key, reply_to_id=row.reply_to_id)
-                sent += 1
-            except Exception as exc:
-                log.warning("an unsent reply could not be delivered after a restart", session_key=row.session_key,
-                            error=str(exc))
-                continue
-        async with db.session() as s:
-            await s.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(sent_at=_now_ms()))
+        if row.id in _in_flight:  # this process is sending it now (a live turn's reply, waiting out an outage)
+            continue
+        _in_flight.add(row.id)
+        try:
+            sent += await _redeliver_one(db, platforms, row)
+        finally:
+            _in_flight.discard(row.id)
     if rows:
         log.info("delivered the replies a crash left unsent", replies=sent, checked=len(rows))
+    return sent
+
+
+async def _redeliver_one(db: Database, platforms: ChatPlatforms, row: OutboxRow) -> int:
+    """Send one row left unsent (unless too old, or it did go out) and mark it; 1 when it was sent now."""
+    async with db.session() as s:
+        if await s.scalar(select(OutboxRow.sent_at).where(OutboxRow.id == row.id)) is not None:
+            return 0  # marked since the list was read (its live delivery finished meanwhile)
+    origin = Origin(**orjson.loads(row.origin))
+    sent = 0
+    if _now_ms() - row.created_at > REDELIVER_WITHIN_MS:
+        log.warning("an unsent reply is too old to deliver now", session_key=row.session_key, run_id=row.run_id)
+    elif not await _already_sent(db, row, origin):
+        try:
+            await _send(platforms, origin, row.text, row.session_key, row.reply_to_id)
+            sent = 1
+        except Exception as exc:
+            log.warning("an unsent reply could not be delivered after a restart", session_key=row.session_key,
+                        error=str(exc))
+            return 0
+    async with db.session() as s:
+        await s.execute(update(OutboxRow).where(OutboxRow.id == row.id).values(sent_at=_now_ms()))
     return sent
 
 

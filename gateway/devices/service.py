@@ -502,6 +502,16 @@ class NodeService:
         if fut is not None and not fut.done():
             fut.set_result(msg)
 
+    def on_bus_lost(self) -> None:
+        """Redis went away: an invoke waiting on another replica's answer cannot get it; say so now, not at its
+        timeout (the node may well have run the command: the caller retries with the same idempotencyKey)."""
+        lost = Unavailable("the replica holding the node can no longer be reached (the event bus to it went down "
+                           "mid-invoke); retry with the same idempotencyKey", retryable=True,
+                           details={"code": "NODE_NOT_REACHABLE"}).shape()
+        for fut in self._remote.values():
+            if not fut.done():
+                fut.set_result({"ok": False, "error": lost})
+
     def on_remote_pairing(self, msg: Any) -> None:
         if isinstance(msg, dict) and msg.get("nodeId") in self.sessions:
             self._spawn(self._apply_pairing(str(msg["nodeId"]), str(msg.get("status")), msg.get("requestId")))
@@ -521,6 +531,7 @@ class NodeService:
             self._bus.on_control("node.invoke", self.on_remote_invoke)
             self._bus.on_control("node.invoke.done", self.on_remote_done)
             self._bus.on_control("node.pairing", self.on_remote_pairing)
+            self._bus.on_disconnect(self.on_bus_lost)
 
     async def stop(self) -> None:
         for task in list(self._tasks):
@@ -535,4 +546,3 @@ def _request_view(node: dict[str, Any]) -> dict[str, Any]:
             "platform": node["platform"], "version": node["version"], "remoteIp": node["remoteIp"],
             "caps": node["caps"], "commands": node["commands"], "ts": node["requestedAtMs"],
             "status": node["status"]}
-

@@ -50,6 +50,7 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
                    for a in gw.sessions.agents()],
         "recoveredAtStart": gw.recovered,  # turns the previous process left: interrupted, retried, requeued
         "adoptedFromReplicas": dict(gw.replicas.adopted) if gw.replicas else {},  # of replicas that died
+        "eventBus": gw.bus.status() if gw.bus else None,  # Redis between replicas: outages, events not relayed
     }
 
 

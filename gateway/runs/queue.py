@@ -255,11 +255,14 @@ class RunQueue:
             self.runs.pop(rid, None)
 
     async def _save(self, run: Run) -> None:
-        async with self._db.session() as s:
+        """The run's row as it is now; a database restart delays this (the run's end must not be lost)."""
+        async def write(s: Any) -> None:
             await SessionRepo.save_run(s, run.id, run.session_key, run.status, source=run.first.source,
                                        is_owner=run.is_owner, error=run.error,
                                        reply=run.reply if run.status == "ok" else None,
                                        replica_id=self._replica_id)
+
+        await self._db.persist(write, what=f"run {run.id} ({run.status})")
 
     # -- events ------------------------------------------------------------------------------
 

@@ -8,23 +8,31 @@ SQLite (WAL mode) in the state dir by default; PostgreSQL through asyncpg when
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import structlog
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from gateway.extras import install_hint
 from gateway.store import migrate as _migrate
-from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, StoreError, one_line
+from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, StoreError, one_line, storage_failure
 from gateway.store.urls import describe_url
 
-__all__ = ["CONNECT_TIMEOUT_S", "SQLITE_PRAGMAS", "Database", "rowcount"]
+T = TypeVar("T")
+log = structlog.get_logger("gateway.store")
+
+__all__ = ["CONNECT_TIMEOUT_S", "PERSIST_WITHIN_S", "SQLITE_PRAGMAS", "Database", "rowcount"]
 
 CONNECT_TIMEOUT_S = 10.0
 """How long start-up waits for the database server before saying it is unreachable."""
+
+PERSIST_WITHIN_S = 120.0
+"""How long ``Database.persist`` waits for a database that went away (a PostgreSQL restart, a failover)."""
 
 SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",  # readers run beside the writer; persistent in the file, cheap to repeat
@@ -77,6 +85,30 @@ class Database:
         """A unit of work: committed when the block ends, rolled back on error."""
         async with self.sessions() as s, s.begin():
             yield s
+
+    async def persist(self, work: Callable[[AsyncSession], Awaitable[T]], *, what: str,
+                      within_s: float = PERSIST_WITHIN_S) -> T:
+        """``work(session)`` in one transaction; while the database is unreachable, wait and run it again.
+
+        For what must not be lost once it happened outside the database (an agent's answer, a run's end): a
+        PostgreSQL restart delays it instead of failing the turn. Each attempt is a whole transaction, so a
+        failed one left nothing behind; ``work`` must be safe to run twice. Other errors (and a database still
+        away after ``within_s``) are raised as they are.
+        """
+        deadline = time.monotonic() + within_s
+        delay = 0.25
+        while True:
+            try:
+                async with self.session() as s:
+                    return await work(s)
+            except Exception as exc:
+                failure = storage_failure(exc)
+                if not isinstance(failure, DatabaseUnavailable) or time.monotonic() + delay > deadline:
+                    raise
+                log.warning("database unavailable; will write again", what=what, retry_in_s=delay,
+                            error=failure.message)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     async def migrate(self) -> None:
         """Check the database answers, then bring the schema to the newest revisions.

@@ -10,9 +10,10 @@ channel's history (``GET /channels/{id}/messages?after=``, newest first as Disco
 ``GET /channels/{id}`` describes a channel as ``fetch_channel`` expects.
 
 Failure modes a test can switch on: ``rate_limit(n)`` answers the next ``n`` REST calls with a 429 and a
-``retry_after``, as Discord does; ``forbidden`` channels answer 403 Missing Permissions; ``drop_gateway()``
-closes the gateway socket the way Discord does on a server restart, and events dispatched while the bot is
-away are replayed when it RESUMEs with its last sequence number.
+``retry_after``, as Discord does; ``outage(seconds, status)`` answers every message post with a 429 or a 5xx
+for a while (each refused post is recorded with its ``status``); ``forbidden`` channels answer 403 Missing
+Permissions; ``drop_gateway()`` closes the gateway socket the way Discord does on a server restart, and
+events dispatched while the bot is away are replayed when it RESUMEs with its last sequence number.
 
 Buttons: a message sent with components keeps them (``buttons(message_id)`` lists ``(label, custom_id)``;
 an edit with ``components: []`` takes them away); ``press`` dispatches the ``INTERACTION_CREATE`` of a
@@ -72,6 +73,8 @@ class Recorded:
     form: dict[str, Any] = field(default_factory=dict)
     files: list[tuple[str, bytes]] = field(default_factory=list)
     query: dict[str, str] = field(default_factory=dict)
+    status: int = 200  # what the fake answered (429/5xx during an ``outage``)
+    t: float = field(default_factory=time.monotonic)  # when it came in
 
 
 def module_fake() -> Any:
@@ -122,6 +125,7 @@ class FakeDiscord:
         self.callbacks: dict[str, dict[str, Any]] = {}  # interaction id -> the bot's callback body
         self._rate_limited = 0
         self._retry_after = 0.0
+        self._outage: tuple[float, int, float] = (0.0, 200, 0.0)  # (monotonic end, status, retry_after)
         self._sockets: list[web.WebSocketResponse] = []
         self._seq = itertools.count(1)
         self._events: list[dict[str, Any]] = []  # every dispatch, for replay on RESUME
@@ -238,6 +242,11 @@ class FakeDiscord:
     def rate_limit(self, count: int, retry_after: float = 0.2) -> None:
         """The next ``count`` REST requests get 429 Too Many Requests with this ``retry_after``."""
         self._rate_limited, self._retry_after = count, retry_after
+
+    def outage(self, seconds: float, status: int = 502, retry_after: float = 1.0) -> None:
+        """For ``seconds``, every message post (``POST /channels/{id}/messages``) gets ``status``: a 429 carrying
+        ``retry_after``, or a 5xx (Discord's API down for a while)."""
+        self._outage = (time.monotonic() + seconds, status, retry_after)
 
     async def drop_gateway(self, code: int = 4000) -> None:
         """Close the bot's gateway socket with a resumable close code and wait until it is gone."""
@@ -392,9 +401,19 @@ class FakeDiscord:
             self._changed.notify_all()
         if request.headers.get("Authorization") != f"Bot {self.token}":
             return self._error(401, "401: Unauthorized", 0)
-        if self._rate_limited > 0:
-            self._rate_limited -= 1
-            wait = self._retry_after
+        end, status, outage_wait = self._outage
+        refused = (time.monotonic() < end and request.method == "POST" and path.startswith("/channels/")
+                   and path.endswith("/messages"))
+        if refused and status != 429:
+            rec.status = status
+            return web.Response(status=status, text="<html><body>502 Bad Gateway</body></html>",
+                                content_type="text/html")
+        if self._rate_limited > 0 or refused:
+            if refused:
+                rec.status = 429
+            else:
+                self._rate_limited -= 1
+            wait = outage_wait if refused else self._retry_after
             return web.Response(
                 status=429, headers={"Content-Type": "application/json", "Retry-After": str(wait), "Via": "1.1 google",
                                      "X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "0",

@@ -91,6 +91,7 @@ class Call:
     params: dict[str, Any]
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     result: Any = None  # what the fake answered (e.g. the sent message, with its message_id)
+    t: float = field(default_factory=time.monotonic)  # when it came in
 
 
 class FakeTelegram:
@@ -105,6 +106,7 @@ class FakeTelegram:
         self.file_delays: dict[str, float] = {}  # file id -> seconds the download takes
         self.missing_chats: set[str] = set()
         self._failures: dict[str, list[dict[str, Any]]] = {}
+        self._outages: dict[str, tuple[float, dict[str, Any]]] = {}  # method -> (monotonic end, error body)
         self._update_ids = itertools.count(1)
         self.last_update_id = 0  # of the newest pushed update (``updates`` drops those the bot confirmed)
         self._message_ids = itertools.count(500)
@@ -154,6 +156,19 @@ class FakeTelegram:
         if retry_after is not None:
             err["parameters"] = {"retry_after": retry_after}
         self._failures.setdefault(method, []).append(err)
+
+    def outage(self, methods: tuple[str, ...], seconds: float, code: int = 429, *,
+               retry_after: int | None = None) -> None:
+        """Make every call of ``methods`` fail with ``code`` for the next ``seconds`` (a platform that is down or
+        rate-limiting for a while, not just once); 429s carry ``retry_after`` as the Bot API does."""
+        err: dict[str, Any] = {"ok": False, "error_code": code,
+                               "description": f"Too Many Requests: retry after {retry_after}" if code == 429
+                               else "Bad Gateway"}
+        if retry_after is not None:
+            err["parameters"] = {"retry_after": retry_after}
+        until = time.monotonic() + seconds
+        for method in methods:
+            self._outages[method] = (until, err)
 
     def push(self, update: dict[str, Any]) -> dict[str, Any]:
         update = {"update_id": next(self._update_ids), **update}
@@ -282,6 +297,9 @@ class FakeTelegram:
         self.calls.append(call)
         if self._failures.get(method):
             err = self._failures[method].pop(0)
+            return JSONResponse(err, status_code=err["error_code"])
+        if method in self._outages and time.monotonic() < self._outages[method][0]:
+            err = self._outages[method][1]
             return JSONResponse(err, status_code=err["error_code"])
         if "chat_id" in params and str(params["chat_id"]) in self.missing_chats:
             return JSONResponse({"ok": False, "error_code": 400, "description": "Bad Request: chat not found"},
