@@ -146,11 +146,12 @@ def _pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else float("nan")
 
 
-async def _crowd(url: str, token: str, n: int, mode: str, read: bool) -> tuple[list[Client], list[str], float]:
+async def _crowd(url: str, token: str, n: int, mode: str, read: bool, *, cls: type[Client] = Client
+                 ) -> tuple[list[Client], list[str], float]:
     started = time.perf_counter()
     tasks = []
     for i in range(n):
-        tasks.append(asyncio.create_task(Client.join(url, token, mode, read=read)))
+        tasks.append(asyncio.create_task(cls.join(url, token, mode, read=read)))
         if (i + 1) % BATCH == 0:
             await asyncio.sleep(BATCH_PAUSE_S)
     results = await asyncio.gather(*tasks, return_exceptions=True)
