@@ -40,6 +40,7 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Origin
 
+from bench import report
 from bench.gateway_bench import _launch
 from bench.procs import stop_tree, tree_rss_mb
 from bench.targets import OpenClawTarget, RemoteClawTarget, Target
@@ -264,14 +265,15 @@ async def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--counts", default="100,1000,5000")
     parser.add_argument("--scenarios", default="reading,stalled")
-    parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
+    parser.add_argument("--out", "--json", type=Path, default=None, help="also write the rows as JSON here")
     parser.add_argument("--root", type=Path, default=None,
                         help="run the gateway from another source tree (e.g. `git archive` of an older commit)")
     parser.add_argument("--openclaw", action="store_true",
                         help="measure OpenClaw's gateway instead (after scripts/install-openclaw)")
     parser.add_argument("--malloc", action="store_true",
                         help="run the gateway with PYTHONMALLOC=malloc (freed memory can go back to the system)")
-    args = parser.parse_args(argv)
+    report.options(parser, {"counts": "100"}, json_flag=False)
+    args = report.parse(parser, argv)
     # Each client is a socket here and one in the gateway (which inherits this limit).
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

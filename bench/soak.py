@@ -95,6 +95,12 @@ class SoakClient(Client):
             pass
 
 
+async def _soak_crowd(url: str, token: str, n: int) -> tuple[list[SoakClient], list[str], float]:
+    """``clients_bench``'s crowd (batches of 50, each client reading every frame), made of ``SoakClient``s."""
+    clients, refused, took = await _crowd(url, token, n, "cli", True, cls=SoakClient)
+    return [c for c in clients if isinstance(c, SoakClient)], refused, took
+
+
 @dataclass
 class Tally:
     """What the load produced, to compare with what it should have."""
@@ -206,7 +212,7 @@ async def soak_remoteclaw(args: argparse.Namespace, work: Path) -> dict[str, Any
     pid, token, loop = gw.proc.pid, gw.token or "", asyncio.get_running_loop()
     node = NodeHostProcess(work / "node", gw.port, token=token, name="soak-node")
     tally = Tally()
-    clients: list[Client] = []
+    clients: list[SoakClient] = []
     try:
         admin = await operator(gw.url, token)
         probe = await operator(gw.url, token)
@@ -215,7 +221,7 @@ async def soak_remoteclaw(args: argparse.Namespace, work: Path) -> dict[str, Any
         node_id = await pair(admin, "soak-node")
         rss_idle = tree_rss_mb(pid)
         crowd_started = time.perf_counter()
-        clients, refused, connect_s = await _crowd(gw.url, token, args.clients, "cli", True, cls=SoakClient)
+        clients, refused, connect_s = await _soak_crowd(gw.url, token, args.clients)
         started = loop.time()
         deadline = started + args.minutes * 60
         started_ms = int(time.time() * 1000)
@@ -300,12 +306,12 @@ async def soak_openclaw(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     proc, _ = await _launch(target, work / "openclaw.log")
     loop = asyncio.get_running_loop()
     tally = Tally()
-    clients: list[Client] = []
+    clients: list[SoakClient] = []
     try:
         rss_idle = tree_rss_mb(proc.pid)
-        clients, refused, connect_s = await _crowd(target.url, target.token, args.clients, "cli", True,
-                                                      cls=SoakClient)
+        clients, refused, connect_s = await _soak_crowd(target.url, target.token, args.clients)
         probe = await SoakClient.join(target.url, target.token, "cli")
+        assert isinstance(probe, SoakClient)
         started = loop.time()
         deadline = started + args.minutes * 60
 
