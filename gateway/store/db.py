@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,10 @@ SQLITE_PRAGMAS = (
     "PRAGMA foreign_keys=ON",  # off by default in SQLite; our schema relies on it
 )
 """Run on every new SQLite connection: all but journal_mode are per-connection settings."""
+
+
+_IN_UNIT: ContextVar[bool] = ContextVar("rc_db_in_unit", default=False)
+"""Set while a task is inside ``Database.session``: a nested unit does not wait for the SQLite turn it holds."""
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -71,12 +76,32 @@ class Database:
         if self.is_sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._turn: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
+        """SQLite: one unit of work at a time, in arrival order (see ``session``)."""
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
-        """A unit of work: committed when the block ends, rolled back on error."""
-        async with self.sessions() as s, s.begin():
-            yield s
+        """A unit of work: committed when the block ends, rolled back on error.
+
+        On SQLite the units of this process take turns (an asyncio lock, first come first served). SQLite
+        has one writer at a time: a unit holds the file's write lock from its first write until it commits,
+        across every ``await`` in between, while the others wait in SQLite's busy handler, which polls
+        without order and gives up after ``busy_timeout``. Under load (the soak in ``bench/soak.py``: a
+        hundred runs starting at once while a thousand clients are served) a unit could lose that race for
+        five seconds and fail with "database is locked". Waiting here instead is fair and has no deadline;
+        a unit opened inside another (same task) goes straight through rather than wait for itself.
+        """
+        if self._turn is None or _IN_UNIT.get():
+            async with self.sessions() as s, s.begin():
+                yield s
+            return
+        async with self._turn:
+            token = _IN_UNIT.set(True)
+            try:
+                async with self.sessions() as s, s.begin():
+                    yield s
+            finally:
+                _IN_UNIT.reset(token)
 
     async def migrate(self) -> None:
         """Check the database answers, then bring the schema to the newest revisions.
