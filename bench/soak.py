@@ -144,6 +144,19 @@ async def _drain(client: RawClient) -> None:
         await client.events.get()
 
 
+def _logged_errors(log: Path) -> list[str]:
+    """The gateway's own error lines (level error or critical) during the run: each is a problem."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if entry.get("level") in ("error", "critical"):
+            found.append(f"{entry.get('logger')}: {entry.get('event')} {entry.get('method') or ''}".strip())
+    return found
+
+
 def _rss_verdict(samples: list[tuple[float, float]], run_s: float) -> dict[str, Any]:
     """Flat when the samples after warm-up (the first third of the run) stay within 10 % of their minimum."""
     settled = [mb for t, mb in samples if t >= run_s / 3] or [mb for _, mb in samples]
@@ -156,7 +169,8 @@ def _rss_verdict(samples: list[tuple[float, float]], run_s: float) -> dict[str, 
 def _config(work: Path, runs_in_flight: int) -> dict[str, Any]:
     return {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}],
                        "maxConcurrentRuns": runs_in_flight},
-            "cron": {"maxConcurrentRuns": 8},
+            # Every firing stays in cron.runs for the count (the default keeps the last 200 per job).
+            "cron": {"maxConcurrentRuns": 8, "keepRunsPerJob": 100_000},
             "logging": {"level": "warning", "consoleLevel": "warning"}}
 
 
@@ -173,10 +187,13 @@ async def _runs(admin: RawClient, tally: Tally, total: int, waves: int, deadline
                                              "idempotencyKey": uuid.uuid4().hex}, timeout=60)
         if not sent.get("ok"):
             tally.runs_bad.append(f"chat.send: {sent.get('error')}"[:200])
+            tally.call_errors.append(f"chat.send: {sent.get('error')}"[:200])
             return
         waited = await admin.req("agent.wait", {"runId": sent["payload"]["runId"], "timeoutMs": 120_000},
                                  timeout=130)
         status = (waited.get("payload") or {}).get("status")
+        if not waited.get("ok"):
+            tally.call_errors.append(f"agent.wait: {waited.get('error')}"[:200])
         if waited.get("ok") and status == "ok":
             tally.runs_ok += 1
         else:
@@ -194,11 +211,18 @@ async def _runs(admin: RawClient, tally: Tally, total: int, waves: int, deadline
 
 async def _cron_report(admin: RawClient, job_id: str, every_ms: int, started_ms: int, ended_ms: int
                        ) -> dict[str, Any]:
-    entries = (await admin.call("cron.runs", {"id": job_id, "limit": 1000}))["entries"]
+    entries: list[dict[str, Any]] = []
+    while True:  # every page of the job's history
+        page = await admin.call("cron.runs", {"id": job_id, "limit": 1000, "offset": len(entries)})
+        entries += page["entries"]
+        if not page["entries"] or len(entries) >= page["total"]:
+            break
+    fired = (await admin.call("cron.status", {}))["firedSinceStart"]
     finished = [e for e in entries if e.get("status") != "running"]
     late = [e["startedAtMs"] - e["scheduledForMs"] for e in finished]
     slots = (ended_ms - started_ms) // every_ms  # full periods the job was enabled for
-    return {"cron_every_s": every_ms / 1000, "cron_expected_min": max(0, slots - 1), "cron_recorded": len(entries),
+    return {"cron_every_s": every_ms / 1000, "cron_expected_min": max(0, slots - 1), "cron_fired": fired,
+            "cron_recorded": len(entries),
             "cron_finished": len(finished), "cron_failed": sum(1 for e in finished if e.get("status") != "ok"),
             "cron_late_p50_ms": _pct(late, 0.5), "cron_late_p99_ms": _pct(late, 0.99),
             "cron_late_max_ms": max(late) if late else None}
@@ -220,7 +244,6 @@ async def soak_remoteclaw(args: argparse.Namespace, work: Path) -> dict[str, Any
         node.start()
         node_id = await pair(admin, "soak-node")
         rss_idle = tree_rss_mb(pid)
-        crowd_started = time.perf_counter()
         clients, refused, connect_s = await _soak_crowd(gw.url, token, args.clients)
         started = loop.time()
         deadline = started + args.minutes * 60
@@ -272,11 +295,11 @@ async def soak_remoteclaw(args: argparse.Namespace, work: Path) -> dict[str, Any
         errors = sum(c.error_frames for c in clients)
         for task in drains:
             task.cancel()
-        log_errors = [line for line in gw.output().splitlines() if "Traceback" in line or '"error"' in line][:5]
+        log_errors = _logged_errors(gw.state_dir / "logs" / "gateway.log")
         result = {
             "gateway": "remoteclaw", "minutes": args.minutes, "clients": args.clients,
-            "connected": len(clients), "refused": len(refused), "connect_all_s": round(connect_s, 1),
-            "crowd_join_s": round(time.perf_counter() - crowd_started, 1), "run_s": round(run_s),
+            "connected": len(clients), "refused": len(refused), "refusals": sorted(set(refused))[:3],
+            "connect_all_s": round(connect_s, 1), "run_s": round(run_s),
             "probes_sent": tally.probes_sent, "probe_frames_expected": tally.probes_sent * len(clients),
             "probe_frames_missed": missed, "probes_delivered_short": short,
             "fanout_p50_ms": _pct(lat, 0.5), "fanout_p99_ms": _pct(lat, 0.99),
@@ -287,7 +310,7 @@ async def soak_remoteclaw(args: argparse.Namespace, work: Path) -> dict[str, Any
             "sessions_list_p50_ms": _pct(tally.sessions_ms, 0.5),
             "sessions_list_p99_ms": _pct(tally.sessions_ms, 0.99),
             "error_frames": errors + len(tally.call_errors), "call_errors": tally.call_errors[:5],
-            "log_errors": log_errors, **cron,
+            "log_errors": log_errors[:20], **cron,
             "rss_idle_mb": round(rss_idle), "rss_samples_mb": [[round(t), round(mb, 1)] for t, mb in tally.rss],
             **_rss_verdict(tally.rss, run_s),
         }
@@ -328,7 +351,8 @@ async def soak_openclaw(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         alive = sum(1 for c in clients if c.ws.close_code is None)
         result = {
             "gateway": "openclaw", "minutes": args.minutes, "clients": args.clients, "connected": len(clients),
-            "refused": len(refused), "connect_all_s": round(connect_s, 1), "still_connected": alive,
+            "refused": len(refused), "refusals": sorted(set(refused))[:3], "connect_all_s": round(connect_s, 1),
+            "still_connected": alive,
             "health_p50_ms": _pct(tally.health_ms, 0.5), "health_p99_ms": _pct(tally.health_ms, 0.99),
             "sessions_list_p50_ms": _pct(tally.sessions_ms, 0.5),
             "sessions_list_p99_ms": _pct(tally.sessions_ms, 0.99),
@@ -356,9 +380,13 @@ def problems(result: dict[str, Any]) -> list[str]:
         found.append(f"{result['error_frames']} error frames: {result.get('call_errors')}")
     if "runs_ok" in result and result["runs_ok"] != result["runs"]:
         found.append(f"runs finished ok {result['runs_ok']} of {result['runs']}: {result['runs_bad']}")
+    if result.get("log_errors"):
+        found.append(f"{len(result['log_errors'])} error lines in the gateway's log: {result['log_errors'][:3]}")
     if result.get("node_errors"):
         found.append(f"node.invoke errors: {result['node_errors']}")
     if "cron_recorded" in result:
+        if result["cron_recorded"] != result["cron_fired"]:
+            found.append(f"cron fired {result['cron_fired']} times but cron.runs has {result['cron_recorded']}")
         if result["cron_recorded"] < result["cron_expected_min"]:
             found.append(f"cron fired {result['cron_recorded']} times, expected >= {result['cron_expected_min']}")
         if result["cron_finished"] != result["cron_recorded"] or result["cron_failed"]:
