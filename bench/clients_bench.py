@@ -105,20 +105,26 @@ class Client:
             async for message in self.ws:
                 text = message if isinstance(message, str) else message.decode()
                 if text.startswith('{"type":"event"'):
-                    self.event_bytes += len(text)
-                    if text.startswith('{"type":"event","event":"presence"'):
-                        self.presence_bytes += len(text)
-                    elif text.startswith('{"type":"event","event":"hooks.tool"'):
-                        self.fanout_seen += 1
-                        if self.fanout_seen >= self.fanout_want:
-                            self.fanout_done.set()
-                    continue
-                frame = orjson.loads(text)
-                fut = self.pending.pop(frame.get("id"), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(time.perf_counter())
+                    self._on_event(text)
+                else:
+                    self._on_response(orjson.loads(text))
         except Exception:
             pass
+
+    def _on_event(self, text: str) -> None:
+        """Count an event frame (matched on its text: decoding every one would cost the client too much)."""
+        self.event_bytes += len(text)
+        if text.startswith('{"type":"event","event":"presence"'):
+            self.presence_bytes += len(text)
+        elif text.startswith('{"type":"event","event":"hooks.tool"'):
+            self.fanout_seen += 1
+            if self.fanout_seen >= self.fanout_want:
+                self.fanout_done.set()
+
+    def _on_response(self, frame: dict[str, Any]) -> None:
+        fut = self.pending.pop(str(frame.get("id")), None)
+        if fut is not None and not fut.done():
+            fut.set_result(time.perf_counter())
 
     async def health_ms(self, rid: str) -> float:
         return await self.call_ms(rid, "health")

@@ -74,25 +74,17 @@ class SoakClient(Client):
         """Probe sequence number -> fan-out latency in ms (receive time minus the send time it carries)."""
         self.error_frames = 0
 
-    async def _read(self) -> None:
-        try:
-            async for message in self.ws:
-                text = message if isinstance(message, str) else message.decode()
-                if text.startswith('{"type":"event"'):
-                    self.event_bytes += len(text)
-                    if PROBE_TOOL in text and text.startswith('{"type":"event","event":"hooks.tool"'):
-                        now = time.time()
-                        params = orjson.loads(text)["payload"]["params"]
-                        self.probes[int(params["seq"])] = (now - float(params["sentAt"])) * 1000
-                    continue
-                frame = orjson.loads(text)
-                if frame.get("type") == "res" and not frame.get("ok"):
-                    self.error_frames += 1
-                fut = self.pending.pop(frame.get("id"), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(time.perf_counter())
-        except Exception:
-            pass
+    def _on_event(self, text: str) -> None:
+        super()._on_event(text)
+        if PROBE_TOOL in text and text.startswith('{"type":"event","event":"hooks.tool"'):
+            now = time.time()
+            params = orjson.loads(text)["payload"]["params"]
+            self.probes[int(params["seq"])] = (now - float(params["sentAt"])) * 1000
+
+    def _on_response(self, frame: dict[str, Any]) -> None:
+        if frame.get("type") == "res" and not frame.get("ok"):
+            self.error_frames += 1
+        super()._on_response(frame)
 
 
 async def _soak_crowd(url: str, token: str, n: int) -> tuple[list[SoakClient], list[str], float]:

@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+import structlog
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -23,6 +24,8 @@ from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, StoreError
 from gateway.store.urls import describe_url
 
 __all__ = ["CONNECT_TIMEOUT_S", "SQLITE_PRAGMAS", "Database", "rowcount"]
+
+log = structlog.get_logger("gateway.store")
 
 CONNECT_TIMEOUT_S = 10.0
 """How long start-up waits for the database server before saying it is unreachable."""
@@ -35,6 +38,9 @@ SQLITE_PRAGMAS = (
 )
 """Run on every new SQLite connection: all but journal_mode are per-connection settings."""
 
+
+TURN_WAIT_S = 30.0
+"""How long a SQLite unit of work waits for its turn before going ahead without it (see ``Database.session``)."""
 
 _IN_UNIT: ContextVar[bool] = ContextVar("rc_db_in_unit", default=False)
 """Set while a task is inside ``Database.session``: a nested unit does not wait for the SQLite turn it holds."""
@@ -88,20 +94,30 @@ class Database:
         across every ``await`` in between, while the others wait in SQLite's busy handler, which polls
         without order and gives up after ``busy_timeout``. Under load (the soak in ``bench/soak.py``: a
         hundred runs starting at once while a thousand clients are served) a unit could lose that race for
-        five seconds and fail with "database is locked". Waiting here instead is fair and has no deadline;
-        a unit opened inside another (same task) goes straight through rather than wait for itself.
+        five seconds and fail with "database is locked". Waiting here instead is fair. A unit opened inside
+        another (same task, or a task started inside it) goes straight through rather than wait for itself;
+        one that still waits ``TURN_WAIT_S`` (a unit waiting on something that needs the database) goes
+        ahead without its turn, as before the turns, and says so in the log.
         """
         if self._turn is None or _IN_UNIT.get():
             async with self.sessions() as s, s.begin():
                 yield s
             return
-        async with self._turn:
-            token = _IN_UNIT.set(True)
-            try:
-                async with self.sessions() as s, s.begin():
-                    yield s
-            finally:
-                _IN_UNIT.reset(token)
+        turn: asyncio.Lock | None = self._turn
+        try:
+            async with asyncio.timeout(TURN_WAIT_S):
+                await self._turn.acquire()
+        except TimeoutError:
+            turn = None
+            log.warning("went ahead without its SQLite turn", waited_s=TURN_WAIT_S)
+        token = _IN_UNIT.set(True)
+        try:
+            async with self.sessions() as s, s.begin():
+                yield s
+        finally:
+            _IN_UNIT.reset(token)
+            if turn is not None:
+                turn.release()
 
     async def migrate(self) -> None:
         """Check the database answers, then bring the schema to the newest revisions.

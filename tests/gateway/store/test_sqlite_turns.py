@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from gateway.store import Database
+from gateway.store import db as db_module
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
@@ -55,6 +56,32 @@ async def test_a_unit_inside_a_unit_does_not_wait_for_itself(tmp_path: Path) -> 
             return int((await s.execute(text("SELECT count(*) FROM t"))).scalar_one())
 
     assert await asyncio.wait_for(outer(), 10) == 1
+    await db.close()
+
+
+async def test_a_unit_waiting_on_another_task_goes_ahead_in_the_end(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit that waits for a task which itself needs the database: no deadlock; after ``TURN_WAIT_S``
+    the waiting task goes ahead without its turn (as every unit did before the turns)."""
+    monkeypatch.setattr(db_module, "TURN_WAIT_S", 0.5)
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'wait.db'}")
+    async with db.session() as s:
+        await s.execute(text("CREATE TABLE t (n INTEGER)"))
+    gate = asyncio.Event()
+
+    async def reader() -> int:
+        await gate.wait()
+        async with db.session() as s:
+            return int((await s.execute(text("SELECT count(*) FROM t"))).scalar_one())
+
+    task = asyncio.create_task(reader())  # started outside the unit below: it has to wait for a turn
+
+    async def holder() -> int:
+        async with db.session():
+            gate.set()
+            return await asyncio.wait_for(task, 10)
+
+    assert await holder() == 0
     await db.close()
 
 
