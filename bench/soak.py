@@ -62,6 +62,8 @@ from tests.support.node_host import NodeHostProcess  # noqa: E402
 from tests.support.ws import RawClient, operator  # noqa: E402
 
 PROBE_TOOL = "soak_probe"
+CRON_LATE_LIMIT_MS = 10_000
+"""A firing later than this is a problem (a job that "does not fire" to its user)."""
 RESULTS = ROOT / "bench" / ".results"
 
 
@@ -213,7 +215,10 @@ async def _cron_report(admin: RawClient, job_id: str, every_ms: int, started_ms:
     finished = [e for e in entries if e.get("status") != "running"]
     late = [e["startedAtMs"] - e["scheduledForMs"] for e in finished]
     slots = (ended_ms - started_ms) // every_ms  # full periods the job was enabled for
-    return {"cron_every_s": every_ms / 1000, "cron_expected_min": max(0, slots - 1), "cron_fired": fired,
+    # A firing later than the period makes the next slot coalesce into it (by design, gateway/cron/service.py):
+    # slots not fired are reported, not lost; a stalled job shows as lateness and as too few firings.
+    return {"cron_every_s": every_ms / 1000, "cron_slots": slots, "cron_coalesced": max(0, slots - len(entries)),
+            "cron_fired": fired,
             "cron_recorded": len(entries),
             "cron_finished": len(finished), "cron_failed": sum(1 for e in finished if e.get("status") != "ok"),
             "cron_late_p50_ms": _pct(late, 0.5), "cron_late_p99_ms": _pct(late, 0.99),
@@ -379,8 +384,10 @@ def problems(result: dict[str, Any]) -> list[str]:
     if "cron_recorded" in result:
         if result["cron_recorded"] != result["cron_fired"]:
             found.append(f"cron fired {result['cron_fired']} times but cron.runs has {result['cron_recorded']}")
-        if result["cron_recorded"] < result["cron_expected_min"]:
-            found.append(f"cron fired {result['cron_recorded']} times, expected >= {result['cron_expected_min']}")
+        if result["cron_recorded"] < result["cron_slots"] // 2:
+            found.append(f"cron fired {result['cron_recorded']} times in {result['cron_slots']} periods")
+        if (result["cron_late_max_ms"] or 0) > CRON_LATE_LIMIT_MS:
+            found.append(f"a cron firing started {result['cron_late_max_ms'] / 1000:.1f} s late")
         if result["cron_finished"] != result["cron_recorded"] or result["cron_failed"]:
             found.append(f"cron runs unfinished or failed: {result['cron_recorded'] - result['cron_finished']} "
                          f"unfinished, {result['cron_failed']} failed")
@@ -402,8 +409,9 @@ def summary(results: list[dict[str, Any]]) -> str:
             lines.append(f"   agent runs: {r['runs_ok']}/{r['runs']} ok; node.invoke {r['node_invokes']} calls "
                          f"p50 {r['node_p50_ms']} ms, p99 {r['node_p99_ms']} ms, {len(r['node_errors'])} errors")
             lines.append(f"   cron every {r['cron_every_s']:g} s: {r['cron_recorded']} firings recorded "
-                         f"(>= {r['cron_expected_min']} expected), {r['cron_finished']} finished, lateness "
-                         f"p50 {r['cron_late_p50_ms']} ms, p99 {r['cron_late_p99_ms']} ms")
+                         f"({r['cron_fired']} fired, {r['cron_slots']} periods, {r['cron_coalesced']} coalesced), "
+                         f"{r['cron_finished']} finished, lateness p50 {r['cron_late_p50_ms']} ms, "
+                         f"p99 {r['cron_late_p99_ms']} ms, max {r['cron_late_max_ms']} ms")
         lines.append(f"   health p50 {r['health_p50_ms']} ms, p99 {r['health_p99_ms']} ms; sessions.list "
                      f"p50 {r['sessions_list_p50_ms']} ms, p99 {r['sessions_list_p99_ms']} ms; "
                      f"error frames {r['error_frames']}")
