@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
 from tests.support.ws import operator  # noqa: E402
 
@@ -43,7 +44,8 @@ async def main() -> None:
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--cap", type=int, default=4)
-    args = ap.parse_args()
+    report.options(ap, {"runs": 16, "sessions": 4, "samples": 5})
+    args = report.parse(ap)
     d = Path(tempfile.mkdtemp(prefix="bridge-bench-"))
     cli = d / "stand-in.sh"
     cli.write_text(STAND_IN)
@@ -85,6 +87,11 @@ async def main() -> None:
           f"p90 {overhead[int(len(overhead) * 0.9)]:.1f} ms, min {overhead[0]:.1f} ms ({len(overhead)} samples)")
     print(f"throughput: {total} runs ({ok} ok), {args.sessions} sessions each sending its next message when the "
           f"last run ends, cap {args.cap}: {elapsed:.2f} s = {total / elapsed:.1f} runs/s")
+    report.write(args.json, {"overhead_median_ms": round(statistics.median(overhead), 1),
+                             "overhead_p90_ms": round(overhead[int(len(overhead) * 0.9)], 1),
+                             "overhead_min_ms": round(overhead[0], 1), "samples": len(overhead),
+                             "runs": total, "runs_ok": ok, "sessions": args.sessions, "cap": args.cap,
+                             "runs_per_s": round(total / elapsed, 1)})
 
 
 if __name__ == "__main__":

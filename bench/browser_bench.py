@@ -31,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from bench.node_bench import pair, summary  # noqa: E402
 from bench.procs import tree_pss_mb, tree_rss_mb  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
@@ -53,6 +54,7 @@ async def timed(client: RawClient, method: str, params: dict[str, Any], calls: i
 
 
 async def main(args: Any) -> None:
+    figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="browser-bench-") as tmp, PageServer({"/": PAGE}) as site:
         root = Path(tmp)
         print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -66,14 +68,19 @@ async def main(args: Any) -> None:
                 started = time.perf_counter()
                 await admin.call("browser.request", {"method": "POST", "path": "/tabs/open",
                                                      "body": {"url": site.url("/")}}, timeout=60)
-                print(f"first call (Chromium cold start + open): {(time.perf_counter() - started) * 1000:.0f} ms")
+                figures["first_call_ms"] = round((time.perf_counter() - started) * 1000)
+                print(f"first call (Chromium cold start + open): {figures['first_call_ms']} ms")
                 snap_params = {"method": "GET", "path": "/snapshot", "query": {"interactive": True}}
                 snap = await admin.call("browser.request", snap_params)
                 ref = next(k for k, v in snap["refs"].items() if v["name"] == "Count")
                 await timed(admin, "browser.request", snap_params, 10)  # warm up
-                print("snapshot:        ", summary(await timed(admin, "browser.request", snap_params, args.calls)))
+                samples = await timed(admin, "browser.request", snap_params, args.calls)
+                figures["snapshot"] = report.latency(samples)
+                print("snapshot:        ", summary(samples))
                 click = {"method": "POST", "path": "/act", "body": {"kind": "click", "ref": ref}}
-                print("click:           ", summary(await timed(admin, "browser.request", click, args.calls)))
+                samples = await timed(admin, "browser.request", click, args.calls)
+                figures["click"] = report.latency(samples)
+                print("click:           ", summary(samples))
                 jsonl = (ROOT / "gateway" / "canvas" / "examples" / "hello-v08.jsonl").read_text()
                 await admin.call("node.invoke", {"nodeId": node_id, "command": "canvas.a2ui.pushJSONL",
                                                  "params": {"jsonl": jsonl}, "idempotencyKey": uuid.uuid4().hex},
@@ -85,16 +92,20 @@ async def main(args: Any) -> None:
                                                      "params": {"maxWidth": 800},
                                                      "idempotencyKey": uuid.uuid4().hex}, timeout=60)
                     shots.append((time.perf_counter() - began) * 1000)
+                figures["canvas_snapshot"] = report.latency(shots)
                 print("canvas snapshot: ", summary(shots))
                 await asyncio.sleep(2)
                 assert node.proc is not None
+                figures["node_idle_pss_mb"] = round(tree_pss_mb(node.proc.pid))
                 print(f"node memory idle, with Chromium (node host + browser processes): PSS "
                       f"{tree_pss_mb(node.proc.pid):.0f} MiB (RSS summed per process: "
                       f"{tree_rss_mb(node.proc.pid):.0f} MiB)")
             await admin.close()
+    report.write(args.json, figures)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=200)
-    asyncio.run(main(parser.parse_args()))
+    report.options(parser, {"calls": 20})
+    asyncio.run(main(report.parse(parser)))

@@ -40,6 +40,7 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Origin
 
+from bench import report
 from bench.gateway_bench import _launch
 from bench.procs import stop_tree, tree_rss_mb
 from bench.targets import OpenClawTarget, RemoteClawTarget, Target
@@ -104,20 +105,26 @@ class Client:
             async for message in self.ws:
                 text = message if isinstance(message, str) else message.decode()
                 if text.startswith('{"type":"event"'):
-                    self.event_bytes += len(text)
-                    if text.startswith('{"type":"event","event":"presence"'):
-                        self.presence_bytes += len(text)
-                    elif text.startswith('{"type":"event","event":"hooks.tool"'):
-                        self.fanout_seen += 1
-                        if self.fanout_seen >= self.fanout_want:
-                            self.fanout_done.set()
-                    continue
-                frame = orjson.loads(text)
-                fut = self.pending.pop(frame.get("id"), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(time.perf_counter())
+                    self._on_event(text)
+                else:
+                    self._on_response(orjson.loads(text))
         except Exception:
             pass
+
+    def _on_event(self, text: str) -> None:
+        """Count an event frame (matched on its text: decoding every one would cost the client too much)."""
+        self.event_bytes += len(text)
+        if text.startswith('{"type":"event","event":"presence"'):
+            self.presence_bytes += len(text)
+        elif text.startswith('{"type":"event","event":"hooks.tool"'):
+            self.fanout_seen += 1
+            if self.fanout_seen >= self.fanout_want:
+                self.fanout_done.set()
+
+    def _on_response(self, frame: dict[str, Any]) -> None:
+        fut = self.pending.pop(str(frame.get("id")), None)
+        if fut is not None and not fut.done():
+            fut.set_result(time.perf_counter())
 
     async def health_ms(self, rid: str) -> float:
         return await self.call_ms(rid, "health")
@@ -146,11 +153,12 @@ def _pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1) if ordered else float("nan")
 
 
-async def _crowd(url: str, token: str, n: int, mode: str, read: bool) -> tuple[list[Client], list[str], float]:
+async def _crowd(url: str, token: str, n: int, mode: str, read: bool, *, cls: type[Client] = Client
+                 ) -> tuple[list[Client], list[str], float]:
     started = time.perf_counter()
     tasks = []
     for i in range(n):
-        tasks.append(asyncio.create_task(Client.join(url, token, mode, read=read)))
+        tasks.append(asyncio.create_task(cls.join(url, token, mode, read=read)))
         if (i + 1) % BATCH == 0:
             await asyncio.sleep(BATCH_PAUSE_S)
     results = await asyncio.gather(*tasks, return_exceptions=True)
@@ -263,14 +271,15 @@ async def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--counts", default="100,1000,5000")
     parser.add_argument("--scenarios", default="reading,stalled")
-    parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
+    parser.add_argument("--out", "--json", type=Path, default=None, help="also write the rows as JSON here")
     parser.add_argument("--root", type=Path, default=None,
                         help="run the gateway from another source tree (e.g. `git archive` of an older commit)")
     parser.add_argument("--openclaw", action="store_true",
                         help="measure OpenClaw's gateway instead (after scripts/install-openclaw)")
     parser.add_argument("--malloc", action="store_true",
                         help="run the gateway with PYTHONMALLOC=malloc (freed memory can go back to the system)")
-    args = parser.parse_args(argv)
+    report.options(parser, {"counts": "100"}, json_flag=False)
+    args = report.parse(parser, argv)
     # Each client is a socket here and one in the gateway (which inherits this limit).
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
 from tests.support.ws import RawClient, operator  # noqa: E402
 
@@ -63,7 +64,8 @@ async def main() -> None:
     ap.add_argument("--jobs", type=int, default=10_000)
     ap.add_argument("--due", type=int, default=1_000)
     ap.add_argument("--idle-seconds", type=float, default=30.0)
-    args = ap.parse_args()
+    report.options(ap, {"jobs": 200, "due": 20, "idle_seconds": 3.0})
+    args = report.parse(ap)
     d = Path(tempfile.mkdtemp(prefix="cron-bench-"))
     cli = d / "stand-in.sh"
     cli.write_text(STAND_IN)
@@ -124,6 +126,12 @@ async def main() -> None:
     if late:
         print(f"lateness of {len(late)} firings: p50 {statistics.median(late):.0f} ms, p99 {pct(late, 0.99):.0f} ms, "
               f"max {max(late):.0f} ms" + (f"; {len(pending)} never finished" if pending else ""))
+    report.write(args.json, {
+        "jobs": args.jobs, "due": args.due, "add_per_s": round(args.jobs / added_s), "idle_cpu_pct": round(idle, 2),
+        "list_p50_ms": round(statistics.median(page), 1), "list_p99_ms": round(pct(page, 0.99), 1),
+        "query_p50_ms": round(statistics.median(search), 1), "query_p99_ms": round(pct(search, 0.99), 1),
+        "late_p50_ms": round(statistics.median(late)) if late else None,
+        "late_p99_ms": round(pct(late, 0.99)) if late else None, "never_finished": len(pending)})
 
 
 if __name__ == "__main__":

@@ -234,7 +234,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--idle", type=float, default=10.0, help="seconds to idle before reading RSS (10)")
     p.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
     p.add_argument("--remoteclaw-root", type=Path, default=ROOT, help="source tree of the remoteclaw to run")
-    p.add_argument("--out", type=Path, default=None, help="result file (default bench/.results/<time>.json)")
+    p.add_argument("--out", "--json", type=Path, default=None,
+                   help="result file (default bench/.results/<time>.json)")
     args = p.parse_args(argv)
     if args.quick:
         args.connects, args.calls, args.pipelined, args.cold, args.idle = 20, 200, 1000, 3, 2.0

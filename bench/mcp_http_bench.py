@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 
+from bench import report
 from bench.shim_bench import INIT, INITIALIZED, LIST, Server, _call, _ms, per_call
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,8 +52,9 @@ def http_calls(url: str, token: str, calls: int) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=500)
-    args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    report.options(parser, {"calls": 50})
+    args = report.parse(parser)
     from tests.support.gateway_proc import GatewayProcess
 
     work = Path(tempfile.mkdtemp(prefix="mcp-http-bench-"))
@@ -77,6 +79,7 @@ def main() -> int:
     for name, r in results.items():
         print(f"{name:12} tools/call p50 {r['p50']} ms, p99 {r['p99']} ms, mean {r['mean']} ms")
     print(json.dumps(results))
+    report.write(args.json, results)
     return 0
 
 

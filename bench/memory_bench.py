@@ -27,10 +27,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from gateway.store import Database  # noqa: E402
 from plugins.memory.recall import Embedder, Recall  # noqa: E402
 from plugins.memory.store import MemoryStore  # noqa: E402
@@ -49,7 +51,9 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def search_bench(url: str, count: int, queries: int) -> list[tuple[str, str]]:
+async def search_bench(url: str, count: int, queries: int, figures: dict[str, Any] | None = None
+                       ) -> list[tuple[str, str]]:
+    figures = {} if figures is None else figures
     rng = random.Random(7)
     vocab = [f"w{n}" for n in range(2000)] + ["tea", "coffee", "deploy", "friday", "garden", "backup", "invoice"]
     db = Database(url)
@@ -68,6 +72,7 @@ async def search_bench(url: str, count: int, queries: int) -> list[tuple[str, st
     load_s = time.perf_counter() - started
     words = [" ".join(rng.choice(vocab) for _ in range(rng.randint(2, 4))) for _ in range(queries)]
     rows = [("stored", f"{count:,} memories in {load_s:.1f} s ({count / load_s:,.0f}/s, with vectors)")]
+    figures["stored_per_s"] = round(count / load_s)
 
     keyword = Recall(store, None)
     times = []
@@ -76,18 +81,21 @@ async def search_bench(url: str, count: int, queries: int) -> list[tuple[str, st
         await keyword.search("bench", q, 5, 0.3)
         times.append((time.perf_counter() - t) * 1000)
     rows.append(("keyword", f"p50 {statistics.median(times):.1f} ms, p99 {_pct(times, 0.99):.1f} ms"))
+    figures["keyword"] = report.latency(times)
 
     with FakeEmbeddings() as fake:
         hybrid = Recall(store, Embedder({"baseUrl": f"{fake.url}/v1", "apiKey": "bench", "model": "fake"}))
         t = time.perf_counter()
         await hybrid.search("bench", "warm up", 5, 0.3)
-        rows.append(("hybrid, first query (loads the vectors)", f"{(time.perf_counter() - t) * 1000:.0f} ms"))
+        figures["hybrid_first_ms"] = round((time.perf_counter() - t) * 1000)
+        rows.append(("hybrid, first query (loads the vectors)", f"{figures['hybrid_first_ms']} ms"))
         times = []
         for q in words:
             t = time.perf_counter()
             await hybrid.search("bench", q, 5, 0.3)
             times.append((time.perf_counter() - t) * 1000)
         rows.append(("hybrid", f"p50 {statistics.median(times):.1f} ms, p99 {_pct(times, 0.99):.1f} ms"))
+        figures["hybrid"] = report.latency(times)
     await db.close()
     return rows
 
@@ -132,17 +140,21 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--postgres", help="a PostgreSQL URL (an empty database) instead of SQLite")
     parser.add_argument("--runs", type=int, default=30)
-    args = parser.parse_args()
+    report.options(parser, {"count": 2000, "queries": 20, "runs": 3})
+    args = report.parse(parser)
+    figures: dict[str, Any] = {"count": args.count}
     with tempfile.TemporaryDirectory() as tmp:
         url = (args.postgres.replace("postgresql://", "postgresql+asyncpg://") if args.postgres
                else f"sqlite+aiosqlite:///{Path(tmp) / 'memory.db'}")
         print(f"memory_search, {'PostgreSQL' if args.postgres else 'SQLite'}:")
-        for name, value in asyncio.run(search_bench(url, args.count, args.queries)):
+        for name, value in asyncio.run(search_bench(url, args.count, args.queries, figures)):
             print(f"  {name:42} {value}")
         base = shim_start(0, args.runs, Path(tmp))
         more = shim_start(20, args.runs, Path(tmp))
         print(f"shim start to tools/list: 53 tools {base:.1f} ms, 53 + 20 plugin tools {more:.1f} ms "
               f"({(more / base - 1) * 100:+.1f} %)")
+    report.write(args.json, {**figures, "shim_start_ms": round(base, 1),
+                             "shim_start_20_plugin_tools_ms": round(more, 1)})
 
 
 if __name__ == "__main__":

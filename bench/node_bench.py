@@ -31,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from bench.procs import tree_rss_mb  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
 from tests.support.node_host import NodeHostProcess  # noqa: E402
@@ -66,18 +67,18 @@ def summary(samples: list[float]) -> str:
     return f"p50 {statistics.median(ordered):.2f} ms, p99 {p99:.2f} ms ({len(ordered)} calls)"
 
 
-async def same_replica(root: Path, calls: int) -> str:
+async def same_replica(root: Path, calls: int) -> list[float]:
     with GatewayProcess(root / "gw") as gw:
         admin = await operator(gw.url, gw.token or "")
         with NodeHostProcess(root / "node", gw.port, token=gw.token, name="bench-node"):
             node_id = await pair(admin, "bench-node")
             await round_trips(admin, node_id, 20)  # warm up
-            result = summary(await round_trips(admin, node_id, calls))
+            result = await round_trips(admin, node_id, calls)
         await admin.close()
     return result
 
 
-async def across_replicas(root: Path, calls: int) -> str:
+async def across_replicas(root: Path, calls: int) -> list[float]:
     prefix = f"rc-bench-{secrets.token_hex(4)}"
     with fresh_database() as db_url:
         env = {"REMOTECLAW_DATABASE_URL": db_url, "REMOTECLAW_REDIS_URL": "redis://127.0.0.1:6379/0",
@@ -87,7 +88,7 @@ async def across_replicas(root: Path, calls: int) -> str:
             with NodeHostProcess(root / "far", a.port, token=a.token, name="far-node"):
                 node_id = await pair(on_b, "far-node")
                 await round_trips(on_b, node_id, 20)
-                result = summary(await round_trips(on_b, node_id, calls))
+                result = await round_trips(on_b, node_id, calls)
             await on_b.close()
     return result
 
@@ -118,7 +119,8 @@ def memory_report(count: int, connected: int, before: float, after: float) -> st
     return line if connected == count else f"only {connected} of {count} nodes connected (INCOMPLETE): {line}"
 
 
-async def many_nodes(root: Path, count: int, *, wait_s: float = 120.0, auto_approve: bool = True) -> str:
+async def many_nodes(root: Path, count: int, *, wait_s: float = 120.0, auto_approve: bool = True,
+                     figures: dict[str, Any] | None = None) -> str:
     """``count`` node connections held open; the RSS figure is per node that actually connected in ``wait_s``."""
     import subprocess
 
@@ -144,6 +146,10 @@ async def many_nodes(root: Path, count: int, *, wait_s: float = 120.0, auto_appr
             helper.terminate()
             helper.wait(10)
         await admin.close()
+    if figures is not None:
+        figures.update(nodes=count, nodes_connected=connected, rss_before_mb=round(before, 1),
+                       rss_after_mb=round(after, 1),
+                       kb_per_node=round((after - before) * 1024 / connected) if connected else None)
     return memory_report(count, connected, before, after)
 
 
@@ -152,13 +158,21 @@ async def main(args: Any) -> None:
         root = Path(tmp)
         print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
               f"Python {platform.python_version()}")
-        print("same replica:    ", await same_replica(root / "one", args.calls))
-        print("across replicas: ", await across_replicas(root / "two", args.calls))
-        print("memory:          ", await many_nodes(root / "many", args.nodes))
+        figures: dict[str, Any] = {}
+        same = await same_replica(root / "one", args.calls)
+        figures["same_replica"] = report.latency(same)
+        print("same replica:    ", summary(same))
+        across = await across_replicas(root / "two", args.calls)
+        figures["across_replicas"] = report.latency(across)
+        print("across replicas: ", summary(across))
+        figures["memory"] = {}
+        print("memory:          ", await many_nodes(root / "many", args.nodes, figures=figures["memory"]))
+    report.write(args.json, figures)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--nodes", type=int, default=100)
-    asyncio.run(main(parser.parse_args()))
+    report.options(parser, {"calls": 50, "nodes": 10})
+    asyncio.run(main(report.parse(parser)))

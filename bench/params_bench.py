@@ -15,6 +15,7 @@ after ``_drop_ignored`` (OpenClaw fields we accept and ignore, each checked agai
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -25,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from gateway.methods import load_all  # noqa: E402
 from gateway.rpc import _drop_ignored, registry, validate_wire  # noqa: E402
 
@@ -41,28 +43,36 @@ N = 20_000
 ROUNDS = 5
 
 
-def _time(fn: Callable[[], Any]) -> float:
-    """Median microseconds per call over ROUNDS rounds of N calls."""
+def _time(fn: Callable[[], Any], n: int = N) -> float:
+    """Median microseconds per call over ROUNDS rounds of n calls."""
     rounds = []
     for _ in range(ROUNDS):
         start = time.perf_counter()
-        for _ in range(N):
+        for _ in range(n):
             fn()
-        rounds.append((time.perf_counter() - start) / N * 1e6)
+        rounds.append((time.perf_counter() - start) / n * 1e6)
     return statistics.median(rounds)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=N, help=f"calls per round ({N})")
+    report.options(parser, {"calls": 2000})
+    args = report.parse(parser)
+    n = args.calls
     load_all()
-    print(f"{'method':16} {'lax (old)':>10} {'strict':>10}   (µs per call, median of {ROUNDS} x {N})")
+    figures: dict[str, Any] = {}
+    print(f"{'method':16} {'lax (old)':>10} {'strict':>10}   (µs per call, median of {ROUNDS} x {n})")
     for name, raw in CALLS.items():
         spec = registry.get(name)
         assert spec is not None
         strict = _time(lambda spec=spec, raw=raw: validate_wire(spec.params, _drop_ignored(spec.name, spec.params,
-                                                                                             raw)))
+                                                                                             raw)), n)
         ours = {k: v for k, v in raw.items() if k in spec.params.model_fields} if name == "sessions.list" else raw
-        lax = _time(lambda spec=spec, ours=ours: spec.params.model_validate(ours))
+        lax = _time(lambda spec=spec, ours=ours: spec.params.model_validate(ours), n)
         print(f"{name:16} {lax:10.1f} {strict:10.1f}")
+        figures[name] = {"lax_us": round(lax, 2), "strict_us": round(strict, 2)}
+    report.write(args.json, figures)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
 from tests.support.ws import operator  # noqa: E402
 
@@ -41,7 +42,8 @@ def stamps(path: Path) -> list[int]:
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=100)
-    args = ap.parse_args()
+    report.options(ap, {"sessions": 10})
+    args = report.parse(ap)
     d = Path(tempfile.mkdtemp(prefix="recovery-bench-"))
     cli = d / "stand-in.sh"
     cli.write_text(STAND_IN)
@@ -77,6 +79,8 @@ async def main() -> None:
     print(f"sessions: {args.sessions} (4 running, {args.sessions - 4} queued at the kill)")
     print(f"restart -> first recovered turn started: {first_ms:.0f} ms")
     print(f"recovered: {status['recoveredAtStart']}  (log: {rec.get('timestamp', '')})")
+    report.write(args.json, {"sessions": args.sessions, "restart_to_first_turn_ms": round(first_ms),
+                             "recovered": status["recoveredAtStart"]})
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from bench.client import BenchClient  # noqa: E402
 from tests.support import FAKE_CLI  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
@@ -117,7 +118,7 @@ async def fan_out(urls: list[str], token: str, listeners: int, runs: int) -> dic
             "missing": missing, "served": bool(health.get("ok"))}
 
 
-async def topology(root: Path, db_url: str, replicas: int, args: Any) -> None:
+async def topology(root: Path, db_url: str, replicas: int, args: Any) -> dict[str, Any]:
     token = "bench-" + secrets.token_hex(12)
     env = {"REMOTECLAW_DATABASE_URL": db_url, "REMOTECLAW_REDIS_URL": REDIS_URL,
            "REMOTECLAW_REDIS_PREFIX": f"rc-bench-{secrets.token_hex(4)}"}
@@ -131,6 +132,9 @@ async def topology(root: Path, db_url: str, replicas: int, args: Any) -> None:
         print(f"{replicas} replica(s): health {rate:,.0f} calls/s; fan-out to {args.listeners} listeners + 1 "
               f"slow: spread p50 {spread['p50']:.1f} ms, p99 {spread['p99']:.1f} ms, max {spread['max']:.1f} ms, "
               f"missing {spread['missing']}, still serving: {spread['served']}")
+        return {"health_per_s": round(rate), "fanout_p50_ms": round(spread["p50"], 1),
+                "fanout_p99_ms": round(spread["p99"], 1), "fanout_max_ms": round(spread["max"], 1),
+                "missing": spread["missing"], "served": spread["served"]}
     finally:
         for g in gateways:
             g.stop()
@@ -140,19 +144,22 @@ async def main(args: Any) -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
     with tempfile.TemporaryDirectory(prefix="replicas-bench-") as tmp:
+        figures: dict[str, Any] = {}
         for replicas in (1, 2):
             with fresh_database() as db:
-                await topology(Path(tmp) / str(replicas), db, replicas, args)
+                figures[f"replicas_{replicas}"] = await topology(Path(tmp) / str(replicas), db, replicas, args)
+    report.write(args.json, figures)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--listeners", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=20)
+    report.options(parser, {"listeners": 100, "runs": 3})
     try:
         import uvloop  # the measuring client is on the same cores: keep its own overhead low
 
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(report.parse(parser)))

@@ -158,9 +158,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="cold starts per server (default 20)")
     parser.add_argument("--calls", type=int, default=500, help="sequential calls for per-call latency")
-    parser.add_argument("--out", type=Path, help="JSON results (default bench/.results/shim-<time>.json)")
+    parser.add_argument("--out", "--json", type=Path, help="JSON results (default bench/.results/shim-<time>.json)")
     parser.add_argument("--against", metavar="REV", help="compare with the shim of git commit REV (interleaved)")
-    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from bench import report
+
+    report.options(parser, {"runs": 3, "calls": 50}, json_flag=False)
+    args = report.parse(parser)
 
     sys.path.insert(0, str(ROOT))
     from mcp_shim.catalog import Catalog

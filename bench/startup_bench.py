@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench import report
 from bench.gateway_bench import _launch, machine
 from bench.procs import stop_tree, tree_rss_mb
 from bench.targets import ROOT, RemoteClawTarget
@@ -108,12 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--installs", nargs="+", choices=("core", "all"), default=["core", "all"],
                    help="which installs to start (both)")
     p.add_argument("--idle", type=float, default=5.0, help="seconds idle before reading RSS (5)")
-    args = p.parse_args(argv)
+    p.add_argument("--out", "--json", type=Path, default=None,
+                   help="result file (default bench/.results/startup-<time>.json)")
+    report.options(p, {"launches": 2, "idle": 1.0}, json_flag=False)
+    args = report.parse(p, argv)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     result = asyncio.run(main_async(args))
     results = ROOT / "bench" / ".results"
     results.mkdir(parents=True, exist_ok=True)
-    path = results / f"startup-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
+    path = args.out or results / f"startup-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2))
     print(f"written to {path}")
     return 0

@@ -14,6 +14,7 @@ Run on a quiet machine (not part of the tests)::
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import platform
@@ -29,6 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from gateway.config.model import Config  # noqa: E402
 from gateway.voice import stt  # noqa: E402
 from gateway.voice.config import SttConfig, TtsConfig  # noqa: E402
@@ -70,16 +72,19 @@ def wer(reference: str, hypothesis: str) -> float:
     return d[-1][-1] / len(ref)
 
 
-async def time_to_audio(svc: VoiceService, runs: int) -> str:
+async def time_to_audio(svc: VoiceService, runs: int, figures: dict[str, Any] | None = None) -> str:
     samples = []
     for _ in range(runs):
         started = time.perf_counter()
         speech = await svc.speak(REPLY)
         samples.append((time.perf_counter() - started) * 1000)
+    if figures is not None:
+        figures.update(p50_ms=round(statistics.median(samples)), max_ms=round(max(samples)))
     return f"p50 {statistics.median(samples):.0f} ms, max {max(samples):.0f} ms ({speech.duration_s:.1f} s of audio)"
 
 
-async def main() -> None:
+async def main(args: argparse.Namespace) -> None:
+    figures: dict[str, Any] = {}
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
     with tempfile.TemporaryDirectory() as tmp, FakeVoiceAPI() as api:
@@ -95,20 +100,29 @@ async def main() -> None:
                 except Exception as exc:
                     print(f"tts {name:<11} skipped: {str(exc)[:80]}")
                     continue
-            print(f"tts {name:<11}", await time_to_audio(service(tts, state), 10) if ok else f"skipped: {why}")
+            figures[f"tts_{name}"] = {}
+            print(f"tts {name:<11}", await time_to_audio(service(tts, state), args.runs, figures[f"tts_{name}"])
+                  if ok else f"skipped: {why}")
 
         cfg = SttConfig(provider="local")
         local = service(TtsConfig(provider="local"), state)
         errors, factors = [], []
-        for sentence in SENTENCES:
+        for sentence in SENTENCES[:args.sentences]:
             speech = await local.speak(sentence)
             heard = await stt.transcribe(cfg, await asyncio.to_thread(Path(speech.path).read_bytes))
             errors.append(wer(sentence, heard.text))
             factors.append(heard.took_ms / 1000 / heard.duration_s)
             print(f"  said {sentence!r:42} heard {heard.text!r}")
         print(f"stt local   real-time factor {statistics.median(factors):.2f} (median), "
-              f"word error rate {statistics.mean(errors) * 100:.0f}% over {len(SENTENCES)} sentences")
+              f"word error rate {statistics.mean(errors) * 100:.0f}% over {len(errors)} sentences")
+    figures["stt_local"] = {"real_time_factor": round(statistics.median(factors), 2),
+                            "wer_pct": round(statistics.mean(errors) * 100), "sentences": len(errors)}
+    report.write(args.json, figures)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10, help="syntheses per TTS provider (10)")
+    parser.add_argument("--sentences", type=int, default=len(SENTENCES), help="sentences for the STT check (all)")
+    report.options(parser, {"runs": 2, "sentences": 2})
+    asyncio.run(main(report.parse(parser)))

@@ -31,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
 from tests.support.ws import RawClient, operator  # noqa: E402
 
@@ -94,7 +95,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=300)
     parser.add_argument("--messages", type=int, default=20)
-    args = parser.parse_args()
+    parser.add_argument("--loads", type=int, default=10, help="page loads timed in Chromium (10)")
+    report.options(parser, {"sessions": 30, "messages": 5, "loads": 2})
+    args = report.parse(parser)
     with tempfile.TemporaryDirectory() as tmp:
         config = {"agents": {"list": [{"id": "main", "runtime": "claude", "command": ["true"]}]}}
         with GatewayProcess(Path(tmp) / "state", config=config) as gw:
@@ -108,12 +111,16 @@ async def main() -> None:
                                                          "includeLastMessage": True})
             history = await timed(client, "chat.history", {"sessionKey": LONG, "limit": 200})
             await client.close()
-            loads = await page_loads(gw, 10)
+            loads = await page_loads(gw, args.loads)
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print(f"sessions.list (100 of {args.sessions + 1}), plain:            {ms(plain)}")
     print(f"sessions.list (100), with titles and last messages: {ms(rich)}")
     print(f"chat.history (200 messages):                       {ms(history)}")
     print(f"page load to 200 messages and the list on screen:  p50 {statistics.median(loads) * 1000:.0f} ms")
+    report.write(args.json, {"sessions_list": report.latency([x * 1000 for x in plain]),
+                             "sessions_list_rich": report.latency([x * 1000 for x in rich]),
+                             "chat_history": report.latency([x * 1000 for x in history]),
+                             "page_load_p50_ms": round(statistics.median(loads) * 1000)})
 
 
 if __name__ == "__main__":

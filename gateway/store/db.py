@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +29,8 @@ log = structlog.get_logger("gateway.store")
 
 __all__ = ["CONNECT_TIMEOUT_S", "PERSIST_WITHIN_S", "SQLITE_PRAGMAS", "Database", "rowcount"]
 
+log = structlog.get_logger("gateway.store")
+
 CONNECT_TIMEOUT_S = 10.0
 """How long start-up waits for the database server before saying it is unreachable."""
 
@@ -41,6 +44,13 @@ SQLITE_PRAGMAS = (
     "PRAGMA foreign_keys=ON",  # off by default in SQLite; our schema relies on it
 )
 """Run on every new SQLite connection: all but journal_mode are per-connection settings."""
+
+
+TURN_WAIT_S = 30.0
+"""How long a SQLite unit of work waits for its turn before going ahead without it (see ``Database.session``)."""
+
+_IN_UNIT: ContextVar[bool] = ContextVar("rc_db_in_unit", default=False)
+"""Set while a task is inside ``Database.session``: a nested unit does not wait for the SQLite turn it holds."""
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -79,12 +89,42 @@ class Database:
         if self.is_sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._turn: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
+        """SQLite: one unit of work at a time, in arrival order (see ``session``)."""
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
-        """A unit of work: committed when the block ends, rolled back on error."""
-        async with self.sessions() as s, s.begin():
-            yield s
+        """A unit of work: committed when the block ends, rolled back on error.
+
+        On SQLite the units of this process take turns (an asyncio lock, first come first served). SQLite
+        has one writer at a time: a unit holds the file's write lock from its first write until it commits,
+        across every ``await`` in between, while the others wait in SQLite's busy handler, which polls
+        without order and gives up after ``busy_timeout``. Under load (the soak in ``bench/soak.py``: a
+        hundred runs starting at once while a thousand clients are served) a unit could lose that race for
+        five seconds and fail with "database is locked". Waiting here instead is fair. A unit opened inside
+        another (same task, or a task started inside it) goes straight through rather than wait for itself;
+        one that still waits ``TURN_WAIT_S`` (a unit waiting on something that needs the database) goes
+        ahead without its turn, as before the turns, and says so in the log.
+        """
+        if self._turn is None or _IN_UNIT.get():
+            async with self.sessions() as s, s.begin():
+                yield s
+            return
+        turn: asyncio.Lock | None = self._turn
+        try:
+            async with asyncio.timeout(TURN_WAIT_S):
+                await self._turn.acquire()
+        except TimeoutError:
+            turn = None
+            log.warning("went ahead without its SQLite turn", waited_s=TURN_WAIT_S)
+        token = _IN_UNIT.set(True)
+        try:
+            async with self.sessions() as s, s.begin():
+                yield s
+        finally:
+            _IN_UNIT.reset(token)
+            if turn is not None:
+                turn.release()
 
     async def persist(self, work: Callable[[AsyncSession], Awaitable[T]], *, what: str,
                       within_s: float = PERSIST_WITHIN_S) -> T:
