@@ -36,7 +36,7 @@ def http_calls(url: str, token: str, calls: int) -> list[float]:
         r = client.post(url, headers=headers, json=INIT)
         headers["mcp-session-id"] = r.headers["mcp-session-id"]
         client.post(url, headers=headers, json=INITIALIZED)
-        assert len(client.post(url, headers=headers, json=LIST).json()["result"]["tools"]) == 53
+        assert len(client.post(url, headers=headers, json=LIST).json()["result"]["tools"]) >= 53  # + plugin tools
         for i in range(20):
             client.post(url, headers=headers, json=_call(100 + i))
         samples = []

@@ -25,7 +25,6 @@ from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, StoreError
 from gateway.store.urls import describe_url
 
 T = TypeVar("T")
-log = structlog.get_logger("gateway.store")
 
 __all__ = ["CONNECT_TIMEOUT_S", "PERSIST_WITHIN_S", "SQLITE_PRAGMAS", "Database", "rowcount"]
 
