@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.fake_telegram import BOT_USERNAME, FakeTelegram, module_fake, telegram_gateway
-from tests.support.frame_fuzz import fresh_health, json_values
+from tests.support.frame_fuzz import fresh_health, int64_values
 from tests.support.gateway_proc import GatewayProcess
 
 pytestmark = pytest.mark.timeout(1200)
@@ -125,7 +125,7 @@ def updates(draw: st.DrawFn, fake: FakeTelegram) -> None:
         fake.push({"callback_query": {"id": "cb", "chat_instance": "ci", "data": draw(st.text(max_size=64)),
                                       "from": msg["from"], "message": msg}})
     else:
-        fake.push({"zz_unknown_kind": draw(json_values)})
+        fake.push({"zz_unknown_kind": draw(int64_values)})
 
 
 async def _answered(fake: FakeTelegram, text: str) -> None:

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from gateway.config.model import Config, hash_data, validate
 from gateway.redaction import REDACTED
-from tests.support.frame_fuzz import check_response, fresh_health, json_values
+from tests.support.frame_fuzz import check_response, fresh_health, int64_values
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
@@ -68,7 +68,7 @@ def patches(draw: st.DrawFn) -> dict[str, Any]:
     patch: dict[str, Any] = {}
     for _ in range(draw(st.integers(1, 3))):
         path, default = draw(st.sampled_from(PATHS))
-        value = draw(_like(default) | json_values | st.none() | st.just(REDACTED))
+        value = draw(_like(default) | int64_values | st.none() | st.just(REDACTED))
         if draw(st.integers(0, 9)) == 0:
             path = (*path[:-1], draw(st.text(min_size=1, max_size=10)))  # a field that does not exist
         node = patch
@@ -93,12 +93,12 @@ def writes(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     if kind == 3:
         path, default = draw(st.sampled_from(PATHS))
         key = ".".join(path) if draw(st.integers(0, 9)) else draw(st.text(max_size=20))
-        return "config.set", {"key": key or ".", "value": draw(_like(default) | json_values | st.none())}
+        return "config.set", {"key": key or ".", "value": draw(_like(default) | int64_values | st.none())}
     if kind == 4:
         whole = draw(patches())
         return "config.apply", {"config": whole}
     return "config.patch", draw(st.dictionaries(st.sampled_from(["patch", "raw", "note", "restartDelayMs", "x"]),
-                                                json_values, max_size=3))
+                                                int64_values, max_size=3))
 
 
 def _names_where(message: str) -> bool:

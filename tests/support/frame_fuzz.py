@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
 
-__all__ = ["ERROR_CODES", "check_response", "fresh_health", "huge_text", "json_scalars", "json_values"]
+__all__ = ["ERROR_CODES", "check_response", "fresh_health", "huge_text", "int64_values", "json_scalars",
+           "json_values"]
 
 ERROR_CODES = {"INVALID_REQUEST", "FORBIDDEN", "UNAVAILABLE", "NOT_PAIRED", "NOT_LINKED", "APPROVAL_NOT_FOUND",
                "AGENT_TIMEOUT"}
@@ -23,6 +24,11 @@ json_scalars = (st.none() | st.booleans() | st.integers()
                 | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40))
 json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
                            | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+int64_scalars = (st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
+                 | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40))
+int64_values = st.recursive(int64_scalars, lambda inner: st.lists(inner, max_size=4)
+                            | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+"""JSON values whose integers fit 64 bits: what a client sending with orjson (``RawClient``) can carry."""
 huge_text = st.builds(lambda ch, n: ch * n, st.characters(codec="utf-8"), st.integers(1, 50_000))
 
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from gateway.canvas.a2ui import COMPONENTS, A2UIError, parse_jsonl, validate_messages
 from tests.support.devices import DeviceKey
-from tests.support.frame_fuzz import check_response, fresh_health, huge_text, json_values
+from tests.support.frame_fuzz import check_response, fresh_health, huge_text, int64_values
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator
 
@@ -65,7 +65,7 @@ def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 def messages(draw: st.DrawFn) -> Any:
     """One message: a good one, a good one with one place changed or removed, or any JSON."""
     if draw(st.integers(0, 5)) == 0:
-        return draw(json_values)
+        return draw(int64_values)
     message = copy.deepcopy(draw(st.sampled_from(GOOD)))
     for _ in range(draw(st.integers(0, 2))):
         inner = list(_paths(message))[1:]
@@ -75,7 +75,7 @@ def messages(draw: st.DrawFn) -> Any:
         holder = message
         for part in path[:-1]:
             holder = holder[part]
-        replacement = draw(json_values | st.sampled_from(sorted(COMPONENTS)) | st.just("Buton")
+        replacement = draw(int64_values | st.sampled_from(sorted(COMPONENTS)) | st.just("Buton")
                            | huge_text | st.just(None))
         if replacement is None and isinstance(holder, dict):
             del holder[path[-1]]
