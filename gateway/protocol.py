@@ -21,6 +21,7 @@ Error tree (mapped to wire codes in exactly one place, ``RpcError.shape``)::
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -278,7 +279,14 @@ def parse_request(text: str | bytes) -> RequestFrame:
         ValueError: the text is not JSON (the caller logs and ignores it, as OpenClaw does).
         InvalidFrame: JSON, but not a well-formed request frame; its ``frame_id`` is the id to answer with.
     """
-    raw = decode(text)
+    try:
+        raw = decode(text)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" not in str(exc):
+            raise
+        # JSON, but nested past orjson's 1024 levels: answered (naming the id if we can find it), not ignored.
+        raise InvalidFrame(f"invalid request frame: nests deeper than {MAX_FRAME_DEPTH} levels",
+                           frame_id=_echo_id(_shallow_id(text))) from None
     if type(raw) is not dict:
         raise InvalidFrame("invalid request frame: at root: must be object")
     frame_id = raw.get("id")
@@ -315,6 +323,41 @@ def parse_request(text: str | bytes) -> RequestFrame:
         extra = sorted(set(raw) - _REQ_KEYS)[0]
         problem = f"at root: unexpected property '{_clip(extra, 64)}'"
     raise InvalidFrame(f"invalid request frame: {problem}", frame_id=_echo_id(frame_id))
+
+
+MAX_FRAME_DEPTH = 1024
+"""How deep a frame may nest: orjson's limit (OpenClaw's ``JSON.parse`` has none that matters)."""
+
+
+def _shallow_id(text: str | bytes, scan_limit: int = 1 << 20) -> Any:
+    """The top-level ``"id"`` of a frame too deep to decode, found by a scan of its first MiB (None if absent)."""
+    if isinstance(text, bytes):
+        text = text[:scan_limit].decode(errors="replace")
+    text = text[:scan_limit]
+    decoder = json.JSONDecoder()
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            try:
+                key, i = decoder.raw_decode(text, i)
+            except ValueError:
+                return None
+            if depth == 1 and key == "id":
+                rest = text[i:i + 1100].lstrip()
+                if rest.startswith(":") and rest[1:].lstrip().startswith('"'):
+                    value = rest[1:].lstrip()
+                    try:
+                        return decoder.raw_decode(value)[0]
+                    except ValueError:
+                        return None
+            continue
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        i += 1
+    return None
 
 
 def _clip(text: str, limit: int) -> str:

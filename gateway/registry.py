@@ -106,7 +106,7 @@ def validate_wire(model: type[BaseModel], raw: Any) -> BaseModel:
 
     Raises:
         ValidationError: naming the field.
-        orjson.JSONEncodeError: for values JSON cannot carry (integers past 64 bits).
+        orjson.JSONEncodeError: for values JSON cannot carry (integers past 64 bits, nesting past 255 levels).
     """
     return model.model_validate_json(orjson.dumps({} if raw is None else raw), strict=True)
 

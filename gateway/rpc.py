@@ -288,9 +288,10 @@ class Dispatcher:
                 f"invalid {name} params: {describe_validation_error(exc)}",
                 details={"method": name},
             ) from None
-        except orjson.JSONEncodeError:
-            raise InvalidRequest(f"invalid {name} params: a number is out of range",
-                                 details={"method": name}) from None
+        except orjson.JSONEncodeError as exc:
+            # orjson refuses two things here: integers past 64 bits, and nesting past its depth limit (255).
+            problem = "they nest too deeply" if "ecursion" in str(exc) else "a number is out of range"
+            raise InvalidRequest(f"invalid {name} params: {problem}", details={"method": name}) from None
         ctx = CallContext(caller=caller, gateway=gateway, request_id=request_id, method=spec.name)
 
         async def invoke() -> Any:

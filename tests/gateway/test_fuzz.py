@@ -25,11 +25,12 @@ from hypothesis import strategies as st
 from gateway.methods import load_all
 from gateway.protocol import MAX_PREAUTH_FRAME_BYTES
 from gateway.rpc import registry
+from tests.support.frame_fuzz import check_response as _check_response
+from tests.support.frame_fuzz import fresh_health as _fresh_health
+from tests.support.frame_fuzz import huge_text, json_scalars, json_values
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.ws import RawClient, connect_params, operator
+from tests.support.ws import RawClient, connect_params
 
-ERROR_CODES = {"INVALID_REQUEST", "FORBIDDEN", "UNAVAILABLE", "NOT_PAIRED", "NOT_LINKED", "APPROVAL_NOT_FOUND",
-               "AGENT_TIMEOUT"}
 # Side effects we do not want from random input: these only ever get wrongly typed params.
 NEVER_RUN = re.compile(r"restart|^config\.(set|patch|apply)$|^agent$|^chat\.send$|^sessions\.(spawn|subagents)$"
                        r"|^cron\.(add|update|run|remove)$|^tts\.|^browser\.|^node\.invoke$|^plugin\.tools\.invoke$")
@@ -40,11 +41,6 @@ UNSAFE = [s.name for s in registry.specs() if NEVER_RUN.search(s.name)]
 ALIASES = [a for s in SAFE for a in s.aliases]
 _counter = itertools.count()
 
-json_scalars = (st.none() | st.booleans() | st.integers()
-                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40))
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
-huge_text = st.builds(lambda ch, n: ch * n, st.characters(codec="utf-8"), st.integers(1, 50_000))
 good_ids = st.text(min_size=1, max_size=64) | huge_text | st.text(string.printable, min_size=1, max_size=8)
 bad_ids = st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.none() | st.just("") \
     | st.lists(json_scalars, max_size=2) | st.dictionaries(st.text(max_size=4), json_scalars, max_size=2)
@@ -92,16 +88,6 @@ def _well_formed_id(frame: Any) -> str | None:
     if isinstance(frame, dict) and isinstance(frame.get("id"), str) and frame["id"]:
         return frame["id"]
     return None
-
-
-def _check_response(res: dict[str, Any]) -> None:
-    assert res["type"] == "res" and isinstance(res["ok"], bool), res
-    assert set(res) <= {"type", "id", "ok", "payload", "error"}, res
-    if not res["ok"]:
-        err = res["error"]
-        assert err["code"] in ERROR_CODES, err
-        assert isinstance(err["message"], str) and err["message"], err
-        assert set(err) <= {"code", "message", "details", "retryable", "retryAfterMs"}, err
 
 
 async def _session(gw: GatewayProcess) -> RawClient:
@@ -162,14 +148,6 @@ def test_random_frames_never_break_the_gateway(fuzz_gateway: GatewayProcess) -> 
     finally:
         loop.run_until_complete(client.close())
         loop.close()
-
-
-async def _fresh_health(gw: GatewayProcess) -> dict[str, Any]:
-    client = await operator(gw.url, gw.token or "")
-    try:
-        return await client.call("health")
-    finally:
-        await client.close()
 
 
 async def _first_frame(gw: GatewayProcess, text: str) -> None:
