@@ -76,8 +76,17 @@ def _json(message: Any, status: int = 200, headers: dict[str, str] | None = None
     return Response(orjson.dumps(message), status_code=status, media_type="application/json", headers=headers)
 
 
+_LINE_BREAKS = {"\u0085".encode(): b"\\u0085", "\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
+"""Characters JSON may carry raw that many line readers (Python's ``str.splitlines``, some SSE clients) take for a
+line end: escaped, so one message is always one ``data:`` line."""
+
+
 def _sse(message: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + orjson.dumps(message) + b"\n\n"
+    body = orjson.dumps(message)
+    for raw, escaped in _LINE_BREAKS.items():
+        if raw in body:
+            body = body.replace(raw, escaped)
+    return b"event: message\ndata: " + body + b"\n\n"
 
 
 def _problem(status: int, text: str, headers: dict[str, str] | None = None) -> Response:
