@@ -30,9 +30,10 @@ from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 from pydantic import BaseModel, ValidationError
 
+from gateway.callers import NODE
 from gateway.methods import load_all
 from gateway.protocol import InvalidRequest
-from gateway.rpc import NODE, _drop_ignored, _openclaw_fields, registry, validate_wire, wire_field_names
+from gateway.registry import _openclaw_fields, drop_ignored, registry, validate_wire, wire_field_names
 from tests.support.frame_fuzz import check_response, fresh_health, huge_text, json_values
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, connect_params
@@ -63,7 +64,7 @@ def _refusal(name: str, model: type[BaseModel], params: Any) -> tuple[str, ...] 
     """How the gateway's validation refuses ``params`` for ``name``: the field paths at fault (the first three,
     as the error message names them), ``()`` for a fault of the whole object, or None when it accepts them."""
     try:
-        validate_wire(model, _drop_ignored(name, model, plain(params)))
+        validate_wire(model, drop_ignored(name, model, plain(params)))
     except ValidationError as exc:
         errors = exc.errors(include_url=False)[:3]
         return tuple(str(e["loc"][0]) if e["loc"] else "" for e in errors)
