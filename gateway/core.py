@@ -58,9 +58,10 @@ StopHook = Callable[[], Awaitable[None]]
 class Gateway:
     """Holds config, storage, live connections, the dispatcher and the services of one server start.
 
-    The services are typed attributes, so a reader (and mypy) sees what each part uses. Those built
-    when the gateway starts (``gateway.wiring``, in order) exist from then on; ``bus`` and
-    ``platforms`` stay None when no Redis is configured or no chat platform is installed.
+    The core's services are typed attributes set by ``gateway.wiring`` when the gateway starts (each built there
+    with what it uses; none reaches back through this object); ``bus`` and ``platforms`` stay None when no Redis
+    is configured or no chat platform is installed. The capabilities' services are in ``services``, by key: this
+    class names none of them. Only the composition root sees a ``Gateway`` (``tests/test_layering.py``).
     """
 
     sessions: SessionsService
@@ -188,7 +189,7 @@ class Gateway:
             self.preauth_sweep.cancel()
         for task in list(self.background):
             task.cancel()
-        runs = getattr(self, "runs", None)
+        runs = getattr(self, "runs", None)  # a start that failed early may not have built it
         if runs is not None:  # drain first, while the chat platforms can still deliver the replies
             try:
                 await runs.stop()
