@@ -49,6 +49,7 @@ __all__ = [
     "ProjectConfig",
     "env_overrides",
     "hash_data",
+    "load_json5",
     "merge_patch",
     "redact",
     "secret_paths",
@@ -476,6 +477,31 @@ def secret_paths() -> frozenset[tuple[str, ...]]:
     return base | frozenset(extra_secret_paths) if extra_secret_paths else base
 
 
+def load_json5(text: str) -> Any:
+    """JSON5 as Python values, every string valid Unicode.
+
+    The json5 library leaves a ``\\ud800\\udc00`` escape as two surrogate code points instead of the one
+    character they spell, and keeps a lone one; either would fail much later, when the config is written out as
+    UTF-8. Pairs are joined here and a lone surrogate is refused as invalid JSON5 (``ValueError``).
+    """
+    return _whole_characters(json5.loads(text))
+
+
+def _whole_characters(value: Any) -> Any:
+    if isinstance(value, str):
+        if not any("\ud800" <= ch <= "\udfff" for ch in value):
+            return value
+        try:
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        except UnicodeDecodeError:
+            raise ValueError(f"a lone surrogate escape in {value.encode('unicode_escape').decode()[:80]!r}") from None
+    if isinstance(value, dict):
+        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_characters(v) for v in value]
+    return value
+
+
 class ConfigStore:
     """The config file on disk and the validated config in memory, changed only together.
 
@@ -509,7 +535,7 @@ class ConfigStore:
             raise ConfigError(f"invalid config file {self.path}: the file is empty (write {{}} for all defaults, "
                               "or delete the file)", details={"errors": [{"path": "/", "message": "empty file"}]})
         try:
-            data = json5.loads(text)
+            data = load_json5(text)
         except ValueError as exc:
             msg = " ".join(str(exc).split())
             raise ConfigError(f"invalid config file {self.path}: not valid JSON5: {msg}",

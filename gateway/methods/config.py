@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import json5
 from pydantic import Field, model_validator
 
 from gateway.config import Config, ConfigStore, env_overrides
+from gateway.config.model import load_json5
 from gateway.ports import PLUGIN_TOOLS
 from gateway.protocol import InvalidRequest
 from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
@@ -66,7 +66,7 @@ async def config_schema(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
 
 def _parse_raw(raw: str, field: str) -> dict[str, Any]:
     try:
-        value = json5.loads(raw)
+        value = load_json5(raw)
     except ValueError as exc:
         raise InvalidRequest(f"invalid params: at /{field}: not valid JSON5 ({exc})") from None
     if not isinstance(value, dict):

@@ -258,3 +258,13 @@ def test_edge_values_are_accepted() -> None:
     cfg = validate({"gateway": {"port": 0}, "agents": {"default": "a-1", "list": [{"id": "a-1"}, {"id": "b_2"}]}})
     assert cfg.gateway.port == 0 and cfg.agents.default == "a-1"
     assert validate({"gateway": {"port": 65535}}).gateway.port == 65535
+
+
+def test_json5_surrogate_escapes_are_joined_or_refused() -> None:
+    """json5 leaves an escaped surrogate pair as two code points, which cannot be written as UTF-8 (the config
+    fuzzer found ``config.patch`` answering "internal error" for one): pairs are joined, a lone one refused."""
+    from gateway.config.model import load_json5
+
+    assert load_json5('{"agents": {"default": "\\ud800\\udc00"}}') == {"agents": {"default": "\U00010000"}}
+    with pytest.raises(ValueError, match="lone surrogate"):
+        load_json5('{"x": ["\\udc00"]}')
