@@ -6,7 +6,7 @@ Run on a quiet machine (not part of the tests)::
 
 Times the dispatcher's params step for three calls, 20,000 times each (median of 5 rounds, microseconds per
 call): the lax ``model_validate`` the dispatcher used before, and ``validate_wire`` (strict, on the JSON form)
-after ``_drop_ignored`` (OpenClaw fields we accept and ignore, each checked against OpenClaw's schema):
+after ``drop_ignored`` (OpenClaw fields we accept and ignore, each checked against OpenClaw's schema):
 
 - ``logs.tail {limit: 50}``: a small model, nothing ignored;
 - ``sessions.list`` as OpenClaw's Control UI sends it (four fields of ours, three ignored ones);
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import report  # noqa: E402
 from gateway.methods import load_all  # noqa: E402
-from gateway.rpc import _drop_ignored, registry, validate_wire  # noqa: E402
+from gateway.registry import drop_ignored, registry, validate_wire  # noqa: E402
 
 CALLS: dict[str, dict[str, Any]] = {
     "logs.tail": {"limit": 50},
@@ -66,7 +66,7 @@ def main() -> None:
     for name, raw in CALLS.items():
         spec = registry.get(name)
         assert spec is not None
-        strict = _time(lambda spec=spec, raw=raw: validate_wire(spec.params, _drop_ignored(spec.name, spec.params,
+        strict = _time(lambda spec=spec, raw=raw: validate_wire(spec.params, drop_ignored(spec.name, spec.params,
                                                                                              raw)), n)
         ours = {k: v for k, v in raw.items() if k in spec.params.model_fields} if name == "sessions.list" else raw
         lax = _time(lambda spec=spec, ours=ours: spec.params.model_validate(ours), n)
