@@ -20,7 +20,7 @@ import structlog
 from channels.base import Channel, ChannelError, ChannelNotLinked
 from gateway.extensions import CHANNELS
 from gateway.extras import MissingExtra, extra_for_module
-from gateway.platforms import ChannelAccessConfig, InboundHandler, PlatformHost
+from gateway.platforms import ChannelAccessConfig, InboundHandler, PlatformHost, channel_section
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -70,7 +70,7 @@ def channel_sections(config: Config) -> dict[str, tuple[bool, dict[str, Any]]]:
     given = set(ch.model_fields_set) | set(ch.model_extra or {})
     out: dict[str, tuple[bool, dict[str, Any]]] = {}
     for name in CHANNELS.names():
-        value = getattr(ch, name, None) if name in type(ch).model_fields else (ch.model_extra or {}).get(name)
+        value = channel_section(config, name)
         section = _plain(value)
         accounts = getattr(value, "accounts", None)
         if isinstance(accounts, dict):

@@ -13,6 +13,7 @@ from gateway.config import ChannelAccessConfig, Config
 from gateway.netguard import is_public_address
 from gateway.paths import OUTBOUND
 from gateway.platforms.host import PlatformHost
+from gateway.platforms.inbound import channel_section
 from gateway.platforms.interface import ChatPlatforms, ProgressSink
 from gateway.platforms.journal import InboundJournal
 from gateway.platforms.messages import ChatType, Inbound, InboundHandler, Media, MediaKind, Sent
@@ -37,5 +38,6 @@ __all__ = [
     "ProgressSink",
     "Sent",
     "WebchatPosts",
+    "channel_section",
     "is_public_address",
 ]
