@@ -123,7 +123,8 @@ _GW = (("gateway start (s)", "start_s"), ("gateway idle RSS (MiB)", "idle_rss_mb
 _SHIM = "servers/remoteclaw shim/"
 _SHIM_FIGS = (("shim cold start to `initialize` (ms)", "cold_ms/initialize/p50"),
               ("shim cold start to `tools/list` (ms)", "cold_ms/tools/list/p50"),
-              ("shim cold start to first call (ms)", "cold_ms/first call/p50"),
+              ("shim cold start to first call, sent at once (ms)", "cold_ms/first call/p50"),
+              ("shim first call from spawn, model's pause excluded (ms)", "cold_ms/first call, pause excluded/p50"),
               ("shim `tools/call` p50 (ms)", "call_ms/p50"))
 
 BENCHES: tuple[Bench, ...] = (

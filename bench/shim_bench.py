@@ -20,7 +20,8 @@ only fair before/after. Our first call goes over a new WebSocket to a real gatew
 SDK servers answer their call from memory, so that column favours them. Per-call latency is measured
 on one warm process with sequential calls. "Call after pause" is the first call's own time when it is sent
 half a second after ``tools/list``, as a model's first tool call comes: the shim opens its gateway connection
-in that pause.
+in that pause. "First call, pause excluded" is spawn to that call's answer less the pause: issue #34's "first
+call from spawn" (target 60 ms).
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ THINK_S = 0.5
 """The pause before the first call in the "call after pause" measure: a model reads the tool list and thinks
 for at least this long before it calls a tool."""
 
-COLD_KEYS = ("initialize", "tools/list", "first call", "call after pause")
+COLD_KEYS = ("initialize", "tools/list", "first call", "call after pause", "first call, pause excluded")
+"""The last is the issue's "first call from spawn" as an agent run sees it: spawn to the answer of a first call
+sent ``THINK_S`` after ``tools/list``, less that pause (the shim's warm-up runs in it)."""
 
 
 def cold_start(server: Server, runs: int) -> dict[str, list[float]]:
@@ -120,13 +123,16 @@ def cold_start(server: Server, runs: int) -> dict[str, list[float]]:
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(10)
 
+        t0 = time.perf_counter()
         proc = server.spawn()
         _exchange(proc, *server.opening())
         _exchange(proc, *server.listing())
+        listed_after = time.perf_counter() - t0
         time.sleep(THINK_S)
         t1 = time.perf_counter()
         called = _exchange(proc, server.call(2))
         out["call after pause"].append(time.perf_counter() - t1)
+        out["first call, pause excluded"].append(listed_after + out["call after pause"][-1])
         assert not called["result"].get("isError"), called
         proc.stdin.close()  # type: ignore[union-attr]
         proc.wait(10)
@@ -254,14 +260,14 @@ def _print_table(results: dict[str, Any]) -> None:
     ours = servers["remoteclaw shim"]
     print(f"cold start, median of {results['runs']} runs (ms; ratio = theirs / ours)")
     print(f"{'server':44} {'initialize':>15} {'tools/list':>15} {'first call':>15} {'after pause':>15} "
-          f"{'call p50':>9} {'call p99':>9}")
+          f"{'1st, no pause':>15} {'call p50':>9} {'call p99':>9}")
     for name, r in servers.items():
         c = r["cold_ms"]
         cells = []
         for key in COLD_KEYS:
             ratio = c[key]["p50"] / ours["cold_ms"][key]["p50"]
             cells.append(f"{c[key]['p50']:.1f} (x{ratio:.1f})")
-        print(f"{name:44} {cells[0]:>15} {cells[1]:>15} {cells[2]:>15} {cells[3]:>15} {r['call_ms']['p50']:9.2f} "
+        print(f"{name:44} {''.join(f'{cell:>16}' for cell in cells)} {r['call_ms']['p50']:9.2f} "
               f"{r['call_ms']['p99']:9.2f}")
 
 
