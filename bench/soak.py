@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -149,6 +151,18 @@ def _logged_errors(log: Path) -> list[str]:
         if entry.get("level") in ("error", "critical"):
             found.append(f"{entry.get('logger')}: {entry.get('event')} {entry.get('method') or ''}".strip())
     return found
+
+
+def _stalls(log: Path) -> dict[str, Any]:
+    """The gateway's ``loop.stalled`` warnings (``gateway/loop_watch.py``): how many, the worst, where."""
+    stalls: list[dict[str, Any]] = []
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        if "loop.stalled" in line:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                stalls.append(orjson.loads(line))
+    places: Counter[str] = Counter(place.rsplit(" (", 1)[0] for s in stalls for place in s.get("seen_at", [])[:1])
+    return {"loop_stalls": len(stalls), "loop_stall_worst_ms": max((s.get("blocked_ms", 0) for s in stalls), default=0),
+            "loop_stall_places": places.most_common(5)}
 
 
 def _rss_verdict(samples: list[tuple[float, float]], run_s: float) -> dict[str, Any]:
@@ -293,6 +307,7 @@ async def soak_remoteclaw(args: argparse.Namespace, work: Path) -> dict[str, Any
         for task in drains:
             task.cancel()
         log_errors = _logged_errors(gw.state_dir / "logs" / "gateway.log")
+        stalls = _stalls(gw.state_dir / "logs" / "gateway.log")
         result = {
             "gateway": "remoteclaw", "minutes": args.minutes, "clients": args.clients,
             "connected": len(clients), "refused": len(refused), "refusals": sorted(set(refused))[:3],
@@ -307,7 +322,7 @@ async def soak_remoteclaw(args: argparse.Namespace, work: Path) -> dict[str, Any
             "sessions_list_p50_ms": _pct(tally.sessions_ms, 0.5),
             "sessions_list_p99_ms": _pct(tally.sessions_ms, 0.99),
             "error_frames": errors + len(tally.call_errors), "call_errors": tally.call_errors[:5],
-            "log_errors": log_errors[:20], **cron,
+            "log_errors": log_errors[:20], **stalls, **cron,
             "rss_idle_mb": round(rss_idle), "rss_samples_mb": [[round(t), round(mb, 1)] for t, mb in tally.rss],
             **_rss_verdict(tally.rss, run_s),
         }
@@ -415,6 +430,9 @@ def summary(results: list[dict[str, Any]]) -> str:
         lines.append(f"   health p50 {r['health_p50_ms']} ms, p99 {r['health_p99_ms']} ms; sessions.list "
                      f"p50 {r['sessions_list_p50_ms']} ms, p99 {r['sessions_list_p99_ms']} ms; "
                      f"error frames {r['error_frames']}")
+        if "loop_stalls" in r:
+            lines.append(f"   event loop held > 0.5 s: {r['loop_stalls']} times, worst {r['loop_stall_worst_ms']} ms; "
+                         f"seen at: {r['loop_stall_places']}")
         lines.append(f"   RSS MiB: idle {r['rss_idle_mb']}, then {samples}; after warm-up "
                      f"{r['rss_growth_pct']} % ({'flat' if r['rss_flat'] else 'NOT flat'})")
         for problem in problems(r) if r["gateway"] == "remoteclaw" else []:

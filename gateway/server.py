@@ -25,6 +25,7 @@ from gateway.config import ConfigError, ConfigStore
 from gateway.config.reload import register_secrets
 from gateway.control_ui import find_root
 from gateway.core import Gateway
+from gateway.loop_watch import LoopWatch
 from gateway.preauth import GatewayWebSocketProtocol
 from gateway.store import StoreError
 
@@ -182,10 +183,12 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
             # the cyclic collector's reach, so a full collection under load scans only what requests made.
             gc.collect()
             gc.freeze()
+            watch = _watch_loop(store)
             try:
                 # uvicorn closes the sockets it served; hand it a duplicate so ours outlives it.
                 await server.serve(sockets=[sock.dup()])
             finally:
+                watch.stop()
                 await gw.stop()
             if gw.restart_reason is None:
                 break
@@ -220,6 +223,13 @@ def _announce(host: str, port: int, token: str, origin: str, state: Path, *, con
     print("\n".join(lines), flush=True)
     if unseen:
         marker.touch()
+
+
+def _watch_loop(store: ConfigStore) -> LoopWatch:
+    """Warn in the log about event-loop stalls longer than ``logging.loopStallMs`` (live; 0 turns it off)."""
+    watch = LoopWatch(asyncio.get_running_loop(), threshold_s=lambda: store.config.logging.loopStallMs / 1000)
+    watch.start()
+    return watch
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -318,6 +318,8 @@ class LoggingConfig(Section):
     consoleLevel: Literal["debug", "info", "warning", "error"] = "info"
     maxFileBytes: int = Field(10 * 1024 * 1024, ge=64 * 1024)
     keepFiles: int = Field(5, ge=1)
+    loopStallMs: int = Field(500, ge=0)
+    """Log a ``loop.stalled`` warning, with where, when the event loop is held longer than this (0: off)."""
 
 
 class Config(BaseSettings):
