@@ -16,7 +16,7 @@ import structlog
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -45,7 +45,7 @@ from gateway.protocol import (
 from gateway.rpc import Caller
 from gateway.webchat.files import FILES_PATH, serve_file
 
-__all__ = ["build_app"]
+__all__ = ["build_app", "route_paths"]
 
 log = structlog.get_logger("gateway.app")
 
@@ -413,5 +413,17 @@ def build_app(gateway: Gateway) -> ASGIApp:
     if ui is not None:  # OpenClaw's Control UI, and its socket at its base path (gateway.control_ui)
         routes += ui.routes()
         rpc_paths = rpc_paths | ui.socket_paths
+    log.debug("serving", http=route_paths(routes), websocket=sorted(rpc_paths))  # what the origin check guards
     return _RpcFront(Starlette(routes=routes), ws_endpoint, gateway, rpc_paths)
 
+
+def route_paths(routes: list[BaseRoute]) -> list[str]:
+    """Every HTTP path template served (a mount as ``<prefix>/{path:path}``), for the start log and its tests."""
+    found: list[str] = []
+    for route in routes:
+        path = getattr(route, "path", None)
+        if isinstance(route, Mount):
+            found.append(f"{route.path}/{{path:path}}")
+        elif isinstance(path, str):
+            found.append(path)
+    return found

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import structlog
 
-__all__ = ["LOG_FILE_NAME", "add_secret", "configure", "flush", "shutdown", "tail"]
+__all__ = ["LOG_FILE_NAME", "add_secret", "configure", "flush", "scrub_secrets", "shutdown", "tail"]
 
 LOG_FILE_NAME = "gateway.log"
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
@@ -35,12 +35,29 @@ def add_secret(value: str | None) -> None:
         _secrets.add(value)
 
 
-def _scrub(value: Any) -> Any:
+def scrub_secrets(value: Any) -> Any:
+    """``value`` with the text of every known secret replaced by ``***``, in strings, map keys and lists.
+
+    For what leaves the gateway outside the log (error answers): an error message may quote input that
+    holds a secret (a parser's snippet, a provider quoting the key back, a key pasted in the wrong place).
+    """
+    if not _secrets:
+        return value
     if isinstance(value, str):
         for secret in _secrets:
             if secret in value:
                 value = value.replace(secret, "***")
         return value
+    if isinstance(value, dict):
+        return {scrub_secrets(k): scrub_secrets(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_secrets(v) for v in value]
+    return value
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return scrub_secrets(value)
     if isinstance(value, dict):
         return {k: ("***" if _SECRET_FIELD.search(str(k)) and v else _scrub(v)) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -37,6 +37,7 @@ from gateway.callers import (
     SessionScope,
     grants,
 )
+from gateway.logs import scrub_secrets
 from gateway.protocol import (
     Forbidden,
     InvalidRequest,
@@ -276,7 +277,20 @@ class Dispatcher:
     async def call(
         self, name: str, raw_params: Any, caller: Caller, gateway: Gateway, *, request_id: str = ""
     ) -> Any:
-        """Run one method for ``caller``; raises ``RpcError`` on any refusal or failure."""
+        """Run one method for ``caller``; raises ``RpcError`` on any refusal or failure.
+
+        The error's message and details are scrubbed of every known secret's text: they may quote input that
+        holds one (a key pasted in the wrong place, a parser's snippet, a provider quoting the key back), and
+        they reach sockets, ``/mcp`` clients and agents, none of which is the log's scrubber.
+        """
+        try:
+            return await self._call(name, raw_params, caller, gateway, request_id=request_id)
+        except RpcError as exc:
+            exc.message = scrub_secrets(exc.message)
+            exc.details = scrub_secrets(exc.details)
+            raise
+
+    async def _call(self, name: str, raw_params: Any, caller: Caller, gateway: Gateway, *, request_id: str) -> Any:
         spec = self.registry.get(name)
         if spec is None:
             raise InvalidRequest(f"unknown method: {name}")
