@@ -162,6 +162,8 @@ def _stalls(log: Path) -> dict[str, Any]:
                 stalls.append(orjson.loads(line))
     places: Counter[str] = Counter(place.rsplit(" (", 1)[0] for s in stalls for place in s.get("seen_at", [])[:1])
     return {"loop_stalls": len(stalls), "loop_stall_worst_ms": max((s.get("blocked_ms", 0) for s in stalls), default=0),
+            "loop_stall_ms_total": sum(s.get("blocked_ms", 0) for s in stalls),
+            "loop_stall_cpu_ms_total": sum(s.get("cpu_ms", 0) for s in stalls),
             "loop_stall_places": places.most_common(5)}
 
 
@@ -431,7 +433,8 @@ def summary(results: list[dict[str, Any]]) -> str:
                      f"p50 {r['sessions_list_p50_ms']} ms, p99 {r['sessions_list_p99_ms']} ms; "
                      f"error frames {r['error_frames']}")
         if "loop_stalls" in r:
-            lines.append(f"   event loop held > 0.5 s: {r['loop_stalls']} times, worst {r['loop_stall_worst_ms']} ms; "
+            lines.append(f"   event loop held > 0.5 s: {r['loop_stalls']} times, worst {r['loop_stall_worst_ms']} ms, "
+                         f"{r['loop_stall_cpu_ms_total']} ms CPU in {r['loop_stall_ms_total']} ms held; "
                          f"seen at: {r['loop_stall_places']}")
         lines.append(f"   RSS MiB: idle {r['rss_idle_mb']}, then {samples}; after warm-up "
                      f"{r['rss_growth_pct']} % ({'flat' if r['rss_flat'] else 'NOT flat'})")

@@ -24,6 +24,7 @@ from gateway.auth import AuthThrottle
 from gateway.config import Config, ConfigStore
 from gateway.config.reload import ConfigChanges
 from gateway.connection import CLOSE_RESTART, Connection
+from gateway.fanout import FanOut
 from gateway.hooks import HookRunner
 from gateway.memory import ReleaseAfterCrowd
 from gateway.outbound import OutboundBudget
@@ -126,6 +127,8 @@ class Gateway:
         """What start-up recovery did with the previous process's unfinished turns (``gateway.runs.recovery``)."""
         self.background: set[asyncio.Task[None]] = set()
         """Fire-and-forget work of this start (kept referenced until done)."""
+        self.fanout = FanOut(self.spawn)
+        """Broadcasts to many sockets, a slice at a time (``gateway.fanout``)."""
         self.restart_reason: str | None = None
         self.stopping = False
         self._tick_task: asyncio.Task[None] | None = None
@@ -255,19 +258,12 @@ class Gateway:
 
     def deliver_local(self, event: str, payload: Any = None, scope: str = READ, drop_if_slow: bool = False) -> int:
         """Send an event to this replica's authenticated operators holding ``scope``; returns how many got it."""
-        sent = 0
-        head: str | None = None  # the frame, encoded once for every socket (only its seq differs)
         only = self.subscriptions.targets(event, payload)  # session events go to their subscribers only
-        for conn in list(self.connections.values()):
-            caller = conn.caller
-            if caller is None or caller.role != "operator" or not grants(caller.scopes, scope):
-                continue
-            if only is not None and conn.conn_id not in only:
-                continue
-            if head is None:
-                head = event_head(event, payload)
-            if conn.send_event_head(head, drop_if_slow=drop_if_slow):
-                sent += 1
+        receivers = [conn for conn in self.connections.values()
+                     if (caller := conn.caller) is not None and caller.role == "operator"
+                     and grants(caller.scopes, scope) and (only is None or conn.conn_id in only)]
+        # the frame, encoded once for every socket (only its seq differs); sliced when there are many
+        sent = self.fanout.send(event_head(event, payload), receivers, drop_if_slow=drop_if_slow) if receivers else 0
         for derived, body in self.subscriptions.derive(event, payload):
             self.deliver_local(derived, body, scope)
         return sent
@@ -289,7 +285,6 @@ class Gateway:
         interval = self.config.gateway.tickIntervalMs / 1000
         while True:
             await asyncio.sleep(interval)
-            ts = int(time.time() * 1000)
-            for conn in list(self.connections.values()):
-                if conn.caller is not None:
-                    conn.send_event("tick", {"ts": ts}, drop_if_slow=True)
+            receivers = [conn for conn in self.connections.values() if conn.caller is not None]
+            if receivers:
+                self.fanout.send(event_head("tick", {"ts": int(time.time() * 1000)}), receivers, drop_if_slow=True)

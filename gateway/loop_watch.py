@@ -5,7 +5,9 @@ half a second delays all of them at once: ``health`` answers late, cron fires la
 out. Such stalls do not show in a profile of averages. A daemon thread sends the loop a heartbeat every
 ``interval_s``; when the loop has not run it after ``threshold_s``, the thread samples the loop thread's
 stack until it does, then logs one warning with how long the loop was held and the places it was found
-most often (our code first). It costs one thread wake-up per interval and nothing on the loop.
+most often (our code first), and how much CPU the process had meanwhile: close to the time held means our
+code was working (the places say which), far below it means the machine gave the process no CPU. It costs one
+thread wake-up per interval and nothing on the loop.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ OWN_PACKAGES = ("gateway", "channels", "nodes", "plugins", "mcp_shim")
 class Stall:
     """One stall: how long the loop was held and where it was seen."""
 
-    def __init__(self, blocked_ms: float, places: list[tuple[str, int]]) -> None:
+    def __init__(self, blocked_ms: float, cpu_ms: float, places: list[tuple[str, int]]) -> None:
         self.blocked_ms = blocked_ms
+        self.cpu_ms = cpu_ms  # CPU the process got meanwhile: far below blocked_ms means the machine was busy
         self.places = places  # "file:line function", how many samples found the loop there
 
 
@@ -68,7 +71,7 @@ class LoopWatch:
             if threshold <= 0:
                 continue
             beat = threading.Event()
-            sent = time.monotonic()
+            sent, cpu = time.monotonic(), time.process_time()
             try:
                 self.loop.call_soon_threadsafe(beat.set)
             except RuntimeError:  # the loop is closed: the gateway is gone
@@ -82,12 +85,13 @@ class LoopWatch:
                 frame = sys._current_frames().get(self._loop_thread)
                 if frame is not None:
                     samples[_place(frame)] += 1
-            self._record(Stall((time.monotonic() - sent) * 1000, samples.most_common(3)))
+            self._record(Stall((time.monotonic() - sent) * 1000, (time.process_time() - cpu) * 1000,
+                               samples.most_common(3)))
 
     def _record(self, stall: Stall) -> None:
         self.stalls = [*self.stalls[-(self._keep - 1):], stall]
         self.worst_ms = max(self.worst_ms, stall.blocked_ms)
-        log.warning("loop.stalled", blocked_ms=round(stall.blocked_ms),
+        log.warning("loop.stalled", blocked_ms=round(stall.blocked_ms), cpu_ms=round(stall.cpu_ms),
                     seen_at=[f"{place} ({count} samples)" for place, count in stall.places])
 
 

@@ -32,6 +32,7 @@ def test_a_blocking_callback_is_reported_with_its_place() -> None:
     assert len(watch.stalls) == 1
     stall = watch.stalls[0]
     assert 300 <= stall.blocked_ms < 2000
+    assert stall.cpu_ms < stall.blocked_ms / 2  # time.sleep holds the loop without working: not CPU-bound
     place, samples = stall.places[0]
     assert "hold_the_loop" in place and "time.sleep" not in place, place  # the frame of ours, by name
     assert samples >= 5
