@@ -144,7 +144,7 @@ class CronService:
         if self.running >= self._config.config.cron.maxConcurrentRuns:
             self.next_wake_ms = None
             return MAX_SLEEP_S  # a finishing run wakes the timer
-        async with self._db.session() as s:
+        async with self._db.reading() as s:
             nxt = await s.scalar(select(func.min(CronJob.next_run_at)).where(
                 CronJob.enabled.is_(True), CronJob.running_at.is_(None), CronJob.next_run_at.is_not(None)))
         self.next_wake_ms = nxt
@@ -219,14 +219,18 @@ class CronService:
     async def _run(self, job: CronJob, scheduled_for: int | None, trigger: str) -> None:
         if scheduled_for is not None and scheduled_for > now_ms():  # claimed ahead: wait for its time
             await asyncio.sleep((scheduled_for - now_ms()) / 1000)
-            async with self._db.session() as s:  # removed, switched off or changed meanwhile?
+            async with self._db.reading() as s:  # removed, switched off or changed meanwhile?
                 current = await s.get(CronJob, job.id)
-                if current is None or current.running_replica != self._replica_id:
-                    return
-                if not current.enabled:
-                    current.running_at = current.running_replica = None
-                    return
-                s.expunge(current)
+                if current is not None:
+                    s.expunge(current)
+            if current is None or current.running_replica != self._replica_id:
+                return
+            if not current.enabled:
+                async with self._db.session() as s:  # give the claim back
+                    await s.execute(update(CronJob)
+                                    .where(CronJob.id == job.id, CronJob.running_replica == self._replica_id)
+                                    .values(running_at=None, running_replica=None))
+                return
             job = current
         started = now_ms()
         async with self._db.session() as s:

@@ -190,7 +190,7 @@ async def chat_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]:
     """The session's transcript, oldest first (the last ``limit`` entries, within ``maxBytes``)."""
     key = ctx.sessions.normalize_key(p.sessionKey)
     await check_visible(ctx, key)
-    async with ctx.db.session() as s:
+    async with ctx.db.reading() as s:
         entries = await SessionRepo.history(s, key, p.limit or 200)
     messages = [e.to_dict() for e in entries]
     if p.maxBytes is not None:

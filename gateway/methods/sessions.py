@@ -70,7 +70,7 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels; the global and
     unknown sessions only when asked for (see ``gateway/sessions.py``)."""
     runs = ctx.runs
-    async with ctx.db.session() as s:
+    async with ctx.db.reading() as s:
         hidden = [name for name, shown in (("global", p.includeGlobal), ("unknown", p.includeUnknown)) if not shown]
         rows = await SessionRepo.search(s, search=p.search, limit=min(p.limit, 1000) if p.limit else None,
                                         hide_names=hidden)

@@ -44,6 +44,36 @@ async def test_slow_writers_all_commit(tmp_path: Path) -> None:
         assert conn.execute("SELECT count(*) FROM t").fetchone() == (20,)
 
 
+async def test_readers_do_not_wait_for_the_writers_turn(tmp_path: Path) -> None:
+    """While a unit of work holds its turn (and SQLite's write lock), ``reading`` answers from the last commit;
+    the writer only finishes after the reader did, so a reader waiting for the turn would never get there."""
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'read.db'}")
+    async with db.session() as s:
+        await s.execute(text("CREATE TABLE t (n INTEGER)"))
+        await s.execute(text("INSERT INTO t (n) VALUES (1)"))
+    read_done = asyncio.Event()
+    writing = asyncio.Event()
+
+    async def writer() -> None:
+        async with db.session() as s:
+            await s.execute(text("INSERT INTO t (n) VALUES (2)"))
+            writing.set()
+            await asyncio.wait_for(read_done.wait(), 10)
+
+    async def reader() -> int:
+        await writing.wait()
+        async with db.reading() as s:
+            count = int((await s.execute(text("SELECT count(*) FROM t"))).scalar_one())
+        read_done.set()
+        return count
+
+    _, seen = await asyncio.gather(writer(), reader())
+    assert seen == 1  # the committed row; the writer's own is not visible until it commits
+    async with db.reading() as s:
+        assert (await s.execute(text("SELECT count(*) FROM t"))).scalar_one() == 2
+    await db.close()
+
+
 async def test_a_unit_inside_a_unit_does_not_wait_for_itself(tmp_path: Path) -> None:
     db = Database(f"sqlite+aiosqlite:///{tmp_path / 'nested.db'}")
     async with db.session() as s:
