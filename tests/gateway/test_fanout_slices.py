@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import resource
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 
 from gateway.fanout import SLICE, FanOut
 from gateway.protocol import event_head
-from tests.gateway.test_fanout import Peer, _join_many
+from tests.gateway.test_fanout import Peer, _enough_files, _join_many  # noqa: F401 (the fixture, autouse)
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _enough_files() -> Iterator[None]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, 8192), hard), hard))
-    yield
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 class Socket:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.test_control_ui_serving import make_ui
+from tests.gateway.test_hardening import status_of
 from tests.support.gateway_proc import GatewayProcess
 
 FOREIGN = ["https://evil.example", "null", "http://127.0.0.1.evil.example", "http://localhost"]
@@ -72,13 +73,7 @@ def upgrade(gw: GatewayProcess, path: str, origin: str | None) -> int:
         head = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{gw.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n")
         sock.sendall((head + (f"Origin: {origin}\r\n" if origin else "") + "\r\n").encode())
-        data = b""
-        while b"\r\n" not in data:
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return int(data.split(b" ", 2)[1])
+        return status_of(sock)
 
 
 def test_the_route_listing_covers_every_subsystem(gw: GatewayProcess) -> None:
