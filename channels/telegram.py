@@ -99,6 +99,21 @@ def _int_id(value: str, field: str) -> int:
         raise ChannelError(f"telegram: {field} must be a number, got {value!r}", details={"field": field}) from None
 
 
+def _entity_texts(msg: telegram.Message) -> list[tuple[telegram.MessageEntity, str]]:
+    """The message's (or caption's) entities with their text, leaving out one whose offsets split a character.
+
+    Telegram's offsets count UTF-16 units; one falling inside a surrogate pair cannot be decoded, and
+    ``parse_entities`` would then fail the whole message, which was never answered.
+    """
+    out = []
+    for ent in (msg.entities if msg.text else msg.caption_entities):
+        try:
+            out.append((ent, msg.parse_entity(ent) if msg.text else msg.parse_caption_entity(ent)))
+        except UnicodeDecodeError:
+            continue
+    return out
+
+
 class TelegramChannel(Channel):
     """One Telegram bot account."""
 
@@ -278,8 +293,7 @@ class TelegramChannel(Channel):
         text = msg.text or msg.caption or ""
         me = (self.username or "").lower()
         hit = False
-        entities = msg.parse_entities() if msg.text else msg.parse_caption_entities()
-        for ent, value in entities.items():
+        for ent, value in _entity_texts(msg):
             by_name = ent.type in ("mention", "bot_command") and bool(me) and value.lower().endswith("@" + me)
             by_id = ent.type == "text_mention" and ent.user is not None and ent.user.id == self.bot_id
             hit = hit or by_name or by_id

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_telegram import BOT_ID, FakeTelegram, cli_runs, module_fake, telegram_gateway
+from tests.support.fake_telegram import BOT_ID, BOT_USERNAME, FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
 
@@ -74,6 +74,18 @@ async def test_group_needs_a_mention_and_forum_topics_keep_their_thread(gw: Gate
                       entities=entities)
     await fake.wait_call("getUpdates", lambda c: int(c.params.get("offset") or 0) > fake.last_update_id)
     assert not any("stranger question" in r["prompt"] for r in runs(gw))
+
+
+async def test_an_entity_splitting_a_character_does_not_lose_the_message(gw: GatewayProcess,
+                                                                        fake: FakeTelegram) -> None:
+    # Regression (found by the Telegram fuzzer): offsets count UTF-16 units, and a bold entity inside the
+    # emoji's surrogate pair failed the whole update, so the mention next to it was never answered.
+    handle = "@" + BOT_USERNAME
+    entities = [{"type": "bold", "offset": 1, "length": 1}, {"type": "mention", "offset": 3, "length": len(handle)}]
+    fake.user_message(chat_id=GROUP, user_id=555, chat_type="supergroup", text=f"\U0001f600 {handle} split entity",
+                      entities=entities)
+    call = await fake.wait_call("sendMessage", lambda c: "split entity" in c.params["text"])
+    assert call.params["chat_id"] == str(GROUP) and handle not in call.params["text"]
 
 
 async def test_replying_to_the_bot_counts_as_a_mention(gw: GatewayProcess, fake: FakeTelegram) -> None:

@@ -116,16 +116,19 @@ def test_random_config_writes_never_corrupt_the_file(gw: GatewayProcess) -> None
     loop = asyncio.new_event_loop()
     client: RawClient = loop.run_until_complete(operator(gw.url, gw.token or ""))
     path = gw.state_dir / "remoteclaw.json"
-    accepted = 0
+    accepted = cases = 0
+    # The hash of the file as the gateway has it: the last accepted write's, as config.get would report it
+    # (asked once here and once at the end rather than before every write).
+    current_hash: str = loop.run_until_complete(client.call("config.get"))["hash"]
 
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(write=writes(), stale=st.integers(0, 19))
     def check(write: tuple[str, dict[str, Any]], stale: int) -> None:
-        nonlocal accepted
+        nonlocal accepted, cases, current_hash
+        cases += 1
         method, params = write
         before = path.read_bytes()
-        current = loop.run_until_complete(client.call("config.get"))
-        params = {**params, "baseHash": "0" * 64 if stale == 0 else current["hash"]}
+        params = {**params, "baseHash": "0" * 64 if stale == 0 else current_hash}
         res = loop.run_until_complete(client.req(method, params, timeout=30))
         check_response(res)
         if res["ok"]:
@@ -134,14 +137,20 @@ def test_random_config_writes_never_corrupt_the_file(gw: GatewayProcess) -> None
             validate(data)  # still a valid config
             assert hash_data(data) == res["payload"]["hash"], (params, res)
             assert res["payload"]["restart"] is False, (params, res)
+            current_hash = res["payload"]["hash"]  # what config.get now reports (checked at the end)
         else:
             assert res["error"]["code"] == "INVALID_REQUEST", res
             assert _names_where(res["error"]["message"]), (method, params, res)
             assert path.read_bytes() == before, (method, params, res)
+            if stale != 0:  # the hash sent was the current one: the gateway agrees on what it is
+                assert "baseHash mismatch" not in res["error"]["message"], (current_hash, res)
 
     try:
         check()
+        print(f"config writes: {cases}, accepted: {accepted}")
+        assert cases >= EXAMPLES, (cases, EXAMPLES)
         assert accepted > 0, "no random change was ever accepted: the generator only tests refusals"
+        assert loop.run_until_complete(client.call("config.get"))["hash"] == current_hash
         assert loop.run_until_complete(fresh_health(gw))["ok"] is True
         loop.run_until_complete(client.close())
         written = json.loads(path.read_text())

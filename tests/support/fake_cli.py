@@ -18,7 +18,8 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
 - ``edit:<path>`` edit a file below its working directory as a coding agent would: a new file gets three
   lines, an existing one has its first line replaced (for the projects and diff tests).
 
-Otherwise it echoes. With ``--input-format stream-json`` (steering) it takes the prompt from the first JSON
+Otherwise it echoes; with ``FAKE_CLI_ECHO_ONLY`` set it always echoes (for fuzzers, whose random text may
+contain a directive). With ``--input-format stream-json`` (steering) it takes the prompt from the first JSON
 line and afterwards echoes each further user message written to its stdin, until stdin closes.
 Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
 """
@@ -55,6 +56,14 @@ def main() -> int:
                                  "plugin_tools": plugin_tools,
                                  "env": {k: v for k, v in os.environ.items() if k.startswith("REMOTECLAW_")}}) + "\n")
     sid = resume or str(uuid.uuid4())
+    if os.environ.get("FAKE_CLI_ECHO_ONLY"):  # random text (fuzzers) must not be taken for a directive
+        reply = f"echo: {prompt.strip()}"
+        out({"type": "system", "subtype": "init", "session_id": sid, "model": "fake-model", "tools": [],
+             "mcp_servers": [{"name": "remoteclaw", "status": "connected"}]})
+        out({"type": "assistant", "session_id": sid, "message": {"content": [{"type": "text", "text": reply}]}})
+        out({"type": "result", "subtype": "success", "is_error": False, "session_id": sid, "result": reply,
+             "usage": {"input_tokens": 10, "output_tokens": 5}})
+        return 0
     if "expired" in prompt and resume:
         sys.stderr.write(f"Error: No conversation found with session ID: {resume}\n")
         return 1

@@ -61,15 +61,17 @@ def module_gateway(**channel: Any) -> Any:
 
 
 def telegram_gateway(state_dir: Path, fake: FakeTelegram, *, channels: dict[str, Any] | None = None,
-                     config: dict[str, Any] | None = None, **telegram: Any) -> GatewayProcess:
+                     config: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+                     **telegram: Any) -> GatewayProcess:
     """A (not yet started) gateway whose Telegram bot talks to ``fake`` and whose agent is the stand-in CLI.
 
-    The CLI appends each run's argv, prompt and ``REMOTECLAW_*`` env to ``<state_dir>/cli.log``.
+    The CLI appends each run's argv, prompt and ``REMOTECLAW_*`` env to ``<state_dir>/cli.log``; ``env`` adds
+    to the gateway's (and so the CLI's) environment.
     """
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
            "channels": {**(channels or {}), "telegram": fake.channel_config(**telegram)}}
     cfg.update(config or {})  # other top-level sections (e.g. "session")
-    proc = GatewayProcess(state_dir, config=cfg, env={"FAKE_CLI_LOG": str(state_dir / "cli.log")})
+    proc = GatewayProcess(state_dir, config=cfg, env={"FAKE_CLI_LOG": str(state_dir / "cli.log"), **(env or {})})
     return proc
 
 
@@ -171,12 +173,17 @@ class FakeTelegram:
             self._outages[method] = (until, err)
 
     def push(self, update: dict[str, Any]) -> dict[str, Any]:
-        update = {"update_id": next(self._update_ids), **update}
-        self.last_update_id = update["update_id"]
-        self.updates.append(update)
+        return self.push_many([update])[0]
+
+    def push_many(self, updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Push updates at once (numbered in order): the bot's next ``getUpdates`` gets them all together."""
+        numbered = [{"update_id": next(self._update_ids), **u} for u in updates]
+        if numbered:
+            self.last_update_id = numbered[-1]["update_id"]
+        self.updates.extend(numbered)  # one step: a poll answered meanwhile sees none or all of them
         if self._loop is not None and self._new_update is not None:
             self._loop.call_soon_threadsafe(self._new_update.set)
-        return update
+        return numbered
 
     def user_message(self, *, chat_id: int, user_id: int, text: str = "", chat_type: str = "private",
                      first_name: str = "Ada", thread_id: int | None = None,
@@ -319,7 +326,7 @@ class FakeTelegram:
             field_name = method[4:].lower()
             upload = files.get(field_name) or params.get(field_name)
             size = upload["size"] if isinstance(upload, dict) else 0
-            media: dict[str, Any] = {"file_id": f"F{next(self._message_ids)}", "file_unique_id": "u1",
+            media: Any = {"file_id": f"F{next(self._message_ids)}", "file_unique_id": "u1",
                                      "file_size": size}
             if field_name == "voice":
                 media["duration"] = 1
@@ -366,6 +373,8 @@ class FakeTelegram:
         path = request.path_params["path"]
         fid = path.rsplit("/", 1)[-1].split(".", 1)[0]
         if request.path_params["token"] != self.token or fid not in self.files:
-            return Response(status_code=404)
+            # As Telegram's file server: a JSON error body (python-telegram-bot parses it; an empty one it logs
+            # as "Can not load invalid JSON data").
+            return JSONResponse({"ok": False, "error_code": 404, "description": "Not Found"}, status_code=404)
         await asyncio.sleep(self.file_delays.get(fid, 0.0))
         return Response(self.files[fid], media_type="application/octet-stream")
