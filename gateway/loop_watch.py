@@ -30,6 +30,8 @@ SAMPLE_EVERY_S = 0.01
 """How often a held loop's stack is sampled while the watch waits for the heartbeat."""
 
 OWN_PACKAGES = ("gateway", "channels", "nodes", "plugins", "mcp_shim")
+PLUGIN_MODULES = "remoteclaw_plugin_"
+"""Plugins loaded from a folder are imported under this prefix (``gateway/plugins/discovery.py``)."""
 
 
 class Stall:
@@ -96,18 +98,21 @@ class LoopWatch:
 
 
 def _place(frame: FrameType) -> str:
-    """The innermost frame of our own code on the stack (else the innermost frame), as ``file:line function``;
-    with the innermost frame after it when that is elsewhere (a library doing the work)."""
-    inner = frame
+    """The innermost frame of our own code (a plugin's included) in the callback the loop is running, as
+    ``module:line function``, with the innermost frame after it when that is elsewhere (a library doing the
+    work); else the innermost frame alone. The walk stops at the event loop: what called the loop is no answer."""
     ours: FrameType | None = None
     walk: FrameType | None = frame
     while walk is not None:
-        if walk.f_globals.get("__name__", "").split(".", 1)[0] in OWN_PACKAGES:
+        module = walk.f_globals.get("__name__", "")
+        if module.startswith("asyncio.") or module == "uvloop":
+            break
+        if module.split(".", 1)[0] in OWN_PACKAGES or module.startswith(PLUGIN_MODULES):
             ours = walk
             break
         walk = walk.f_back
-    where = _describe(ours or inner)
-    return where if ours is None or ours is inner else f"{where} → {_describe(inner)}"
+    where = _describe(ours or frame)
+    return where if ours is None or ours is frame else f"{where} → {_describe(frame)}"
 
 
 def _describe(frame: FrameType) -> str:
