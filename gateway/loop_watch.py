@@ -55,7 +55,6 @@ class LoopWatch:
         self.threshold_s = threshold_s
         self.interval_s = interval_s
         self.stalls: list[Stall] = []  # the last ``keep``, newest last
-        self.worst_ms = 0.0
         self._keep = keep
         self._loop_thread = threading.get_ident()  # built on the loop's thread
         self._stop = threading.Event()
@@ -92,7 +91,6 @@ class LoopWatch:
 
     def _record(self, stall: Stall) -> None:
         self.stalls = [*self.stalls[-(self._keep - 1):], stall]
-        self.worst_ms = max(self.worst_ms, stall.blocked_ms)
         log.warning("loop.stalled", blocked_ms=round(stall.blocked_ms), cpu_ms=round(stall.cpu_ms),
                     seen_at=[f"{place} ({count} samples)" for place, count in stall.places])
 

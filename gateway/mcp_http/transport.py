@@ -84,8 +84,7 @@ line end: escaped, so one message is always one ``data:`` line."""
 def _sse(message: dict[str, Any]) -> bytes:
     body = orjson.dumps(message)
     for raw, escaped in _LINE_BREAKS.items():
-        if raw in body:
-            body = body.replace(raw, escaped)
+        body = body.replace(raw, escaped)
     return b"event: message\ndata: " + body + b"\n\n"
 
 
