@@ -69,3 +69,6 @@ class Caller:
     """When set, the only methods this caller may use (a non-owner agent run's token); None: no limit."""
     confined_to: SessionScope | None = None
     """When set, the only sessions and chats this caller may read (a non-owner agent run); None: all."""
+    reach: tuple[str, ...] | None = None
+    """An agent run: the only folders it may name files in for the gateway to read (what the run itself can
+    see: its workspace); None: not a run, the caller's scopes decide."""

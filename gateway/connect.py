@@ -67,6 +67,9 @@ class RunGrantLike(Protocol):
     @property
     def confine(self) -> SessionScope | None: ...
 
+    @property
+    def reach(self) -> tuple[str, ...]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
@@ -168,6 +171,7 @@ def caller_for(params: ConnectParams, accepted: Accepted, *, conn_id: str, remot
                "caps": params.caps or [], "commands": params.commands or []},
         methods=accepted.run_grant.methods if accepted.run_grant is not None else None,
         confined_to=accepted.run_grant.confine if accepted.run_grant is not None else None,
+        reach=accepted.run_grant.reach if accepted.run_grant is not None else None,
     )
 
 

@@ -34,6 +34,17 @@ __all__ = ["resolve_token", "run", "serve"]
 log = structlog.get_logger("gateway.server")
 
 
+_ENV_TOKEN: list[str] = []
+
+
+def _env_token() -> str:
+    """``REMOTECLAW_GATEWAY_TOKEN``, read once and then dropped from the environment: nothing started later (an
+    agent CLI, a hook, a plugin's subprocess) inherits the gateway's own token. Restarts reuse the value read."""
+    if not _ENV_TOKEN:
+        _ENV_TOKEN.append(os.environ.pop("REMOTECLAW_GATEWAY_TOKEN", "").strip())
+    return _ENV_TOKEN[0]
+
+
 def resolve_token(store: ConfigStore) -> tuple[str, str]:
     """Token from ``REMOTECLAW_GATEWAY_TOKEN``, else the config, else the state dir (created once).
 
@@ -41,7 +52,7 @@ def resolve_token(store: ConfigStore) -> tuple[str, str]:
         The token and where it came from: ``env``, ``config``, ``new`` (the state dir's, created just now)
         or ``state`` (the state dir's, from an earlier start).
     """
-    env = os.environ.get("REMOTECLAW_GATEWAY_TOKEN", "").strip()
+    env = _env_token()
     if env:
         return env, "env"
     if store.config.gateway.auth.token:

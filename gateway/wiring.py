@@ -70,11 +70,18 @@ async def _start_sessions(gw: Gateway) -> None:
 async def _start_agents(gw: Gateway) -> None:
     """The executor: it runs the queue's turns and takes the chats' allowed messages."""
     from gateway.agents.executor import AgentExecutor
+    from gateway.agents.workspace import runs_folder
+    from gateway.sandbox import GatewayRelay, Sandbox, private_paths
 
+    runs_dir = runs_folder(gw.state_dir)
+    relay = GatewayRelay(runs_dir / "gateway.sock", lambda: gw.listen)
+    gw.on_stop(relay.close)
+    sandbox = Sandbox(config=gw.config_store, state_dir=gw.state_dir, relay=relay,
+                      private=private_paths(gw.config_store.path, gw.db.url))
     executor = AgentExecutor(db=gw.db, config=gw.config_store, state_dir=gw.state_dir, replica_id=gw.replica_id,
                              sessions=gw.sessions, runs=gw.runs, run_tokens=gw.run_tokens, hooks=gw.hooks,
                              services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,
-                             listen=lambda: gw.listen)
+                             listen=lambda: gw.listen, sandbox=sandbox, runs_dir=runs_dir)
     gw.agents = executor
     # The queue runs its turns through the executor, which submits to the queue: the loop is closed here.
     gw.runs.executor = executor.execute

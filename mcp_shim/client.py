@@ -86,8 +86,11 @@ class GatewayClient:
         extra_connect: dict[str, Any] | None = None,
         device_signer: Callable[[dict[str, Any], str], dict[str, Any]] | None = None,
         display_name: str | None = None,
+        unix_socket: str | None = None,
     ) -> None:
         self.url = url
+        self.unix_socket = unix_socket
+        """Connect through this Unix socket (the sandbox's relay to the gateway) instead of the URL's host."""
         self.token = token
         self.client_id = client_id
         self.mode = mode
@@ -115,10 +118,14 @@ class GatewayClient:
         async with self._connect_lock:
             if self.connected and self.hello is not None:
                 return self.hello
-            from websockets.asyncio.client import connect
+            from websockets.asyncio.client import connect, unix_connect
 
-            ws = await connect(self.url, max_size=None, compression=None, open_timeout=open_timeout,
-                               ping_interval=None, close_timeout=1)
+            options: dict[str, Any] = {"max_size": None, "compression": None, "open_timeout": open_timeout,
+                                       "ping_interval": None, "close_timeout": 1}
+            if self.unix_socket:
+                ws = await unix_connect(self.unix_socket, self.url, **options)
+            else:
+                ws = await connect(self.url, **options)
             try:
                 # The server speaks first with connect.challenge; we answer with connect.
                 challenge = decode(await asyncio.wait_for(ws.recv(), open_timeout))

@@ -34,14 +34,16 @@ class Context:
     and this is on the path to answering ``tools/list``.
     """
 
-    __slots__ = ("account_id", "channel", "gateway_token", "gateway_url", "plugin_tools_file", "sender_is_owner",
-                 "session_key", "side_effects_file", "thread_id", "to", "tool_profile")
+    __slots__ = ("account_id", "channel", "gateway_socket", "gateway_token", "gateway_url", "plugin_tools_file",
+                 "sender_is_owner", "session_key", "side_effects_file", "thread_id", "to", "tool_profile")
 
     def __init__(self, *, gateway_url: str, gateway_token: str, session_key: str, side_effects_file: str,
                  channel: str | None = None, account_id: str | None = None, to: str | None = None,
                  thread_id: str | None = None, sender_is_owner: bool = False, tool_profile: str = "full",
-                 plugin_tools_file: str | None = None) -> None:
+                 plugin_tools_file: str | None = None, gateway_socket: str | None = None) -> None:
         self.gateway_url = gateway_url
+        self.gateway_socket = gateway_socket
+        """A Unix socket to reach the gateway through (a sandboxed run with no network); None: the URL's host."""
         self.gateway_token = gateway_token
         self.session_key = session_key
         self.side_effects_file = side_effects_file
@@ -90,4 +92,5 @@ class Context:
             sender_is_owner=(opt("REMOTECLAW_SENDER_IS_OWNER") or "").lower() == "true",
             tool_profile=profile,
             plugin_tools_file=opt("REMOTECLAW_PLUGIN_TOOLS_FILE"),
+            gateway_socket=opt("REMOTECLAW_GATEWAY_SOCKET"),
         )

@@ -90,6 +90,7 @@ class Runner:
             self._client = GatewayClient(
                 self.ctx.gateway_url, self.ctx.gateway_token, client_id="remoteclaw-mcp", mode="backend",
                 version=__version__, scopes=self.catalog.scopes(), timeout=CALL_TIMEOUT_S,
+                unix_socket=self.ctx.gateway_socket,
             )
         return self._client
 

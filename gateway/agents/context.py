@@ -22,13 +22,14 @@ def is_owner_run(run: Run) -> bool:
     return run.is_owner and run.first.source != "cron"
 
 
-def issue_run_token(tokens: RunTokens, run: Run) -> str:
-    """A token for this run's shim only, capped to its tier (the agent can read it; see ``RunTokens``)."""
+def issue_run_token(tokens: RunTokens, run: Run, reach: tuple[str, ...]) -> str:
+    """A token for this run's shim only, capped to its tier (the agent can read it; see ``RunTokens``), naming
+    the folders it may name files in (``reach``: what the run itself can see)."""
     if is_owner_run(run):
-        return tokens.issue(frozenset(OPERATOR_SCOPES))
+        return tokens.issue(frozenset(OPERATOR_SCOPES), reach=reach)
     origin = run.last.origin
     confine = SessionScope(run.session_key, origin.channel if origin else None, origin.to if origin else None)
-    return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names(), confine=confine)
+    return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names(), confine=confine, reach=reach)
 
 
 def context_env(run: Run, *, agent: AgentConfig, config: Config, listen: tuple[str, int], fx_path: Path,

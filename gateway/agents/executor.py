@@ -20,10 +20,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -34,11 +34,11 @@ import orjson
 import structlog
 
 from gateway.agents import outbox
-from gateway.agents.context import context_env, issue_run_token, prompt_for
+from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
 from gateway.agents.diffs import diff_trees, save_diff, snapshot
 from gateway.agents.inbound import InboundRouter
 from gateway.agents.invocation import cli_argv
-from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir
+from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, get_runtime
 from gateway.agents.runtimes.base import Approve, Runtime
@@ -52,6 +52,7 @@ from gateway.ports import PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voi
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
+from gateway.sandbox import RunConfinement, SandboxRefused
 from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo
 from gateway.store.usage import UsageRepo
@@ -63,10 +64,11 @@ if TYPE_CHECKING:
 
     from gateway.agents.tokens import RunTokens
     from gateway.callbacks import Broadcast
-    from gateway.config import ConfigStore
+    from gateway.config import AgentConfig, ConfigStore
     from gateway.hooks import HookRunner
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
     from gateway.runs import RunQueue
+    from gateway.sandbox import Sandbox
     from gateway.services import Services
     from gateway.sessions import SessionsService
     from gateway.store import Database
@@ -91,7 +93,7 @@ class AgentExecutor:
     def __init__(self, *, db: Database, config: ConfigStore, state_dir: Path, replica_id: str,
                  sessions: SessionsService, runs: RunQueue, run_tokens: RunTokens, hooks: HookRunner,
                  services: Services, broadcast: Broadcast, platforms: Callable[[], ChatPlatforms | None],
-                 listen: Callable[[], tuple[str, int]]) -> None:
+                 listen: Callable[[], tuple[str, int]], sandbox: Sandbox, runs_dir: Path) -> None:
         self._db = db
         self._config = config
         self._state_dir = state_dir
@@ -108,15 +110,14 @@ class AgentExecutor:
         """The chat platforms, once attached (they start after the executor)."""
         self._listen = listen
         """Where the gateway listens (the shim's address), known once the server is bound."""
+        self._sandbox = sandbox
         self.inbound = InboundRouter(self, db=db, config=config, sessions=sessions, runs=runs, hooks=hooks,
                                      services=services, state_dir=state_dir)
         self._notes: dict[str, ProgressSink] = {}
         """The progress note of each session's running turn (told when the run waits for its person)."""
-        self.root = Path(tempfile.gettempdir()) / "remoteclaw-runs"
-        # One folder per gateway (per state dir): two gateways on one machine may hold the same session key,
-        # and each removes its workspace after every turn.
-        state_id = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
-        self.runs_dir = self.root / state_id
+        self.runs_dir = runs_dir
+        """One folder per gateway (``workspace.runs_folder``): the runs' workspaces and hand-back files."""
+        self.root = runs_dir.parent
         self._diff_files: dict[str, Path] = {}  # run id -> its turn's .diff, until after_run sends it
 
     # -- while a turn runs ---------------------------------------------------------------------
@@ -221,8 +222,18 @@ class AgentExecutor:
         if any(req.files for req in run.requests):
             await asyncio.to_thread(copy_attachments, run, scratch / ATTACHMENTS_DIR)
         before = await self._snapshot(workdir)
-        token = issue_run_token(self._run_tokens, run)
         tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
+        cli_state = self._state_dir / "runtimes" / self.workspace_for(run.session_key).name
+        try:
+            confinement = await self._confine(run, agent, runtime, workspace, workdir, fx_path, tools_path,
+                                              cli_state)
+        except SandboxRefused as exc:
+            shutil.rmtree(scratch, ignore_errors=True)
+            fx_path.unlink(missing_ok=True)
+            tools_path.unlink(missing_ok=True)
+            log.warning("run refused: it cannot be sandboxed", session_key=run.session_key, why=str(exc))
+            return RunOutcome(status="error", error=str(exc))
+        token = issue_run_token(self._run_tokens, run, tuple(str(p) for p in confinement.visible))
         started = time.monotonic()
         stream: RunStream | None = None
         typing: asyncio.Task[None] | None = None
@@ -245,6 +256,8 @@ class AgentExecutor:
             ctx_env = context_env(run, agent=agent, config=self._config.config, listen=self._listen(), fx_path=fx_path,
                                   token=token)
             ctx_env["REMOTECLAW_PLUGIN_TOOLS_FILE"] = str(tools_path)
+            if confinement.socket is not None:  # a network of its own: the gateway through a bound socket
+                ctx_env["REMOTECLAW_GATEWAY_SOCKET"] = str(confinement.socket)
             spec = RunSpec(
                 prompt=prompt,
                 system_prompt=build_system_prompt(agent_name=agent.name or agent.id, session_key=run.session_key,
@@ -253,8 +266,8 @@ class AgentExecutor:
                 workspace=workspace,
                 mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
-                state_dir=self._state_dir / "runtimes" / self.workspace_for(run.session_key).name,
-                permissions=agent.permissions, approve=self._approver(run),
+                state_dir=cli_state, permissions=agent.permissions, approve=self._approver(run),
+                confine=confinement.confine, pass_env=tuple(confinement.settings.passEnv),
             )
             progress = self._progress_note(run)
             if progress is not None:
@@ -326,6 +339,25 @@ class AgentExecutor:
         if not res.ok:
             return RunOutcome(status="error", error=res.error or "the agent failed")
         return RunOutcome(status="ok", reply=reply)
+
+    async def _confine(self, run: Run, agent: AgentConfig, runtime: Runtime, workspace: Path, workdir: Workdir | None,
+                       fx_path: Path, tools_path: Path, cli_state: Path) -> RunConfinement:
+        """The run's sandbox (``gateway.sandbox``), with the files it hands back made ready to be shown in it."""
+
+        def prepare() -> tuple[list[Path], list[Path]]:
+            cli_state.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for path in (fx_path, tools_path):  # bound into the sandbox: they must exist first
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+            write = [cli_state, fx_path]
+            git_dir = shared_git_dir(workdir.path) if workdir is not None and workdir.worktree else None
+            if git_dir is not None:  # a worktree commits into its repository's own .git
+                write.append(git_dir)
+            return write, [Path(p.path).expanduser() for p in agent.projects]
+
+        write, owner_paths = await asyncio.to_thread(prepare)
+        return await self._sandbox.confinement(
+            agent, owner=is_owner_run(run), session_key=run.session_key, workspace=workspace, write=write,
+            read=[tools_path], owner_paths=owner_paths, logins=runtime.logins, credentials=runtime.credentials)
 
     def _approver(self, run: Run) -> Approve | None:
         """How a CLI that asks its client (Codex's app-server) puts a tool use to this run's person."""

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from gateway.config import AgentConfig, ProjectConfig
 
 __all__ = ["BRANCH_PREFIX", "PRIVATE_DIR", "GitError", "Workdir", "branch_of", "describe", "ensure_excluded", "git",
-           "git_toplevel", "remove_worktree", "resolve_workdir", "session_slug", "worktree_path", "worktrees_of"]
+           "git_toplevel", "remove_worktree", "resolve_workdir", "session_slug", "shared_git_dir", "worktree_path",
+           "worktrees_of"]
 
 log = structlog.get_logger("gateway.agents")
 
@@ -108,6 +109,19 @@ async def ensure_excluded(path: Path, pattern: str = f"/{PRIVATE_DIR}/") -> None
     exclude.parent.mkdir(parents=True, exist_ok=True)
     with exclude.open("a") as fh:
         fh.write(("\n" if lines and lines[-1] else "") + f"# remoteclaw's per-run files\n{pattern}\n")
+
+
+def shared_git_dir(worktree: Path) -> Path | None:
+    """The repository's own ``.git`` that a worktree's ``.git`` file points into (where its commits go)."""
+    try:
+        text = (worktree / ".git").read_text()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    own = Path(text.split(":", 1)[1].strip())  # <repo>/.git/worktrees/<name>
+    own = own if own.is_absolute() else worktree / own
+    return own.parent.parent if own.parent.name == "worktrees" else None
 
 
 def worktree_path(repo: Path, session_key: str) -> Path:

@@ -18,6 +18,8 @@ class RunGrant:
     scopes: frozenset[str]
     methods: frozenset[str] | None = None
     confine: SessionScope | None = None
+    reach: tuple[str, ...] = ()
+    """The folders the run can see (its workspace): a file it names must be in one (``gateway.sandbox.reach``)."""
 
 
 class RunTokens:
@@ -43,9 +45,9 @@ class RunTokens:
         return token is not None and token.startswith(cls.PREFIX)
 
     def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None,
-              confine: SessionScope | None = None) -> str:
+              confine: SessionScope | None = None, reach: tuple[str, ...] = ()) -> str:
         token = self.PREFIX + secrets.token_urlsafe(32)
-        self._grants[self._key(token)] = RunGrant(scopes, methods, confine)
+        self._grants[self._key(token)] = RunGrant(scopes, methods, confine, reach)
         return token
 
     def revoke(self, token: str) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,11 +16,18 @@ import structlog
 if TYPE_CHECKING:
     from gateway.runs import Run
 
-__all__ = ["ATTACHMENTS_DIR", "copy_attachments", "private_dir", "read_effects"]
+__all__ = ["ATTACHMENTS_DIR", "copy_attachments", "private_dir", "read_effects", "runs_folder"]
 
 log = structlog.get_logger("gateway.agents")
 
 ATTACHMENTS_DIR = "attachments"  # inside the run's workspace
+
+
+def runs_folder(state_dir: Path) -> Path:
+    """Where this gateway's runs work: one folder per state dir in the temp dir, since two gateways on one
+    machine may hold the same session key and each removes its workspaces after every turn."""
+    state_id = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "remoteclaw-runs" / state_id
 
 
 def private_dir(path: Path) -> None:

@@ -37,6 +37,7 @@ from gateway.devices.config import NodesConfig
 from gateway.plugins.config import PluginsConfig
 from gateway.protocol import InvalidRequest, describe_validation_error
 from gateway.redaction import REDACTED, redact, restore_redacted, schema_secret_paths, secret_values
+from gateway.sandbox.config import SandboxConfig, SandboxOverride
 from gateway.voice.config import SttConfig, TtsConfig
 
 __all__ = [
@@ -254,6 +255,8 @@ class AgentConfig(Section):
         "allowlist", description="What the agent may do without asking: allowlist (its allowed tools, the rest is "
         "refused), ask (anything else asks the session's owner), ask-dangerous (reads run, writes and commands "
         "ask), bypass (everything runs). Asking needs a runtime that supports it (docs/approvals.md).")
+    sandbox: SandboxOverride | None = Field(None, description="This agent's changes to agents.defaults.sandbox "
+                                            "(docs/sandbox.md).")
 
     @field_validator("runtime")
     @classmethod
@@ -265,8 +268,16 @@ class AgentConfig(Section):
         return value
 
 
+class AgentDefaults(Section):
+    """What every agent has unless its own entry says otherwise."""
+
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig, description="How agent runs are confined: "
+                                   "the gateway's state, process and secrets out of their sight (docs/sandbox.md).")
+
+
 class AgentsConfig(Section):
     default: str = "main"
+    defaults: AgentDefaults = Field(default_factory=AgentDefaults)
     list: builtins.list[AgentConfig] = Field(default_factory=lambda: [AgentConfig(id="main")])
     maxConcurrentRuns: int = Field(4, ge=1)
     timeoutSeconds: int = Field(600, ge=1)
@@ -283,6 +294,11 @@ class AgentsConfig(Section):
         if ids and self.default not in ids:
             raise ValueError(f"agents.default '{self.default}' is not an id in agents.list ({', '.join(ids)})")
         return self
+
+    def sandbox_for(self, agent: AgentConfig) -> SandboxConfig:
+        """The sandbox settings of ``agent``: the default, with the agent's own changes."""
+        base = self.defaults.sandbox
+        return agent.sandbox.over(base) if agent.sandbox is not None else base
 
 
 class SessionConfig(OpenSection):

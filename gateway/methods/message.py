@@ -15,8 +15,10 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from gateway.paths import OUTBOUND
 from gateway.protocol import Forbidden, InvalidRequest, RpcError
 from gateway.rpc import READ, WRITE, CallContext, Params, method
+from gateway.sandbox.reach import run_file
 
 __all__ = [
     "BroadcastParams",
@@ -137,14 +139,20 @@ def _sent(p: _Target, to: str, sent: list[Any]) -> dict[str, Any]:
     return out
 
 
+def _run_file(ctx: CallContext, file: str, field: str) -> str:
+    """A file an agent run names, only where the run itself can see it (``gateway.sandbox.reach``)."""
+    return run_file(ctx.caller, file, field=field, shareable=ctx.state_dir / OUTBOUND)
+
+
 @method("message.send", params=SendParams, scope=WRITE, idempotent=True, aliases=("message:send",), baseline=True)
 async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send text (and optionally one attachment) to a chat."""
     mgr = ctx.platforms
+    media = _run_file(ctx, p.media, "media") if p.media else None  # refused before any of it is sent
     sent = await mgr.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
                                session_key=p.sessionKey)
-    if p.media:
-        sent.append(await mgr.send_attachment(p.channel, p.accountId, p.to, p.media, thread_id=p.threadId,
+    if media:
+        sent.append(await mgr.send_attachment(p.channel, p.accountId, p.to, media, thread_id=p.threadId,
                                               session_key=p.sessionKey))
     return _sent(p, p.to, sent)
 
@@ -225,7 +233,8 @@ async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
         aliases=("message:sendAttachment", "message:send_attachment"), baseline=True)
 async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str, Any]:
     """Send a file from a URL or a local path, with an optional caption."""
-    sent = await ctx.platforms.send_attachment(p.channel, p.accountId, p.to, p.file, caption=p.caption,
+    file = _run_file(ctx, p.file, "file")
+    sent = await ctx.platforms.send_attachment(p.channel, p.accountId, p.to, file, caption=p.caption,
                                                thread_id=p.threadId, session_key=p.sessionKey)
     return _sent(p, p.to, [sent])
 

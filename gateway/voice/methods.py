@@ -15,8 +15,10 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from gateway.extras import require
+from gateway.paths import OUTBOUND
 from gateway.protocol import InvalidRequest
 from gateway.rpc import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
+from gateway.sandbox.reach import run_file
 from gateway.voice.service import VOICE_SERVICE, VoiceService, format_for_channel
 
 MAX_AUDIO_BYTES = 25 * 1024 * 1024
@@ -111,7 +113,8 @@ async def stt_transcribe(p: TranscribeParams, ctx: CallContext) -> dict[str, Any
     """Transcribe an audio file on the gateway's disk (``path``: admin, since it reads any file the gateway
     can) or at a public ``url``."""
     if p.path is not None:
-        file = await asyncio.to_thread(Path(p.path).expanduser)
+        named = run_file(ctx.caller, p.path, field="path", shareable=ctx.state_dir / OUTBOUND)
+        file = await asyncio.to_thread(Path(named).expanduser)
         if not await asyncio.to_thread(file.is_file):
             raise InvalidRequest(f"path: no such file: {p.path}", details={"field": "path"})
         if (await asyncio.to_thread(file.stat)).st_size > MAX_AUDIO_BYTES:

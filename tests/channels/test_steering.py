@@ -21,7 +21,7 @@ from gateway.config.model import Config
 from gateway.runs.steering import effective_mode, mode_for
 from tests.support.fake_telegram import FAKE_CLI, FakeTelegram, cli_runs, module_fake, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.procs import alive
+from tests.support.procs import alive, host_pid
 from tests.support.waiting import until
 
 OWNER = 111
@@ -101,7 +101,7 @@ async def test_interrupt_restarts_the_turn_with_both_messages(gw_factory: Any, f
     await fake.wait_polling()
     first = send(fake, "sleep:3 write the report")
     started = await until(lambda: runs_with(gw, "write the report"), 20, "the first turn to start")
-    pid = started[0]["pid"]
+    pid = host_pid(started[0]["pid"], started[0]["env"]["REMOTECLAW_RUN_ID"])
     send(fake, "in French please")
     await until(lambda: not alive(pid), 10, "the interrupted CLI to be stopped")
     reply = await answer(fake, first, lambda t: "French" in t)

@@ -30,6 +30,7 @@ from gateway.runs.recovery import RETRY_NOTICE
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess, free_port
 from tests.support.postgres import pg_url  # noqa: F401
+from tests.support.procs import host_pid
 from tests.support.requires import require
 from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
@@ -59,7 +60,8 @@ class Cluster:
         self.cli_log = root / "cli.log"
         wrapper = root / "agent_cli.py"
         wrapper.write_text(WRAPPER)
-        cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, str(wrapper)]}]}}
+        cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, str(wrapper)]}],
+                          "defaults": {"sandbox": {"binds": [{"path": str(wrapper)}]}}}}  # shown to its runs
         env = {"REMOTECLAW_DATABASE_URL": db_url, "REMOTECLAW_REDIS_URL": REDIS_URL,
                "REMOTECLAW_REDIS_PREFIX": self.prefix, "SPAN_LOG": str(self.spans), "FAKE_CLI_LOG": str(self.cli_log)}
         if lease_ttl_ms:
@@ -211,7 +213,8 @@ async def test_chat_abort_sent_to_b_stops_a_turn_running_on_a(cluster: Cluster, 
     key = "agent:main:scale:abort"
     res = await send(a, key, "sleep:30 long job")
     await until(lambda: cluster.cli_calls(key))
-    cli_pid = cluster.cli_calls(key)[0]["pid"]
+    call = cluster.cli_calls(key)[0]
+    cli_pid = host_pid(call["pid"], call["env"]["REMOTECLAW_RUN_ID"])
     try:
         out = await b.call("chat.abort", {"sessionKey": key})
         # b runs nothing itself, but reports the run it had a stop: the database shows it held by a.
@@ -259,7 +262,8 @@ async def test_a_killed_replicas_turns_are_adopted_by_the_survivor_once_its_hear
         mine = await send(b, other, "sleep:4 on b")
         await until(lambda: cluster.cli_calls(key) and cluster.cli_calls(other))
         queued = await send(a, key, "queued behind")
-        cli_pid = cluster.cli_calls(key)[0]["pid"]
+        call = cluster.cli_calls(key)[0]
+        cli_pid = host_pid(call["pid"], call["env"]["REMOTECLAW_RUN_ID"])
         rows = {r["session_key"]: r for r in await lease_rows(pg_url)}
         assert rows[key]["holder"].startswith((await a.call("status"))["replicaId"])
         await a.close()

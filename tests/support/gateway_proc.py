@@ -52,6 +52,30 @@ def free_port() -> int:
     raise RuntimeError("this test worker used up its port range")
 
 
+OBSERVED_FILES = ("FAKE_CLI_LOG", "HANG_CLI_PIDS", "STUBBORN_PIDS", "PROBE_LOG", "SPAN_LOG")
+"""Variables naming a file a stand-in agent CLI writes for the test to read: shown writable in its sandbox."""
+
+
+def show_observed_files(config_file: Path, env: dict[str, str]) -> None:
+    """Add the stand-in CLI's log files to the agents' sandbox binds in ``config_file``, as an owner would show
+    a folder to their agent (``agents.defaults.sandbox.binds``). Nothing else of the test is shown to a run."""
+    files = [Path(env[name]) for name in OBSERVED_FILES if env.get(name)]
+    if not files or not config_file.exists():
+        return
+    try:
+        config = json.loads(config_file.read_text())
+    except ValueError:  # JSON5 written by the test itself: it shows its own files
+        return
+    sandbox = config.setdefault("agents", {}).setdefault("defaults", {}).setdefault("sandbox", {})
+    binds = sandbox.setdefault("binds", [])
+    for file in files:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.touch()
+        if not any(b.get("path") == str(file) for b in binds):
+            binds.append({"path": str(file), "writable": True})
+    config_file.write_text(json.dumps(config, indent=2))
+
+
 class GatewayProcess:
     """A ``remoteclaw gateway run`` subprocess.
 
@@ -95,6 +119,7 @@ class GatewayProcess:
         return env
 
     def start(self, timeout: float = 20.0) -> GatewayProcess:
+        show_observed_files(self.state_dir / "remoteclaw.json", self.extra_env)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [self.python, "-m", "gateway.cli", "gateway", "run", "--port", str(self.port)],

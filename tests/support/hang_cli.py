@@ -16,7 +16,8 @@ if __name__ == "__main__":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     with open(os.environ["HANG_CLI_PIDS"], "a") as fh:
-        fh.write(json.dumps({"cli": os.getpid(), "child": child.pid}) + "\n")
+        fh.write(json.dumps({"cli": os.getpid(), "child": child.pid,
+                             "run": os.environ.get("REMOTECLAW_RUN_ID")}) + "\n")
     sys.stdout.write(json.dumps({"type": "system", "subtype": "init", "session_id": "s1", "model": "m"}) + "\n")
     sys.stdout.flush()
     time.sleep(600)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["alive"]
+import os
+
+__all__ = ["alive", "host_pid"]
 
 
 def alive(pid: int) -> bool:
@@ -12,3 +14,27 @@ def alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
+
+
+def host_pid(pid: int, run_id: str) -> int:
+    """The gateway machine's id of a process a stand-in CLI reported as ``pid`` from inside its run.
+
+    A sandboxed run has a PID namespace of its own, so what it reports as its pid is that namespace's (the last
+    number of ``NSpid`` in ``/proc/<pid>/status``); unsandboxed, the two are the same. The process must still
+    be running: it is found by its pid there and its run id (``REMOTECLAW_RUN_ID``) in its environment.
+    """
+    marker = f"REMOTECLAW_RUN_ID={run_id}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                nspid = next((line.split()[1:] for line in fh if line.startswith("NSpid:")), [])
+            if not nspid or int(nspid[-1]) != pid:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if marker in fh.read().split(b"\0"):
+                    return int(entry)
+        except (OSError, ValueError):
+            continue
+    raise AssertionError(f"no running process {pid} of run {run_id}")

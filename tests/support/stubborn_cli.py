@@ -61,7 +61,8 @@ def main() -> int:
         [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"]
     )
     with open(os.environ["STUBBORN_PIDS"], "a") as fh:
-        fh.write(json.dumps({"cli": os.getpid(), "child": child.pid}) + "\n")
+        fh.write(json.dumps({"cli": os.getpid(), "child": child.pid,
+                             "run": os.environ.get("REMOTECLAW_RUN_ID")}) + "\n")
     out({"type": "system", "subtype": "status", "session_id": "stubborn"})
     time.sleep(600)
     return 0

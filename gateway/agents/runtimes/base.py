@@ -85,6 +85,10 @@ class RunSpec:
     approve: Approve | None = None
     """For a CLI that asks its client itself (Codex's app-server): puts a tool use to the person. None: no
     approvals service here, so such a CLI's asks are declined."""
+    confine: Callable[[Invocation], Invocation] | None = None
+    """The run's sandbox: rewrites the built command so it runs confined (``gateway.sandbox``); None: as is."""
+    pass_env: tuple[str, ...] = ()
+    """Secret-looking variables of the gateway's environment the CLI may still see (names or patterns)."""
 
 
 @dataclass(slots=True)
@@ -97,6 +101,11 @@ class Invocation:
     files: dict[Path, str] = field(default_factory=dict)
     stdin: bytes | None = None
     keep_stdin: bool = False  # stdin stays open after ``stdin``: more user messages follow (steering)
+    pass_env: tuple[str, ...] = ()
+    """Secret-looking variables of the gateway's environment that may pass (``gateway.sandbox.env``)."""
+    user: str | None = None
+    """Start as this Unix user (the sandbox's fallback), after handing it ``hand_over`` and ``files``."""
+    hand_over: list[Path] = field(default_factory=list)
 
 
 class Parser(ABC):
@@ -124,6 +133,12 @@ class Runtime(ABC):
 
     name: str = ""
     executable: str = ""
+    credential_env: tuple[str, ...] = ()
+    """The gateway's secret-looking variables this CLI needs (its model's API key): names or patterns."""
+    logins: tuple[str, ...] = ()
+    """Paths below HOME holding the CLI's login and its own state: shown whole to the owner's sandboxed runs."""
+    credentials: tuple[str, ...] = ()
+    """The login's credential files alone: all that other people's sandboxed runs are shown of HOME."""
     steerable: bool = False
     """Whether the CLI takes more user messages on stdin while a turn runs (``build`` honours ``spec.steer``
     and ``user_message`` encodes one); the steering mode ``steer`` falls back to ``queue`` elsewhere."""

@@ -118,6 +118,9 @@ class ClaudeParser(Parser):
 class ClaudeRuntime(Runtime):
     name = "claude"
     executable = "claude"
+    credential_env = ("ANTHROPIC_*", "CLAUDE_*", "AWS_*", "GOOGLE_APPLICATION_CREDENTIALS", "VERTEX_*")
+    logins = (".claude", ".claude.json")
+    credentials = (".claude/.credentials.json",)
     # ``--input-format stream-json``: user messages are JSON lines on stdin, and Claude Code answers each in
     # turn (a ``result`` per message) until stdin closes, so a message sent mid-turn is answered in this process.
     steerable = True

@@ -106,6 +106,8 @@ class CodexParser(Parser):
 class CodexRuntime(Runtime):
     name = "codex"
     executable = "codex"
+    credential_env = ("OPENAI_*", "CODEX_*", "AZURE_OPENAI_*")
+    # No login to show: the gateway copies $CODEX_HOME/auth.json into the run's own CODEX_HOME (``build``).
 
     def config(self, spec: RunSpec) -> dict[str, Any]:
         cfg = _user_config(_base_home(spec))

@@ -67,11 +67,14 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
                 feed.answered_one()  # the last answer owed closes stdin, and the CLI ends
 
     inv = runtime.build(spec)
+    inv.pass_env = (*runtime.credential_env, *spec.pass_env)
     if inv.keep_stdin and feed is None:  # a conversation with the CLI (JSON-RPC over stdio), not steering
         feed = StdinFeed()
     if feed is not None:
         parser.talk(feed, spec)
     try:
+        if spec.confine is not None:
+            inv = spec.confine(inv)
         proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
     except (FileNotFoundError, PermissionError) as exc:
         return TurnResult(ok=False, error=f"cannot start {runtime.name} ({inv.argv[0]}): {exc.strerror}; is it "

@@ -125,6 +125,9 @@ class GeminiParser(Parser):
 class GeminiRuntime(Runtime):
     name = "gemini"
     executable = "gemini"
+    credential_env = ("GEMINI_*", "GOOGLE_*")
+    logins = (".gemini",)
+    credentials = (".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".gemini/settings.json")
 
     def build(self, spec: RunSpec) -> Invocation:
         settings = {

@@ -81,6 +81,9 @@ class OpenCodeParser(Parser):
 class OpenCodeRuntime(Runtime):
     name = "opencode"
     executable = "opencode"
+    credential_env = ("*_API_KEY", "OPENCODE_*")  # OpenCode talks to any provider, each with its own key
+    logins = (".local/share/opencode", ".config/opencode")
+    credentials = (".local/share/opencode/auth.json",)
 
     def build(self, spec: RunSpec) -> Invocation:
         config = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pwd
 import signal
 import time
 from collections import deque
@@ -24,6 +25,7 @@ import orjson
 
 from gateway.agents.runtimes.base import Invocation
 from gateway.agents.runtimes.spawn import Child, spawn
+from gateway.sandbox.env import child_env
 
 __all__ = ["LINGER_S", "ProcessResult", "StdinFeed", "run_process", "stop_process"]
 
@@ -127,6 +129,8 @@ async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], Non
     """
     before = _write_files(inv.files)
     try:
+        if inv.user is not None:
+            await asyncio.to_thread(_hand_over, [*inv.hand_over, *inv.files], inv.user)
         return await _run(inv, on_object, no_output_timeout=no_output_timeout, grace=grace, on_spawn=on_spawn,
                           feed=feed)
     finally:
@@ -149,6 +153,15 @@ def _write_files(files: dict[Path, str]) -> dict[Path, bytes | None]:
     return before
 
 
+def _hand_over(paths: list[Path], user: str) -> None:
+    """Give the run's own paths (and everything below them) to the Unix user it starts as."""
+    entry = pwd.getpwnam(user)
+    for top in paths:
+        for path in (top, *(top.rglob("*") if top.is_dir() and not top.is_symlink() else ())):
+            with contextlib.suppress(OSError):
+                os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+
+
 def _restore_files(before: dict[Path, bytes | None]) -> None:
     for path, old in before.items():
         with contextlib.suppress(OSError):
@@ -160,10 +173,11 @@ def _restore_files(before: dict[Path, bytes | None]) -> None:
 
 async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, no_output_timeout: float,
                grace: float, on_spawn: Callable[[float], None] | None, feed: StdinFeed | None) -> ProcessResult:
-    # The gateway's own REMOTECLAW_* variables (its token, database URL, channel tokens) stay with it:
-    # the agent gets only its run's context, which the adapter put in ``inv.env``.
-    env = {**{k: v for k, v in os.environ.items() if not k.upper().startswith("REMOTECLAW_")}, **inv.env}
-    proc = await spawn(inv.argv, cwd=inv.cwd, env=env, stdin=inv.stdin is not None, limit=STREAM_LIMIT)
+    # The gateway's own REMOTECLAW_* variables (its token, database URL, channel tokens) and every other
+    # secret-looking one stay with it: the agent gets its run's context (``inv.env``) and its CLI's credentials.
+    env = child_env(os.environ, inv.env, allowed=inv.pass_env)
+    proc = await spawn(inv.argv, cwd=inv.cwd, env=env, stdin=inv.stdin is not None, limit=STREAM_LIMIT,
+                       user=inv.user)
     started = time.monotonic()
     if on_spawn is not None:
         on_spawn(started)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pwd
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -64,7 +65,7 @@ class Child:
 
 
 async def spawn(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str], stdin: bool = False,
-                limit: int = 2 ** 16) -> Child:
+                limit: int = 2 ** 16, user: str | None = None) -> Child:
     """Start ``argv`` in a new session (its own process group), with pipes for stdout and stderr (and stdin).
 
     Args:
@@ -73,14 +74,16 @@ async def spawn(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str],
         env: the whole environment of the child.
         stdin: a pipe for the child's stdin (else /dev/null).
         limit: the longest line ``readline`` accepts on stdout and stderr.
+        user: start as this Unix user, with its own group and no others (the gateway must be root).
 
     Raises:
         OSError: the program could not be started (not found, not executable).
     """
     loop = asyncio.get_running_loop()
     # Popen on the loop on purpose: with vfork it returns in well under a millisecond, once the child has exec'd.
+    as_user = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []} if user else {}
     popen = subprocess.Popen(  # noqa: ASYNC220
-        list(argv), cwd=str(cwd), env=dict(env), start_new_session=True, close_fds=True,
+        list(argv), cwd=str(cwd), env=dict(env), start_new_session=True, close_fds=True, **as_user,
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:

@@ -13,7 +13,7 @@ from typing import Any
 from gateway.agents.commands import parse
 from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.procs import alive
+from tests.support.procs import alive, host_pid
 from tests.support.ws import operator
 
 OWNER = 111
@@ -75,7 +75,7 @@ async def test_stop_kills_the_running_turn_and_nothing_is_delivered(gw: GatewayP
         if mine:
             break
         await asyncio.sleep(0.05)
-    pid = mine[-1]["pid"]
+    pid = host_pid(mine[-1]["pid"], mine[-1]["env"]["REMOTECLAW_RUN_ID"])
     busy = await say(fake, "/status", lambda t: t.startswith("Agent:"))
     assert "Now: working" in busy
     assert await say(fake, "/stop", lambda t: "Stopped" in t) == "⏹ Stopped."

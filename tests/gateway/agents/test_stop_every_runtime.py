@@ -20,7 +20,7 @@ import pytest
 from tests.support import SUPPORT
 from tests.support.fake_telegram import FakeTelegram, telegram_gateway
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.procs import alive
+from tests.support.procs import alive, host_pid
 from tests.support.waiting import until
 
 OWNER = 111
@@ -55,8 +55,12 @@ async def reply(fake: FakeTelegram, text: str, want: Any, timeout: float = 20.0)
 
 
 def last_pids(pid_file: Path) -> dict[str, int] | None:
+    """The last started CLI and its child, by the machine's process ids (the CLI reports its sandbox's)."""
     lines = pid_file.read_text().splitlines() if pid_file.exists() else []
-    return dict(json.loads(lines[-1])) if lines else None
+    if not lines:
+        return None
+    entry = json.loads(lines[-1])
+    return {k: host_pid(entry[k], entry["run"]) for k in ("cli", "child")}
 
 
 @pytest.mark.parametrize("runtime", ["claude", "codex", "gemini", "opencode"])

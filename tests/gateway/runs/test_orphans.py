@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.support import SUPPORT
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.procs import alive
+from tests.support.procs import alive, host_pid
 from tests.support.ws import RawClient, operator
 
 HANG_CLI = str(SUPPORT / "hang_cli.py")
@@ -38,7 +38,8 @@ async def start_run(c: RawClient, pid_file: Path, n: int) -> dict[str, int]:
     for _ in range(200):
         lines = read_lines(pid_file)
         if len(lines) >= n:
-            pids = json.loads(lines[n - 1])
+            entry = json.loads(lines[n - 1])
+            pids = {k: host_pid(entry[k], entry["run"]) for k in ("cli", "child")}  # the run reports its sandbox's
             assert alive(pids["cli"]) and alive(pids["child"])
             return pids
         await asyncio.sleep(0.05)

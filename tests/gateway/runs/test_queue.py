@@ -17,7 +17,7 @@ import pytest
 
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.procs import alive
+from tests.support.procs import alive, host_pid
 from tests.support.ws import RawClient, operator
 
 
@@ -98,7 +98,7 @@ async def test_abort_kills_the_cli_and_drops_the_queued_turn(gw: GatewayProcess)
         if mine:
             break
         await asyncio.sleep(0.05)
-    pid = mine[-1]["pid"]
+    pid = host_pid(mine[-1]["pid"], mine[-1]["env"]["REMOTECLAW_RUN_ID"])
     out = await c.call("chat.abort", {"sessionKey": key})
     assert set(out["runIds"]) == {first["runId"], queued["runId"]}
     r = await wait(c, first["runId"])
@@ -138,9 +138,10 @@ async def test_watchdog_stops_a_silent_cli(gw: GatewayProcess) -> None:
     res = await send(c, key, "hang")
     r = await wait(c, res["runId"])
     assert r["status"] == "error" and "no output" in r["error"]
-    pid = [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key][-1]["pid"]
+    entry = [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key][-1]
     await asyncio.sleep(0.2)
-    assert not alive(pid)
+    with pytest.raises(AssertionError, match="no running process"):  # no process of that run is left
+        host_pid(entry["pid"], entry["env"]["REMOTECLAW_RUN_ID"])
     await c.close()
 
 

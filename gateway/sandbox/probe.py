@@ -1,0 +1,81 @@
+"""Whether this machine can sandbox agent runs with bubblewrap, and what in ``/etc`` an agent must not read.
+
+Both are facts of the machine, found once per process: the probe starts ``bwrap`` with the namespaces a run
+gets (user, PID, network) and reports why not when it cannot (not installed, user namespaces disabled, a
+container's seccomp profile). ``doctor`` prints the same facts with the fix.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+
+__all__ = ["BwrapProbe", "etc_secrets", "probe_bwrap"]
+
+
+@dataclass(frozen=True, slots=True)
+class BwrapProbe:
+    """``path``: the bwrap executable (None: not installed); ``ok``: it started a confined process here;
+    ``why``: what failed, in words (empty when ok); ``fix``: the command or setting that mends it."""
+
+    path: str | None
+    ok: bool
+    why: str = ""
+    fix: str = ""
+
+
+@functools.cache
+def probe_bwrap() -> BwrapProbe:
+    path = os.environ.get("REMOTECLAW_BWRAP") or shutil.which("bwrap")
+    if path is None:
+        return BwrapProbe(None, False, "bubblewrap (bwrap) is not installed",
+                          "apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora)")
+    argv = [path, "--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent",
+            "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return BwrapProbe(path, False, f"bwrap could not run: {exc}", "reinstall bubblewrap")
+    if done.returncode == 0:
+        return BwrapProbe(path, True)
+    err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    detail = err[-1] if err else f"exit code {done.returncode}"
+    fix = ("allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
+           "kernel.apparmor_restrict_unprivileged_userns=0); in Docker run the container with "
+           "--security-opt seccomp=deploy/seccomp-bwrap.json --security-opt apparmor=unconfined; or set "
+           "agents.defaults.sandbox.user to a Unix user of its own for agent runs")
+    return BwrapProbe(path, False, f"bwrap cannot create a sandbox here: {detail}", fix)
+
+
+@functools.cache
+def etc_secrets(root: str = "/etc") -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Files and folders under ``/etc`` that other users may not read (``/etc/shadow``, SSH host keys, …).
+
+    Inside the sandbox the agent keeps the gateway's user id, so what only that user may read must be
+    hidden explicitly: files are covered with an empty file, folders with an empty tmpfs.
+    """
+    files: list[str] = []
+    dirs: list[str] = []
+    for top, subdirs, names in os.walk(root, followlinks=False):
+        for name in list(subdirs):
+            full = os.path.join(top, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IROTH:
+                dirs.append(full)
+                subdirs.remove(name)  # all of it is hidden
+        for name in names:
+            full = os.path.join(top, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH:
+                files.append(full)
+    return tuple(files), tuple(dirs)

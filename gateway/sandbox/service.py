@@ -1,0 +1,195 @@
+"""The sandbox service: for each agent run, whether and how it is confined, and the command that does it.
+
+Three ways, in order of preference (docs/sandbox.md):
+
+- **bubblewrap** (Linux): the run sees only what ``Layout`` shows; its own PID namespace hides the gateway's
+  process and environment; ``network: none|loopback`` gives it a network namespace of its own, and the MCP
+  shim then reaches the gateway through a Unix socket bound into the sandbox (``GatewayRelay``).
+- **a Unix user of its own** (``sandbox.user``), where bubblewrap cannot run: the CLI starts as that user; the
+  state dir is the gateway user's alone (0700), so the run cannot read it.
+- **none**: with ``mode: off`` (the owner was warned), or for an owner's run when neither way is available.
+  A non-owner's run is then refused, saying why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import pwd
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+
+from gateway.sandbox.layout import Layout, bwrap_argv, install_root, runtime_roots
+from gateway.sandbox.probe import probe_bwrap
+from gateway.sandbox.relay import GatewayRelay
+
+if TYPE_CHECKING:
+    from gateway.agents.runtimes.base import Invocation
+    from gateway.config import AgentConfig, ConfigStore
+    from gateway.sandbox.config import SandboxConfig
+
+__all__ = ["RunConfinement", "Sandbox", "SandboxRefused", "as_user"]
+
+log = structlog.get_logger("gateway.sandbox")
+
+
+class SandboxRefused(Exception):
+    """This run must be sandboxed and cannot be here; the message says why and what fixes it."""
+
+
+@dataclass(slots=True)
+class RunConfinement:
+    """How one run is confined: ``how`` is ``bwrap``, ``user`` or ``none``; ``confine`` rewrites its command."""
+
+    how: str
+    settings: SandboxConfig
+    home: Path | None = None
+    confine: Callable[[Invocation], Invocation] | None = None
+    visible: tuple[Path, ...] = ()
+    """Where the run may name files for the gateway to read (``message_send_attachment``…): its workspace."""
+    socket: Path | None = None
+    """The Unix socket its MCP shim reaches the gateway through (a run with a network of its own)."""
+
+
+class Sandbox:
+    """Decides each run's confinement from the config and the machine (see the module docstring)."""
+
+    def __init__(self, *, config: ConfigStore, state_dir: Path, private: tuple[Path, ...],
+                 relay: GatewayRelay) -> None:
+        self._config = config
+        self._state_dir = state_dir
+        self._private = tuple(p.resolve() for p in (state_dir, *private))
+        """The gateway's own paths: hidden from every run wherever a shown folder holds them."""
+        self._relay = relay
+        self._warned_off = False
+
+    # -- the machine ------------------------------------------------------------------------------
+
+    @staticmethod
+    def bwrap_usable() -> bool:
+        return probe_bwrap().ok
+
+    def check_user(self, name: str) -> str | None:
+        """Why ``sandbox.user`` cannot be used (None: it can)."""
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            return f"sandbox.user {name!r} is not a user on this machine (create it: useradd --system {name})"
+        if os.geteuid() != 0:
+            return "sandbox.user needs the gateway to run as root (to start agent runs as another user)"
+        if entry.pw_uid == os.getuid():
+            return f"sandbox.user {name!r} is the gateway's own user: it could read the state dir"
+        return None
+
+    # -- one run ----------------------------------------------------------------------------------
+
+    def settings_for(self, agent: AgentConfig) -> SandboxConfig:
+        return self._config.config.agents.sandbox_for(agent)
+
+    async def confinement(self, agent: AgentConfig, *, owner: bool, session_key: str, workspace: Path,
+                    write: list[Path], read: list[Path], owner_paths: list[Path],
+                    logins: tuple[str, ...], credentials: tuple[str, ...]) -> RunConfinement:
+        """How this run is confined, or ``SandboxRefused``.
+
+        Args:
+            agent: the agent that runs.
+            owner: an owner-tier run (the owner's message, not cron).
+            session_key: its session (a non-owner's HOME is the session's own).
+            workspace: its working folder (read-write).
+            write: more paths it writes (its CLI's state folder, the side-effects file).
+            read: files it reads (the plugin tool listing).
+            owner_paths: what an owner's run also sees read-write (the agent's configured projects).
+            logins: paths below HOME with the CLI's login, shown whole to owner runs.
+            credentials: the login's credential files alone, shown to other runs.
+        """
+        settings = self.settings_for(agent)
+        wanted = settings.mode == "all" or (settings.mode == "non-owner" and not owner)
+        relay = await self._relay.socket() if wanted and settings.network != "open" else None
+        return await asyncio.to_thread(self._plan, agent, settings, relay, owner=owner, session_key=session_key,
+                                       workspace=workspace, write=write, read=read, owner_paths=owner_paths,
+                                       logins=logins, credentials=credentials)
+
+    def _plan(self, agent: AgentConfig, settings: SandboxConfig, relay: Path | None, *, owner: bool,
+              session_key: str, workspace: Path, write: list[Path], read: list[Path], owner_paths: list[Path],
+              logins: tuple[str, ...], credentials: tuple[str, ...]) -> RunConfinement:
+        visible = (workspace, *[p for p in write if p.is_dir()], *(owner_paths if owner else []),
+                   *[Path(b.path).expanduser() for b in settings.binds])
+        if settings.mode == "off" or (settings.mode == "non-owner" and owner):
+            if settings.mode == "off" and not self._warned_off:
+                self._warned_off = True
+                log.warning("agent runs are not sandboxed (agents sandbox mode off): a run can read the "
+                            "gateway's config, database and token", agent_id=agent.id)
+            return RunConfinement("none", settings, visible=visible)
+        if self.bwrap_usable():
+            home = self._home(agent.id, owner, session_key)
+            layout = Layout(cwd=workspace, home=home, home_at=Path.home(), isolated_net=settings.network != "open",
+                            hide=list(self._private))
+            layout.write = [workspace, *write, *(owner_paths if owner else [])]
+            layout.read = [*runtime_roots(), *read]
+            if relay is not None:
+                layout.write.append(relay)
+            for bind in settings.binds:
+                path = Path(bind.path).expanduser()
+                (layout.write if bind.writable else layout.read).append(path)
+            real_home = Path.home()
+            for rel in (logins if owner else credentials):
+                layout.home_binds.append((real_home / rel, True))
+            bwrap = probe_bwrap().path
+            assert bwrap is not None
+            return RunConfinement("bwrap", settings, home=home, visible=visible, socket=relay,
+                                  confine=lambda inv: self._wrap(inv, bwrap, layout))
+        if settings.user:
+            why = self.check_user(settings.user)
+            if why is None:
+                user = settings.user
+                if self._state_dir.stat().st_mode & 0o077:  # the one thing between that user and the state
+                    os.chmod(self._state_dir, 0o700)
+                owned = [p for p in (workspace, *write, *read) if not p.is_relative_to(self._state_dir)]
+                return RunConfinement("user", settings, visible=visible,
+                                      confine=lambda inv: as_user(inv, user, owned))
+            problem = why
+        else:
+            problem = probe_bwrap().why
+        if owner:
+            log.warning("owner's agent run not sandboxed", why=problem, agent_id=agent.id)
+            return RunConfinement("none", settings, visible=visible)
+        raise SandboxRefused(f"this agent cannot run for you: the gateway cannot sandbox it ({problem}); "
+                             "the owner can run `remoteclaw doctor` for the fix")
+
+    def _home(self, agent_id: str, owner: bool, session_key: str) -> Path:
+        """A HOME of the run's own, kept between turns: the owner's per agent, anyone else's per session."""
+        who = "owner" if owner else hashlib.sha256(session_key.encode()).hexdigest()[:20]
+        home = self._state_dir / "sandbox" / "homes" / agent_id / who
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return home
+
+    @staticmethod
+    def _wrap(inv: Invocation, bwrap: str, layout: Layout) -> Invocation:
+        argv = list(inv.argv)
+        exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=inv.env.get("PATH") or os.environ.get(
+            "PATH"))
+        if exe is None or not os.path.exists(exe):
+            raise FileNotFoundError(2, "No such file or directory", argv[0])
+        argv[0] = exe
+        extra = [Path(d) for d in (inv.env.get("PATH") or os.environ.get("PATH", "")).split(os.pathsep) if d]
+        shown = replace(layout, read=[*layout.read, install_root(exe), *extra], cwd=inv.cwd)
+        env = {**inv.env, "HOME": str(layout.home_at), "TMPDIR": "/tmp", "IS_SANDBOX": "1"}
+        return replace(inv, argv=bwrap_argv(bwrap, shown, argv), env=env)
+
+
+def as_user(inv: Invocation, user: str, owned: list[Path]) -> Invocation:
+    """``inv`` started as ``user``, with HOME its own and the run's paths handed to it (before the start)."""
+    entry = pwd.getpwnam(user)
+    runs = Path(tempfile.gettempdir()) / "remoteclaw-runs"
+    for folder in {p.parent for p in owned} | {p.parent.parent for p in owned}:  # the runs' folders: passable,
+        if folder.is_relative_to(runs) and folder.stat().st_uid == os.getuid():  # not listable
+            os.chmod(folder, 0o711)
+    env = {**inv.env, "HOME": entry.pw_dir, "USER": user, "LOGNAME": user}
+    return replace(inv, env=env, user=user, hand_over=[*inv.hand_over, *owned])

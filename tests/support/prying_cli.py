@@ -1,0 +1,108 @@
+"""A stand-in agent CLI that pries, as a prompt-injected coding agent would (Claude Code's stream-json out).
+
+Its prompt is a JSON object ``{"paths": [...], "secrets": [...], "calls": [[method, params]…], "keep": "…"}``.
+It tries to read every path (a file's bytes, a folder's listing), looks through ``/proc`` for other processes and
+reads their environment, searches its own environment and those for each of ``secrets``, calls each gateway
+method with its run's token (through ``REMOTECLAW_GATEWAY_SOCKET`` when it has one), and writes ``keep`` to
+``~/kept.txt``. It answers with what it found, as JSON: ``{"read": {path: bool or a folder's names}, "pids": [...],
+"cmdlines": [...], "leaked": [secret…], "env": {...}, "home": "...", "tmp": [...], "calls": {method: "ok" or
+the error message}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+
+def readable(path: str) -> bool | list[str]:
+    """A file: whether its bytes could be read; a folder: what it lists (False: it cannot be listed)."""
+    try:
+        if os.path.isdir(path):
+            return sorted(os.listdir(path))
+        else:
+            with open(path, "rb") as fh:
+                fh.read(64)
+        return True
+    except OSError:
+        return False
+
+
+def processes() -> tuple[list[int], list[str], list[bytes]]:
+    pids, cmdlines, environs = [], [], []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        pids.append(int(entry))
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdlines.append(fh.read().replace(b"\0", b" ").decode(errors="replace"))
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environs.append(fh.read())
+        except OSError:
+            continue
+    return pids, cmdlines, environs
+
+
+def reaches(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def call_gateway(calls: list[list]) -> dict[str, str]:
+    """Each method called with the run's own token, as the MCP shim would (its answer: ok, or the error)."""
+    from websockets.sync.client import connect, unix_connect
+
+    url, sock = os.environ["REMOTECLAW_GATEWAY_URL"], os.environ.get("REMOTECLAW_GATEWAY_SOCKET")
+    out: dict[str, str] = {}
+    with (unix_connect(sock, url, open_timeout=5) if sock else connect(url, open_timeout=5)) as ws:
+        ws.recv(timeout=5)  # connect.challenge
+        ws.send(json.dumps({"type": "req", "id": "c", "method": "connect", "params": {
+            "minProtocol": 3, "maxProtocol": 3, "role": "operator", "scopes": ["operator.write"],
+            "auth": {"token": os.environ["REMOTECLAW_GATEWAY_TOKEN"]},
+            "client": {"id": "pry", "version": "1", "platform": "linux", "mode": "backend"}}}))
+        for i, (method, params) in enumerate([["", {}], *calls]):
+            if i:
+                ws.send(json.dumps({"type": "req", "id": str(i), "method": method, "params": params}))
+            while True:
+                frame = json.loads(ws.recv(timeout=10))
+                if frame.get("type") == "res" and frame.get("id") == (str(i) if i else "c"):
+                    break
+            if i:
+                out[method] = "ok" if frame["ok"] else frame["error"]["message"]
+    return out
+
+
+def main() -> int:
+    ask = json.loads(sys.stdin.read())
+    if ask.get("keep"):
+        with open(os.path.expanduser("~/kept.txt"), "w") as fh:
+            fh.write(ask["keep"])
+    pids, cmdlines, environs = processes()
+    seen = b"\n".join([*environs, *(f"{k}={v}".encode() for k, v in os.environ.items())])
+    found = {
+        "read": {p: readable(p) for p in ask.get("paths", [])},
+        "pids": pids,
+        "cmdlines": cmdlines,
+        "leaked": [s for s in ask.get("secrets", []) if s.encode() in seen],
+        "env": dict(os.environ),
+        "home": os.path.expanduser("~"),
+        "tmp": sorted(os.listdir("/tmp")),
+        "calls": call_gateway(ask["calls"]) if ask.get("calls") else {},
+        "tcp": {f"{h}:{p}": reaches(h, p) for h, p in ask.get("tcp", [])},
+    }
+    reply = json.dumps(found)
+    for obj in ({"type": "system", "subtype": "init", "session_id": "pry"},
+                {"type": "result", "subtype": "success", "is_error": False, "session_id": "pry", "result": reply}):
+        sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
