@@ -7,7 +7,10 @@ that stamps its start time, prints Claude-style stream-json and exits. Measures:
   queue, workspace, config files, spawn). Target: at most 50 ms at the median.
 - throughput: S sessions each run N/S turns back to back (the cap allows ``--cap`` at once): runs/second.
 
-Usage: .venv/bin/python bench/bridge_bench.py [--runs 200] [--sessions 8] [--samples 40]
+``--sandbox off`` runs the same with the agent runs' sandbox off (``agents.defaults.sandbox.mode``): the
+difference is what the sandbox costs a run (docs/sandbox.md).
+
+Usage: .venv/bin/python bench/bridge_bench.py [--runs 200] [--sessions 8] [--samples 40] [--sandbox all|off]
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ async def main() -> None:
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--cap", type=int, default=4)
+    ap.add_argument("--sandbox", choices=("all", "off"), default="all", help="agent runs' sandbox mode")
     report.options(ap, {"runs": 16, "sessions": 4, "samples": 5})
     args = report.parse(ap)
     d = Path(tempfile.mkdtemp(prefix="bridge-bench-"))
@@ -51,13 +55,16 @@ async def main() -> None:
     cli.write_text(STAND_IN)
     cli.chmod(0o755)
     stamps = d / "stamps"
-    cfg = {"agents": {"list": [{"id": "main", "command": [str(cli)]}], "maxConcurrentRuns": args.cap},
+    stamps.touch()
+    sandbox = {"mode": args.sandbox, "binds": [{"path": str(stamps), "writable": True}]}
+    cfg = {"agents": {"list": [{"id": "main", "command": [str(cli)]}], "maxConcurrentRuns": args.cap,
+                      "defaults": {"sandbox": sandbox}},
            "logging": {"level": "warning", "consoleLevel": "warning"}}
     with GatewayProcess(d / "gw", config=cfg, env={"BENCH_STAMPS": str(stamps)}) as gw:
         c = await operator(gw.url, gw.token or "")
         overhead = []
         for i in range(args.samples + 3):
-            n_before = len(stamps.read_text().splitlines()) if stamps.exists() else 0
+            n_before = len(stamps.read_text().splitlines())
             t0 = time.time_ns()
             acc = await c.call("agent", {"message": "hi", "sessionKey": "agent:main:bench:latency",
                                          "idempotencyKey": str(uuid.uuid4())})
@@ -82,7 +89,7 @@ async def main() -> None:
         total = per * args.sessions
         await c.close()
     overhead.sort()
-    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}")
+    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}; sandbox {args.sandbox}")
     print(f"overhead message->CLI start: median {statistics.median(overhead):.1f} ms, "
           f"p90 {overhead[int(len(overhead) * 0.9)]:.1f} ms, min {overhead[0]:.1f} ms ({len(overhead)} samples)")
     print(f"throughput: {total} runs ({ok} ok), {args.sessions} sessions each sending its next message when the "
@@ -91,7 +98,7 @@ async def main() -> None:
                              "overhead_p90_ms": round(overhead[int(len(overhead) * 0.9)], 1),
                              "overhead_min_ms": round(overhead[0], 1), "samples": len(overhead),
                              "runs": total, "runs_ok": ok, "sessions": args.sessions, "cap": args.cap,
-                             "runs_per_s": round(total / elapsed, 1)})
+                             "runs_per_s": round(total / elapsed, 1), "sandbox": args.sandbox})
 
 
 if __name__ == "__main__":

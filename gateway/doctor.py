@@ -22,6 +22,7 @@ import httpx
 
 from gateway import extras, paths
 from gateway.agents.invocation import INSTALL, cli_argv
+from gateway.sandbox.doctor import sandbox_report
 
 __all__ = ["Check", "run_checks"]
 
@@ -279,6 +280,7 @@ async def run_checks() -> list[Check]:
     async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
         checks += await _bots(client, config)
     checks += [await asyncio.to_thread(_agent, agent) for agent in config.agents.list]
+    checks += [Check(*row) for row in await asyncio.to_thread(sandbox_report, config)]
     checks += _extras(config)
     checks += _capabilities(config)
     checks.append(await asyncio.to_thread(_port, config, state))

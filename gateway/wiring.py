@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -67,6 +68,18 @@ async def _start_sessions(gw: Gateway) -> None:
     gw.sessions = SessionsService(gw.db, gw.config_store, gw.hooks, gw.runs)
 
 
+def _tell_sandbox_problems(gw: Gateway) -> None:
+    """Log, once at start and off the start's path, what ``doctor`` would say is wrong with the sandbox."""
+    from gateway.sandbox.doctor import sandbox_report
+
+    async def tell() -> None:
+        for name, status, detail, fix in await asyncio.to_thread(sandbox_report, gw.config):
+            if status != "ok":
+                log.warning(f"{name}: {detail}", fix=fix)
+
+    gw.spawn(tell(), name="sandbox-report")
+
+
 async def _start_agents(gw: Gateway) -> None:
     """The executor: it runs the queue's turns and takes the chats' allowed messages."""
     from gateway.agents.executor import AgentExecutor
@@ -78,6 +91,7 @@ async def _start_agents(gw: Gateway) -> None:
     gw.on_stop(relay.close)
     sandbox = Sandbox(config=gw.config_store, state_dir=gw.state_dir, relay=relay,
                       private=private_paths(gw.config_store.path, gw.db.url))
+    _tell_sandbox_problems(gw)
     executor = AgentExecutor(db=gw.db, config=gw.config_store, state_dir=gw.state_dir, replica_id=gw.replica_id,
                              sessions=gw.sessions, runs=gw.runs, run_tokens=gw.run_tokens, hooks=gw.hooks,
                              services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,

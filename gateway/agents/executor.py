@@ -173,14 +173,17 @@ class AgentExecutor:
 
     # -- running -------------------------------------------------------------------------------
 
-    async def handoff_place(self, session_key: str) -> tuple[Path, Path]:
+    async def handoff_place(self, session_key: str) -> tuple[Path, Path, Path | None]:
         """Where the session's turns run (its project folder or worktree, else the private path the executor
-        uses) and its state dir: what ``/handoff`` needs to resume the CLI's session by hand."""
-        agent = self._sessions.agent(parse_key(session_key)[0], field="sessionKey")
+        uses), its state dir, and the sandbox HOME of its own its CLI filed the conversation in (someone else's
+        session): what ``/handoff`` needs to resume the CLI's session by hand."""
+        agent_id = parse_key(session_key)[0]
+        agent = self._sessions.agent(agent_id, field="sessionKey")
         row = await self._sessions.get(session_key)
         workdir = await resolve_workdir(agent, row.project if row is not None else None, session_key)
         private = self.workspace_for(session_key)
-        return (workdir.path if workdir is not None else private), self._state_dir / "runtimes" / private.name
+        home = await asyncio.to_thread(self._sandbox.session_home, agent_id, session_key)
+        return (workdir.path if workdir is not None else private), self._state_dir / "runtimes" / private.name, home
 
     def workspace_for(self, session_key: str) -> Path:
         """A stable path per session (removed after each run): CLIs file their resumable sessions by cwd."""
@@ -357,7 +360,8 @@ class AgentExecutor:
         write, owner_paths = await asyncio.to_thread(prepare)
         return await self._sandbox.confinement(
             agent, owner=is_owner_run(run), session_key=run.session_key, workspace=workspace, write=write,
-            read=[tools_path], owner_paths=owner_paths, logins=runtime.logins, credentials=runtime.credentials)
+            read=[tools_path], owner_paths=owner_paths, logins=runtime.logins, credentials=runtime.credentials,
+            cli_settings=runtime.settings)
 
     def _approver(self, run: Run) -> Approve | None:
         """How a CLI that asks its client (Codex's app-server) puts a tool use to this run's person."""

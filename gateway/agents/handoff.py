@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
     from gateway.sessions import SessionsService
 
-    HandoffPlace = Callable[[str], Awaitable[tuple[Path, Path]]]
-    """``AgentExecutor.handoff_place``: a session's workspace and its runtime state folder."""
+    HandoffPlace = Callable[[str], Awaitable[tuple[Path, Path, Path | None]]]
+    """``AgentExecutor.handoff_place``: a session's workspace, its runtime state folder, and the sandbox HOME its
+    CLI keeps the conversation in when that is the session's own (None: the machine's HOME)."""
 
 __all__ = ["handoff", "handoff_command"]
 
@@ -38,23 +39,28 @@ async def handoff(sessions: SessionsService, place: HandoffPlace, key: str) -> d
     resume_id = row.cli_session(agent.runtime) if row is not None else None
     if not resume_id:
         return None
-    workspace, state_dir = await place(key)
+    workspace, state_dir, home = await place(key)
     return {
         "runtime": agent.runtime,
         "sessionId": resume_id,
         "cwd": str(workspace),
-        "command": handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace, state_dir),
+        "command": handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace, state_dir, home),
     }
 
 
 def handoff_command(
-    runtime: str, argv: list[str], resume_id: str, workspace: Path, state_dir: Path | None = None
+    runtime: str, argv: list[str], resume_id: str, workspace: Path, state_dir: Path | None = None,
+    home: Path | None = None,
 ) -> str | None:
     """A POSIX shell line resuming ``resume_id`` with the agent's CLI (``argv``), or None for an unknown runtime.
 
-    ``state_dir`` is the session's directory that outlives runs (Codex keeps its sessions there).
+    ``state_dir`` is the session's directory that outlives runs (Codex keeps its sessions there); ``home`` the
+    sandbox HOME of a session whose runs have one of their own (someone else's conversation: its CLI filed it
+    there, docs/sandbox.md), set for the CLI at the desk too.
     """
     cli = shlex.join(argv)
+    if home is not None and runtime != "codex":
+        cli = f"HOME={shlex.quote(str(home))} {cli}"
     here = f"mkdir -p {shlex.quote(str(workspace))} && cd {shlex.quote(str(workspace))}"
     rid = shlex.quote(resume_id)
     if runtime == "claude":

@@ -37,8 +37,8 @@ class Layout:
     read: list[Path] = field(default_factory=list)
     write: list[Path] = field(default_factory=list)
     """Folders or files shown read-write at the same path (the workspace, the side-effects file…)."""
-    home_binds: list[tuple[Path, bool]] = field(default_factory=list)
-    """Paths below the real HOME shown at the same place below ``home_at`` (CLI logins): ``(path, writable)``."""
+    home_binds: list[tuple[Path, Path, bool]] = field(default_factory=list)
+    """The CLI's login and settings, shown in the run's HOME: ``(host path, path inside, writable)``."""
     hide: list[Path] = field(default_factory=list)
     """The gateway's own paths: covered wherever another bind would show them."""
     isolated_net: bool = False
@@ -84,10 +84,10 @@ def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
         if not real.startswith(("/etc/", "/usr/")) and os.path.exists(real):
             out += ["--ro-bind", real, real]
     files, dirs = etc_secrets()
-    for path in files:
-        out += ["--ro-bind", "/dev/null", path]
-    for path in dirs:
-        out += ["--tmpfs", path]
+    for secret in files:
+        out += ["--ro-bind", "/dev/null", secret]
+    for folder in dirs:
+        out += ["--tmpfs", folder]
     out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
 
     # Mounts go parents first: a bind inside another (a login file in HOME, the workspace's state folder in a
@@ -97,24 +97,22 @@ def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
     def add(dest: Path, order: int, args: list[str]) -> None:
         mounts.append((len(dest.parts), order, args))
 
-    system = [Path(p) for p in _SYSTEM_DIRS]
-    shown: list[Path] = [*system, layout.home_at]
+    read_only = [Path(p) for p in _SYSTEM_DIRS]
     add(layout.home_at, 0, ["--bind", str(layout.home), str(layout.home_at)])
-    for path in layout.read:
-        if not _under(path, system) and path.exists():
-            shown.append(path)
+    for path in sorted(set(layout.read), key=lambda p: len(p.parts)):  # parents first: what is inside one
+        if not _under(path, read_only) and path.exists():                # already shown is not bound again
+            read_only.append(path)
             add(path, 0, ["--ro-bind", str(path), str(path)])
-    for path in layout.hide:  # after what would show it, before anything placed inside it
-        if _under(path, shown) and path.exists():
-            add(path, 1, ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)])
-    real_home = Path.home()
-    for path, writable in layout.home_binds:
-        if path.exists():
-            inside = layout.home_at / path.relative_to(real_home)
-            add(inside, 2, ["--bind" if writable else "--ro-bind", str(path), str(inside)])
-    for path in layout.write:
-        if path.exists():
-            add(path, 2, ["--bind", str(path), str(path)])
+    shown = [*read_only, layout.home_at]
+    for hidden in layout.hide:  # after what would show it, before anything placed inside it
+        if _under(hidden, shown) and hidden.exists():
+            add(hidden, 1, ["--tmpfs", str(hidden)] if hidden.is_dir() else ["--ro-bind", "/dev/null", str(hidden)])
+    for login, inside, writable in layout.home_binds:
+        if login.exists():
+            add(inside, 2, ["--bind" if writable else "--ro-bind", str(login), str(inside)])
+    for written in layout.write:
+        if written.exists():
+            add(written, 2, ["--bind", str(written), str(written)])
     for _depth, _order, args in sorted(mounts, key=lambda m: (m[0], m[1])):
         out += args
     out += ["--chdir", str(layout.cwd), "--"]

@@ -95,7 +95,8 @@ class Sandbox:
 
     async def confinement(self, agent: AgentConfig, *, owner: bool, session_key: str, workspace: Path,
                     write: list[Path], read: list[Path], owner_paths: list[Path],
-                    logins: tuple[str, ...], credentials: tuple[str, ...]) -> RunConfinement:
+                    logins: tuple[str, ...], credentials: tuple[str, ...],
+                          cli_settings: tuple[str, ...] = ()) -> RunConfinement:
         """How this run is confined, or ``SandboxRefused``.
 
         Args:
@@ -108,17 +109,19 @@ class Sandbox:
             owner_paths: what an owner's run also sees read-write (the agent's configured projects).
             logins: paths below HOME with the CLI's login, shown whole to owner runs.
             credentials: the login's credential files alone, shown to other runs.
+            cli_settings: the CLI's configuration it needs, shown read-only to other runs.
         """
         settings = self.settings_for(agent)
         wanted = settings.mode == "all" or (settings.mode == "non-owner" and not owner)
         relay = await self._relay.socket() if wanted and settings.network != "open" else None
         return await asyncio.to_thread(self._plan, agent, settings, relay, owner=owner, session_key=session_key,
                                        workspace=workspace, write=write, read=read, owner_paths=owner_paths,
-                                       logins=logins, credentials=credentials)
+                                       logins=logins, credentials=credentials, cli_settings=cli_settings)
 
     def _plan(self, agent: AgentConfig, settings: SandboxConfig, relay: Path | None, *, owner: bool,
               session_key: str, workspace: Path, write: list[Path], read: list[Path], owner_paths: list[Path],
-              logins: tuple[str, ...], credentials: tuple[str, ...]) -> RunConfinement:
+              logins: tuple[str, ...], credentials: tuple[str, ...],
+              cli_settings: tuple[str, ...]) -> RunConfinement:
         visible = (workspace, *[p for p in write if p.is_dir()], *(owner_paths if owner else []),
                    *[Path(b.path).expanduser() for b in settings.binds])
         if settings.mode == "off" or (settings.mode == "non-owner" and owner):
@@ -129,7 +132,8 @@ class Sandbox:
             return RunConfinement("none", settings, visible=visible)
         if self.bwrap_usable():
             home = self._home(agent.id, owner, session_key)
-            layout = Layout(cwd=workspace, home=home, home_at=Path.home(), isolated_net=settings.network != "open",
+            real_home = Path(agent.env.get("HOME") or Path.home()).expanduser()  # where the CLI's login is
+            layout = Layout(cwd=workspace, home=home, home_at=real_home, isolated_net=settings.network != "open",
                             hide=list(self._private))
             layout.write = [workspace, *write, *(owner_paths if owner else [])]
             layout.read = [*runtime_roots(), *read]
@@ -138,9 +142,14 @@ class Sandbox:
             for bind in settings.binds:
                 path = Path(bind.path).expanduser()
                 (layout.write if bind.writable else layout.read).append(path)
-            real_home = Path.home()
+            layout.read += [Path(a) for a in agent.command or () if os.path.isabs(a) and os.path.isfile(a)]
             for rel in (logins if owner else credentials):
-                layout.home_binds.append((real_home / rel, True))
+                login = real_home / rel
+                if owner and not rel.endswith(".json"):  # the owner's CLI keeps its sessions there (resume,
+                    login.mkdir(parents=True, exist_ok=True)  # /handoff at the desk), even on its first run
+                layout.home_binds.append((login, login, True))
+            if not owner:
+                layout.home_binds += [(real_home / rel, real_home / rel, False) for rel in cli_settings]
             bwrap = probe_bwrap().path
             assert bwrap is not None
             return RunConfinement("bwrap", settings, home=home, visible=visible, socket=relay,
@@ -169,6 +178,12 @@ class Sandbox:
         home = self._state_dir / "sandbox" / "homes" / agent_id / who
         home.mkdir(parents=True, exist_ok=True, mode=0o700)
         return home
+
+    def session_home(self, agent_id: str, session_key: str) -> Path | None:
+        """The HOME of its own where a session's sandboxed runs (someone else's, not the owner's) keep their CLI's
+        conversations, once they have run; None otherwise (the owner's runs keep them in the real HOME)."""
+        home = self._state_dir / "sandbox" / "homes" / agent_id / hashlib.sha256(session_key.encode()).hexdigest()[:20]
+        return home if home.is_dir() and any(home.iterdir()) else None
 
     @staticmethod
     def _wrap(inv: Invocation, bwrap: str, layout: Layout) -> Invocation:

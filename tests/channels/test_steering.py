@@ -101,7 +101,7 @@ async def test_interrupt_restarts_the_turn_with_both_messages(gw_factory: Any, f
     await fake.wait_polling()
     first = send(fake, "sleep:3 write the report")
     started = await until(lambda: runs_with(gw, "write the report"), 20, "the first turn to start")
-    pid = host_pid(started[0]["pid"], started[0]["env"]["REMOTECLAW_RUN_ID"])
+    pid = host_pid(started[0]["pid"], "REMOTECLAW_RUN_ID=" + started[0]["env"]["REMOTECLAW_RUN_ID"])
     send(fake, "in French please")
     await until(lambda: not alive(pid), 10, "the interrupted CLI to be stopped")
     reply = await answer(fake, first, lambda t: "French" in t)

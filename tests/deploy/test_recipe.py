@@ -19,7 +19,7 @@ from compose_spec import PyCompose
 from tests.support.requires import require
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-SECRETS = {"REMOTECLAW_GATEWAY_TOKEN": "t" * 64, "POSTGRES_PASSWORD": "p" * 32}
+SECRETS = {"REMOTECLAW_GATEWAY_TOKEN": "t" * 64, "POSTGRES_PASSWORD": "p" * 32, "REDIS_PASSWORD": "r" * 32}
 _VAR = re.compile(r"\$\{(\w+)(?:(:?[-?])([^}]*))?\}")
 
 
@@ -56,7 +56,11 @@ def test_compose_file_is_valid_and_wires_the_services() -> None:
     assert gateway.environment == second.environment  # both replicas on the same database and Redis
     env: Any = gateway.environment
     assert env["REMOTECLAW_DATABASE_URL"] == f"postgresql://remoteclaw:{'p' * 32}@postgres:5432/remoteclaw"
-    assert env["REMOTECLAW_REDIS_URL"] == "redis://redis:6379/0"
+    assert env["REMOTECLAW_REDIS_URL"] == f"redis://:{'r' * 32}@redis:6379/0"
+    redis: Any = compose.get_service("redis")
+    assert redis.command[-2:] == ["--requirepass", "r" * 32]  # a sandboxed run on the network cannot use it
+    # What bubblewrap needs in a container (a user namespace, a fresh /proc), on both replicas.
+    assert {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} <= set(gateway.security_opt or [])
     assert second.profiles == {"replicas"} and compose.get_service("node").profiles == {"node"}  # type: ignore[union-attr]
     assert gateway.env_file is not None
 

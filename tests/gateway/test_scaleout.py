@@ -214,7 +214,7 @@ async def test_chat_abort_sent_to_b_stops_a_turn_running_on_a(cluster: Cluster, 
     res = await send(a, key, "sleep:30 long job")
     await until(lambda: cluster.cli_calls(key))
     call = cluster.cli_calls(key)[0]
-    cli_pid = host_pid(call["pid"], call["env"]["REMOTECLAW_RUN_ID"])
+    cli_pid = host_pid(call["pid"], "REMOTECLAW_RUN_ID=" + call["env"]["REMOTECLAW_RUN_ID"])
     try:
         out = await b.call("chat.abort", {"sessionKey": key})
         # b runs nothing itself, but reports the run it had a stop: the database shows it held by a.
@@ -263,7 +263,7 @@ async def test_a_killed_replicas_turns_are_adopted_by_the_survivor_once_its_hear
         await until(lambda: cluster.cli_calls(key) and cluster.cli_calls(other))
         queued = await send(a, key, "queued behind")
         call = cluster.cli_calls(key)[0]
-        cli_pid = host_pid(call["pid"], call["env"]["REMOTECLAW_RUN_ID"])
+        cli_pid = host_pid(call["pid"], "REMOTECLAW_RUN_ID=" + call["env"]["REMOTECLAW_RUN_ID"])
         rows = {r["session_key"]: r for r in await lease_rows(pg_url)}
         assert rows[key]["holder"].startswith((await a.call("status"))["replicaId"])
         await a.close()

@@ -16,14 +16,15 @@ def alive(pid: int) -> bool:
         return False
 
 
-def host_pid(pid: int, run_id: str) -> int:
+def host_pid(pid: int, marker: str) -> int:
     """The gateway machine's id of a process a stand-in CLI reported as ``pid`` from inside its run.
 
     A sandboxed run has a PID namespace of its own, so what it reports as its pid is that namespace's (the last
     number of ``NSpid`` in ``/proc/<pid>/status``); unsandboxed, the two are the same. The process must still
-    be running: it is found by its pid there and its run id (``REMOTECLAW_RUN_ID``) in its environment.
+    be running: it is found by its pid there and ``marker`` (``NAME=value``) in its environment, e.g. its run's
+    ``REMOTECLAW_RUN_ID=…`` (Claude Code's context; Codex's CLI is not given it) or the test's own variable.
     """
-    marker = f"REMOTECLAW_RUN_ID={run_id}".encode()
+    wanted = marker.encode()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -33,8 +34,8 @@ def host_pid(pid: int, run_id: str) -> int:
             if not nspid or int(nspid[-1]) != pid:
                 continue
             with open(f"/proc/{entry}/environ", "rb") as fh:
-                if marker in fh.read().split(b"\0"):
+                if wanted in fh.read().split(b"\0"):
                     return int(entry)
         except (OSError, ValueError):
             continue
-    raise AssertionError(f"no running process {pid} of run {run_id}")
+    raise AssertionError(f"no running process {pid} with {marker}")

@@ -138,7 +138,11 @@ class Runtime(ABC):
     logins: tuple[str, ...] = ()
     """Paths below HOME holding the CLI's login and its own state: shown whole to the owner's sandboxed runs."""
     credentials: tuple[str, ...] = ()
-    """The login's credential files alone: all that other people's sandboxed runs are shown of HOME."""
+    """The login's credential files alone: what other people's sandboxed runs are shown of HOME, read-write (a
+    login refreshes itself), with ``settings``."""
+    settings: tuple[str, ...] = ()
+    """The CLI's own configuration below HOME that it cannot work without (OpenCode's providers): shown
+    read-only to other people's sandboxed runs."""
     steerable: bool = False
     """Whether the CLI takes more user messages on stdin while a turn runs (``build`` honours ``spec.steer``
     and ``user_message`` encodes one); the steering mode ``steer`` falls back to ``queue`` elsewhere."""

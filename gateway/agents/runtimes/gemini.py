@@ -127,7 +127,8 @@ class GeminiRuntime(Runtime):
     executable = "gemini"
     credential_env = ("GEMINI_*", "GOOGLE_*")
     logins = (".gemini",)
-    credentials = (".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".gemini/settings.json")
+    credentials = (".gemini/oauth_creds.json", ".gemini/google_accounts.json")
+    settings = (".gemini/settings.json",)  # which way it logs in
 
     def build(self, spec: RunSpec) -> Invocation:
         settings = {

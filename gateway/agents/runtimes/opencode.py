@@ -84,6 +84,7 @@ class OpenCodeRuntime(Runtime):
     credential_env = ("*_API_KEY", "OPENCODE_*")  # OpenCode talks to any provider, each with its own key
     logins = (".local/share/opencode", ".config/opencode")
     credentials = (".local/share/opencode/auth.json",)
+    settings = (".config/opencode",)  # its providers and models are configured there
 
     def build(self, spec: RunSpec) -> Invocation:
         config = {

@@ -81,9 +81,10 @@ async def spawn(argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str],
     """
     loop = asyncio.get_running_loop()
     # Popen on the loop on purpose: with vfork it returns in well under a millisecond, once the child has exec'd.
-    as_user = {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []} if user else {}
+    gid = pwd.getpwnam(user).pw_gid if user else None
     popen = subprocess.Popen(  # noqa: ASYNC220
-        list(argv), cwd=str(cwd), env=dict(env), start_new_session=True, close_fds=True, **as_user,
+        list(argv), cwd=str(cwd), env=dict(env), start_new_session=True, close_fds=True,
+        user=user, group=gid, extra_groups=[] if user else None,
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:

@@ -75,7 +75,7 @@ async def test_stop_kills_the_running_turn_and_nothing_is_delivered(gw: GatewayP
         if mine:
             break
         await asyncio.sleep(0.05)
-    pid = host_pid(mine[-1]["pid"], mine[-1]["env"]["REMOTECLAW_RUN_ID"])
+    pid = host_pid(mine[-1]["pid"], "REMOTECLAW_RUN_ID=" + mine[-1]["env"]["REMOTECLAW_RUN_ID"])
     busy = await say(fake, "/status", lambda t: t.startswith("Agent:"))
     assert "Now: working" in busy
     assert await say(fake, "/stop", lambda t: "Stopped" in t) == "⏹ Stopped."

@@ -60,7 +60,9 @@ def last_pids(pid_file: Path) -> dict[str, int] | None:
     if not lines:
         return None
     entry = json.loads(lines[-1])
-    return {k: host_pid(entry[k], entry["run"]) for k in ("cli", "child")}
+    # Codex's CLI is not given the run's context: one run at a time here, so the test's variable finds it.
+    marker = f"REMOTECLAW_RUN_ID={entry['run']}" if entry["run"] else f"STUBBORN_PIDS={pid_file}"
+    return {k: host_pid(entry[k], marker) for k in ("cli", "child")}
 
 
 @pytest.mark.parametrize("runtime", ["claude", "codex", "gemini", "opencode"])

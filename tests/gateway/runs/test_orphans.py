@@ -39,7 +39,8 @@ async def start_run(c: RawClient, pid_file: Path, n: int) -> dict[str, int]:
         lines = read_lines(pid_file)
         if len(lines) >= n:
             entry = json.loads(lines[n - 1])
-            pids = {k: host_pid(entry[k], entry["run"]) for k in ("cli", "child")}  # the run reports its sandbox's
+            marker = f"REMOTECLAW_RUN_ID={entry['run']}"  # the run reports its sandbox's pids
+            pids = {k: host_pid(entry[k], marker) for k in ("cli", "child")}
             assert alive(pids["cli"]) and alive(pids["child"])
             return pids
         await asyncio.sleep(0.05)

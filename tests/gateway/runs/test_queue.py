@@ -98,7 +98,7 @@ async def test_abort_kills_the_cli_and_drops_the_queued_turn(gw: GatewayProcess)
         if mine:
             break
         await asyncio.sleep(0.05)
-    pid = host_pid(mine[-1]["pid"], mine[-1]["env"]["REMOTECLAW_RUN_ID"])
+    pid = host_pid(mine[-1]["pid"], "REMOTECLAW_RUN_ID=" + mine[-1]["env"]["REMOTECLAW_RUN_ID"])
     out = await c.call("chat.abort", {"sessionKey": key})
     assert set(out["runIds"]) == {first["runId"], queued["runId"]}
     r = await wait(c, first["runId"])
@@ -141,7 +141,7 @@ async def test_watchdog_stops_a_silent_cli(gw: GatewayProcess) -> None:
     entry = [x for x in calls(gw) if x["env"]["REMOTECLAW_SESSION_KEY"] == key][-1]
     await asyncio.sleep(0.2)
     with pytest.raises(AssertionError, match="no running process"):  # no process of that run is left
-        host_pid(entry["pid"], entry["env"]["REMOTECLAW_RUN_ID"])
+        host_pid(entry["pid"], "REMOTECLAW_RUN_ID=" + entry["env"]["REMOTECLAW_RUN_ID"])
     await c.close()
 
 

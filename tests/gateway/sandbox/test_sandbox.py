@@ -90,6 +90,16 @@ def gateway_seen(found: dict[str, Any]) -> bool:
     return any("gateway.cli" in c and "gateway run" in c for c in found["cmdlines"])
 
 
+def kept(path: str) -> str:
+    with open(path) as fh:
+        return fh.read()
+
+
+def make_user(name: str) -> None:
+    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", name], check=True)
+
+
 def home_of(gw: GatewayProcess, key: str) -> Path:
     return gw.state_dir / "sandbox" / "homes" / "main" / hashlib.sha256(key.encode()).hexdigest()[:20]
 
@@ -120,7 +130,7 @@ async def test_a_strangers_run_sees_only_its_own_session(sandboxed: GatewayProce
     first, second = (f"agent:main:stranger:{uuid.uuid4().hex[:6]}" for _ in range(2))
     await pry(gw, owner=False, key=first, keep="first stranger's note")
     theirs = str(home_of(gw, first) / "kept.txt")
-    assert Path(theirs).read_text() == "first stranger's note"  # kept on the gateway's disk, in the state dir
+    assert kept(theirs) == "first stranger's note"  # kept on the gateway's disk, in the state dir
     found = await pry(gw, owner=False, key=second, paths=[str(gw.state_dir), *state_paths(gw), plan, theirs],
                       secrets=secrets_of(gw))
     assert state_hidden(found, gw) and not found["read"][plan] and not found["read"][theirs], found["read"]
@@ -193,8 +203,7 @@ async def test_without_bubblewrap_a_strangers_run_is_refused_and_the_owners_runs
 @pytest.mark.skipif(os.geteuid() != 0, reason="starting runs as another user needs root")
 async def test_without_bubblewrap_a_user_of_its_own_keeps_the_state_out_of_reach() -> None:
     user = "rc-sandbox-test"
-    if subprocess.run(["id", "-u", user], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--system", "--no-create-home", user], check=True)
+    make_user(user)
     system_python = shutil.which("python3", path="/usr/bin")  # one that user can run (not in /root)
     assert system_python is not None
     # Outside pytest's own 0700 folder: only the gateway's 0700 state dir stands between that user and it.
@@ -207,10 +216,12 @@ async def test_without_bubblewrap_a_user_of_its_own_keeps_the_state_out_of_reach
         gw = start(root / "gw", user=user, env={"REMOTECLAW_BWRAP": str(root / "no-bwrap")},
                    command=[system_python, str(pry_copy)])
         try:
-            found = await pry(gw, owner=False, paths=[str(gw.state_dir), *state_paths(gw)], secrets=secrets_of(gw))
+            paths = [str(gw.state_dir), *state_paths(gw)]
+            found = await pry(gw, owner=False, paths=paths, secrets=secrets_of(gw))
         finally:
             gw.stop()
-        assert found["read"][str(gw.state_dir)] is False and not any(found["read"][p] for p in state_paths(gw)), found["read"]
+        assert found["read"][str(gw.state_dir)] is False, found["read"]
+        assert not any(found["read"][p] for p in state_paths(gw)), found["read"]
         assert found["leaked"] == [] and found["env"]["USER"] == user
     finally:
         shutil.rmtree(root, ignore_errors=True)
