@@ -122,7 +122,7 @@ async def _redis(config: Any) -> Check | None:
     try:
         import redis.asyncio as redis
     except ImportError:
-        return Check("redis", "fail", "the redis package is not installed", "pip install 'remoteclaw[redis]'")
+        return Check("redis", "fail", "the redis package is not installed", extras.install_hint("redis"))
     client = redis.Redis.from_url(url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S)
     try:
         await client.ping()
@@ -203,8 +203,7 @@ def _capabilities(config: Any) -> list[Check]:
         return checks  # the optional part's own line says how to add it
     chromium, why = _chromium()
     checks.append(Check("chromium (for a node's canvas/browser)", "ok" if chromium else "warn",
-                        chromium or str(why), None if chromium else "apt-get install chromium, "
-                        "pip install 'remoteclaw[browser]'"))
+                        chromium or str(why), None if chromium else "apt-get install chromium"))
     return checks
 
 

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(90)
 
 MAIN = "agent:main:main"
 BROWSER = ("no browser-capable node is connected: run `remoteclaw-node run` on a machine with Chromium and the "
-           "optional part 'browser' (pip install 'remoteclaw[browser]'), then approve it")
+           "optional part 'browser' (on this one: REMOTECLAW_EXTRAS=browser ./scripts/gateway), then approve it")
 
 
 async def test_browser_without_a_node_is_unavailable_and_the_tts_tools_work(
