@@ -162,6 +162,44 @@ def cmd_gateway_call(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gateway_auth_token(args: argparse.Namespace) -> int:
+    """Where the gateway token comes from, and with ``--show`` the token itself (OpenClaw's Control UI asks
+    for ``openclaw gateway auth-token --show``: this is ours)."""
+    env = os.environ.get("REMOTECLAW_GATEWAY_TOKEN", "").strip()
+    token, where = (env, "the environment variable REMOTECLAW_GATEWAY_TOKEN") if env else (None, "")
+    if token is None:
+        import json5
+
+        try:
+            data = json5.loads(_config_file().read_text()) if _config_file().exists() else {}
+            configured = ((data.get("gateway") or {}).get("auth") or {}).get("token")
+        except (ValueError, OSError, AttributeError):
+            configured = None
+        if isinstance(configured, str) and configured.strip():
+            token, where = configured.strip(), f"gateway.auth.token in {_config_file()}"
+    if token is None:
+        path = _state_dir() / "gateway.token"
+        try:
+            token = path.read_text().strip() or None
+        except OSError:
+            token = None
+        where = str(path)
+    if token is None:
+        raise CliError(f"no gateway token yet: the gateway writes one to {where} at its first start "
+                       f"(start it with: {start_command()})")
+    if args.show:
+        print(token)
+    else:
+        print(f"the gateway token is in {where}; print it with: {cli_command()} gateway auth-token --show")
+    return 0
+
+
+def cli_command() -> str:
+    from gateway.install import cli_command as how
+
+    return how()
+
+
 def cmd_config_get(args: argparse.Namespace) -> int:
     """The config (or one key); for ``gateway.port``, the port the running gateway really listens on, which
     ``gateway run --port`` may have set apart from the config (both are then said)."""
@@ -363,6 +401,10 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     call.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (default 30)")
     _conn_opts(call)
     call.set_defaults(func=cmd_gateway_call)
+    auth_token = gws.add_parser("auth-token", help="say where the gateway token is; --show prints it (for a "
+                                                   "sign-in page such as OpenClaw's Control UI)")
+    auth_token.add_argument("--show", action="store_true", help="print the token itself")
+    auth_token.set_defaults(func=cmd_gateway_auth_token)
 
     cfg = sub.add_parser("config", help="read and change the gateway's config")
     cfgs = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")

@@ -243,6 +243,24 @@ def _chromium() -> tuple[str | None, str | None]:
     return None, "no Chromium found"
 
 
+def _control_ui(config: Any) -> Check:
+    """OpenClaw's Control UI: served (where from), off, or not installed with the command that installs it."""
+    from gateway.control_ui import find_root
+    from gateway.install import control_ui_advice
+
+    cfg = config.gateway.controlUi
+    name = "control ui (OpenClaw's panel, optional)"
+    if not cfg.enabled:
+        return Check(name, "off", "turned off (gateway.controlUi.enabled is false)")
+    root = find_root(cfg)
+    if root is not None:
+        return Check(name, "ok", f"installed: {root}, served at {cfg.basePath.rstrip('/')}/")
+    if cfg.root:
+        return Check(name, "warn", f"gateway.controlUi.root is {cfg.root}, which holds no index.html",
+                     "point it at the dist/control-ui folder of an openclaw install, or " + control_ui_advice())
+    return Check(name, "off", "not installed (the web chat does not need it)", control_ui_advice())
+
+
 def _port(config: Any, state: Path) -> Check:
     port = int(os.environ.get("REMOTECLAW_PORT") or config.gateway.port)
     bind = config.gateway.bind if config.gateway.bind not in ("0.0.0.0", "::") else "127.0.0.1"
@@ -280,6 +298,7 @@ async def run_checks() -> list[Check]:
     checks += [await asyncio.to_thread(_agent, agent) for agent in config.agents.list]
     checks += _extras(config)
     checks += _capabilities(config)
+    checks.append(_control_ui(config))
     checks.append(await asyncio.to_thread(_port, config, state))
     return checks
 

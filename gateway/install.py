@@ -25,7 +25,11 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["checkout", "cli_command", "extra_advice", "extra_command", "extra_requirements", "how", "start_command"]
+__all__ = ["checkout", "cli_command", "control_ui_advice", "extra_advice", "extra_command", "extra_requirements",
+           "how", "start_command"]
+
+OPENCLAW_VERSION = "2026.9.6"
+"""The ``openclaw`` release whose Control UI we test against (``scripts/install-openclaw`` pins the same)."""
 
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -145,3 +149,16 @@ def extra_command(extra: str) -> str:
     if kind == "uv-tool":
         return f"uv pip install --python {shlex.quote(sys.executable)} {named}"
     return f"{shlex.quote(sys.executable)} -m pip install {named}"
+
+
+def control_ui_advice() -> str:
+    """How to install OpenClaw's Control UI for this installation."""
+    root = _ROOT if (_ROOT / "scripts" / "install-openclaw").is_file() else None
+    if root is not None:
+        script = "./scripts/install-openclaw" if Path.cwd().resolve() == root else shlex.quote(
+            str(root / "scripts" / "install-openclaw"))
+        return (f"{script} (needs npm; puts Node 24 and openclaw {OPENCLAW_VERSION} in .cache/openclaw, about "
+                "650 MB), then restart the gateway")
+    return (f"install openclaw {OPENCLAW_VERSION} with Node 24.16 or newer (npm install -g "
+            f"openclaw@{OPENCLAW_VERSION}), then set gateway.controlUi.root to its dist/control-ui folder and restart "
+            "the gateway")
