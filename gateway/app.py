@@ -79,6 +79,8 @@ class _Handshake:
         self.nonce = str(uuid.uuid4())
         self.node_admission: Admission | None = None
         """For a node: what its connect found in the node store (``gateway.devices``)."""
+        self.operator_device: str | None = None
+        """An approved operator device that signed in (not as an agent run): it is handed a device token."""
 
     def _refuse(self, frame_id: Any, err: RpcError, close_code: int = CLOSE_POLICY) -> None:
         self.conn.send(error_frame(frame_id, err))
@@ -178,6 +180,8 @@ class _Handshake:
                     details={"code": "PAIRING_REQUIRED", "deviceId": accepted.device_id, "status": status},
                 ))
                 return None
+            if accepted.run_grant is None:
+                self.operator_device = accepted.device_id
         return frame, params, connect.caller_for(params, accepted, conn_id=conn.conn_id, remote=conn.remote)
 
 
@@ -362,6 +366,10 @@ def build_app(gateway: Gateway) -> ASGIApp:
             conn.connected_at_ms = int(time.time() * 1000)
             gateway.presence_board.join(conn, caller)  # listed in its own snapshot, as OpenClaw does
             hello = _hello(gateway, conn, caller)
+            if handshake.operator_device is not None:  # a reload signs in with it (OpenClaw's Control UI keeps it)
+                from gateway.auth import operator_device_token
+
+                hello["auth"]["deviceToken"] = operator_device_token(gateway.token, handshake.operator_device)
             admission = handshake.node_admission
             if admission is not None and gateway.nodes is not None:
                 node_token = await gateway.nodes.hello_token(admission)

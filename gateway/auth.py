@@ -21,6 +21,7 @@ __all__ = [
     "check_token",
     "device_id_for",
     "device_payload",
+    "operator_device_token",
     "verify_device",
 ]
 
@@ -33,6 +34,19 @@ def check_token(expected: str, given: str | None) -> None:
         raise InvalidRequest("unauthorized: gateway token missing", details={"code": "AUTH_REQUIRED"})
     if not hmac.compare_digest(expected.encode(), given.encode()):
         raise InvalidRequest("unauthorized: gateway token mismatch", details={"code": "AUTH_TOKEN_MISMATCH"})
+
+
+def operator_device_token(gateway_token: str, device_id: str, role: str = "operator") -> str:
+    """The device token ``hello-ok`` hands an operator device that signed in with the gateway token.
+
+    OpenClaw's Control UI keeps it and presents it (``auth.deviceToken``, with the device's proof) when the page
+    is reloaded, so a reload keeps the person signed in. It is derived from the gateway token (an HMAC naming
+    the device and the role), so nothing is stored: changing the gateway token revokes every device token, and
+    rejecting the device (``device.pair.reject``) shuts it out. It is worth nothing without the device's key.
+    """
+    mac = hmac.new(gateway_token.encode(), f"remoteclaw-device-token|{role}|{device_id.lower()}".encode(),
+                   hashlib.sha256)
+    return "rcd_" + base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
 
 
 @dataclass

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CliError", "call_gateway", "client_options", "main", "print_json"]
+__all__ = ["CliError", "call_gateway", "call_gateway_all", "client_options", "main", "print_json", "start_command"]
 
 ALL_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
 
@@ -84,6 +84,12 @@ def print_json(value: Any) -> None:
 def call_gateway(url: str | None, token: str | None, method: str, params: Any, *, timeout: float = 30.0,
           scopes: list[str] | None = None) -> Any:
     """One request on a fresh connection; raises CliError with a message a person can act on."""
+    return call_gateway_all(url, token, [(method, params)], timeout=timeout, scopes=scopes)[0]
+
+
+def call_gateway_all(url: str | None, token: str | None, calls: list[tuple[str, Any]], *, timeout: float = 30.0,
+                     scopes: list[str] | None = None) -> list[Any]:
+    """Several requests, one after the other, on one fresh connection; their payloads in order."""
     import asyncio
 
     from gateway.protocol import RpcError
@@ -91,12 +97,13 @@ def call_gateway(url: str | None, token: str | None, method: str, params: Any, *
 
     target = resolve_url(url)
 
-    async def go() -> Any:
+    async def go() -> list[Any]:
         client = GatewayClient(target, resolve_token(token), client_id="cli", mode="cli",
                                scopes=scopes or ALL_SCOPES, timeout=timeout)
         try:
             await client.connect(open_timeout=min(timeout, 10.0))
-            return await client.request(method, params, timeout=timeout, reconnect=False)
+            return [await client.request(method, params, timeout=timeout, reconnect=False)
+                    for method, params in calls]
         finally:
             await client.close()
 
@@ -110,9 +117,16 @@ def call_gateway(url: str | None, token: str | None, method: str, params: Any, *
         raise CliError(f"{err.code}: {err.message}{hint}") from None
     except (OSError, TimeoutError) as err:
         raise CliError(f"cannot reach the gateway at {target}: {err or type(err).__name__}"
-                       " (is it running? start it with: remoteclaw gateway run)") from None
+                       f" (is it running? start it with: {start_command()})") from None
     except Exception as err:  # websockets handshake errors and the like
         raise CliError(f"cannot talk to the gateway at {target}: {err}") from None
+
+
+def start_command() -> str:
+    """How a person starts the gateway of this installation, as they can type it (see ``gateway.install``)."""
+    from gateway.install import start_command as how
+
+    return how()
 
 
 def _parse_json(text: str, what: str) -> Any:
@@ -148,11 +162,72 @@ def cmd_gateway_call(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_config_get(args: argparse.Namespace) -> int:
-    params = {"key": args.key} if args.key else None
-    result = call_gateway(args.url, args.token, "config.get", params)
-    _print(result.get("value") if args.key else result, args.json)
+def cmd_gateway_auth_token(args: argparse.Namespace) -> int:
+    """Where the gateway token comes from, and with ``--show`` the token itself (OpenClaw's Control UI asks
+    for ``openclaw gateway auth-token --show``: this is ours)."""
+    env = os.environ.get("REMOTECLAW_GATEWAY_TOKEN", "").strip()
+    token, where = (env, "the environment variable REMOTECLAW_GATEWAY_TOKEN") if env else (None, "")
+    if token is None:
+        import json5
+
+        try:
+            data = json5.loads(_config_file().read_text()) if _config_file().exists() else {}
+            configured = ((data.get("gateway") or {}).get("auth") or {}).get("token")
+        except (ValueError, OSError, AttributeError):
+            configured = None
+        if isinstance(configured, str) and configured.strip():
+            token, where = configured.strip(), f"gateway.auth.token in {_config_file()}"
+    if token is None:
+        path = _state_dir() / "gateway.token"
+        try:
+            token = path.read_text().strip() or None
+        except OSError:
+            token = None
+        where = str(path)
+    if token is None:
+        raise CliError(f"no gateway token yet: the gateway writes one to {where} at its first start "
+                       f"(start it with: {start_command()})")
+    if args.show:
+        print(token)
+    else:
+        print(f"the gateway token is in {where}; print it with: {cli_command()} gateway auth-token --show")
     return 0
+
+
+def cli_command() -> str:
+    from gateway.install import cli_command as how
+
+    return how()
+
+
+def cmd_config_get(args: argparse.Namespace) -> int:
+    """The config (or one key); for ``gateway.port``, the port the running gateway really listens on, which
+    ``gateway run --port`` may have set apart from the config (both are then said)."""
+    params = {"key": args.key} if args.key else None
+    result, status = call_gateway_all(args.url, args.token, [("config.get", params), ("status", None)])
+    value = result.get("value") if args.key else result
+    configured = _lookup_port(result, args.key)
+    listening = (status.get("listen") or {}).get("port") if isinstance(status, dict) else None
+    if isinstance(listening, int) and configured is not None and listening != configured:
+        if args.key == "gateway.port":
+            value = listening
+        print(f"remoteclaw: note: the running gateway listens on port {listening} (given with --port when it "
+              f"started); the config says {configured}, which applies when it starts without --port",
+              file=sys.stderr)
+    _print(value, args.json)
+    return 0
+
+
+def _lookup_port(result: dict[str, Any], key: str | None) -> int | None:
+    """``gateway.port`` as the config answer holds it, when the key asked for covers it."""
+    if key == "gateway.port":
+        port = result.get("value")
+    elif key in (None, "gateway"):
+        section = (result.get("value") if key else (result.get("config") or {}).get("gateway")) or {}
+        port = section.get("port") if isinstance(section, dict) else None
+    else:
+        return None
+    return port if isinstance(port, int) else None
 
 
 def cmd_config_schema(args: argparse.Namespace) -> int:
@@ -212,6 +287,49 @@ def _conn_opts(p: argparse.ArgumentParser) -> None:
                                  "on this state dir, else ws://127.0.0.1:<config port>/)")
     p.add_argument("--token", help="gateway token (default: $REMOTECLAW_GATEWAY_TOKEN or the state dir's token)")
     p.add_argument("--json", action="store_true", help="print compact JSON")
+
+
+def cmd_sessions_list(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"limit": args.limit, "includeDerivedTitles": True}
+    if args.search:
+        params["search"] = args.search
+    if args.agent:
+        params["agentId"] = args.agent
+    result = call_gateway(args.url, args.token, "sessions.list", params)
+    if args.json:
+        print_json(result)
+        return 0
+    sessions = result.get("sessions") or []
+    if not sessions:
+        print("no sessions yet (a session starts with the first message to an agent)")
+        return 0
+    for row in sessions:
+        when = _when_ms(row.get("updatedAt"))
+        title = row.get("label") or row.get("derivedTitle") or ""
+        tokens = row.get("totalTokens") or 0
+        print(f"{row.get('key', '?'):48} {when:20} {tokens:>8} tok  {title}".rstrip())
+    return 0
+
+
+def cmd_sessions_history(args: argparse.Namespace) -> int:
+    result = call_gateway(args.url, args.token, "chat.history", {"sessionKey": args.key, "limit": args.limit})
+    if args.json:
+        print_json(result)
+        return 0
+    messages = result.get("messages") or []
+    if not messages:
+        print(f"no messages in {result.get('sessionKey', args.key)} yet")
+    for m in messages:
+        print(f"[{_when_ms(m.get('ts'))}] {m.get('role', '?')}: {m.get('text') or ''}")
+    return 0
+
+
+def _when_ms(ms: Any) -> str:
+    from datetime import UTC, datetime
+
+    if not isinstance(ms, int | float) or not ms:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -283,6 +401,10 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     call.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (default 30)")
     _conn_opts(call)
     call.set_defaults(func=cmd_gateway_call)
+    auth_token = gws.add_parser("auth-token", help="say where the gateway token is; --show prints it (for a "
+                                                   "sign-in page such as OpenClaw's Control UI)")
+    auth_token.add_argument("--show", action="store_true", help="print the token itself")
+    auth_token.set_defaults(func=cmd_gateway_auth_token)
 
     cfg = sub.add_parser("config", help="read and change the gateway's config")
     cfgs = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
@@ -310,6 +432,21 @@ def build_parser(*, extensions: bool = True) -> argparse.ArgumentParser:
     apply.add_argument("--base-hash")
     _conn_opts(apply)
     apply.set_defaults(func=cmd_config_apply)
+
+    sessions = sub.add_parser("sessions", help="list the gateway's sessions and read their messages")
+    sess = sessions.add_subparsers(dest="sessions_command", metavar="SUBCOMMAND")
+    sess.required = True
+    slist = sess.add_parser("list", help="sessions, most recently active first")
+    slist.add_argument("--search", help="only sessions whose key or label contains this")
+    slist.add_argument("--agent", help="only this agent's sessions")
+    slist.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    client_options(slist)
+    slist.set_defaults(func=cmd_sessions_list)
+    shist = sess.add_parser("history", help="a session's messages, oldest first")
+    shist.add_argument("key", help="session key, e.g. agent:main:main (see: remoteclaw sessions list)")
+    shist.add_argument("--limit", type=int, default=50, help="the last this many (default 50)")
+    client_options(shist)
+    shist.set_defaults(func=cmd_sessions_history)
 
     setup = sub.add_parser("setup", help="choose the agent CLI and connect Telegram or Discord (edits the config)")
     from gateway.setup import add_arguments as setup_arguments
@@ -347,7 +484,7 @@ def _add_plugin_commands(sub: Any) -> None:
         register(sub)
 
 
-BUILTIN_COMMANDS = frozenset({"gateway", "config", "backup", "restore", "doctor", "setup"})
+BUILTIN_COMMANDS = frozenset({"gateway", "config", "sessions", "backup", "restore", "doctor", "setup"})
 
 
 def main(argv: list[str] | None = None) -> int:

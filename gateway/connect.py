@@ -14,10 +14,11 @@ allowed, and the caller and the ``hello-ok`` payload are built.
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gateway.auth import check_token, verify_device
+from gateway.auth import check_token, operator_device_token, verify_device
 from gateway.handshake import ConnectParams
 from gateway.protocol import (
     CLOSE_POLICY,
@@ -129,7 +130,22 @@ def authenticate(params: ConnectParams, *, gateway_token: str, run_grant: RunGra
         Refusal: ``AUTH_REQUIRED``, ``AUTH_TOKEN_MISMATCH`` or a ``DEVICE_AUTH_*`` code, close 1008.
     """
     given = given_token(params)
+    device_token = params.auth.deviceToken if params.auth else None
     try:
+        if run_grant is None and not given and device_token and params.role == "operator":
+            # An operator device presenting the token its hello-ok gave it (a reloaded Control UI): the proof
+            # must come with it, and the token must be the one derived for that device from our token.
+            if params.device is None:
+                raise InvalidRequest("unauthorized: a device token needs the device's proof (connect.device)",
+                                     details={"code": "AUTH_DEVICE_TOKEN_MISMATCH"})
+            proven = verify_device(params, nonce=nonce, now_ms=now_ms)
+            expected = operator_device_token(gateway_token, proven)
+            if not hmac.compare_digest(expected.encode(), device_token.encode()):
+                # 256 bits derived from the gateway token: a stale one (the gateway token changed) is no guess.
+                raise Refusal(InvalidRequest(
+                    "unauthorized: this device's sign-in is no longer valid (the gateway token changed): sign in "
+                    "with the gateway token again", details={"code": "AUTH_DEVICE_TOKEN_MISMATCH"}))
+            return Accepted(device_id=proven, run_grant=None)
         if run_grant is None and node_token_valid is not None and not given and params.role == "node":
             if not node_token_valid:
                 raise InvalidRequest("unauthorized: node token is not valid (pair the node again, or connect "
@@ -141,7 +157,10 @@ def authenticate(params: ConnectParams, *, gateway_token: str, run_grant: RunGra
                                  details={"code": "AUTH_TOKEN_MISMATCH"})
         device_id = verify_device(params, nonce=nonce, now_ms=now_ms) if params.device else None
     except InvalidRequest as err:
-        raise Refusal(err, counts_as_failure=not looks_like_run_token) from None
+        # A connect that offers no credential at all (a page opened without its token, retrying) is no guess:
+        # only a credential that was wrong counts towards the address's lockout.
+        offered = bool(given or device_token or (params.auth and params.auth.bootstrapToken))
+        raise Refusal(err, counts_as_failure=offered and not looks_like_run_token) from None
     return Accepted(device_id=device_id, run_grant=run_grant)
 
 

@@ -123,7 +123,7 @@ async def _redis(config: Any) -> Check | None:
     try:
         import redis.asyncio as redis
     except ImportError:
-        return Check("redis", "fail", "the redis package is not installed", "pip install 'remoteclaw[redis]'")
+        return Check("redis", "fail", "the redis package is not installed", extras.install_hint("redis"))
     client = redis.Redis.from_url(url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S)
     try:
         await client.ping()
@@ -204,8 +204,7 @@ def _capabilities(config: Any) -> list[Check]:
         return checks  # the optional part's own line says how to add it
     chromium, why = _chromium()
     checks.append(Check("chromium (for a node's canvas/browser)", "ok" if chromium else "warn",
-                        chromium or str(why), None if chromium else "apt-get install chromium, "
-                        "pip install 'remoteclaw[browser]'"))
+                        chromium or str(why), None if chromium else "apt-get install chromium"))
     return checks
 
 
@@ -243,6 +242,24 @@ def _chromium() -> tuple[str | None, str | None]:
         if found:
             return found, None
     return None, "no Chromium found"
+
+
+def _control_ui(config: Any) -> Check:
+    """OpenClaw's Control UI: served (where from), off, or not installed with the command that installs it."""
+    from gateway.control_ui import find_root
+    from gateway.install import control_ui_advice
+
+    cfg = config.gateway.controlUi
+    name = "control ui (OpenClaw's panel, optional)"
+    if not cfg.enabled:
+        return Check(name, "off", "turned off (gateway.controlUi.enabled is false)")
+    root = find_root(cfg)
+    if root is not None:
+        return Check(name, "ok", f"installed: {root}, served at {cfg.basePath.rstrip('/')}/")
+    if cfg.root:
+        return Check(name, "warn", f"gateway.controlUi.root is {cfg.root}, which holds no index.html",
+                     "point it at the dist/control-ui folder of an openclaw install, or " + control_ui_advice())
+    return Check(name, "off", "not installed (the web chat does not need it)", control_ui_advice())
 
 
 def _port(config: Any, state: Path) -> Check:
@@ -283,6 +300,7 @@ async def run_checks() -> list[Check]:
     checks += [Check(*row) for row in await asyncio.to_thread(sandbox_report, config)]
     checks += _extras(config)
     checks += _capabilities(config)
+    checks.append(_control_ui(config))
     checks.append(await asyncio.to_thread(_port, config, state))
     return checks
 

@@ -15,14 +15,15 @@ from dataclasses import dataclass
 
 from gateway.protocol import Unavailable
 
-__all__ = ["DEFAULT", "EXTRAS", "Extra", "MissingExtra", "extra_for_module", "install_hint", "installed",
+__all__ = ["DEFAULT", "EXTRAS", "Extra", "MissingExtra", "extra_for_module", "install_command", "install_hint",
+           "installed",
            "require", "status"]
 
 
 @dataclass(frozen=True, slots=True)
 class Extra:
     name: str
-    """The pip extra: ``pip install 'remoteclaw[<name>]'``."""
+    """The pip extra (``remoteclaw[<name>]``); ``install_hint`` says how to add it to this installation."""
     purpose: str
     """What it adds, for a person reading ``remoteclaw doctor``."""
     modules: tuple[str, ...]
@@ -62,15 +63,26 @@ class MissingExtra(Unavailable):
         needs = what or part.purpose
         super().__init__(
             f"{needs} needs the optional part '{extra}', which is not installed: {install_hint(extra)}",
-            details={"code": "EXTRA_NOT_INSTALLED", "extra": extra, "install": f"pip install 'remoteclaw[{extra}]'",
+            details={"code": "EXTRA_NOT_INSTALLED", "extra": extra, "install": install_command(extra),
                      "capability": needs},
         )
         self.extra = extra
 
 
 def install_hint(extra: str) -> str:
-    """The two ways to add an extra: into any environment, or through the README's gateway command."""
-    return f"pip install 'remoteclaw[{extra}]' (or REMOTECLAW_EXTRAS={extra} ./scripts/gateway)"
+    """How to add ``extra`` to this installation, as a person follows it: the command (through
+    ``./scripts/gateway`` in a clone, into the same environment for an installed package; see
+    ``gateway.install``) and the restart it needs."""
+    from gateway.install import extra_advice
+
+    return extra_advice(extra)
+
+
+def install_command(extra: str) -> str:
+    """Just the command of ``install_hint`` (for ``details.install`` and ``status()``)."""
+    from gateway.install import extra_command
+
+    return extra_command(extra)
 
 
 def installed(extra: str) -> bool:
@@ -102,4 +114,4 @@ def extra_for_module(module: str | None) -> str | None:
 def status() -> list[dict[str, object]]:
     """Every extra: its name, what it adds, whether it is installed, and the command that installs it."""
     return [{"extra": e.name, "purpose": e.purpose, "installed": installed(e.name),
-             "install": f"pip install 'remoteclaw[{e.name}]'"} for e in EXTRAS]
+             "install": install_command(e.name)} for e in EXTRAS]

@@ -226,9 +226,14 @@ def _announce(host: str, port: int, token: str, origin: str, state: Path, *, con
     else:
         lines.append(f"  web chat: http://{shown}:{port}/  (sign in with the gateway token)")
     if control_ui is not None:
+        from gateway.install import cli_command
+
         link = f"http://{shown}:{port}{control_ui}/"
         lines.append(f"  control ui: {link}#token={token}" if signed_in
                      else f"  control ui: {link}  (sign in with the gateway token)")
+        # Its sign-in page names OpenClaw's commands; say ours.
+        lines.append(f"    where it says `openclaw gateway auth-token --show`, run: "
+                     f"{cli_command()} gateway auth-token --show")
     if origin == "new":
         lines.append(f"  a new gateway token was written to {state / 'gateway.token'} (mode 0600)")
     print("\n".join(lines), flush=True)

@@ -147,5 +147,19 @@ def run(args: argparse.Namespace) -> int:
                                    if store.backup_path.exists() else ""))
     if not shutil.which(EXECUTABLE[runtime]):
         print(f"note: {EXECUTABLE[runtime]} is not on PATH yet: install it before the first message")
-    print("next: ./scripts/gateway (or remoteclaw gateway run), then remoteclaw doctor to check everything")
+    print(_next_step())
     return 0
+
+
+def _next_step() -> str:
+    """What to do now, in commands that work for this installation; a gateway already running on this state
+    dir reads the new file by itself (it watches it), so it is not to be started again."""
+    from gateway.install import cli_command, start_command
+
+    running = paths.running_url(paths.state_dir())
+    doctor = f"{cli_command()} doctor"
+    if running:
+        page = running.replace("ws://", "http://", 1)
+        return (f"the gateway running at {page} applies the new config by itself within a few seconds; "
+                f"check everything with: {doctor}")
+    return f"next: start the gateway with {start_command()}, then check everything with: {doctor}"

@@ -40,6 +40,18 @@ def _cmd_call(args: argparse.Namespace) -> int:
         print(f"remoteclaw: {exc}", file=sys.stderr)
         return 1
     if args.list or not args.tool:
+        if catalog.plugins_from_gateway:  # the plugin tools too, when the gateway can be reached
+
+            async def plugins() -> None:
+                runner = Runner(catalog)
+                try:
+                    listed = await runner.fetch_plugins(patient=False)
+                    if listed is not None:
+                        catalog.set_plugins(listed)
+                finally:
+                    await runner.close()
+
+            asyncio.run(plugins())
         for tool in catalog.visible():
             print(f"{tool.name:28} {tool.description}")
         return 0

@@ -106,14 +106,25 @@ class Runner:
         with contextlib.suppress(Exception):
             await self._gateway_client().connect()
 
-    async def refresh_plugins(self) -> bool:
-        """Standalone runs: ask the gateway for plugin tools; returns whether the tool list changed."""
+    async def fetch_plugins(self, *, patient: bool) -> Any:
+        """Standalone runs: the gateway's ``plugin.tools.list``, or None when it cannot be had.
+
+        ``patient=False`` tries one connection and gives up at once when nobody listens (the first
+        ``tools/list`` waits on this); ``patient=True`` keeps retrying while a restarting gateway comes back.
+        """
         try:
-            listed = await self.gateway("plugin.tools.list", {}, timeout=10)
+            if not patient and self._request is None:
+                await self._gateway_client().connect(open_timeout=5)
+            return await self.gateway("plugin.tools.list", {}, timeout=10)
         except Exception as exc:
-            print(f"remoteclaw-mcp: plugin tools unavailable: {exc}", file=sys.stderr)
-            return False
-        return self.catalog.set_plugins(listed)
+            if patient:
+                print(f"remoteclaw-mcp: plugin tools unavailable: {exc}", file=sys.stderr)
+            return None
+
+    async def refresh_plugins(self) -> bool:
+        """Ask the gateway for plugin tools again; returns whether the tool list changed."""
+        listed = await self.fetch_plugins(patient=True)
+        return listed is not None and self.catalog.set_plugins(listed)
 
     # -- hooks -----------------------------------------------------------------------------------
 
@@ -194,7 +205,10 @@ class Runner:
             traceback.print_exc(file=sys.stderr)
             return error_result(tool.name, f"internal error: {type(exc).__name__}: {exc}")
         if isinstance(payload, Content):
-            return {"content": list(payload)}
+            out: dict[str, Any] = {"content": list(payload)}
+            if payload.structured is not None:
+                out["structuredContent"] = payload.structured
+            return out
         return text_result(payload)
 
     async def close(self, grace: float = 0.5) -> None:

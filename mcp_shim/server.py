@@ -51,6 +51,11 @@ PROTOCOL_VERSIONS = (*protocol.MODERN_VERSIONS, *protocol.HANDSHAKE_VERSIONS)
 PROGRESS_EVERY_S = 1.0
 """How often a call that asked for progress hears that it is still running (keeps client timeouts at bay)."""
 
+PLUGIN_WAIT_S = 5.0
+"""Standalone (no plugin tools file): how long the first ``tools/list`` waits for the gateway's plugin tools.
+Many clients list tools once and never act on ``notifications/tools/list_changed``, so the first answer must
+hold them; a gateway that cannot be reached is given up on at once (its tools follow with list_changed)."""
+
 
 class Writer:
     """Writes JSON-RPC messages to the protocol fd, one whole line at a time, from any thread."""
@@ -85,6 +90,12 @@ class Engine:
         self._ready = threading.Event()
         self._calls: dict[Any, Future[Any]] = {}
         self._lock = threading.Lock()
+        self.plugins_ready = threading.Event()
+        """Set once the first try to fetch the gateway's plugin tools is over (fetched or not)."""
+        self.listing_lock = threading.Lock()
+        """Held while the tool table changes or a ``tools/list`` answer is built from it."""
+        self.listed = False
+        """Whether a ``tools/list`` answer went out (only then is a change worth a list_changed)."""
         self._thread = threading.Thread(target=self._main, name="mcp-engine", daemon=True)
         self._thread.start()
 
@@ -155,9 +166,26 @@ class Engine:
             future.cancel()  # cancels the task on the loop; no response is sent for it
 
     def refresh_plugins(self) -> None:
-        async def run() -> None:
-            if await self.runner.refresh_plugins():
+        """Fetch the gateway's plugin tools; a client that already has a list hears that it changed."""
+
+        async def apply(listed: Any) -> None:
+            with self.listing_lock:
+                changed = self.catalog.set_plugins(listed)
+                notify = changed and self.listed
+            if notify:
                 self.writer.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+
+        async def run() -> None:
+            try:
+                listed = await self.runner.fetch_plugins(patient=False)
+                if listed is not None:
+                    await apply(listed)
+            finally:
+                self.plugins_ready.set()
+            if listed is None:  # unreachable for now: keep trying in the background
+                listed = await self.runner.fetch_plugins(patient=True)
+                if listed is not None:
+                    await apply(listed)
 
         self._submit(run())
 
@@ -191,6 +219,8 @@ class StdioServer:
         self.catalog = catalog
         self.writer = writer
         self.engine: Engine | None = None
+        if catalog.plugins_from_gateway:
+            self._engine()  # standalone: ask the gateway for its plugin tools now, while the client starts
 
     def _engine(self) -> Engine:
         if self.engine is None:
@@ -252,7 +282,7 @@ class StdioServer:
                                 progress=protocol.progress_token(params))
             return
         if method == "tools/list":
-            result = protocol.tools_list_result(self.catalog.listing(), envelope)
+            result = protocol.tools_list_result(self._listing(), envelope)
         elif method == "server/discover" and envelope is not None:
             result = protocol.discover_result()
         elif method == "initialize":
@@ -265,6 +295,16 @@ class StdioServer:
         self.writer.send({"jsonrpc": "2.0", "id": req_id, "result": result})
         if method == "tools/list":
             self._engine()  # warm up the call path now that the client has what it needs
+
+    def _listing(self) -> list[dict[str, Any]]:
+        engine = self.engine
+        if engine is None:
+            return self.catalog.listing()
+        if self.catalog.plugins_from_gateway:
+            engine.plugins_ready.wait(PLUGIN_WAIT_S)
+        with engine.listing_lock:
+            engine.listed = True
+            return self.catalog.listing()
 
     def close(self, grace: float) -> None:
         if self.engine is not None:

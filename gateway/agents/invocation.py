@@ -12,11 +12,26 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gateway.config import AgentConfig
 
-__all__ = ["INSTALL", "cli_argv", "cli_facts"]
+__all__ = ["INSTALL", "NAMES", "cli_argv", "cli_facts", "missing_cli"]
 
 INSTALL = {"claude": "npm install -g @anthropic-ai/claude-code", "codex": "npm install -g @openai/codex",
            "gemini": "npm install -g @google/gemini-cli", "opencode": "npm install -g opencode-ai"}
 """How each built-in runtime's CLI is installed."""
+
+NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "opencode": "OpenCode"}
+"""Each built-in runtime as people call it."""
+
+
+def missing_cli(runtime: str, command: str, *, denied: bool = False) -> str:
+    """What a chat is told when an agent's CLI cannot be started, in words a person acts on."""
+    if denied:
+        return (f"the gateway may not run {command} (permission denied), so the agent cannot answer. Make it "
+                f"executable on the gateway's machine (chmod +x {command}), then send your message again.")
+    name = NAMES.get(runtime, command)
+    how = INSTALL.get(runtime)
+    install = f"Install {name} there with: {how}" if how else f"Install {command} there and put it on PATH"
+    return (f"{name} is not installed on the gateway's machine ({command} was not found), so the agent cannot "
+            f"answer. {install}, log in to it once, then send your message again.")
 
 
 def cli_argv(agent: AgentConfig) -> list[str]:

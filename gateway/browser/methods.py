@@ -59,11 +59,13 @@ async def _target(ctx: CallContext, wanted: str | None) -> dict[str, Any]:
         return match
     connected = [n for n in capable if n.get("connected")]
     if not connected:
+        from gateway.extras import install_command
+
+        install = install_command("browser")
         raise Unavailable("no browser-capable node is connected: run `remoteclaw-node run` on a machine with "
-                          "Chromium and the optional part 'browser' (pip install 'remoteclaw[browser]'), "
-                          "then approve it",
+                          f"Chromium and the optional part 'browser' (on this one: {install}), then approve it",
                           details={"code": "NO_BROWSER_NODE", "capability": "browser", "extra": "browser",
-                                   "install": "pip install 'remoteclaw[browser]'"})
+                                   "install": install})
     if len(connected) > 1:
         names = ", ".join(f"{n['displayName']} ({n['nodeId'][:12]})" for n in connected)
         raise InvalidRequest(f"node: several browser nodes are connected ({names}); pass node or set "

@@ -156,7 +156,7 @@ async def cron_add(p: AddParams, ctx: CallContext) -> dict[str, Any]:
     spec = validate_job(raw, now_ms=now, **_agents(ctx))
     job = CronJob(id=uuid.uuid4().hex[:16], created_at=now, updated_at=now, kind="job", consecutive_errors=0,
                   **spec.columns())
-    job.next_run_at = spec.schedule.next_after(now - 1) if spec.enabled else None
+    job.next_run_at = spec.schedule.first_run(now) if spec.enabled else None
     if spec.schedule.kind == "at" and job.next_run_at is None and spec.enabled:
         job.next_run_at = now  # an "at" time already past: run it now, once
     async with ctx.db.session() as s:
@@ -185,7 +185,7 @@ async def cron_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
             setattr(job, column, value)
         job.updated_at = now
         if "schedule" in p.patch or "enabled" in p.patch:
-            job.next_run_at = stored_schedule(job).next_after(now - 1) if spec.enabled else None
+            job.next_run_at = stored_schedule(job).first_run(now) if spec.enabled else None
             if spec.enabled and spec.schedule.kind == "at" and job.next_run_at is None and "schedule" in p.patch:
                 job.next_run_at = now
         if "enabled" in p.patch and spec.enabled:

@@ -5,7 +5,8 @@ Three kinds, shaped as OpenClaw's ``cron.*`` methods shape them:
 - ``{"kind": "at", "at": "2026-12-01T09:00:00+01:00"}``: once (an ISO time, read as UTC without an offset,
   or epoch milliseconds);
 - ``{"kind": "every", "everyMs": 1800000, "anchorMs": ...}``: at ``anchor + k * everyMs`` (the anchor is
-  the job's creation time unless given), so a job keeps its phase across restarts;
+  the job's creation time unless given), so a job keeps its phase across restarts; as in OpenClaw, it first
+  fires one interval after its anchor, never at the anchor itself (a future anchor: at the anchor);
 - ``{"kind": "cron", "expr": "0 9 * * 1-5", "tz": "Europe/Berlin"}``: a cron expression of five fields
   (or six, seconds first), stepped by cronsim in the IANA zone (UTC by default).
 
@@ -69,6 +70,21 @@ class Schedule:
         except StopIteration:
             return None
         return int(fire.timestamp() * 1000)
+
+    def first_run(self, now_ms: int) -> int | None:
+        """When a job just made (or just given this schedule) at ``now_ms`` first fires, or None for never.
+
+        An ``every`` schedule follows OpenClaw's rule: a future anchor fires at the anchor, otherwise at the
+        first ``anchor + k * everyMs`` (k >= 1) not before now, so a job anchored now first runs one interval
+        from now rather than at once. ``at`` and ``cron`` fire at the first time not before now.
+        """
+        if self.kind == "every":
+            assert self.every_ms is not None and self.anchor_ms is not None
+            if now_ms < self.anchor_ms:
+                return self.anchor_ms
+            steps = max(1, -(-(now_ms - self.anchor_ms) // self.every_ms))  # ceil, at least one interval
+            return self.anchor_ms + steps * self.every_ms
+        return self.next_after(now_ms - 1)
 
     def to_dict(self) -> dict[str, Any]:
         if self.kind == "at":

@@ -45,6 +45,7 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         "connections": len(gw.connections),
         "methods": len(gw.dispatcher.registry.names()),
         "defaultAgentId": gw.config.agents.default,
+        "cliCommand": _cli_command(),  # how a person types `remoteclaw` on this machine (the web chat's hints)
         # Each agent's CLI and where it resolves (agents.list is OpenClaw's closed shape: no room there).
         "agents": [{"id": a["id"], "runtime": a["runtime"], "model": a["model"], "cli": a["cli"]}
                    for a in gw.sessions.agents()],
@@ -66,3 +67,9 @@ async def system_presence(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]
     if conn is not None and ctx.caller.role == "operator":
         gw.presence_board.watch(conn)
     return gw.presence()
+
+
+def _cli_command() -> str:
+    from gateway.install import cli_command
+
+    return cli_command()

@@ -70,11 +70,14 @@ class PluginTool:
     agents: frozenset[str] | None = None
     timeout_s: float = 60.0
     validator: Any = None
+    output_schema: dict[str, Any] | None = None
 
     def listing(self) -> dict[str, Any]:
         """The entry in ``plugin.tools.list`` (and the bridge's manifest for the shim)."""
         entry: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": self.input_schema,
                  "annotations": self.annotations}
+        if self.output_schema is not None:
+            entry["outputSchema"] = self.output_schema
         if self.owner_only:
             entry["owner"] = True
         return entry
@@ -148,10 +151,16 @@ class PluginApi:
 
     def tool(self, name: str, description: str, input_schema: dict[str, Any] | None = None,
              handler: ToolHandler | None = None, *, annotations: dict[str, Any] | None = None,
-             owner: bool = False, agents: list[str] | None = None, timeout_s: float = 60.0) -> Any:
+             owner: bool = False, agents: list[str] | None = None, timeout_s: float = 60.0,
+             output_schema: dict[str, Any] | None = None) -> Any:
         """Offer an MCP tool to agent runs (every run, or only owner runs with ``owner=True``; only the
         ``agents`` listed, when given). ``handler(params, ctx)`` returns a string, JSON data, or
-        ``{"content": [text(...), image(...)], "details": {...}}``. Usable as a decorator."""
+        ``{"content": [text(...), image(...)], "details": {...}}``. Usable as a decorator.
+
+        A JSON object the tool returns (or its ``details`` object) reaches MCP clients as ``structuredContent``
+        beside the text. ``output_schema`` (a JSON Schema of type object) declares that object's shape in
+        the tool's listing; a tool that declares one must always return an object matching it (clients check).
+        """
         import jsonschema
         if not TOOL_NAME.match(name):
             raise ValueError(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
@@ -159,13 +168,17 @@ class PluginApi:
         if schema.get("type") != "object":
             raise ValueError(f"tool {name}: inputSchema must be a JSON Schema of type object")
         jsonschema.Draft202012Validator.check_schema(schema)
+        if output_schema is not None:
+            if output_schema.get("type") != "object":
+                raise ValueError(f"tool {name}: output_schema must be a JSON Schema of type object")
+            jsonschema.Draft202012Validator.check_schema(output_schema)
         hints = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
         hints.update(annotations or {})
 
         def add(fn: ToolHandler) -> ToolHandler:
             self.registration.tools.append(PluginTool(
                 self.id, name, description, schema, fn, hints, owner, frozenset(agents) if agents else None,
-                timeout_s, jsonschema.Draft202012Validator(schema)))
+                timeout_s, jsonschema.Draft202012Validator(schema), output_schema))
             return fn
 
         return add(handler) if handler is not None else add

@@ -180,7 +180,20 @@
   }
   scroller.addEventListener('scroll', function () { atBottom = nearBottom(); if (atBottom) $('jump').hidden = true; });
   $('jump').addEventListener('click', function () { scrollDown(true); });
-  function refreshEmpty() { $('empty').hidden = messages.children.length > 0 || !state.ready; }
+  function refreshEmpty() {
+    $('empty').hidden = messages.children.length > 0 || !state.ready;
+    placeMissing();
+  }
+  // The card saying how to install a missing agent CLI: in the empty state of a new chat, and below the
+  // messages once there are some (a failed message must not take the way to fix it away).
+  function placeMissing() {
+    var card = $('empty-missing');
+    var home = messages.children.length > 0 ? scroller : $('empty');
+    if (card.parentNode !== home) {
+      if (home === scroller) scroller.appendChild(card);
+      else $('empty').insertBefore(card, $('empty').querySelector('.keys'));
+    }
+  }
 
   // A message's node by its id in the session (the transcript entry's number).
   function byId(id) {
@@ -641,7 +654,10 @@
       var turn = turnFor(p.runId);
       if (p.state === 'delta') { turn.setText(p.text || '', true); setActive(p.runId); }
       else if (p.state === 'final') { turn.setFinal(p.text || '', p); turn.finish('final'); setActive(null, p.runId); }
-      else if (p.state === 'error') { turn.finish('error', p.errorMessage || p.text, p); setActive(null, p.runId); }
+      else if (p.state === 'error') {
+        turn.finish('error', p.errorMessage || p.text, p); setActive(null, p.runId);
+        loadAgents();  // is the agent's CLI (still) missing? then the card says how to install it
+      }
       else if (p.state === 'aborted') { turn.finish('aborted', null, p); setActive(null, p.runId); }
     } else if (name === 'chat.message' && p.messageId) {
       applyChange(p);
@@ -737,6 +753,18 @@
   var input = $('input');
   function grow() { input.style.height = 'auto'; input.style.height = Math.min(input.scrollHeight, window.innerHeight * 0.4) + 'px'; }
   input.addEventListener('input', grow);
+  // The placeholder whole, or a shorter one where the field is too narrow to show it (a phone): never cut.
+  var PLACEHOLDERS = [input.getAttribute('placeholder') || 'Message your agent\u2026', 'Message\u2026'];
+  function fitPlaceholder() {
+    var cs = getComputedStyle(input), ctx = document.createElement('canvas').getContext('2d');
+    if (!ctx) return;
+    ctx.font = cs.fontStyle + ' ' + cs.fontWeight + ' ' + cs.fontSize + ' ' + cs.fontFamily;
+    var room = input.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    var pick = PLACEHOLDERS.filter(function (p) { return ctx.measureText(p).width <= room; })[0];
+    input.placeholder = pick || '';
+  }
+  fitPlaceholder();
+  window.addEventListener('resize', fitPlaceholder);
   input.addEventListener('keydown', function (ev) {
     var touch = window.matchMedia && window.matchMedia('(pointer: coarse)').matches;
     if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing && !touch) { ev.preventDefault(); submit(); }
@@ -1029,7 +1057,17 @@
         box.appendChild(el('p', 'note', 'What you do there is picked up here with the next message.'));
       }
       messages.appendChild(box); refreshEmpty(); scrollDown(true);
-    }).catch(function (err) { showError('no handoff: ' + err.message); });
+    }).catch(function (err) {
+      var details = err.details || {};
+      if (details.code !== 'NO_AGENT_SESSION') { showError('no handoff: ' + err.message); return; }
+      var agent = findAgent(agentOf(state.sessionKey)) || {};
+      var runtime = RUNTIMES[agent.runtime] || agent.runtime || 'the agent\u2019s CLI';
+      var box = el('div', 'handoff');
+      box.appendChild(el('p', null, 'Nothing to continue at the desk yet: this conversation has no ' + runtime +
+        ' session until the agent has answered a message here. Send one, then press Desk again: it gives the ' +
+        'command that opens this conversation in ' + runtime + ' on the gateway\u2019s machine.'));
+      messages.appendChild(box); refreshEmpty(); scrollDown(true);
+    });
   });
   $('side-new').addEventListener('click', newChat);
   $('agent-pick').addEventListener('change', function () {
@@ -1039,7 +1077,10 @@
   // -- the agent: who answers here, and what to do when its CLI is missing --------------------------
   // agents.list is OpenClaw's shape (names, runtime id, model); status adds where each agent's CLI is.
   function loadAgents() {
-    var facts = request('status', {}).then(function (st) { return st.agents || []; }, function () { return []; });
+    var facts = request('status', {}).then(function (st) {
+      if (st.cliCommand) state.cliCommand = st.cliCommand;  // how `remoteclaw` is typed on the gateway's machine
+      return st.agents || [];
+    }, function () { return []; });
     return Promise.all([request('agents.list', {}), facts]).then(function (both) {
       var res = both[0], byId = {};
       both[1].forEach(function (f) { byId[f.id] = f; });
@@ -1078,11 +1119,15 @@
     line.appendChild(document.createTextNode(')' + (agent.model ? ', model ' + agent.model : '') +
       '. Replies stream in here, with every tool call it makes.'));
     missing.hidden = cli.found !== false;
+    placeMissing();
     if (cli.found === false) {
       $('missing-title').textContent = (cli.command || agent.runtime) + ' is not installed on the gateway\u2019s machine, so ' +
         (agent.name || agent.id) + ' cannot answer yet.';
       var code = $('missing-install');
       code.textContent = cli.install || ('install ' + cli.command);
+      var rc = state.cliCommand || 'remoteclaw';
+      $('missing-setup').textContent = rc + ' setup';
+      $('missing-doctor').textContent = rc + ' doctor';
       var pre = code.parentNode;
       if (!pre.querySelector('button.copy')) pre.appendChild(copyButton(code));
     }

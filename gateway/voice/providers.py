@@ -19,6 +19,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gateway.extras import install_hint
 from gateway.voice.config import TtsConfig
 
 __all__ = ["PROVIDER_CLASSES", "TtsFailure", "TtsProvider", "make_provider"]
@@ -99,7 +100,7 @@ class ElevenLabsProvider:
         try:
             import elevenlabs  # noqa: F401
         except ImportError:
-            return False, "the elevenlabs package is not installed (pip install 'remoteclaw[tts]')"
+            return False, f"the elevenlabs package is not installed ({install_hint('tts')})"
         return (True, None) if self._key() else (False, "no API key (messages.tts.elevenlabs.apiKey or "
                                                         "ELEVENLABS_API_KEY)")
 
@@ -140,7 +141,7 @@ class EdgeProvider:
         try:
             import edge_tts  # noqa: F401
         except ImportError:
-            return False, "the edge-tts package is not installed (pip install 'remoteclaw[tts]')"
+            return False, f"the edge-tts package is not installed ({install_hint('tts')})"
         return True, None
 
     def describe(self) -> dict[str, Any]:

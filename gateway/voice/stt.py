@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.extras import install_hint
 from gateway.voice import codec
 from gateway.voice.config import SttConfig
 
@@ -100,7 +101,7 @@ def _local(cfg: SttConfig, data: bytes) -> str:
     try:
         import pocketsphinx  # noqa: F401
     except ImportError:
-        raise SttFailure("missing", "pocketsphinx is not installed (pip install 'remoteclaw[tts]')") from None
+        raise SttFailure("missing", f"pocketsphinx is not installed ({install_hint('tts')})") from None
     pcm = codec.to_pcm16(data, LOCAL_RATE, max_seconds=cfg.maxSeconds)
     return _Sphinx.run(pcm)
 

@@ -31,7 +31,10 @@ class ToolError(Exception):
 
 
 class Content(list):  # type: ignore[type-arg]
-    """Ready-made MCP content items (``{"type": "image", ...}``), returned as they are."""
+    """Ready-made MCP content items (``{"type": "image", ...}``), returned as they are; ``structured``, when
+    set, goes along as the result's ``structuredContent``."""
+
+    structured: dict[str, Any] | None = None
 
 
 class Call:

@@ -61,6 +61,9 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "message_delete": _out({"ok": _B, "channel": _S, "messageId": _S, "deleted": _B}, {"to": _S}),
     "message_pin": _out({"ok": _B, "channel": _S, "messageId": _S, "pinned": _B}, {"to": _S}),
     "message_read": _out({"channel": _S, "messages": _A, "count": _I}, {"to": _S}),
+    # approvals (approval_prompt answers Claude Code's permission verdict as text, by its contract)
+    "ask_user": _out({"status": {"enum": ["answered", "no_answer"]}},
+                     {"answers": _O, "answeredBy": _S0, "message": _S}),
     # heartbeat
     "heartbeat_report": _out({"ok": _B, "anythingDone": _B, "sessionKey": _S}),
     # cron

@@ -20,10 +20,15 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def _content(result: Any) -> Any:
+    """``plugin.tools.invoke``'s ``{content, details?}`` as MCP content; an object in ``details`` (what the
+    plugin returned as data) goes along as ``structuredContent``."""
     items = result.get("content") if isinstance(result, dict) else None
     if not isinstance(items, list):
         return result
     out = Content()
+    details = result.get("details")
+    if isinstance(details, dict):
+        out.structured = details
     for item in items:
         if isinstance(item, dict) and item.get("type") == "image" and isinstance(item.get("data"), str):
             out.append({"type": "image", "data": item["data"], "mimeType": item.get("mimeType") or "image/png"})
@@ -41,7 +46,8 @@ def _hint(annotations: Any, key: str, default: bool) -> bool:
     return value if isinstance(value, bool) else default
 
 
-def _plugin_tool(name: str, description: str, schema: dict[str, Any], annotations: Any, owner: bool) -> Tool:
+def _plugin_tool(name: str, description: str, schema: dict[str, Any], annotations: Any, owner: bool,
+                 output_schema: dict[str, Any] | None) -> Tool:
     async def handler(call: Call, args: dict[str, Any]) -> Any:
         result = await call.gateway("plugin.tools.invoke",
                                     {"toolName": name, "params": args, "sessionKey": call.ctx.session_key})
@@ -49,15 +55,17 @@ def _plugin_tool(name: str, description: str, schema: dict[str, Any], annotation
 
     # The plugin says what its tool does; what it does not say is assumed the worst (MCP's own defaults).
     read_only = _hint(annotations, "readOnlyHint", False)
-    return Tool(name, "plugin", name, description, schema, handler, read_only=read_only,
+    tool = Tool(name, "plugin", name, description, schema, handler, read_only=read_only,
                 destructive=not read_only and _hint(annotations, "destructiveHint", True),
                 idempotent=_hint(annotations, "idempotentHint", False),
                 open_world=_hint(annotations, "openWorldHint", True), owner_only=owner)
+    tool.output_schema = output_schema
+    return tool
 
 
 def from_manifest(data: Any, taken: set[str]) -> tuple[list[Tool], list[str]]:
-    """Tools from ``{tools: [{name, description, inputSchema, annotations?, owner?}]}``, and a warning per
-    entry skipped."""
+    """Tools from ``{tools: [{name, description, inputSchema, outputSchema?, annotations?, owner?}]}``, and a
+    warning per entry skipped."""
     tools: list[Tool] = []
     warnings: list[str] = []
     entries = data.get("tools") if isinstance(data, dict) else None
@@ -75,7 +83,11 @@ def from_manifest(data: Any, taken: set[str]) -> tuple[list[Tool], list[str]]:
         if not isinstance(schema, dict) or schema.get("type") != "object":
             # Clients drop tools whose schema is not an object; an open object keeps the tool usable.
             schema = {"type": "object", "additionalProperties": True}
+        output = entry.get("outputSchema")
+        if output is not None and not (isinstance(output, dict) and output.get("type") == "object"):
+            warnings.append(f"plugin tool {name!r}: ignored its outputSchema (not a schema of type object)")
+            output = None
         taken.add(name)
         tools.append(_plugin_tool(name, str(entry.get("description") or name), schema, entry.get("annotations"),
-                                  entry.get("owner") is True))
+                                  entry.get("owner") is True, output))
     return tools, warnings

@@ -38,7 +38,9 @@ def find() -> tuple[str | None, str | None]:
     try:
         import playwright  # noqa: F401
     except ImportError:
-        return None, "Playwright for Python is not installed (pip install 'remoteclaw[browser]')"
+        from gateway.extras import install_hint
+
+        return None, f"Playwright for Python is not installed ({install_hint('browser')})"
     override = os.environ.get("REMOTECLAW_CHROMIUM")
     if override:
         path = shutil.which(override) or (override if os.access(override, os.X_OK) else None)

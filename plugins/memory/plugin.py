@@ -65,6 +65,32 @@ FLUSH_SCHEMA = {
                    "summary": {"type": "string", "maxLength": 20000}},
 }
 
+# What each tool answers (its MCP ``structuredContent``): open objects naming the fields always present.
+_STR: dict[str, Any] = {"type": "string"}
+_STR0: dict[str, Any] = {"type": ["string", "null"]}
+_INT: dict[str, Any] = {"type": "integer"}
+_MEMORY = {"id": _STR, "path": _STR0, "tier": {"enum": list(TIERS)}, "createdAt": _STR, "expiresAt": _STR0,
+           "lines": _INT}
+
+
+def _answer(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": {**required, **(optional or {})}, "required": list(required)}
+
+
+_STORED = _answer({**_MEMORY, "created": {"type": "boolean"}}, {"note": _STR})
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "memory_search": _answer({"query": _STR, "mode": {"enum": ["keyword", "hybrid"]}, "results": {
+        "type": "array", "items": _answer({**_MEMORY, "score": {"type": "number"}, "snippet": _STR})}},
+        {"note": _STR}),
+    "memory_get": _answer({**_MEMORY, "fromLine": _INT, "totalLines": _INT, "content": _STR}),
+    "memory_remember": _STORED,
+    "memory_forget": _answer({"forgotten": _INT, "ids": {"type": "array", "items": _STR}}),
+    "memory_stats": _answer({"agentId": _STR, "total": _INT, "byTier": {"type": "object"}, "withEmbeddings": _INT,
+                             "oldest": _STR0, "newest": _STR0, "index": _STR, "search": {"enum": ["keyword", "hybrid"]},
+                             "embeddings": {"type": ["object", "null"]}}, {"embeddingsUnavailable": _STR}),
+    "memory_flush": _STORED,
+}
+
 
 class MemoryPlugin:
     """The plugin's state for one load: the store, the recall engine, the expiry sweeper."""
@@ -196,20 +222,24 @@ def register(api: PluginApi) -> None:
 
     api.tool("memory_search", "Search your long-term memories (hybrid semantic + keyword when embeddings are "
              "configured). Returns ids, scores and snippets; read a whole memory with memory_get.",
-             SEARCH_SCHEMA, agent_tool(plugin.search), annotations=READ_ONLY)
+             SEARCH_SCHEMA, agent_tool(plugin.search), annotations=READ_ONLY,
+             output_schema=OUTPUT_SCHEMAS["memory_search"])
     api.tool("memory_get", "Read a memory (or some of its lines) by the id or path memory_search gave.",
-             GET_SCHEMA, agent_tool(plugin.get), annotations=READ_ONLY)
+             GET_SCHEMA, agent_tool(plugin.get), annotations=READ_ONLY,
+             output_schema=OUTPUT_SCHEMAS["memory_get"])
     api.tool("memory_remember", "Store a memory. tier: core (permanent), stable (7 days, default), notes (24 h). "
              "Storing the same text again refreshes it.", REMEMBER_SCHEMA, agent_tool(plugin.remember),
-             annotations=WRITES)
+             annotations=WRITES, output_schema=OUTPUT_SCHEMAS["memory_remember"])
     api.tool("memory_forget", "Delete a memory by id or by its text. Destructive: requires confirmed: true.",
-             FORGET_SCHEMA, agent_tool(plugin.forget), annotations=DELETES)
+             FORGET_SCHEMA, agent_tool(plugin.forget), annotations=DELETES,
+             output_schema=OUTPUT_SCHEMAS["memory_forget"])
     api.tool("memory_stats", "How many memories you have per tier, the index and the embedding model.",
              {"type": "object", "properties": {}, "additionalProperties": False},
-             agent_tool(lambda _p, agent_id: plugin.stats(agent_id)), annotations=READ_ONLY)
+             agent_tool(lambda _p, agent_id: plugin.stats(agent_id)), annotations=READ_ONLY,
+             output_schema=OUTPUT_SCHEMAS["memory_stats"])
     api.tool("memory_flush", "Before your context is compacted, keep its key topics, decisions, action items "
              "and a summary as one memory (tier stable).", FLUSH_SCHEMA, agent_tool(plugin.flush),
-             annotations=WRITES)
+             annotations=WRITES, output_schema=OUTPUT_SCHEMAS["memory_flush"])
 
     # The owner's view, for ``remoteclaw memory`` (any agent's memories).
     agent = {"type": "string", "minLength": 1, "maxLength": 64}

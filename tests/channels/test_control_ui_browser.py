@@ -15,6 +15,8 @@ import functools
 import http.server
 import json
 import os
+import re
+import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -28,7 +30,7 @@ from tests.support.gateway_proc import ROOT, GatewayProcess, free_port
 from tests.support.node_host import NodeHostProcess
 from tests.support.requires import require
 from tests.support.waiting import until
-from tests.support.ws import operator
+from tests.support.ws import RawClient, operator
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -302,3 +304,55 @@ async def test_a_pending_node_approved_from_the_devices_page(gw: GatewayProcess,
         await ctx.close()
         await client.close()
         node.stop()
+
+
+async def test_a_reload_keeps_the_person_signed_in_and_a_page_without_its_token_is_not_locked_out(
+        browser: Any, tmp_path: Path) -> None:
+    """As against OpenClaw's own gateway: hello-ok hands the page's device a token, and a reload signs in with
+    it. A page opened without any token retries on its own: those attempts offer no credential, so they never
+    lock the address (a wrong token still does)."""
+    with GatewayProcess(tmp_path / "gw", token=None) as gw:
+        assert gw.token
+        # Its sign-in page names OpenClaw's command for the token; the banner names ours, which prints it.
+        said = re.search(r"where it says `openclaw gateway auth-token --show`, run: (\S*remoteclaw) gateway "
+                         r"auth-token --show", gw.output())
+        assert said and said.group(1) in ("remoteclaw", ".venv/bin/remoteclaw"), gw.output()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("REMOTECLAW_")}
+        shown = await asyncio.to_thread(
+            subprocess.run, [str(ROOT / ".venv/bin/remoteclaw"), "gateway", "auth-token", "--show"], cwd=ROOT,
+            env={**env, "REMOTECLAW_STATE_DIR": str(gw.state_dir)}, capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0 and shown.stdout.strip() == gw.token, shown.stderr
+        ctx, page, wire = await open_ui(browser, f"http://127.0.0.1:{gw.port}/openclaw/#token={gw.token}")
+        try:
+            await connected(page, wire)
+            assert wire.hello is not None and wire.hello["auth"]["deviceToken"]  # what the page keeps
+            wire.hello, wire.errors = None, []
+            await page.reload()
+            await connected(page, wire)  # signed in again, with no token in the address
+            sent = [r["params"] for r in wire.requests.values() if r["method"] == "connect"][-1]
+            assert "token" not in sent.get("auth", {}) and sent["auth"]["deviceToken"], sent
+            assert wire.errors == [] and "expects its token" not in await body_text(page)
+            await page.screenshot(path=shot("reload-signed-in"))
+        finally:
+            await ctx.close()
+
+        ctx, page, wire = await open_ui(browser, f"http://127.0.0.1:{gw.port}/openclaw/")  # no token, new browser
+        try:
+            await until(lambda: len(wire.errors) >= 6, timeout=40, what="the page's own retries")
+            codes = [e.get("details", {}).get("code") for _m, e in wire.errors]
+            assert set(codes) == {"AUTH_REQUIRED"}, codes  # never "too many failed attempts"
+            await page.get_by_text("Gateway secret").first.wait_for(timeout=10_000)  # the sign-in form, not a lock
+            await page.screenshot(path=shot("no-token-sign-in"))
+        finally:
+            await ctx.close()
+
+        # A wrong token is a guess: five lock the address (for failed attempts; the right token still gets in).
+        for _ in range(5):
+            bad = await RawClient.open(gw.url)
+            assert (await bad.handshake("wrong"))["error"]["details"]["code"] == "AUTH_TOKEN_MISMATCH"
+            await bad.close()
+        locked = await RawClient.open(gw.url)
+        assert (await locked.handshake("wrong"))["error"]["details"]["code"] == "AUTH_RATE_LIMITED"
+        await locked.close()
+        owner = await operator(gw.url, gw.token)  # the owner is never locked out
+        await owner.close()

@@ -345,14 +345,26 @@ async def test_missing_cli_is_explained_its_error_survives_a_reload_and_a_drop_s
     assert "the agent main" in who and "Claude Code" in who and "remoteclaw-no-such-cli" in who
     await page.screenshot(path=str(shots / "webchat-phone-empty-missing-cli.png"))
 
+    # The Desk button of a chat that has no agent session yet says what it will do, not an error.
+    await page.click("#handoff")
+    desk = page.locator(".handoff").last
+    await desk.wait_for()
+    assert (await desk.text_content() or "").startswith("Nothing to continue at the desk yet: this conversation "
+                                                        "has no Claude Code session until the agent has answered")
+    assert await page.locator(".msg.error").count() == 0  # not shown as a failure
+
     await send(page, "hello")
     error = page.locator(".turn .msg.error")
     await error.wait_for(timeout=15_000)
-    assert "remoteclaw-no-such-cli" in (await error.text_content() or "")
+    said = await error.text_content() or ""
+    assert "Claude Code is not installed on the gateway's machine (remoteclaw-no-such-cli was not found)" in said
+    assert "npm install -g @anthropic-ai/claude-code" in said and "agents.list" not in said  # words, no config path
+    await after_a_failure_the_install_card_is_still_shown(page)
     await page.reload()
     await page.wait_for_selector('#status[data-state="online"]')
     await page.wait_for_selector(".msg.user >> text=hello")
     await page.wait_for_selector(".turn .msg.error >> text=remoteclaw-no-such-cli")  # the answer is not lost
+    await after_a_failure_the_install_card_is_still_shown(page)
     await page.screenshot(path=str(shots / "webchat-phone-error-after-reload.png"))
 
     missing_gateway.stop()
@@ -363,6 +375,56 @@ async def test_missing_cli_is_explained_its_error_survives_a_reload_and_a_drop_s
     await page.wait_for_selector("#banner", state="hidden", timeout=30_000)
     await page.wait_for_selector('#status[data-state="online"]')
     assert [e for e in page.errors if "ERR_CONNECTION_REFUSED" not in e] == []  # refused: while it was down
+
+
+async def after_a_failure_the_install_card_is_still_shown(page: Any) -> None:
+    """The card with the install command, below the failed message (the empty state is gone by now)."""
+    card = page.locator("#empty-missing")
+    await card.wait_for(state="visible", timeout=10_000)
+    assert await page.is_hidden("#empty")
+    assert await page.text_content("#missing-install") == "npm install -g @anthropic-ai/claude-code"
+    error_box = await page.locator(".turn .msg.error").last.bounding_box()
+    card_box = await card.bounding_box()
+    assert error_box and card_box and card_box["y"] >= error_box["y"] + error_box["height"]  # below the failure
+
+
+LAYOUT = """() => {
+  const code = document.getElementById('missing-install');
+  const copy = code.parentNode.querySelector('button.copy').getBoundingClientRect();
+  const range = document.createRange(); range.selectNodeContents(code);
+  const text = Array.from(range.getClientRects()).map(r => ({left: r.left, top: r.top, right: r.right,
+                                                              bottom: r.bottom}));
+  const field = document.getElementById('input'), cs = getComputedStyle(field);
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = cs.fontStyle + ' ' + cs.fontWeight + ' ' + cs.fontSize + ' ' + cs.fontFamily;
+  return {copy: {left: copy.left, top: copy.top, right: copy.right, bottom: copy.bottom}, text,
+          placeholder: field.placeholder, placeholderWidth: ctx.measureText(field.placeholder).width,
+          room: field.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
+          pageWidth: document.documentElement.clientWidth, scrollWidth: document.documentElement.scrollWidth};
+}"""
+
+
+@pytest.mark.parametrize("width", [320, 360, 390])
+async def test_phone_layout_keeps_the_install_command_and_the_placeholder_whole(
+        missing_gateway: GatewayProcess, browser: Any, width: int, tmp_path: Path) -> None:
+    """Element boxes, compared: the Copy button covers no part of the install command, the composer's
+    placeholder fits its field, and nothing is wider than the screen."""
+    ctx, page = await new_page(browser, **{**PHONE, "viewport": {"width": width, "height": 800}})
+    try:
+        await open_chat(page, printed_link(missing_gateway))
+        await page.wait_for_selector("#empty-missing:visible")
+        boxes = await page.evaluate(LAYOUT)
+        await page.screenshot(path=str(shots_dir(tmp_path) / f"webchat-phone-{width}-install-card.png"))
+    finally:
+        await ctx.close()
+    copy = boxes["copy"]
+    assert boxes["text"], boxes
+    for line in boxes["text"]:
+        apart = (line["right"] <= copy["left"] or line["left"] >= copy["right"] or line["bottom"] <= copy["top"]
+                 or line["top"] >= copy["bottom"])
+        assert apart, (width, line, copy)
+    assert boxes["placeholder"].startswith("Message") and boxes["placeholderWidth"] <= boxes["room"], boxes
+    assert boxes["scrollWidth"] <= boxes["pageWidth"], boxes
 
 
 async def test_desktop_keys_copy_sessions_rename_switch_delete(

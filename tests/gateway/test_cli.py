@@ -74,7 +74,7 @@ def test_gateway_call_imports_stay_light(gateway: GatewayProcess) -> None:
 def test_clear_one_line_errors(gateway: GatewayProcess) -> None:
     down = one_line_error(cli("gateway", "call", "health", "--url", f"ws://127.0.0.1:{free_port()}/",
                               "--token", "x"))
-    assert "cannot reach the gateway" in down and "remoteclaw gateway run" in down
+    assert "cannot reach the gateway" in down and "start it with: ./scripts/gateway" in down  # works in a clone
     bad_token = one_line_error(cli("gateway", "call", "health", "--url", gateway.url, "--token", "wrong-token"))
     assert "token mismatch" in bad_token and "--token" in bad_token
     bad_json = one_line_error(cli("gateway", "call", "health", "{nope", *conn(gateway)))
@@ -142,9 +142,17 @@ def test_client_commands_find_a_gateway_started_on_another_port(tmp_path: Path) 
         assert jobs.returncode == 0, jobs.stderr
         pending = cli("nodes", "pending", "--json", env=env)
         assert pending.returncode == 0, pending.stderr
+        # The port it really listens on, not the config's (and the config's is said beside it).
+        port = cli("config", "get", "gateway.port", env=env)
+        assert port.returncode == 0 and port.stdout.strip() == str(gw.port), (port.stdout, port.stderr)
+        assert f"listens on port {gw.port}" in port.stderr and f"the config says {config_port}" in port.stderr
+        whole = cli("config", "get", "--json", env=env)
+        assert json.loads(whole.stdout)["config"]["gateway"]["port"] == config_port  # the file's value, and
+        assert f"listens on port {gw.port}" in whole.stderr  # the note
     assert not (state / "gateway.listen.json").exists()  # removed on exit: clients fall back to the config
     after = cli("gateway", "call", "health", env={"REMOTECLAW_STATE_DIR": str(state)})
     assert after.returncode == 1 and f"127.0.0.1:{config_port}" in after.stderr, after.stderr
+    assert "start it with: ./scripts/gateway" in after.stderr  # a command that works from this clone
 
 
 def test_an_address_file_of_a_dead_gateway_is_ignored(tmp_path: Path) -> None:

@@ -56,6 +56,30 @@ def test_the_gateway_token_passes_and_a_wrong_one_counts_as_a_failure() -> None:
     with pytest.raises(connect.Refusal) as missing:
         connect.authenticate(params(auth=None), gateway_token=TOKEN, run_grant=None, nonce=NONCE)
     assert code(missing.value) == "AUTH_REQUIRED"
+    assert not missing.value.counts_as_failure  # no credential offered: a page without its token, no guess
+
+
+def test_a_device_signs_in_again_with_the_device_token_its_hello_gave_it() -> None:
+    """What a reloaded Control UI does: no gateway token, its device token and its device proof."""
+    from gateway.auth import operator_device_token
+
+    device, other = DeviceKey(), DeviceKey()
+    issued = operator_device_token(TOKEN, device.id)
+    again = ConnectParams.model_validate(device.connect_params(None, NONCE, auth={"deviceToken": issued}))
+    assert connect.authenticate(again, gateway_token=TOKEN, run_grant=None, nonce=NONCE).device_id == device.id
+    # Another device's key cannot use it, and a gateway token that changed revokes it (no guess: not counted).
+    stolen = ConnectParams.model_validate(other.connect_params(None, NONCE, auth={"deviceToken": issued}))
+    with pytest.raises(connect.Refusal) as caught:
+        connect.authenticate(stolen, gateway_token=TOKEN, run_grant=None, nonce=NONCE)
+    assert code(caught.value) == "AUTH_DEVICE_TOKEN_MISMATCH"
+    with pytest.raises(connect.Refusal) as rotated:
+        connect.authenticate(again, gateway_token="a-new-gateway-token", run_grant=None, nonce=NONCE)
+    assert code(rotated.value) == "AUTH_DEVICE_TOKEN_MISMATCH" and not rotated.value.counts_as_failure
+    # Without the proof a device token is worth nothing.
+    bare = params(raw=connect_params(None, auth={"deviceToken": issued}))
+    with pytest.raises(connect.Refusal) as unproven:
+        connect.authenticate(bare, gateway_token=TOKEN, run_grant=None, nonce=NONCE)
+    assert code(unproven.value) == "AUTH_DEVICE_TOKEN_MISMATCH" and unproven.value.counts_as_failure
 
 
 def test_a_stale_run_token_is_refused_but_is_no_guessing_attempt() -> None:

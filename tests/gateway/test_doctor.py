@@ -73,3 +73,22 @@ def test_a_missing_agent_cli_is_named_with_its_install_command(tmp_path: Path, f
     assert "✗ agent coder (codex): /nonexistent/codex is not on PATH" in out.stdout
     assert "npm install -g @openai/codex" in out.stdout
     assert "1 problem(s)" in out.stdout  # the rest is fine
+
+
+def test_it_says_whether_the_control_ui_is_installed_and_how_to_install_it(tmp_path: Path) -> None:
+    base = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
+    absent = {**base, "gateway": {"port": free_port(), "controlUi": {"root": str(tmp_path / "nowhere")}}}
+    out = json.loads(doctor(tmp_path / "a", absent, "--json").stdout)
+    check = {c["name"]: c for c in out["checks"]}["control ui (OpenClaw's panel, optional)"]
+    assert check["status"] == "warn" and "holds no index.html" in check["detail"]
+    assert "./scripts/install-openclaw (needs npm" in check["fix"]  # the command, as typed in this clone
+    ui = tmp_path / "control-ui"
+    ui.mkdir()
+    (ui / "index.html").write_text("<html></html>")
+    there = {**base, "gateway": {"port": free_port(), "controlUi": {"root": str(ui)}}}
+    out = json.loads(doctor(tmp_path / "b", there, "--json").stdout)
+    check = {c["name"]: c for c in out["checks"]}["control ui (OpenClaw's panel, optional)"]
+    assert check["status"] == "ok" and check["detail"] == f"installed: {ui}, served at /openclaw/"
+    off = {**base, "gateway": {"port": free_port(), "controlUi": {"enabled": False}}}
+    out = json.loads(doctor(tmp_path / "c", off, "--json").stdout)
+    assert {c["name"]: c for c in out["checks"]}["control ui (OpenClaw's panel, optional)"]["status"] == "off"

@@ -192,6 +192,37 @@ async def test_agents_list_and_spawned_subagents(gw: GatewayProcess) -> None:
 async def test_missing_cli_is_a_clear_run_error(gw: GatewayProcess) -> None:
     c = await operator(gw.url, gw.token or "")
     res = await run(c, "hi", agentId="broken")
-    assert res["status"] == "error" and "cannot start codex (/nonexistent/codex)" in res["error"]
+    assert res["status"] == "error" and res["error"].startswith(
+        "Codex is not installed on the gateway's machine (/nonexistent/codex was not found), so the agent cannot "
+        "answer. Install Codex there with: npm install -g @openai/codex, log in to it once")
     assert (await c.call("health"))["ok"] is True
     await c.close()
+
+
+async def test_the_sessions_command_lists_sessions_and_shows_their_messages(gw: GatewayProcess) -> None:
+    """``remoteclaw sessions list`` / ``history``: a real sub-command (not only ``gateway call sessions.list``)."""
+    import os
+    import subprocess
+
+    from tests.support.gateway_proc import ROOT
+
+    c = await operator(gw.url, gw.token or "")
+    key = "agent:main:test:direct:zelda"
+    await run(c, "what is on today", sessionKey=key)
+    await c.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REMOTECLAW_")}
+    env.update(REMOTECLAW_GATEWAY_URL=gw.url, REMOTECLAW_GATEWAY_TOKEN=gw.token or "")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, "-m", "gateway.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    listed = cli("sessions", "list", "--search", "zelda")
+    (line,) = listed.stdout.splitlines()
+    assert line.startswith(key) and line.endswith("what is on today"), line  # the title: its first message
+    rows = json.loads(cli("sessions", "list", "--json").stdout)["sessions"]
+    assert key in [r["key"] for r in rows]
+    history = cli("sessions", "history", key).stdout.splitlines()
+    assert [h.split("] ", 1)[1] for h in history] == ["user: what is on today", "assistant: echo: what is on today"]

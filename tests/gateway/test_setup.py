@@ -51,8 +51,16 @@ async def test_non_interactive_setup_edits_the_config_and_the_gateway_starts_wit
     assert written["channels"]["telegram"]["apiBaseUrl"] == fake.base_url  # kept: not asked about
     assert written["channels"]["ownerAllowFrom"] == ["telegram:4242"] and written["logging"]["level"] == "debug"
     assert (state / "remoteclaw.json.bak").exists() and (state / "remoteclaw.json").stat().st_mode & 0o077 == 0
-    with GatewayProcess(state, token="setup-test-token", port=existing["gateway"]["port"]):
+    # What to do next, as commands that work from this clone (no `remoteclaw` on PATH assumed).
+    assert "next: start the gateway with ./scripts/gateway" in out.stdout, out.stdout
+    assert ".venv/bin/remoteclaw doctor" in out.stdout or "remoteclaw doctor" in out.stdout
+    with GatewayProcess(state, token="setup-test-token", port=existing["gateway"]["port"]) as gw:
         await fake.wait_call("getMe", timeout=20)  # the Telegram channel came up with the token setup wrote
+        again = setup(state, "--non-interactive", "--agent", "codex")
+        assert again.returncode == 0, again.stderr
+        # A gateway already runs on this state dir: it is not to be started again; it reads the file itself.
+        assert "next:" not in again.stdout and "scripts/gateway" not in again.stdout, again.stdout
+        assert f"the gateway running at http://127.0.0.1:{gw.port}/ applies the new config by itself" in again.stdout
 
 
 def test_answers_on_standard_input_and_enter_keeps_the_current_value(tmp_path: Path, fake: FakeTelegram) -> None:

@@ -49,6 +49,39 @@ async def test_official_python_sdk_client(agent_gateway: GatewayProcess, tmp_pat
         assert failed.is_error and failed.content[0].text.startswith("Tool error (browser_request): UNAVAILABLE")
 
 
+async def test_a_client_that_lists_once_gets_the_plugin_tools_with_their_output_schemas(
+        agent_gateway: GatewayProcess, tmp_path: Path) -> None:
+    """Standalone (no plugin tools file): the first ``tools/list`` already holds the memory plugin's tools, each
+    with an ``outputSchema`` its ``structuredContent`` matches (the SDK checks), and so does ``ask_user``."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = shim_env(agent_gateway, tmp_path)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_shim"], env=env, cwd=str(ROOT))
+    async with Client(params, mode="legacy") as client:
+        by_name = {t.name: t for t in (await client.list_tools()).tools}  # listed once, right after the handshake
+        memory = {n for n in by_name if n.startswith("memory_")}
+        assert memory == {"memory_search", "memory_get", "memory_remember", "memory_forget", "memory_stats",
+                          "memory_flush"} and len(by_name) == 59
+        assert all(by_name[n].output_schema is not None for n in memory)
+        assert by_name["ask_user"].output_schema is not None
+        stored = await client.call_tool("memory_remember", {"content": "The build runs on Fridays", "tier": "core"})
+        assert not stored.is_error and stored.structured_content["tier"] == "core", stored
+        assert json.loads(stored.content[0].text) == stored.structured_content  # the text copy says the same
+        found = await client.call_tool("memory_search", {"query": "build Fridays"})
+        assert [r["id"] for r in found.structured_content["results"]] == [stored.structured_content["id"]]
+        got = await client.call_tool("memory_get", {"id": stored.structured_content["id"]})
+        assert got.structured_content["content"] == "The build runs on Fridays"
+        stats = await client.call_tool("memory_stats", {})
+        assert stats.structured_content["byTier"]["core"] >= 1
+        asked = await client.call_tool("ask_user", {"timeoutSeconds": 1, "questions": [{
+            "id": "day", "header": "Day", "question": "Which day?", "options": [{"label": "Mon"}, {"label": "Fri"}]}]})
+        assert not asked.is_error and asked.structured_content["status"] == "no_answer", asked
+        gone = await client.call_tool("memory_forget", {"content_or_id": stored.structured_content["id"],
+                                                        "confirmed": True})
+        assert gone.structured_content == {"forgotten": 1, "ids": [stored.structured_content["id"]]}
+
+
 def _inspector(env: dict[str, str], *args: str, era: str = "legacy") -> subprocess.CompletedProcess[str]:
     """``era``: ``legacy`` (initialize) or ``modern`` (2026-07-28 per-request envelopes, no handshake)."""
     node_env = {**env, "PATH": f"{INSPECTOR}:{env.get('PATH', '')}"}

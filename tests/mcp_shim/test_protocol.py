@@ -195,6 +195,8 @@ async def test_every_output_schema_holds_for_what_the_tool_answers(gateway: Gate
     await check("message_read", {"limit": 5})
     await check("message_delete", {"messageId": attached["messageId"]})
     await check("heartbeat_report", {"anything_done": False})
+    await check("ask_user", {"timeoutSeconds": 1, "questions": [{
+        "id": "day", "header": "Day", "question": "Which day?", "options": [{"label": "Mon"}, {"label": "Fri"}]}]})
     await check("cron_status")
     job = await check("cron_add", {"job": {"name": "schema check", "schedule": {"kind": "every", "everyMs": 3_600_000},
                                            "payload": {"kind": "agentTurn", "message": "hi"}}})
@@ -294,7 +296,7 @@ def test_the_output_schema_table_names_only_real_tools() -> None:
     from mcp_shim.tools.outputs import OUTPUT_SCHEMAS
 
     assert set(OUTPUT_SCHEMAS) <= {t.name for t in BUILTIN}
-    assert sum(1 for t in BUILTIN if t.output_schema is not None) == len(OUTPUT_SCHEMAS) == 45
+    assert sum(1 for t in BUILTIN if t.output_schema is not None) == len(OUTPUT_SCHEMAS) == 46
 
 
 async def test_the_gateway_connection_opens_after_tools_list_before_any_call(gateway: GatewayProcess,

@@ -20,14 +20,13 @@ import pytest
 from tests.mcp_shim.conftest import ShimFactory
 from tests.mcp_shim.shim import error_text, side_effects
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
 
 pytestmark = pytest.mark.timeout(90)
 
 MAIN = "agent:main:main"
 BROWSER = ("no browser-capable node is connected: run `remoteclaw-node run` on a machine with Chromium and the "
-           "optional part 'browser' (pip install 'remoteclaw[browser]'), then approve it")
+           "optional part 'browser' (on this one: REMOTECLAW_EXTRAS=browser ./scripts/gateway), then approve it")
 
 
 async def test_browser_without_a_node_is_unavailable_and_the_tts_tools_work(
@@ -266,14 +265,9 @@ async def test_heartbeat_report(agent_gateway: GatewayProcess, start_shim: ShimF
 
 
 async def test_plugin_tools(agent_gateway: GatewayProcess, start_shim: ShimFactory) -> None:
-    # Standalone (no manifest): the list comes from the gateway in the background (the memory plugin's six).
+    # Standalone (no manifest): the first list already holds the gateway's plugin tools (the memory plugin's six).
     standalone = await start_shim(agent_gateway)
-
-    async def with_plugins() -> list[dict[str, Any]] | None:
-        tools = await standalone.tools()
-        return tools if len(tools) > 55 else None  # 53 of ours (51 + approval_prompt, ask_user) + plugins'
-
-    names = {t["name"] for t in await until(with_plugins, what="the gateway's plugin tools")}
+    names = {t["name"] for t in await standalone.tools()}  # 53 of ours (51 + approval_prompt, ask_user) + plugins'
     assert {"memory_search", "memory_remember", "memory_forget"} <= names and len(names) == 59
     manifest = {"tools": [{"name": "weather", "description": "Weather", "inputSchema": {"type": "object"}}]}
     shim = await start_shim(agent_gateway, plugin_manifest=manifest)

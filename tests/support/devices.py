@@ -27,7 +27,8 @@ class DeviceKey:
 
     def payload(self, params: dict[str, Any], *, nonce: str, signed_at: int, version: int, device_id: str) -> bytes:
         client = params["client"]
-        token = (params.get("auth") or {}).get("token") or ""
+        auth = params.get("auth") or {}
+        token = auth.get("token") or auth.get("deviceToken") or ""
         parts = [f"v{version}", device_id, client["id"], client["mode"], params["role"], ",".join(params["scopes"]),
                  str(signed_at), token, nonce]
         if version >= 3:

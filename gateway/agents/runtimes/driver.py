@@ -77,8 +77,10 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
             inv = spec.confine(inv)
         proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
     except (FileNotFoundError, PermissionError) as exc:
-        return TurnResult(ok=False, error=f"cannot start {runtime.name} ({inv.argv[0]}): {exc.strerror}; is it "
-                          "installed for the gateway's user? (agents.list[].command overrides the path)")
+        from gateway.agents.invocation import missing_cli
+
+        return TurnResult(ok=False, error=missing_cli(runtime.name, inv.argv[0],
+                                                      denied=isinstance(exc, PermissionError)))
     for ev in parser.finish():
         events.append(ev)
         on_event(ev)

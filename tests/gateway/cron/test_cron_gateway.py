@@ -128,6 +128,46 @@ async def runs_of(c: RawClient, job_id: str) -> list[dict[str, Any]]:
     return (await c.call("cron.runs", {"id": job_id}))["entries"]
 
 
+async def test_a_repeating_job_first_runs_one_interval_after_it_is_made_or_rescheduled(tmp_path: Path) -> None:
+    """OpenClaw's rule: an ``every`` job anchored now runs after one interval, not the moment it is added or its
+    schedule changes; meanwhile ``cron.run`` runs it (no ``already-running`` from a claim made at creation)."""
+    import sys
+
+    from tests.support import FAKE_CLI
+
+    gw = GatewayProcess(tmp_path / "gw", config={"agents": {"list": [{"id": "main", "command": [sys.executable,
+                                                                                                FAKE_CLI]}]}},
+                        env={"FAKE_CLI_LOG": str(tmp_path / "gw" / "cli.log")})
+    try:
+        gw.start()
+        c = await operator(gw.url, gw.token or "")
+        job = await c.call("cron.add", {"name": "tick", "schedule": {"kind": "every", "everyMs": 60_000},
+                                        "payload": {"kind": "agentTurn", "message": "tick"},
+                                        "delivery": {"mode": "none"}})
+        anchor = job["schedule"]["anchorMs"]
+        assert job["state"]["nextRunAtMs"] == anchor + 60_000, job
+        await asyncio.sleep(1.5)  # it would have started by now
+        assert await runs_of(c, job["id"]) == [] and not cli_runs(gw.state_dir)
+        assert (await c.call("cron.run", {"id": job["id"]}))["ran"] is True  # not "already-running"
+
+        async def finished(n: int) -> Any:
+            entries = await runs_of(c, job["id"])
+            return entries if len(entries) >= n and all(e["status"] == "ok" for e in entries) else None
+
+        (manual,) = await until(lambda: finished(1), what="the manual run")
+        assert manual["trigger"] == "manual"
+        changed = await c.call("cron.update", {"id": job["id"],
+                                               "patch": {"schedule": {"kind": "every", "everyMs": 5_000}}})
+        assert changed["state"]["nextRunAtMs"] >= changed["updatedAtMs"] + 5_000, changed
+        await asyncio.sleep(1.5)  # a new schedule does not fire at once either
+        assert len(await runs_of(c, job["id"])) == 1
+        entries = await until(lambda: finished(2), timeout=20, what="the first scheduled run")
+        assert entries[0]["trigger"] == "schedule" and entries[0]["scheduledForMs"] == changed["state"]["nextRunAtMs"]
+        await c.close()
+    finally:
+        gw.stop()
+
+
 async def test_kill_9_during_a_run_is_recorded_as_interrupted_and_the_job_fires_again(tmp_path: Path) -> None:
     import sys
 

@@ -95,3 +95,17 @@ def test_bad_schedules_name_the_field(schedule: object, field: str) -> None:
     with pytest.raises(ScheduleError) as err:
         parse_schedule(schedule, now_ms=0)
     assert err.value.field == field
+
+
+def test_an_every_job_first_fires_one_interval_after_its_anchor() -> None:
+    """OpenClaw's first-run rule: never at the anchor itself; a future anchor fires at the anchor."""
+    now = ms(datetime(2026, 11, 24, 12, tzinfo=UTC))
+    made_now = parse_schedule({"kind": "every", "everyMs": 60_000}, now_ms=now)
+    assert made_now.first_run(now) == now + 60_000
+    past = parse_schedule({"kind": "every", "everyMs": 60_000, "anchorMs": now - 90_000}, now_ms=now)
+    assert past.first_run(now) == now + 30_000  # keeps its phase
+    assert past.first_run(now + 30_000) == now + 30_000  # a firing due right now is not skipped
+    future = parse_schedule({"kind": "every", "everyMs": 60_000, "anchorMs": now + 5_000}, now_ms=now)
+    assert future.first_run(now) == now + 5_000
+    cron = parse_schedule({"kind": "cron", "expr": "0 12 * * *"}, now_ms=now)
+    assert cron.first_run(now) == now  # a cron time that is now is due now
