@@ -36,7 +36,7 @@ async def sessions_handoff(p: HandoffParams, ctx: CallContext) -> dict[str, Any]
     except (GitError, OSError) as exc:
         raise Unavailable(f"the project's folder could not be prepared: {exc}") from exc
     if found is None:
-        raise InvalidRequest(f"nothing to continue at the desk yet: the conversation {p.key} has no agent session "
-                             "until the agent has answered a message in it", details={"field": "key",
+        raise InvalidRequest(f"key: nothing to continue at the desk yet: the conversation {p.key} has no agent "
+                             "session until the agent has answered a message in it", details={"field": "key",
                                                                                       "code": "NO_AGENT_SESSION"})
     return {"key": p.key, **found}

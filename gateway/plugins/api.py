@@ -157,9 +157,10 @@ class PluginApi:
         ``agents`` listed, when given). ``handler(params, ctx)`` returns a string, JSON data, or
         ``{"content": [text(...), image(...)], "details": {...}}``. Usable as a decorator.
 
-        A JSON object the tool returns (or its ``details`` object) reaches MCP clients as ``structuredContent``
-        beside the text. ``output_schema`` (a JSON Schema of type object) declares that object's shape in
-        the tool's listing; a tool that declares one must always return an object matching it (clients check).
+        A JSON object the tool returns reaches MCP clients as ``structuredContent`` beside the text; so does its
+        ``details`` object when the tool declares ``output_schema`` (a JSON Schema of type object: that
+        object's shape, in the tool's listing). A tool that declares one must always return an object matching
+        it (clients check).
         """
         import jsonschema
         if not TOOL_NAME.match(name):

@@ -19,15 +19,17 @@ __all__ = ["from_manifest"]
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-def _content(result: Any) -> Any:
-    """``plugin.tools.invoke``'s ``{content, details?}`` as MCP content; an object in ``details`` (what the
-    plugin returned as data) goes along as ``structuredContent``."""
+def _content(result: Any, structured: bool) -> Any:
+    """``plugin.tools.invoke``'s ``{content, details?}`` as MCP content; with ``structured`` (the tool declares
+    an ``outputSchema``), an object in ``details`` goes along as ``structuredContent``. Not otherwise: clients
+    such as Claude Code then show the model ``structuredContent`` instead of the text, and ``details`` is the
+    plugin's side data, not its answer."""
     items = result.get("content") if isinstance(result, dict) else None
     if not isinstance(items, list):
         return result
     out = Content()
     details = result.get("details")
-    if isinstance(details, dict):
+    if structured and isinstance(details, dict):
         out.structured = details
     for item in items:
         if isinstance(item, dict) and item.get("type") == "image" and isinstance(item.get("data"), str):
@@ -51,7 +53,7 @@ def _plugin_tool(name: str, description: str, schema: dict[str, Any], annotation
     async def handler(call: Call, args: dict[str, Any]) -> Any:
         result = await call.gateway("plugin.tools.invoke",
                                     {"toolName": name, "params": args, "sessionKey": call.ctx.session_key})
-        return _content(result)
+        return _content(result, output_schema is not None)
 
     # The plugin says what its tool does; what it does not say is assumed the worst (MCP's own defaults).
     read_only = _hint(annotations, "readOnlyHint", False)

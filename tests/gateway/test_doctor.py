@@ -23,12 +23,14 @@ pytestmark = pytest.mark.timeout(120)
 fake = module_fake()
 
 
-def doctor(state: Path, config: dict[str, Any] | str | None, *args: str) -> subprocess.CompletedProcess[str]:
+def doctor(state: Path, config: dict[str, Any] | str | None, *args: str,
+           env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     state.mkdir(parents=True, exist_ok=True, mode=0o700)
     if config is not None:
         (state / "remoteclaw.json").write_text(config if isinstance(config, str) else json.dumps(config))
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMOTECLAW_")}
     env["REMOTECLAW_STATE_DIR"] = str(state)
+    env.update(env_extra or {})
     return subprocess.run([sys.executable, "-m", "gateway.cli", "doctor", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
 
@@ -92,3 +94,23 @@ def test_it_says_whether_the_control_ui_is_installed_and_how_to_install_it(tmp_p
     off = {**base, "gateway": {"port": free_port(), "controlUi": {"enabled": False}}}
     out = json.loads(doctor(tmp_path / "c", off, "--json").stdout)
     assert {c["name"]: c for c in out["checks"]}["control ui (OpenClaw's panel, optional)"]["status"] == "off"
+
+
+def test_it_reports_the_sandbox_and_what_would_get_past_it(tmp_path: Path, fake: FakeTelegram) -> None:
+    """bubblewrap found and usable; then missing (with the fix); then a password-less Redis on loopback that
+    runs on the machine's network could reach (docs/sandbox.md)."""
+    ok = json.loads(doctor(tmp_path / "ok", healthy(fake), "--json").stdout)
+    sandbox = {c["name"]: c for c in ok["checks"]}["sandbox"]
+    assert sandbox["status"] == "ok" and "bubblewrap" in sandbox["detail"]
+    no_bwrap = {"REMOTECLAW_BWRAP": str(tmp_path / "no-bwrap")}
+    missing = doctor(tmp_path / "missing", healthy(fake), "--json", env_extra=no_bwrap)
+    assert missing.returncode == 1
+    row = {c["name"]: c for c in json.loads(missing.stdout)["checks"]}["sandbox"]
+    assert row["status"] == "fail" and "refused" in row["detail"] and "bubblewrap" in row["fix"]
+    open_redis = {**healthy(fake), "gateway": {"port": free_port(), "redisUrl": "redis://127.0.0.1:6379/0"}}
+    exposed = doctor(tmp_path / "redis", open_redis, "--json")
+    row = {c["name"]: c for c in json.loads(exposed.stdout)["checks"]}["sandbox network"]
+    assert exposed.returncode == 1 and "Redis at 127.0.0.1:6379" in row["detail"] and "requirepass" in row["fix"]
+    walled = {**open_redis, "agents": {**open_redis["agents"], "defaults": {"sandbox": {"network": "none"}}}}
+    names = {c["name"] for c in json.loads(doctor(tmp_path / "walled", walled, "--json").stdout)["checks"]}
+    assert "sandbox network" not in names
