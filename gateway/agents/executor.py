@@ -271,6 +271,7 @@ class AgentExecutor:
                 resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
                 state_dir=cli_state, permissions=agent.permissions, approve=self._approver(run),
                 confine=confinement.confine, pass_env=tuple(confinement.settings.passEnv),
+                sandboxed=confinement.how == "bwrap",
             )
             progress = self._progress_note(run)
             if progress is not None:

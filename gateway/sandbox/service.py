@@ -193,7 +193,8 @@ class Sandbox:
         if exe is None or not os.path.exists(exe):
             raise FileNotFoundError(2, "No such file or directory", argv[0])
         argv[0] = exe
-        extra = [Path(d) for d in (inv.env.get("PATH") or os.environ.get("PATH", "")).split(os.pathsep) if d]
+        path = (inv.env.get("PATH") or os.environ.get("PATH", "")).split(os.pathsep)
+        extra = [Path(d) for d in path if os.path.isabs(d)]
         shown = replace(layout, read=[*layout.read, install_root(exe), *extra], cwd=inv.cwd)
         env = {**inv.env, "HOME": str(layout.home_at), "TMPDIR": "/tmp", "IS_SANDBOX": "1"}
         return replace(inv, argv=bwrap_argv(bwrap, shown, argv), env=env)

@@ -89,6 +89,8 @@ class RunSpec:
     """The run's sandbox: rewrites the built command so it runs confined (``gateway.sandbox``); None: as is."""
     pass_env: tuple[str, ...] = ()
     """Secret-looking variables of the gateway's environment the CLI may still see (names or patterns)."""
+    sandboxed: bool = False
+    """The run is inside the gateway's bubblewrap sandbox (a CLI whose own sandbox cannot nest turns it off)."""
 
 
 @dataclass(slots=True)

@@ -115,6 +115,8 @@ class CodexRuntime(Runtime):
         if spec.model:
             cfg["model"] = spec.model
         cfg["check_for_update_on_startup"] = False
+        if spec.sandboxed:  # Codex's own bubblewrap sandbox cannot start inside ours, which confines it already
+            cfg["sandbox_mode"] = "danger-full-access"
         cfg["analytics"] = {**(cfg.get("analytics") or {}), "enabled": False}
         cfg["features"] = {**(cfg.get("features") or {}), "plugins": False, "remote_plugin": False, "apps": False}
         cfg["mcp_servers"] = {spec.mcp.name: {

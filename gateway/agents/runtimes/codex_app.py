@@ -30,7 +30,8 @@ __all__ = ["APPROVAL_POLICY", "SANDBOX", "AppServerClient", "command_of", "initi
 APPROVAL_POLICY = "untrusted"
 """Codex asks before anything outside its own list of safe read-only commands (``ls``, ``cat``, ...)."""
 SANDBOX = "workspace-write"
-"""What an approved command may touch: the workspace (and temp), as in Codex's own default for asking modes."""
+"""What an approved command may touch: the workspace (and temp), as in Codex's own default for asking modes.
+Inside the gateway's sandbox Codex's own cannot start (it is bubblewrap too): there ours confines it instead."""
 
 _INIT, _THREAD, _TURN = 1, 2, 3
 _SHELLS = ("bash", "sh", "zsh")
@@ -91,7 +92,7 @@ class AppServerClient(RpcClient):
         if rid == _INIT:
             self.send({"method": "initialized"})
             params: dict[str, Any] = {"cwd": str(self.spec.workspace), "approvalPolicy": APPROVAL_POLICY,
-                                      "sandbox": SANDBOX}
+                                      "sandbox": "danger-full-access" if self.spec.sandboxed else SANDBOX}
             if self.spec.resume_id:
                 self.send({"id": _THREAD, "method": "thread/resume",
                            "params": {"threadId": self.spec.resume_id, **params}})
