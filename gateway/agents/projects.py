@@ -64,10 +64,15 @@ def session_slug(session_key: str) -> str:
 
 
 async def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
-    """Run git in ``cwd``; its stdout. Never prompts (no terminal), never pages, no user hooks' editors."""
+    """Run git in ``cwd``; its stdout. Never prompts (no terminal), never pages, no user hooks' editors.
+
+    Nothing the repository itself names is run: no hooks, no fsmonitor. An agent run writes in its project,
+    so what git would run from it must not run here, with the gateway's rights (docs/sandbox.md).
+    """
     full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C", **(env or {})}
     proc = await asyncio.create_subprocess_exec(
-        "git", *args, cwd=str(cwd), env=full_env, stdin=asyncio.subprocess.DEVNULL,
+        "git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args, cwd=str(cwd), env=full_env,
+        stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     if check and proc.returncode != 0:

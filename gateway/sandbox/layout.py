@@ -41,16 +41,21 @@ class Layout:
     """The CLI's login and settings, shown in the run's HOME: ``(host path, path inside, writable)``."""
     hide: list[Path] = field(default_factory=list)
     """The gateway's own paths: covered wherever another bind would show them."""
+    protect: list[Path] = field(default_factory=list)
+    """Paths inside read-write ones that stay read-only (a repository's ``.git/config`` and ``.git/hooks``: what
+    git outside the sandbox would run)."""
     isolated_net: bool = False
 
 
 @functools.cache
 def runtime_roots() -> tuple[Path, ...]:
-    """What the MCP shim needs to start: its interpreter, the virtual environment and remoteclaw's code."""
+    """What the MCP shim needs to start: its interpreter, the virtual environment and its code (the ``mcp_shim``
+    and ``gateway`` packages alone: in a clone, the rest of it may hold the owner's files, ``deploy/.env``)."""
     import gateway
+    import mcp_shim
 
-    code = Path(gateway.__file__).resolve().parent.parent  # a clone (editable install) or site-packages
-    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent, code}
+    code = {Path(str(p.__file__)).resolve().parent for p in (gateway, mcp_shim)}
+    roots = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent, *code}
     return tuple(sorted(roots))
 
 
@@ -113,6 +118,9 @@ def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
     for written in layout.write:
         if written.exists():
             add(written, 2, ["--bind", str(written), str(written)])
+    for kept in layout.protect:
+        if kept.exists():
+            add(kept, 3, ["--ro-bind", str(kept), str(kept)])
     for _depth, _order, args in sorted(mounts, key=lambda m: (m[0], m[1])):
         out += args
     out += ["--chdir", str(layout.cwd), "--"]

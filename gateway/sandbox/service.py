@@ -143,6 +143,7 @@ class Sandbox:
                 path = Path(bind.path).expanduser()
                 (layout.write if bind.writable else layout.read).append(path)
             layout.read += [Path(a) for a in agent.command or () if os.path.isabs(a) and os.path.isfile(a)]
+            layout.protect = [git / name for git in _git_dirs(layout.write) for name in ("config", "hooks")]
             for rel in (logins if owner else credentials):
                 login = real_home / rel
                 if owner and not rel.endswith(".json"):  # the owner's CLI keeps its sessions there (resume,
@@ -198,6 +199,16 @@ class Sandbox:
         shown = replace(layout, read=[*layout.read, install_root(exe), *extra], cwd=inv.cwd)
         env = {**inv.env, "HOME": str(layout.home_at), "TMPDIR": "/tmp", "IS_SANDBOX": "1"}
         return replace(inv, argv=bwrap_argv(bwrap, shown, argv), env=env)
+
+
+def _git_dirs(paths: list[Path]) -> list[Path]:
+    """The git directories in read-write paths: a project's ``.git``, or a worktree's repository ``.git``."""
+    found = []
+    for path in paths:
+        git = path if path.name == ".git" else path / ".git"
+        if git.is_dir():
+            found.append(git)
+    return found
 
 
 def as_user(inv: Invocation, user: str, owned: list[Path]) -> Invocation:

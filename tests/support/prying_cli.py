@@ -6,7 +6,7 @@ reads their environment, searches its own environment and those for each of ``se
 method with its run's token (through ``REMOTECLAW_GATEWAY_SOCKET`` when it has one), and writes ``keep`` to
 ``~/kept.txt``. It answers with what it found, as JSON: ``{"read": {path: bool or a folder's names}, "pids": [...],
 "cmdlines": [...], "leaked": [secret…], "env": {...}, "home": "...", "tmp": [...], "calls": {method: "ok" or
-the error message}}``.
+the error message}, "wrote": {path: bool}}`` (``"write": [paths]`` in the prompt: appended to each).
 """
 
 from __future__ import annotations
@@ -44,6 +44,16 @@ def processes() -> tuple[list[int], list[str], list[bytes]]:
         except OSError:
             continue
     return pids, cmdlines, environs
+
+
+def writes(path: str) -> bool:
+    """Whether a line could be appended to ``path`` (created if missing), as an agent planting a git hook would."""
+    try:
+        with open(path, "a") as fh:
+            fh.write("#!/bin/sh\ntouch /tmp/pwned\n")
+        return True
+    except OSError:
+        return False
 
 
 def reaches(host: str, port: int) -> bool:
@@ -95,6 +105,7 @@ def main() -> int:
         "tmp": sorted(os.listdir("/tmp")),
         "calls": call_gateway(ask["calls"]) if ask.get("calls") else {},
         "tcp": {f"{h}:{p}": reaches(h, p) for h, p in ask.get("tcp", [])},
+        "wrote": {p: writes(p) for p in ask.get("write", [])},
     }
     reply = json.dumps(found)
     for obj in ({"type": "system", "subtype": "init", "session_id": "pry"},

@@ -61,7 +61,8 @@ async def pry(gw: GatewayProcess, *, owner: bool, key: str | None = None, ok: bo
         assert done["status"] == "error", done
         return done
     assert done["status"] == "ok", done
-    return dict(json.loads(done["reply"]))
+    found, _ = json.JSONDecoder().raw_decode(done["reply"])  # a turn that changed a project ends with its diff
+    return dict(found)
 
 
 def state_paths(gw: GatewayProcess) -> list[str]:
@@ -153,6 +154,31 @@ async def test_a_run_cannot_make_the_gateway_send_what_it_cannot_see(sandboxed: 
     inside = await pry(sandboxed, owner=False, key=key,
                        calls=[["message.sendAttachment", {**target, "file": "missing.txt"}]])
     assert "outside" not in inside["calls"]["message.sendAttachment"]  # its own folder: only "not found"
+
+
+async def test_a_run_in_a_project_cannot_plant_what_git_would_run_outside(tmp_path: Path) -> None:
+    """The project is writable, its ``.git`` too (commits), but not ``.git/config`` (``core.fsmonitor``) nor
+    ``.git/hooks``: git outside the sandbox (the gateway's diffs, the owner at the desk) would run them."""
+    gw = start(tmp_path)
+    repo = tmp_path / "project"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    key = "agent:main:project"
+    git = repo / ".git"
+    try:
+        await pry(gw, owner=True, key=key)  # the session exists once it has had a turn
+        c = await operator(gw.url, gw.token or "")
+        try:
+            await c.call("sessions.project", {"sessionKey": key, "project": "plan"})
+        finally:
+            await c.close()
+        found = await pry(gw, owner=True, key=key, write=[str(repo / "notes.txt"), str(git / "description"),
+                                                          str(git / "config"), str(git / "hooks" / "post-commit")])
+    finally:
+        gw.stop()
+    wrote = found["wrote"]
+    assert wrote[str(repo / "notes.txt")] and wrote[str(git / "description")], wrote  # its work goes on
+    assert not wrote[str(git / "config")] and not wrote[str(git / "hooks" / "post-commit")], wrote
+    assert not (git / "hooks" / "post-commit").exists()
 
 
 async def test_with_the_sandbox_off_the_same_agent_finds_everything(tmp_path: Path) -> None:
