@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["BwrapProbe", "etc_secrets", "probe_bwrap"]
@@ -62,20 +63,17 @@ def etc_secrets(root: str = "/etc") -> tuple[tuple[str, ...], tuple[str, ...]]:
     dirs: list[str] = []
     for top, subdirs, names in os.walk(root, followlinks=False):
         for name in list(subdirs):
-            full = os.path.join(top, name)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode) and not st.st_mode & stat.S_IROTH:
-                dirs.append(full)
+            if _unreadable(os.path.join(top, name), stat.S_ISDIR):
+                dirs.append(os.path.join(top, name))
                 subdirs.remove(name)  # all of it is hidden
-        for name in names:
-            full = os.path.join(top, name)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IROTH:
-                files.append(full)
+        files += [os.path.join(top, n) for n in names if _unreadable(os.path.join(top, n), stat.S_ISREG)]
     return tuple(files), tuple(dirs)
+
+
+def _unreadable(path: str, kind: Callable[[int], bool]) -> bool:
+    """``path`` is of ``kind`` (a file, a folder) and other users may not read it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return kind(mode) and not mode & stat.S_IROTH

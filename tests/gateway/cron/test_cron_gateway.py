@@ -128,16 +128,20 @@ async def runs_of(c: RawClient, job_id: str) -> list[dict[str, Any]]:
     return (await c.call("cron.runs", {"id": job_id}))["entries"]
 
 
-async def test_a_repeating_job_first_runs_one_interval_after_it_is_made_or_rescheduled(tmp_path: Path) -> None:
-    """OpenClaw's rule: an ``every`` job anchored now runs after one interval, not the moment it is added or its
-    schedule changes; meanwhile ``cron.run`` runs it (no ``already-running`` from a claim made at creation)."""
+def fake_cli_gateway(tmp_path: Path) -> GatewayProcess:
+    """A gateway (not started) whose agent is the stand-in CLI, logging its runs for ``cli_runs``."""
     import sys
 
     from tests.support import FAKE_CLI
 
-    gw = GatewayProcess(tmp_path / "gw", config={"agents": {"list": [{"id": "main", "command": [sys.executable,
-                                                                                                FAKE_CLI]}]}},
-                        env={"FAKE_CLI_LOG": str(tmp_path / "gw" / "cli.log")})
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
+    return GatewayProcess(tmp_path / "gw", config=config, env={"FAKE_CLI_LOG": str(tmp_path / "gw" / "cli.log")})
+
+
+async def test_a_repeating_job_first_runs_one_interval_after_it_is_made_or_rescheduled(tmp_path: Path) -> None:
+    """OpenClaw's rule: an ``every`` job anchored now runs after one interval, not the moment it is added or its
+    schedule changes; meanwhile ``cron.run`` runs it (no ``already-running`` from a claim made at creation)."""
+    gw = fake_cli_gateway(tmp_path)
     try:
         gw.start()
         c = await operator(gw.url, gw.token or "")
@@ -169,13 +173,7 @@ async def test_a_repeating_job_first_runs_one_interval_after_it_is_made_or_resch
 
 
 async def test_kill_9_during_a_run_is_recorded_as_interrupted_and_the_job_fires_again(tmp_path: Path) -> None:
-    import sys
-
-    from tests.support import FAKE_CLI
-
-    gw = GatewayProcess(tmp_path / "gw", config={"agents": {"list": [{"id": "main", "command": [sys.executable,
-                                                                                                FAKE_CLI]}]}},
-                        env={"FAKE_CLI_LOG": str(tmp_path / "gw" / "cli.log")})
+    gw = fake_cli_gateway(tmp_path)
     try:
         gw.start()
         c = await operator(gw.url, gw.token or "")
