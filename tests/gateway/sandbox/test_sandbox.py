@@ -25,6 +25,7 @@ import pytest
 
 from tests.support import SUPPORT
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.gitrepo import make_repo
 from tests.support.ws import operator
 
 PRY = str(SUPPORT / "prying_cli.py")
@@ -159,9 +160,8 @@ async def test_a_run_cannot_make_the_gateway_send_what_it_cannot_see(sandboxed: 
 async def test_a_run_in_a_project_cannot_plant_what_git_would_run_outside(tmp_path: Path) -> None:
     """The project is writable, its ``.git`` too (commits), but not ``.git/config`` (``core.fsmonitor``) nor
     ``.git/hooks``: git outside the sandbox (the gateway's diffs, the owner at the desk) would run them."""
+    repo = make_repo(tmp_path / "project", {"README.md": "the owner's project\n"})  # the agent's project "plan"
     gw = start(tmp_path)
-    repo = tmp_path / "project"
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
     key = "agent:main:project"
     git = repo / ".git"
     try:
