@@ -7,6 +7,7 @@ CLI is missing, the command that installs it) and the per-turn facts in the tran
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,11 +43,14 @@ def cli_argv(agent: AgentConfig) -> list[str]:
 
 
 def cli_facts(agent: AgentConfig) -> dict[str, Any]:
-    """``{command, path, found, install}``: ``path`` is where ``command`` resolves (None when missing)."""
+    """``{command, path, shown, found, install}``: ``path`` is where ``command`` resolves (None when missing),
+    ``shown`` the same as a person reads it (``~/.local/bin/claude`` for a path in the gateway user's HOME)."""
     try:
         command = cli_argv(agent)[0]
     except ValueError:  # an unknown runtime: the config check names it elsewhere
-        return {"command": None, "path": None, "found": False, "install": None}
+        return {"command": None, "path": None, "shown": None, "found": False, "install": None}
     path = shutil.which(command)
-    return {"command": command, "path": path, "found": path is not None,
+    home = str(Path.home())
+    shown = "~" + path[len(home):] if path and home != "/" and path.startswith(home + "/") else path
+    return {"command": command, "path": path, "shown": shown, "found": path is not None,
             "install": None if path else INSTALL.get(agent.runtime, f"install {command} and put it on PATH")}

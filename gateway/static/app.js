@@ -1132,7 +1132,7 @@
       if (!pre.querySelector('button.copy')) pre.appendChild(copyButton(code));
     }
     $('side-foot').textContent = (agent.name || agent.id) + ' · ' + runtime +
-      (cli.found === false ? ' · CLI missing' : (cli.path ? ' · ' + cli.path : ''));
+      (cli.found === false ? ' · CLI missing' : (cli.path ? ' · ' + (cli.shown || cli.path) : ''));
   }
 
   // -- the drawer on a phone, and the keyboard -------------------------------------------------------
