@@ -104,10 +104,14 @@ def bwrap_argv(bwrap: str, layout: Layout, argv: list[str]) -> list[str]:
 
     read_only = [Path(p) for p in _SYSTEM_DIRS]
     add(layout.home_at, 0, ["--bind", str(layout.home), str(layout.home_at)])
+    homes = (layout.home_at, Path.home())
     for path in sorted(set(layout.read), key=lambda p: len(p.parts)):  # parents first: what is inside one
-        if not _under(path, read_only) and path.exists():                # already shown is not bound again
-            read_only.append(path)
-            add(path, 0, ["--ro-bind", str(path), str(path)])
+        if _under(path, read_only) or not path.exists():                 # already shown is not bound again
+            continue
+        if any(h == path or path in h.parents for h in homes):  # "~" or "/" on PATH would show every HOME
+            continue
+        read_only.append(path)
+        add(path, 0, ["--ro-bind", str(path), str(path)])
     shown = [*read_only, layout.home_at]
     for hidden in layout.hide:  # after what would show it, before anything placed inside it
         if _under(hidden, shown) and hidden.exists():
