@@ -1,8 +1,8 @@
 """Whether this machine can sandbox agent runs with bubblewrap, and what in ``/etc`` an agent must not read.
 
-Both are facts of the machine, found once per process: the probe starts ``bwrap`` with the namespaces a run
-gets (user, PID, network) and reports why not when it cannot (not installed, user namespaces disabled, a
-container's seccomp profile). ``doctor`` prints the same facts with the fix.
+Both are facts of the machine: the probe starts ``bwrap`` with the namespaces every run gets (user, PID) and
+reports why not when it cannot (not installed, user namespaces disabled, a container's seccomp profile); a
+success is kept for the process's life, a failure asked again later. ``doctor`` prints the same with the fix.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,13 +30,28 @@ class BwrapProbe:
     fix: str = ""
 
 
-@functools.cache
+RETRY_S = 30.0
+"""A failed probe is tried again after this long: a machine under load may have failed it once."""
+
+_found: list[tuple[float, BwrapProbe]] = []
+
+
 def probe_bwrap() -> BwrapProbe:
+    """Whether bubblewrap can confine a process here: found once when it can, asked again after ``RETRY_S``
+    when it could not (a timeout under load must not refuse strangers' runs for the gateway's whole life)."""
+    if _found and (_found[0][1].ok or time.monotonic() - _found[0][0] < RETRY_S):
+        return _found[0][1]
+    found = _probe()
+    _found[:] = [(time.monotonic(), found)]
+    return found
+
+
+def _probe() -> BwrapProbe:
     path = os.environ.get("REMOTECLAW_BWRAP") or shutil.which("bwrap")
     if path is None:
         return BwrapProbe(None, False, "bubblewrap (bwrap) is not installed",
                           "apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora)")
-    argv = [path, "--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent",
+    argv = [path, "--unshare-user", "--unshare-pid", "--die-with-parent",
             "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=10, check=False)

@@ -61,7 +61,7 @@ class Cluster:
         wrapper = root / "agent_cli.py"
         wrapper.write_text(WRAPPER)
         cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, str(wrapper)]}],
-                          "defaults": {"sandbox": {"binds": [{"path": str(wrapper)}]}}}}  # shown to its runs
+                          "defaults": {"sandbox": {"binds": [{"path": str(wrapper)}, {"path": FAKE_CLI}]}}}}  # shown
         env = {"REMOTECLAW_DATABASE_URL": db_url, "REMOTECLAW_REDIS_URL": REDIS_URL,
                "REMOTECLAW_REDIS_PREFIX": self.prefix, "SPAN_LOG": str(self.spans), "FAKE_CLI_LOG": str(self.cli_log)}
         if lease_ttl_ms:
