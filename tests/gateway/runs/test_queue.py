@@ -200,7 +200,10 @@ async def test_chat_turns_are_web_chat_turns_and_keep_who_answered_and_why_one_f
                                              "includeLastMessage": True}))["sessions"]
     assert [(s["derivedTitle"], s["lastMessagePreview"]) for s in listed] == [("hello there", failure["text"])]
     agents = (await c.call("status"))["agents"]
-    assert agents[0]["cli"] == {"command": sys.executable, "path": sys.executable, "found": True, "install": None}
+    home = str(Path.home())  # the path as a person reads it: ~/… inside the gateway user's HOME
+    shown = "~" + sys.executable[len(home):] if sys.executable.startswith(home + "/") else sys.executable
+    assert agents[0]["cli"] == {"command": sys.executable, "path": sys.executable, "shown": shown,
+                                "found": True, "install": None}
     await c.close()
 
 
