@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,16 +35,19 @@ RETRY_S = 30.0
 """A failed probe is tried again after this long: a machine under load may have failed it once."""
 
 _found: list[tuple[float, BwrapProbe]] = []
+_probing = threading.Lock()
+"""One probe at a time: the first runs of a busy gateway all ask at once, from worker threads."""
 
 
 def probe_bwrap() -> BwrapProbe:
     """Whether bubblewrap can confine a process here: found once when it can, asked again after ``RETRY_S``
     when it could not (a timeout under load must not refuse strangers' runs for the gateway's whole life)."""
-    if _found and (_found[0][1].ok or time.monotonic() - _found[0][0] < RETRY_S):
-        return _found[0][1]
-    found = _probe()
-    _found[:] = [(time.monotonic(), found)]
-    return found
+    with _probing:
+        if _found and (_found[0][1].ok or time.monotonic() - _found[0][0] < RETRY_S):
+            return _found[0][1]
+        found = _probe()
+        _found[:] = [(time.monotonic(), found)]
+        return found
 
 
 def _probe() -> BwrapProbe:
