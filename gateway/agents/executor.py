@@ -348,10 +348,14 @@ class AgentExecutor:
                        fx_path: Path, tools_path: Path, cli_state: Path) -> RunConfinement:
         """The run's sandbox (``gateway.sandbox``), with the files it hands back made ready to be shown in it."""
 
+        # The hand-back files are bound into the sandbox, so they must exist first. Made here on the loop's
+        # thread, between two callbacks: a file descriptor opened in a worker thread was seen closed under it
+        # while 16 runs ended at once (the 200-job cron test), so no descriptor of ours lives across threads.
+        for path in (fx_path, tools_path):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+
         def prepare() -> tuple[list[Path], list[Path]]:
             cli_state.mkdir(parents=True, exist_ok=True, mode=0o700)
-            for path in (fx_path, tools_path):  # bound into the sandbox: they must exist first
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
             write = [cli_state, fx_path]
             git_dir = shared_git_dir(workdir.path) if workdir is not None and workdir.worktree else None
             if git_dir is not None:  # a worktree commits into its repository's own .git
