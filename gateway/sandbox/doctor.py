@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from gateway.sandbox.probe import probe_bwrap
+from gateway.sandbox.service import user_problem
 
 if TYPE_CHECKING:
     from gateway.config import Config
@@ -50,11 +51,15 @@ def sandbox_report(config: Config) -> list[tuple[str, str, str, str | None]]:
     probe = probe_bwrap()
     rows: list[tuple[str, str, str, str | None]] = []
     users = sorted({s.user for s in modes.values() if s.user})
+    problems = [p for p in map(user_problem, users) if p]
     if probe.ok:
         rows.append(("sandbox", "ok", f"bubblewrap at {probe.path}; user namespaces allowed", None))
-    elif users:
+    elif users and not problems:
         rows.append(("sandbox", "warn", f"{probe.why}: runs start as the Unix user {', '.join(users)} instead "
                      "(the state dir owner-only; no network isolation)", probe.fix))
+    elif users:
+        rows.append(("sandbox", "fail", f"{probe.why}, and {'; '.join(problems)}: runs for anyone but the owner "
+                     "are refused", probe.fix))
     else:
         rows.append(("sandbox", "fail", f"{probe.why}: runs for anyone but the owner are refused",
                      probe.fix))

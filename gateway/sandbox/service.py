@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from gateway.config import AgentConfig, ConfigStore
     from gateway.sandbox.config import SandboxConfig
 
-__all__ = ["RunConfinement", "Sandbox", "SandboxRefused", "as_user"]
+__all__ = ["RunConfinement", "Sandbox", "SandboxRefused", "as_user", "user_problem"]
 
 log = structlog.get_logger("gateway.sandbox")
 
@@ -50,7 +50,6 @@ class RunConfinement:
 
     how: str
     settings: SandboxConfig
-    home: Path | None = None
     confine: Callable[[Invocation], Invocation] | None = None
     visible: tuple[Path, ...] = ()
     """Where the run may name files for the gateway to read (``message_send_attachment``…): its workspace."""
@@ -69,24 +68,6 @@ class Sandbox:
         """The gateway's own paths: hidden from every run wherever a shown folder holds them."""
         self._relay = relay
         self._warned_off = False
-
-    # -- the machine ------------------------------------------------------------------------------
-
-    @staticmethod
-    def bwrap_usable() -> bool:
-        return probe_bwrap().ok
-
-    def check_user(self, name: str) -> str | None:
-        """Why ``sandbox.user`` cannot be used (None: it can)."""
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            return f"sandbox.user {name!r} is not a user on this machine (create it: useradd --system {name})"
-        if os.geteuid() != 0:
-            return "sandbox.user needs the gateway to run as root (to start agent runs as another user)"
-        if entry.pw_uid == os.getuid():
-            return f"sandbox.user {name!r} is the gateway's own user: it could read the state dir"
-        return None
 
     # -- one run ----------------------------------------------------------------------------------
 
@@ -130,7 +111,7 @@ class Sandbox:
                 log.warning("agent runs are not sandboxed (agents sandbox mode off): a run can read the "
                             "gateway's config, database and token", agent_id=agent.id)
             return RunConfinement("none", settings, visible=visible)
-        if self.bwrap_usable():
+        if probe_bwrap().ok:
             home = self._home(agent.id, owner, session_key)
             real_home = Path(agent.env.get("HOME") or Path.home()).expanduser()  # where the CLI's login is
             layout = Layout(cwd=workspace, home=home, home_at=real_home, isolated_net=settings.network != "open",
@@ -153,10 +134,10 @@ class Sandbox:
                 layout.home_binds += [(real_home / rel, real_home / rel, False) for rel in cli_settings]
             bwrap = probe_bwrap().path
             assert bwrap is not None
-            return RunConfinement("bwrap", settings, home=home, visible=visible, socket=relay,
+            return RunConfinement("bwrap", settings, visible=visible, socket=relay,
                                   confine=lambda inv: self._wrap(inv, bwrap, layout))
         if settings.user:
-            why = self.check_user(settings.user)
+            why = user_problem(settings.user)
             if why is None:
                 user = settings.user
                 if self._state_dir.stat().st_mode & 0o077:  # the one thing between that user and the state
@@ -199,6 +180,19 @@ class Sandbox:
         shown = replace(layout, read=[*layout.read, install_root(exe), *extra], cwd=inv.cwd)
         env = {**inv.env, "HOME": str(layout.home_at), "TMPDIR": "/tmp", "IS_SANDBOX": "1"}
         return replace(inv, argv=bwrap_argv(bwrap, shown, argv), env=env)
+
+
+def user_problem(name: str) -> str | None:
+    """Why ``sandbox.user`` cannot be used here (None: it can)."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return f"sandbox.user {name!r} is not a user on this machine (create it: useradd --system {name})"
+    if os.geteuid() != 0:
+        return "sandbox.user needs the gateway to run as root (to start agent runs as another user)"
+    if entry.pw_uid == os.getuid():
+        return f"sandbox.user {name!r} is the gateway's own user: it could read the state dir"
+    return None
 
 
 def _git_dirs(paths: list[Path]) -> list[Path]:

@@ -107,6 +107,11 @@ def test_it_reports_the_sandbox_and_what_would_get_past_it(tmp_path: Path, fake:
     assert missing.returncode == 1
     row = {c["name"]: c for c in json.loads(missing.stdout)["checks"]}["sandbox"]
     assert row["status"] == "fail" and "refused" in row["detail"] and "bubblewrap" in row["fix"]
+    nobody = {**healthy(fake), "agents": {**healthy(fake)["agents"],
+                                          "defaults": {"sandbox": {"user": "rc-no-such-user"}}}}
+    row = {c["name"]: c for c in json.loads(doctor(tmp_path / "nobody", nobody, "--json",
+                                                   env_extra=no_bwrap).stdout)["checks"]}["sandbox"]
+    assert row["status"] == "fail" and "rc-no-such-user" in row["detail"] and "not a user" in row["detail"]
     open_redis = {**healthy(fake), "gateway": {"port": free_port(), "redisUrl": "redis://127.0.0.1:6379/0"}}
     exposed = doctor(tmp_path / "redis", open_redis, "--json")
     row = {c["name"]: c for c in json.loads(exposed.stdout)["checks"]}["sandbox network"]
