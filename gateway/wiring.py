@@ -7,7 +7,7 @@
    and ``gateway.core`` are the only ones that know the whole ``Gateway`` (and the hosts, which narrow it).
 2. The capabilities (``gateway.capabilities``), each through its own ``start(host)`` with a
    ``CapabilityHost``: they provide their services in ``gateway.services``.
-3. The subsystems of other packages (the ``remoteclaw.subsystems`` extension point: the channels), each with a
+3. The platform package (the ``remoteclaw.platforms`` extension point: ``channels``), with a
    ``PlatformHost``, so the gateway never names their modules; last, because their messages need everything
    else.
 """
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from gateway.capabilities import declared, load
-from gateway.extensions import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
+from gateway.extensions import PLATFORMS
 from gateway.hosts import CapabilityHost
 
 if TYPE_CHECKING:
@@ -155,11 +155,11 @@ async def start_all(gateway: Gateway) -> None:
             await load(capability.start)(host)
     from gateway.platforms import PlatformHost
 
-    for name in EXTENSION_SUBSYSTEMS.names():
+    for name in PLATFORMS.names():
         try:
-            start = EXTENSION_SUBSYSTEMS.load(name)
+            start = PLATFORMS.load(name)
         except ImportError as exc:  # its package is not installed here: the gateway runs without it
-            log.warning("subsystem not available", subsystem=name, error=str(exc))
+            log.warning("platform package not available", package=name, error=str(exc))
             continue
         await start(PlatformHost(gateway))
     await _recover(gateway)
