@@ -200,12 +200,35 @@ def _capabilities(config: Any) -> list[Check]:
     else:
         checks.append(Check("voice (offline)", "warn" if tts.enabled else "ok",
                             "espeak-ng not installed: no offline speech", "apt-get install espeak-ng"))
+    if extras.installed("desktop"):
+        checks.append(_desktop())
     if not extras.installed("browser"):
         return checks  # the optional part's own line says how to add it
     chromium, why = _chromium()
     checks.append(Check("chromium (for a node's canvas/browser)", "ok" if chromium else "warn",
                         chromium or str(why), None if chromium else "apt-get install chromium"))
     return checks
+
+
+def _desktop() -> Check:
+    """Whether a node on this machine would offer the desktop, and why not (what the node host itself checks)."""
+    from nodes.desktop.driver import driver_env
+    from nodes.desktop.probe import probe_blocking
+    from nodes.desktop.settings import DesktopSettings
+    from nodes.state import state_dir
+
+    label = "desktop (for a node's Cua Driver tools)"
+    try:
+        settings = DesktopSettings.load(state_dir())
+    except ValueError as exc:
+        return Check(label, "warn", str(exc))
+    found = probe_blocking(settings.driver_path, driver_env(os.environ, telemetry=settings.telemetry))
+    if found.reason is None:
+        return Check(label, "ok", f"cua-driver {found.version or '?'} on {found.display}, accessibility bus reachable")
+    how = {"display": "run the node inside the desktop session (DISPLAY set)",
+           "at-spi": "apt-get install at-spi2-core; run the node in a session with D-Bus",
+           "cua-driver": extras.install_hint("desktop")}.get(found.missing or "")
+    return Check(label, "warn", found.reason, how)
 
 
 def _extras(config: Any) -> list[Check]:
