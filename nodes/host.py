@@ -242,6 +242,7 @@ class NodeHost:
         self._last_frame = time.monotonic()
         if auth.get("paired", True):
             self._say_unavailable()
+            self._say_ready()
         watchdog = asyncio.create_task(self._watch(client, tick_s))
         try:
             waits = [asyncio.create_task(client.wait_closed()), asyncio.create_task(self._stop.wait()),
@@ -301,6 +302,7 @@ class NodeHost:
             self._save_token(str(payload["token"]))
             log("paired: serving invocations")
             self._say_unavailable()
+            self._say_ready()
         else:
             # A gateway that does not hand out a token here (OpenClaw) settles the node's commands at connect.
             log("paired: reconnecting to take up the approved commands")
@@ -315,6 +317,12 @@ class NodeHost:
                 f"{group}: {why}" for group, why in self._unavailable.items())
             self._spawn(self._emit(UNAVAILABLE_EVENT, {"commands": patterns, "reason": reason,
                                                        "groups": dict(self._unavailable)}))
+
+    def _say_ready(self) -> None:
+        """A desktop node tells the gateway its tools can be read (``desktop.tools``) now that it may be invoked."""
+        desktop = self.commands.desktop
+        if desktop is not None:
+            self._spawn(self._emit("desktop.ready", {"tools": len(desktop.offered)}))
 
     def _forget(self, invoke_id: str) -> None:
         self._running.pop(invoke_id, None)
