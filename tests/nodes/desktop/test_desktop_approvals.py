@@ -1,0 +1,91 @@
+"""Approvals for desktop actions: the real Claude Code (``permissions: ask``) clicks, the person is asked, a deny
+reaches the model as a refusal, and the app was not touched; inspection does not ask.
+
+Claude Code runs against the loopback fake Anthropic API, which makes it call the shim's ``desktop_*`` tools;
+the node host runs with Cua Driver inside a real Xvfb session with zenity, paired with the real gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.gateway.agents.runtimes.flows import approval_asked, cli_workdir, fake_api, start_turn
+from tests.gateway.agents.runtimes.test_claude import offline_env
+from tests.gateway.agents.runtimes.test_claude_approvals import tool_results
+from tests.nodes.desktop.test_desktop_node import _field, _until_tools, _window
+from tests.nodes.test_node_host import pair
+from tests.support.desktop import DesktopSession
+from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.node_host import NodeHostProcess
+from tests.support.ws import RawClient, operator
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+api = fake_api(FakeAnthropic)
+
+
+@pytest.fixture(scope="module")
+def desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopSession]:
+    with DesktopSession(tmp_path_factory.mktemp("desktop")) as session:
+        yield session
+
+
+@pytest.fixture(scope="module")
+def gw(api: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    claude, d = cli_workdir(tmp_path_factory, "claude")
+    agent = {"id": "main", "runtime": "claude", "command": [claude], "permissions": "ask",
+             "env": offline_env(api.url, d / "home")}
+    with GatewayProcess(d / "gw", config={"agents": {"list": [agent]}, "approvals": {"timeoutSeconds": 60}}) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+async def admin(gw: GatewayProcess, desktop: DesktopSession, tmp_path_factory: pytest.TempPathFactory
+                ) -> AsyncIterator[RawClient]:
+    c = await operator(gw.url, gw.token or "")
+    node = NodeHostProcess(tmp_path_factory.mktemp("desknode") / "state", gw.port, token=gw.token, name="askbox")
+    node.extra_env = dict(desktop.env)
+    try:
+        with node:
+            await pair(c, node)
+            await _until_tools(c)
+            yield c
+    finally:
+        await c.close()
+
+
+async def test_a_click_waits_for_the_person_and_a_deny_reaches_the_model_as_refused(
+        admin: RawClient, desktop: DesktopSession, api: FakeAnthropic, tmp_path: Path) -> None:
+    zen = desktop.zenity("Ask first")
+    window = await _window(admin, zen.pid)
+    _text, snapshot = await _field(admin, zen.pid, window["window_id"])
+    key = "agent:main:desk-deny"
+    click = {"pid": zen.pid, "element_token": f"{snapshot}:2"}
+    done = await start_turn(admin, f"CALL mcp__remoteclaw__desktop_click {json.dumps(click)}", key)
+    event = await approval_asked(admin, key)
+    assert "desktop_click" in event["presentation"]["commandText"]
+    await asyncio.sleep(1)
+    assert zen.poll() is None  # waiting for the person: nothing was clicked
+    await admin.call("exec.approval.resolve", {"id": event["id"], "decision": "deny"})
+    await done
+    results = [r for r in tool_results(api) if "desktop_click" in r]
+    assert results and "refused: the person did not allow desktop_click" in results[-1], results
+    assert "denied by" in results[-1], results
+    assert zen.poll() is None  # still open: the OK button was never pressed
+    zen.terminate()
+
+
+async def test_inspection_does_not_ask(admin: RawClient, desktop: DesktopSession, api: FakeAnthropic) -> None:
+    zen = desktop.zenity("Just look")
+    window = await _window(admin, zen.pid)
+    key = "agent:main:desk-look"
+    call = {"pid": zen.pid, "window_id": window["window_id"]}
+    done = await start_turn(admin, f"CALL mcp__remoteclaw__desktop_get_window_state {json.dumps(call)}", key)
+    await done  # no approval was asked: the turn ends on its own
+    assert any('push button "OK"' in r for r in tool_results(api))
+    zen.terminate()
