@@ -211,24 +211,24 @@ def _capabilities(config: Any) -> list[Check]:
 
 
 def _desktop() -> Check:
-    """Whether a node on this machine would offer the desktop, and why not (what the node host itself checks)."""
-    from nodes.desktop.driver import driver_env
-    from nodes.desktop.probe import probe_blocking
-    from nodes.desktop.settings import DesktopSettings
-    from nodes.state import state_dir
+    """Whether a node on this machine would offer the desktop, and why not: the node host's own answer
+    (``remoteclaw-node desktop show``, run as the node would be: the gateway imports nothing of ``nodes``)."""
+    import sys
 
     label = "desktop (for a node's Cua Driver tools)"
     try:
-        settings = DesktopSettings.load(state_dir())
-    except ValueError as exc:
-        return Check(label, "warn", str(exc))
-    found = probe_blocking(settings.driver_path, driver_env(os.environ, telemetry=settings.telemetry))
-    if found.reason is None:
-        return Check(label, "ok", f"cua-driver {found.version or '?'} on {found.display}, accessibility bus reachable")
+        done = subprocess.run([sys.executable, "-m", "nodes", "desktop", "show"], capture_output=True, text=True,
+                              timeout=60, check=False)
+        found = json.loads(done.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        return Check(label, "warn", f"remoteclaw-node desktop show failed: {exc}")
+    if found.get("available"):
+        return Check(label, "ok", f"cua-driver {found.get('version') or '?'} on {found.get('display')}, "
+                                  f"accessibility bus reachable, {len(found.get('tools') or [])} tools")
     how = {"display": "run the node inside the desktop session (DISPLAY set)",
            "at-spi": "apt-get install at-spi2-core; run the node in a session with D-Bus",
-           "cua-driver": extras.install_hint("desktop")}.get(found.missing or "")
-    return Check(label, "warn", found.reason, how)
+           "cua-driver": extras.install_hint("desktop")}.get(str(found.get("missing")))
+    return Check(label, "warn", str(found.get("unavailableBecause")), how)
 
 
 def _extras(config: Any) -> list[Check]:

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 from gateway.services import Key
 
 __all__ = ["CHAT_DECISIONS", "DESKTOP_TOOLS", "PLUGIN_TOOLS", "RECORDER", "RUN_WATCHERS", "TOOL_APPROVALS", "VOICE",
-           "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard", "PluginTools", "RunWatcher", "ToolApprover",
-           "Voice"]
+           "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard", "PluginTools", "RunWatcher",
+           "ToolApprover", "Voice"]
 
 
 class Clip(Protocol):

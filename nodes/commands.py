@@ -109,7 +109,8 @@ class Commands:
     @property
     def declared(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(caps, commands)`` this node announces at connect."""
-        caps, commands = CAPS, COMMANDS
+        caps: tuple[str, ...] = CAPS
+        commands: tuple[str, ...] = COMMANDS
         for extra in (self.browser, self.desktop):
             if extra is not None:
                 caps, commands = (*caps, *extra.caps), (*commands, *extra.commands)

@@ -101,7 +101,7 @@ async def record_stop(p: RecordStopParams, ctx: CallContext) -> dict[str, Any]:
 @method("desktop.trajectories.list", params=ListParams, scope=ADMIN)
 async def trajectories_list(_p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """The trajectories kept on this gateway, newest first."""
-    return {"trajectories": await asyncio.to_thread(_service(ctx).store.list)}
+    return {"trajectories": await asyncio.to_thread(_service(ctx).store.listing)}
 
 
 @method("desktop.trajectory.get", params=TrajectoryParams, scope=ADMIN)

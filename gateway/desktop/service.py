@@ -161,7 +161,8 @@ class DesktopService:
         if target.node_id in self.recordings:
             running = self.recordings[target.node_id]
             raise InvalidRequest(f"a recording is already running on {target.name} ({running.trajectory_id}): stop "
-                                 "it first", details={"code": "RECORDING_RUNNING", "trajectoryId": running.trajectory_id})
+                                 "it first",
+                                 details={"code": "RECORDING_RUNNING", "trajectoryId": running.trajectory_id})
         params: dict[str, Any] = {}
         if record_video is not None:
             params["recordVideo"] = record_video

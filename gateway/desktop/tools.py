@@ -83,12 +83,12 @@ class DesktopTools:
                     continue
                 tools = {t["name"]: t for t in payload["tools"]
                          if isinstance(t, dict) and isinstance(t.get("name"), str)}
-                withheld = payload.get("withheld") if isinstance(payload.get("withheld"), dict) else {}
-                self.known[node_id] = DesktopNode(node_id, node.get("displayName") or node_id,
-                                                  node.get("connectedAtMs"), tools,
-                                                  {str(k): str(v) for k, v in (withheld or {}).items()},
-                                                  payload.get("driver") if isinstance(payload.get("driver"), dict)
-                                                  else {})
+                withheld = payload.get("withheld")
+                driver = payload.get("driver")
+                self.known[node_id] = DesktopNode(
+                    node_id, node.get("displayName") or node_id, node.get("connectedAtMs"), tools,
+                    {str(k): str(v) for k, v in withheld.items()} if isinstance(withheld, dict) else {},
+                    driver if isinstance(driver, dict) else {})
                 log.info("desktop node tools read", node_id=node_id, tools=len(tools))
             paired = {n["nodeId"] for n in nodes}
             for gone in set(self.known) - paired:  # unpaired or removed
@@ -106,11 +106,11 @@ class DesktopTools:
                 if name in out:
                     out[name]["nodes"].append(node.node_id)
                     continue
-                schema = copy.deepcopy(tool.get("inputSchema")) if isinstance(tool.get("inputSchema"), dict) \
-                    else {"type": "object"}
+                declared = tool.get("inputSchema")
+                schema: dict[str, Any] = copy.deepcopy(declared) if isinstance(declared, dict) else {}
                 schema.setdefault("type", "object")
                 if several:
-                    props = schema.setdefault("properties", {})
+                    props: dict[str, Any] = schema.setdefault("properties", {})
                     props["nodeId"] = {"type": "string", "description": f"Which desktop node: {names}"}
                     schema["required"] = [*schema.get("required", []), "nodeId"]
                 annotations = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else {}

@@ -89,7 +89,7 @@ class TrajectoryStore:
                 return dict(data)
         return None
 
-    def list(self) -> list[dict[str, Any]]:
+    def listing(self) -> list[dict[str, Any]]:
         out = []
         for meta_file in sorted(self.root.glob(f"*/{META}"), key=lambda p: p.stat().st_mtime, reverse=True):
             data = json.loads(meta_file.read_text())

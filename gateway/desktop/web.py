@@ -62,8 +62,8 @@ def _render(meta: dict[str, Any]) -> str:
                     f"<pre>{e(json.dumps(turn.get('arguments'), indent=1))}</pre>"
                     f"<p>{e(str(turn.get('resultSummary') or ''))}</p><div>{images}</div></section>")
     asked = "".join(f"<li>{e(str(a.get('text')))}</li>" for a in meta.get("asked") or [])
-    calls = "".join(f"<li><code>{e(str(c.get('toolName')))}</code>{' ⚠ ' + e(str(c['error'])) if c.get('error') else ''}"
-                    "</li>" for c in meta.get("toolCalls") or [])
+    calls = "".join(f"<li><code>{e(str(c.get('toolName')))}</code>"
+                    f"{' ⚠ ' + e(str(c['error'])) if c.get('error') else ''}</li>" for c in meta.get("toolCalls") or [])
     return (f"<!doctype html><html><head><meta charset=utf-8><meta name=viewport content='width=device-width'>"
             f"<title>Trajectory {e(meta['trajectoryId'])}</title><style>body{{font-family:sans-serif;margin:1em;"
             f"max-width:60em}}img{{max-width:100%;border:1px solid #ccc}}figure{{display:inline-block;margin:.3em}}"

@@ -252,3 +252,9 @@ async def test_without_a_display_or_the_driver_no_desktop_is_declared_and_the_no
     assert shown.returncode == 1
     report = json.loads(shown.stdout)
     assert report["available"] is False and report["missing"] == missing and reason in report["unavailableBecause"]
+    doctor = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "gateway.cli", "doctor", "--json"],
+                                     cwd=ROOT, env={**node.env(), "REMOTECLAW_STATE_DIR": str(tmp_path / "gwstate")},
+                                     capture_output=True, text=True, timeout=120)
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    desk = checks["desktop (for a node's Cua Driver tools)"]
+    assert desk["status"] == "warn" and reason in desk["detail"] and desk["fix"]
