@@ -43,7 +43,7 @@ class ChatRecorder:
                 failed = sum(1 for t in turns if t.get("error"))
                 page = page_url(self._config.config, saved["viewKey"])
                 return (f"⏹ Recorded {len(turns)} action(s) on {saved.get('nodeName')}"
-                        f"{f', {failed} failed' if failed else ''}: {saved['trajectoryId']}. Turn by turn: {page}"), \
+                        f"{f', {failed} failed' if failed else ''}: {saved['trajectoryId']}. Turn by turn: <{page}>"), \
                     saved.get("zipPath")
         except RpcError as err:
             return f"⚠️ {err.message}", None
