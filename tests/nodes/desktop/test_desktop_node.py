@@ -258,3 +258,31 @@ async def test_without_a_display_or_the_driver_no_desktop_is_declared_and_the_no
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     desk = checks["desktop (for a node's Cua Driver tools)"]
     assert desk["status"] == "warn" and reason in desk["detail"] and desk["fix"]
+
+
+async def test_a_remote_mcp_client_with_an_owner_token_gets_the_desktop_tools(
+        gateway: GatewayProcess, desk_node: tuple[NodeHostProcess, str], desktop: DesktopSession) -> None:
+    from tests.gateway.mcp_http.test_remote_mcp import HEADERS, initialize, mcp_token, url
+
+    zen = desktop.zenity("Remote")
+    owner = mcp_token(gateway, "--name", "desk-owner", "--owner")
+    async with httpx.AsyncClient(timeout=60) as client:
+        sid = await initialize(client, gateway, owner)
+        h = {**HEADERS, "accept": "application/json", "authorization": f"Bearer {owner}", "mcp-session-id": sid}
+        listed = (await client.post(url(gateway), headers=h, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/list"})).json()["result"]["tools"]
+        by_name = {t["name"]: t for t in listed}
+        oracle = await _driver_schemas(desktop)
+        assert by_name["desktop_get_window_state"]["inputSchema"] == oracle["get_window_state"]
+        called = (await client.post(url(gateway), headers=h, json={
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "desktop_list_windows", "arguments": {"pid": zen.pid}}})).json()["result"]
+        assert not called.get("isError") and "Remote" in called["content"][0]["text"], called
+        # A token that is not the owner's sees none of them.
+        other = mcp_token(gateway, "--name", "desk-stranger")
+        sid2 = await initialize(client, gateway, other)
+        h2 = {**h, "authorization": f"Bearer {other}", "mcp-session-id": sid2}
+        names = {t["name"] for t in (await client.post(url(gateway), headers=h2, json={
+            "jsonrpc": "2.0", "id": 4, "method": "tools/list"})).json()["result"]["tools"]}
+        assert not [n for n in names if n.startswith("desktop_")]
+    zen.terminate()
