@@ -45,6 +45,8 @@ NODE_MARGIN_MS = 5_000
 RECORD_TIMEOUT_MS = 120_000
 JOURNAL_LIMIT = 500
 ASKED_LIMIT = 5
+RUN_LISTING_WAIT_S = 3.0
+"""How long a run's start waits for a desktop node that has not listed its tools yet."""
 
 
 @dataclass(slots=True)
@@ -86,7 +88,7 @@ class DesktopService:
         """The ``desktop_*`` tools of a run (owner runs only: they act on the owner's computer)."""
         if not is_owner:
             return []
-        return await self.tools.listing()
+        return await self.tools.listing(wait_s=RUN_LISTING_WAIT_S)
 
     def _permissions(self, session_key: str | None) -> tuple[str, str]:
         """The agent behind a run's call and its permission mode."""

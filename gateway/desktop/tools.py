@@ -95,9 +95,16 @@ class DesktopTools:
                 del self.known[gone]
             return [self.known[n["nodeId"]] for n in nodes if n["nodeId"] in self.known]
 
-    async def listing(self) -> list[dict[str, Any]]:
-        """The agents' ``desktop_*`` tools: each Cua Driver tool any desktop node offers, with its schema."""
-        known = await self.refresh()
+    async def listing(self, *, wait_s: float | None = None) -> list[dict[str, Any]]:
+        """The agents' ``desktop_*`` tools: each Cua Driver tool any desktop node offers, with its schema.
+
+        ``wait_s`` bounds the reading of nodes not known yet (a run must not wait on a node that does not
+        answer); past it the list is made from what is known."""
+        try:
+            await asyncio.wait_for(self.refresh(), wait_s)
+        except TimeoutError:
+            log.warning("desktop nodes did not list their tools in time; using what is known", wait_s=wait_s)
+        known = list(self.known.values())
         several = len(await self.desktop_nodes()) > 1
         names = ", ".join(f"{n.name} ({n.node_id[:12]})" for n in known)
         out: dict[str, dict[str, Any]] = {}
