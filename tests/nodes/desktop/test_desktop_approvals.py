@@ -17,22 +17,14 @@ import pytest
 from tests.gateway.agents.runtimes.flows import approval_asked, cli_workdir, fake_api, start_turn
 from tests.gateway.agents.runtimes.test_claude import offline_env
 from tests.gateway.agents.runtimes.test_claude_approvals import tool_results
-from tests.nodes.desktop.test_desktop_node import _field, _until_tools, _window
-from tests.nodes.test_node_host import pair
+from tests.nodes.desktop.conftest import desktop_node, entry_text, window_of
 from tests.support.desktop import DesktopSession
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.node_host import NodeHostProcess
-from tests.support.ws import RawClient, operator
+from tests.support.ws import RawClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 api = fake_api(FakeAnthropic)
-
-
-@pytest.fixture(scope="module")
-def desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopSession]:
-    with DesktopSession(tmp_path_factory.mktemp("desktop")) as session:
-        yield session
 
 
 @pytest.fixture(scope="module")
@@ -47,23 +39,15 @@ def gw(api: FakeAnthropic, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 @pytest.fixture(scope="module")
 async def admin(gw: GatewayProcess, desktop: DesktopSession, tmp_path_factory: pytest.TempPathFactory
                 ) -> AsyncIterator[RawClient]:
-    c = await operator(gw.url, gw.token or "")
-    node = NodeHostProcess(tmp_path_factory.mktemp("desknode") / "state", gw.port, token=gw.token, name="askbox")
-    node.extra_env = dict(desktop.env)
-    try:
-        with node:
-            await pair(c, node)
-            await _until_tools(c)
-            yield c
-    finally:
-        await c.close()
+    async with desktop_node(gw, desktop, tmp_path_factory.mktemp("desknode") / "state", "askbox") as (c, _node, _id):
+        yield c
 
 
 async def test_a_click_waits_for_the_person_and_a_deny_reaches_the_model_as_refused(
         admin: RawClient, desktop: DesktopSession, api: FakeAnthropic, tmp_path: Path) -> None:
     zen = desktop.zenity("Ask first")
-    window = await _window(admin, zen.pid)
-    _text, snapshot = await _field(admin, zen.pid, window["window_id"])
+    window = await window_of(admin, zen.pid)
+    _text, snapshot = await entry_text(admin, zen.pid, window["window_id"])
     key = "agent:main:desk-deny"
     click = {"pid": zen.pid, "element_token": f"{snapshot}:2"}
     done = await start_turn(admin, f"CALL mcp__remoteclaw__desktop_click {json.dumps(click)}", key)
@@ -82,7 +66,7 @@ async def test_a_click_waits_for_the_person_and_a_deny_reaches_the_model_as_refu
 
 async def test_inspection_does_not_ask(admin: RawClient, desktop: DesktopSession, api: FakeAnthropic) -> None:
     zen = desktop.zenity("Just look")
-    window = await _window(admin, zen.pid)
+    window = await window_of(admin, zen.pid)
     key = "agent:main:desk-look"
     call = {"pid": zen.pid, "window_id": window["window_id"]}
     done = await start_turn(admin, f"CALL mcp__remoteclaw__desktop_get_window_state {json.dumps(call)}", key)

@@ -9,20 +9,18 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.gateway.agents.test_chat_commands import OWNER, say
-from tests.nodes.desktop.test_desktop_node import _field, _until_tools, _window
-from tests.nodes.test_node_host import pair
+from tests.nodes.desktop.conftest import desktop_node, entry_text, window_of
 from tests.support.desktop import DesktopSession
 from tests.support.fake_telegram import FakeTelegram, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.node_host import NodeHostProcess
-from tests.support.ws import RawClient, operator
+from tests.support.ws import RawClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -31,37 +29,23 @@ gw = module_gateway(ownerAllowFrom=[OWNER])
 
 
 @pytest.fixture(scope="module")
-def desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopSession]:
-    with DesktopSession(tmp_path_factory.mktemp("desktop")) as session:
-        yield session
-
-
-@pytest.fixture(scope="module")
 async def admin(gw: GatewayProcess, desktop: DesktopSession, tmp_path_factory: pytest.TempPathFactory
                 ) -> AsyncIterator[RawClient]:
-    c = await operator(gw.url, gw.token or "")
-    node = NodeHostProcess(tmp_path_factory.mktemp("desknode") / "state", gw.port, token=gw.token, name="chatbox")
-    node.extra_env = dict(desktop.env)
-    try:
-        with node:
-            await pair(c, node)
-            await _until_tools(c)
-            yield c
-    finally:
-        await c.close()
+    async with desktop_node(gw, desktop, tmp_path_factory.mktemp("desknode") / "state", "chatbox") as (c, _node, _id):
+        yield c
 
 
 async def test_record_start_and_stop_in_the_chat_sends_the_trajectory(
         gw: GatewayProcess, fake: FakeTelegram, admin: RawClient, desktop: DesktopSession) -> None:
     await fake.wait_polling()
     zen = desktop.zenity("Chat record")
-    window = await _window(admin, zen.pid)
+    window = await window_of(admin, zen.pid)
     started = await say(fake, "/record start", lambda t: "Recording" in t)
     assert "chatbox" in started
     for piece in ("to", "day"):
         await admin.call("desktop.invoke", {"tool": "type_text", "arguments": {
             "pid": zen.pid, "window_id": window["window_id"], "text": piece}})
-    assert (await _field(admin, zen.pid, window["window_id"]))[0] == "today"
+    assert (await entry_text(admin, zen.pid, window["window_id"]))[0] == "today"
     before = len(fake.calls_of("sendDocument"))
     stopped = await say(fake, "/record stop", lambda t: "Recorded" in t, timeout=60)
     assert "Recorded 2 action(s) on chatbox" in stopped

@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 import zipfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from tests.mcp_shim.shim import shim_env
+from tests.nodes.desktop.conftest import desktop_node, entry_text, window_of
 from tests.nodes.test_node_host import pair
 from tests.support.desktop import DesktopSession, driver_binary
 from tests.support.gateway_proc import ROOT, GatewayProcess
@@ -33,54 +34,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")
-def desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DesktopSession]:
-    with DesktopSession(tmp_path_factory.mktemp("desktop")) as session:
-        yield session
-
-
-@pytest.fixture(scope="module")
 async def desk_node(gateway: GatewayProcess, desktop: DesktopSession,
                     tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[NodeHostProcess, str]]:
-    admin = await operator(gateway.url, gateway.token or "")
-    node = NodeHostProcess(tmp_path_factory.mktemp("desknode") / "state", gateway.port, token=gateway.token,
-                           name="deskbox")
-    node.extra_env = dict(desktop.env)
-    try:
-        with node:
-            node_id = await pair(admin, node)
-            await _until_tools(admin)
-            yield node, node_id
-    finally:
-        await admin.close()
-
-
-async def _until_tools(admin: RawClient) -> dict[str, Any]:
-    for _ in range(100):
-        listed = await admin.call("desktop.tools.list", {})
-        if listed["tools"]:
-            return dict(listed)
-        await asyncio.sleep(0.2)
-    raise AssertionError("the gateway never read the desktop node's tools")
-
-
-async def _window(admin: RawClient, pid: int) -> dict[str, Any]:
-    for _ in range(100):
-        got = await admin.call("desktop.invoke", {"tool": "list_windows", "arguments": {"pid": pid}})
-        windows = (got.get("structuredContent") or {}).get("windows") or []
-        if windows:
-            return dict(windows[0])
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"zenity (pid {pid}) never showed a window")
-
-
-async def _field(admin: RawClient, pid: int, window_id: int) -> tuple[str, str]:
-    """The entry's text as the accessibility tree shows it, and the snapshot id for element tokens."""
-    state = await admin.call("desktop.invoke", {"tool": "get_window_state",
-                                                 "arguments": {"pid": pid, "window_id": window_id}})
-    tree = state["structuredContent"]["tree_markdown"]
-    m = re.search(r"\[0\] text \"([^\"]*)\"", tree)
-    assert m, tree
-    return m.group(1), state["structuredContent"]["snapshot_id"]
+    async with desktop_node(gateway, desktop, tmp_path_factory.mktemp("desknode") / "state", "deskbox") as (
+            _admin, node, node_id):
+        yield node, node_id
 
 
 async def _driver_schemas(desktop: DesktopSession) -> dict[str, Any]:
@@ -157,7 +115,7 @@ async def test_a_recording_of_three_actions_arrives_and_replays_on_a_fresh_app(
         gateway: GatewayProcess, desk_node: tuple[NodeHostProcess, str], desktop: DesktopSession,
         admin: RawClient) -> None:
     zen = desktop.zenity("Record me")
-    window = await _window(admin, zen.pid)
+    window = await window_of(admin, zen.pid)
     pid, wid = zen.pid, window["window_id"]
     started = await admin.call("desktop.record.start", {"sessionKey": "agent:main:rec"})
     assert started["recording"] is True and started["node"] == "deskbox"
@@ -165,7 +123,7 @@ async def test_a_recording_of_three_actions_arrives_and_replays_on_a_fresh_app(
         done = await admin.call("desktop.invoke", {"tool": "type_text",
                                                     "arguments": {"pid": pid, "window_id": wid, "text": piece}})
         assert not done.get("isError"), done
-    assert (await _field(admin, pid, wid))[0] == "abcdef"
+    assert (await entry_text(admin, pid, wid))[0] == "abcdef"
     saved = await admin.call("desktop.record.stop", {}, timeout=60)
 
     # Three turn folders, each with action.json and a screenshot, kept on the gateway with the zip.
@@ -197,12 +155,12 @@ async def test_a_recording_of_three_actions_arrives_and_replays_on_a_fresh_app(
 
     # Replayed on a fresh zenity, the same state: the field holds what was typed.
     fresh = desktop.zenity("Replay here")
-    fresh_window = await _window(admin, fresh.pid)
+    fresh_window = await window_of(admin, fresh.pid)
     replay = await admin.call("desktop.replay", {"trajectoryId": saved["trajectoryId"], "pid": fresh.pid,
                                                   "windowId": fresh_window["window_id"], "delayMs": 0}, timeout=90)
     assert replay["attempted"] == 3 and replay["succeeded"] == 3 and replay["failed"] == 0, replay
     assert [t["ok"] for t in replay["turns"]] == [True, True, True]
-    assert (await _field(admin, fresh.pid, fresh_window["window_id"]))[0] == "abcdef"
+    assert (await entry_text(admin, fresh.pid, fresh_window["window_id"]))[0] == "abcdef"
     for proc in (zen, fresh):
         proc.terminate()
 
@@ -211,7 +169,7 @@ async def test_remoteclaw_call_desktop_matches_cua_driver_call(
         gateway: GatewayProcess, desk_node: tuple[NodeHostProcess, str], desktop: DesktopSession,
         admin: RawClient, tmp_path: Path) -> None:
     zen = desktop.zenity("Called")
-    window = await _window(admin, zen.pid)
+    window = await window_of(admin, zen.pid)
     env = shim_env(gateway, tmp_path, session_key="agent:main:cli")
     shot = tmp_path / "shot.png"
     args = json.dumps({"pid": zen.pid, "window_id": window["window_id"]})
