@@ -244,3 +244,26 @@ async def test_a_remote_mcp_client_with_an_owner_token_gets_the_desktop_tools(
             "jsonrpc": "2.0", "id": 4, "method": "tools/list"})).json()["result"]["tools"]}
         assert not [n for n in names if n.startswith("desktop_")]
     zen.terminate()
+
+
+async def test_with_two_desktop_nodes_every_tool_needs_a_node_id(
+        gateway: GatewayProcess, desk_node: tuple[NodeHostProcess, str], desktop: DesktopSession,
+        tmp_path: Path) -> None:
+    """Runs last in the module: the second node stays paired."""
+    async with desktop_node(gateway, desktop, tmp_path / "second", "deskbox2") as (admin, _node, second_id):
+        for _ in range(50):
+            listed = await admin.call("desktop.tools.list", {})
+            if len(listed["nodes"]) == 2:
+                break
+            await asyncio.sleep(0.2)
+        tool = next(t for t in listed["tools"] if t["name"] == "desktop_list_windows")
+        assert "nodeId" in tool["inputSchema"]["required"] and "deskbox2" in tool["inputSchema"]["properties"][
+            "nodeId"]["description"]
+        ambiguous = await admin.req("desktop.invoke", {"tool": "list_windows"})
+        assert ambiguous["error"]["details"]["code"] == "DESKTOP_NODE_AMBIGUOUS"
+        assert "deskbox" in ambiguous["error"]["message"] and "deskbox2" in ambiguous["error"]["message"]
+        zen = desktop.zenity("Second")
+        got = await admin.call("desktop.invoke", {"tool": "list_windows", "nodeId": "deskbox2",
+                                                  "arguments": {"pid": zen.pid}})
+        assert got["nodeId"] == second_id and got["node"] == "deskbox2"
+        zen.terminate()
