@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gateway.config import ConfigStore
     from gateway.devices.service import NodeService
     from gateway.ports import ToolApprover
+    from gateway.runs import RunQueue
     from gateway.services import Services
     from gateway.sessions import SessionsService
     from gateway.store import Database
@@ -56,6 +57,8 @@ class Recording:
     node_name: str
     session_key: str | None
     started_ms: int
+    run_id: str | None = None
+    """The agent run of ``session_key`` going on when the recording started (its side effects are kept)."""
     desktop_calls: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
@@ -71,8 +74,9 @@ class DesktopService:
     """Everything the desktop methods, tools and the ``/record`` command do."""
 
     def __init__(self, nodes: NodeService, config: ConfigStore, db: Database, sessions: SessionsService,
-                 services: Services, store: TrajectoryStore) -> None:
+                 services: Services, store: TrajectoryStore, runs: RunQueue | None = None) -> None:
         self.nodes = nodes
+        self._runs = runs
         self.tools = DesktopTools(nodes)
         self._config = config
         self._db = db
@@ -172,8 +176,12 @@ class DesktopService:
                                          idempotency_key=uuid.uuid4().hex)
         payload = answer.get("payload") or {}
         trajectory_id = str(payload.get("trajectoryId") or "")
+        run_id = None
+        if session_key and self._runs is not None:
+            active = self._runs.lane_state(session_key).get("active")
+            run_id = str(active) if active else None
         self.recordings[target.node_id] = Recording(trajectory_id, target.node_id, target.name, session_key,
-                                                    int(payload.get("startedAtMs") or time.time() * 1000))
+                                                    int(payload.get("startedAtMs") or time.time() * 1000), run_id)
         log.info("desktop recording started", node_id=target.node_id, trajectory_id=trajectory_id)
         return {"trajectoryId": trajectory_id, "nodeId": target.node_id, "node": target.name,
                 "video": payload.get("video", False), "recording": True}
@@ -201,6 +209,8 @@ class DesktopService:
             "notes": payload.get("notes") or [], "nodeFolder": payload.get("nodeFolder"),
             "asked": await self._asked(recording.session_key) if recording and recording.session_key else [],
             "toolCalls": recording.tool_calls if recording else [],
+            "runId": recording.run_id if recording else None,
+            "sideEffects": await asyncio.to_thread(self._side_effects, recording.run_id) if recording else [],
             "desktopCalls": recording.desktop_calls if recording else []}
         try:
             saved = await asyncio.to_thread(self.store.save, trajectory_id, data, meta)
@@ -210,6 +220,14 @@ class DesktopService:
             raise Unavailable(f"the recording could not be read: {exc}", details={"nodeId": node_id}) from None
         log.info("desktop recording kept", node_id=node_id, trajectory_id=trajectory_id, turns=len(saved["turns"]))
         return saved
+
+    def _side_effects(self, run_id: str | None) -> list[dict[str, Any]]:
+        """The side-effect records the run's shim has written so far (messages sent, cron jobs added)."""
+        if not run_id:
+            return []
+        from gateway.agents.workspace import read_effects, runs_folder
+
+        return read_effects(runs_folder(self.store.state_dir) / f"{run_id}.side-effects.ndjson")
 
     async def _asked(self, session_key: str) -> list[dict[str, Any]]:
         """What the agent was asked: the session's last messages from people."""

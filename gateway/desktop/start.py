@@ -32,7 +32,7 @@ async def start(host: CapabilityHost) -> None:
     if nodes is None:
         return
     service = DesktopService(nodes, host.config_store, host.db, host.sessions, host.services,
-                             TrajectoryStore(host.state_dir))
+                             TrajectoryStore(host.state_dir), host.runs)
     host.services.provide(DESKTOP, service)
     host.services.provide(DESKTOP_TOOLS, service)
     host.services.provide(RECORDER, ChatRecorder(service, host.config_store))

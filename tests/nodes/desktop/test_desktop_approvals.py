@@ -64,12 +64,22 @@ async def test_a_click_waits_for_the_person_and_a_deny_reaches_the_model_as_refu
     zen.terminate()
 
 
-async def test_inspection_does_not_ask(admin: RawClient, desktop: DesktopSession, api: FakeAnthropic) -> None:
+async def test_inspection_does_not_ask_and_a_recording_keeps_what_the_run_was_asked_and_called(
+        admin: RawClient, desktop: DesktopSession, api: FakeAnthropic) -> None:
     zen = desktop.zenity("Just look")
     window = await window_of(admin, zen.pid)
     key = "agent:main:desk-look"
+    await admin.call("desktop.record.start", {"sessionKey": key})
     call = {"pid": zen.pid, "window_id": window["window_id"]}
-    done = await start_turn(admin, f"CALL mcp__remoteclaw__desktop_get_window_state {json.dumps(call)}", key)
+    prompt = f"CALL mcp__remoteclaw__desktop_get_window_state {json.dumps(call)}"
+    done = await start_turn(admin, prompt, key)
     await done  # no approval was asked: the turn ends on its own
     assert any('push button "OK"' in r for r in tool_results(api))
+    saved = await admin.call("desktop.record.stop", {}, timeout=60)
+    # Beside the (empty: inspection is not an action) recording, what the run was asked and which tools it called.
+    assert saved["turns"] == []
+    assert any(prompt in str(a["text"]) for a in saved["asked"]), saved["asked"]
+    assert "desktop_get_window_state" in [c["toolName"] for c in saved["toolCalls"]], saved["toolCalls"]
+    assert [c["tool"] for c in saved["desktopCalls"]] == ["get_window_state"]
+    assert saved["desktopCalls"][0]["readOnly"] is True and saved["desktopCalls"][0]["approval"] is None
     zen.terminate()
