@@ -83,3 +83,19 @@ async def test_inspection_does_not_ask_and_a_recording_keeps_what_the_run_was_as
     assert [c["tool"] for c in saved["desktopCalls"]] == ["get_window_state"]
     assert saved["desktopCalls"][0]["readOnly"] is True and saved["desktopCalls"][0]["approval"] is None
     zen.terminate()
+
+
+async def test_an_agent_cannot_go_around_the_approval_with_node_invoke(
+        admin: RawClient, desktop: DesktopSession, api: FakeAnthropic) -> None:
+    zen = desktop.zenity("No detour")
+    window = await window_of(admin, zen.pid)
+    _text, snapshot = await entry_text(admin, zen.pid, window["window_id"])
+    detour = {"nodeId": "askbox", "command": "desktop.click",
+              "params": {"pid": zen.pid, "element_token": f"{snapshot}:2"}}
+    done = await start_turn(admin, f"CALL mcp__remoteclaw__node_invoke {json.dumps(detour)}", "agent:main:detour")
+    await done
+    results = [r for r in tool_results(api) if "desktop.click" in r]
+    assert results and "through the desktop_* tools" in results[-1], results
+    await asyncio.sleep(0.5)
+    assert zen.poll() is None  # not clicked
+    zen.terminate()
