@@ -192,8 +192,13 @@ class DesktopService:
         else:
             node_id = (await self.tools.target(node)).node_id
         recording = self.recordings.get(node_id)
-        answer = await self.nodes.invoke(node_id, "desktop.record.stop", {}, timeout_ms=RECORD_TIMEOUT_MS,
-                                         idempotency_key=uuid.uuid4().hex)
+        try:
+            answer = await self.nodes.invoke(node_id, "desktop.record.stop", {}, timeout_ms=RECORD_TIMEOUT_MS,
+                                             idempotency_key=uuid.uuid4().hex)
+        except RpcError as err:
+            if err.code == "INVALID_REQUEST":  # the node records nothing (it restarted): forget ours too
+                self.recordings.pop(node_id, None)
+            raise
         self.recordings.pop(node_id, None)
         payload = answer.get("payload") or {}
         try:

@@ -5,7 +5,8 @@ Each one is ``<state dir>/desktop/trajectories/<id>/``: Cua Driver's turn folder
 what the agent was asked (the session's last messages), the tool calls the run made while recording (the
 shim's ``hooks.tool.after`` records), the run's side-effect records, and each desktop call with its result and
 approval. The zip as the node sent it is kept at ``<state dir>/outbound/desktop/<id>.zip``, the folder the chat
-tools may send from, so it can be delivered to a chat as a file. A random ``viewKey`` names the trajectory's web page (``web.py``).
+tools may send from, so it can be delivered to a chat as a file. A random ``viewKey`` names the trajectory's web
+page (``web.py``).
 """
 
 from __future__ import annotations

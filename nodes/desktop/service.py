@@ -43,8 +43,8 @@ __all__ = ["PREFIX", "DesktopCommands"]
 
 PREFIX = "desktop."
 OWN_COMMANDS = ("desktop.tools", "desktop.record.start", "desktop.record.stop", "desktop.replay")
-CALL_TIMEOUT_S = 120.0
-"""A tool call the gateway has not bounded (its own timeoutMs bounds the rest)."""
+RECORD_TIMEOUT_S = 60.0
+"""Starting or stopping a recording (a tool call is bounded by the caller's timeoutMs, in the node host)."""
 _NAME = re.compile(r"^[a-z0-9_]{1,60}$")
 
 
@@ -134,12 +134,11 @@ class DesktopCommands:
             raise CommandError("UNAVAILABLE", f"this node does not offer {command}: {why}")
         return await self.call(name, params)
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, name: str, arguments: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         try:
-            result = await self.driver.call(name, arguments, timeout=CALL_TIMEOUT_S)
+            result = await self.driver.call(name, arguments, timeout=timeout)
         except TimeoutError:
-            raise CommandError("UNAVAILABLE", f"cua-driver did not answer {name} within {CALL_TIMEOUT_S:g} s") \
-                from None
+            raise CommandError("UNAVAILABLE", f"cua-driver did not answer {name} within {timeout:g} s") from None
         except DriverError as exc:
             raise CommandError("UNAVAILABLE", f"{name} failed in cua-driver: {exc}") from None
         return {k: result[k] for k in ("content", "structuredContent", "isError") if k in result}
@@ -167,7 +166,8 @@ class DesktopCommands:
             raise CommandError("INVALID_REQUEST", f"trajectoryId {trajectory_id} is already taken on this node")
         folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         video = video and shutil.which("ffmpeg") is not None
-        result = await self.call("start_recording", {"output_dir": str(folder), "record_video": video})
+        result = await self.call("start_recording", {"output_dir": str(folder), "record_video": video},
+                                 timeout=RECORD_TIMEOUT_S)
         if result.get("isError"):
             raise CommandError("UNAVAILABLE", f"cua-driver did not start recording: {_text(result)}")
         self.recording = Recording(trajectory_id, folder, int(time.time() * 1000))
@@ -178,7 +178,7 @@ class DesktopCommands:
         recording = self.recording
         if recording is None:
             raise CommandError("INVALID_REQUEST", "no recording is running on this node")
-        result = await self.call("stop_recording", {})
+        result = await self.call("stop_recording", {}, timeout=RECORD_TIMEOUT_S)
         self.recording = None
         if result.get("isError"):
             raise CommandError("UNAVAILABLE", f"cua-driver did not stop recording: {_text(result)}")
