@@ -22,6 +22,9 @@ _CUA = ("desktop.*",)
 """Cua Driver's tools on a desktop node (``gateway/desktop``): offered only when the node's owner installed the
 ``desktop`` part and runs the node in a graphical session; agent runs reach them through ``desktop.invoke``."""
 _DESKTOP = (*_SYSTEM, *_CANVAS, *_BROWSER, *_CUA, "screen.snapshot")
+_OPT_IN = ("desktop.stream",)
+"""Matched by a default pattern but recording the user all the same (OpenClaw's node streams the screen with
+it): only ``nodes.allowCommands`` allows these."""
 _MOBILE = ("system.notify", "location.get", "camera.list", "device.info", "device.status", *_CANVAS)
 
 PLATFORM_DEFAULTS: dict[str, tuple[str, ...]] = {
@@ -50,6 +53,7 @@ def allowed(command: str, platform: str, *, allow: list[str], deny: list[str]) -
     """Whether the gateway's policy lets ``command`` be invoked on a node of ``platform``."""
     if any(fnmatchcase(command, pattern) for pattern in deny):
         return False
-    if any(fnmatchcase(command, pattern) for pattern in PLATFORM_DEFAULTS[platform_family(platform)]):
+    if command not in _OPT_IN and any(fnmatchcase(command, pattern)
+                                      for pattern in PLATFORM_DEFAULTS[platform_family(platform)]):
         return True
     return any(fnmatchcase(command, pattern) for pattern in allow)
