@@ -59,7 +59,7 @@ from channels.chunking import split_text
 from channels.fetch import FetchRefused, fetch_public
 from channels.media import account_media_dir
 from channels.ordering import KeyedLocks
-from gateway.extras import MissingExtra
+from gateway.cli.extras import MissingExtra
 from gateway.platforms import ChatType
 
 with warnings.catch_warnings():

@@ -41,7 +41,7 @@ from channels.base import (
 )
 from channels.media import account_media_dir
 from channels.ordering import KeyedLocks
-from gateway.extras import MissingExtra
+from gateway.cli.extras import MissingExtra
 from gateway.platforms import COMMANDS, ChatType, InboundJournal, MediaKind
 
 try:

@@ -48,7 +48,7 @@ from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
-from gateway.ports import PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
+from gateway.composition.ports import PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
@@ -63,13 +63,13 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from gateway.agents.tokens import RunTokens
-    from gateway.callbacks import Broadcast
+    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.services import Services
     from gateway.config import AgentConfig, ConfigStore
     from gateway.hooks import HookRunner
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
     from gateway.runs import RunQueue
     from gateway.sandbox import Sandbox
-    from gateway.services import Services
     from gateway.sessions import SessionsService
     from gateway.store import Database
 
@@ -104,7 +104,8 @@ class AgentExecutor:
         self._run_tokens = run_tokens
         self._hooks = hooks
         self._services = services
-        """The capabilities' services: voice, approvals, plugin tools (``gateway.ports``), when they started."""
+        """The capabilities' services: voice, approvals, plugin tools (``gateway.composition.ports``), when they
+        started."""
         self._broadcast = broadcast
         self._platforms = platforms
         """The chat platforms, once attached (they start after the executor)."""

@@ -19,18 +19,18 @@ from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
-from gateway.ports import CHAT_DECISIONS, VOICE
+from gateway.composition.ports import CHAT_DECISIONS, VOICE
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.agents.executor import AgentExecutor
+    from gateway.composition.services import Services
     from gateway.config import ConfigStore
     from gateway.hooks import HookRunner
     from gateway.platforms.messages import Inbound
     from gateway.runs import RunQueue
-    from gateway.services import Services
     from gateway.sessions import SessionsService
     from gateway.store import Database
 

@@ -5,7 +5,7 @@ always" rules, ``methods.py`` is the RPC surface (OpenClaw's ``exec.approval.*``
 ``question.*``, and the agent-side ``approvals.ask``/``questions.ask``/``approvals.wait``). See docs/approvals.md.
 """
 
-from gateway.capabilities import Capability
+from gateway.composition.capabilities import Capability
 
 CAPABILITY = Capability(
     "approvals",
@@ -13,4 +13,4 @@ CAPABILITY = Capability(
     methods=("gateway.approvals.methods",
     "gateway.approvals.policy"),
 )
-"""What this capability adds to the gateway (``gateway.capabilities``)."""
+"""What this capability adds to the gateway (``gateway.composition.capabilities``)."""

@@ -28,16 +28,16 @@ import structlog
 from sqlalchemy import delete, select, update
 
 from gateway.approvals.store import ApprovalRequest, ApprovalRule
-from gateway.ports import CHAT_DECISIONS, RUN_WATCHERS, TOOL_APPROVALS
+from gateway.composition.ports import CHAT_DECISIONS, RUN_WATCHERS, TOOL_APPROVALS
+from gateway.composition.services import Key
+from gateway.dispatch.dispatcher import APPROVALS, QUESTIONS
 from gateway.protocol import ApprovalNotFound, InvalidRequest
-from gateway.rpc import APPROVALS, QUESTIONS
-from gateway.services import Key
 
 if TYPE_CHECKING:
     from gateway.approvals.chat import ChatApprovals
-    from gateway.callbacks import Broadcast, Spawn
+    from gateway.composition.gateway_functions import Broadcast, Spawn
+    from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
-    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["ApprovalService", "Decision", "Pending", "Presenter", "now_ms", "rule_pattern", "start"]
@@ -591,7 +591,7 @@ APPROVALS_SERVICE: Key[ApprovalService] = Key("approvals")
 
 async def start(host: CapabilityHost) -> None:
     """Capability entry: the pending requests, told and decided in the chats; the agents see them as
-    ``gateway.ports`` (a typed ``/approve`` or answer, the end of a run)."""
+    ``gateway.composition.ports`` (a typed ``/approve`` or answer, the end of a run)."""
     from gateway.approvals.chat import ChatApprovals
 
     service = ApprovalService(host.db, host.config_store, host.broadcast, host.spawn,

@@ -34,7 +34,7 @@ from pydantic_settings import (
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
 from gateway.devices.config import NodesConfig
-from gateway.plugins.config import PluginsConfig
+from gateway.plugin_host.config import PluginsConfig
 from gateway.protocol import InvalidRequest, describe_validation_error
 from gateway.redaction import REDACTED, redact, restore_redacted, schema_secret_paths, secret_values
 from gateway.sandbox.config import SandboxConfig, SandboxOverride
@@ -261,7 +261,7 @@ class AgentConfig(Section):
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, value: str) -> str:
-        from gateway.extensions import RUNTIMES
+        from gateway.composition.entry_points import RUNTIMES
 
         if value not in RUNTIMES:
             raise ValueError(RUNTIMES.unknown(value))

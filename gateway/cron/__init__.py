@@ -6,11 +6,11 @@ the next due job, claims it and runs it, ``delivery.py`` takes the result to a c
 the ``cron.*`` RPC surface, and ``cli.py`` the ``remoteclaw cron`` command.
 """
 
-from gateway.capabilities import Capability
+from gateway.composition.capabilities import Capability
 
 CAPABILITY = Capability(
     "cron",
     start="gateway.cron.service:start",
     methods=("gateway.cron.methods",),
 )
-"""What this capability adds to the gateway (``gateway.capabilities``)."""
+"""What this capability adds to the gateway (``gateway.composition.capabilities``)."""

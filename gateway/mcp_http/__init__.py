@@ -6,11 +6,11 @@
 - ``methods``: ``mcp.tokens.create|list|revoke``; ``cli``: ``remoteclaw mcp token ...``.
 """
 
-from gateway.capabilities import Capability
+from gateway.composition.capabilities import Capability
 
 CAPABILITY = Capability(
     "mcp_http",
     start="gateway.mcp_http.transport:start",
     methods=("gateway.mcp_http.methods",),
 )
-"""What this capability adds to the gateway (``gateway.capabilities``)."""
+"""What this capability adds to the gateway (``gateway.composition.capabilities``)."""

@@ -14,8 +14,8 @@ from typing import Any
 import structlog
 from pydantic import Field
 
+from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
 from gateway.protocol import RpcError
-from gateway.rpc import WRITE, CallContext, Params, method
 from gateway.sessions import parse_key
 
 log = structlog.get_logger("gateway.hooks")

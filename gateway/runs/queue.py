@@ -31,14 +31,14 @@ from gateway.protocol import InvalidRequest
 from gateway.runs.lease import LeaseService, LeaseUnavailable
 from gateway.runs.model import FINISHED, Run, RunOutcome, RunRequest
 from gateway.runs.steering import effective_mode
-from gateway.session_events import openclaw_message
+from gateway.server.session_events import openclaw_message
 from gateway.store.leases import LeaseRepo
 from gateway.store.messages import mark_handled
 from gateway.store.transcripts import AgentRun, SessionRepo
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.callbacks import Broadcast
+    from gateway.composition.gateway_functions import Broadcast
     from gateway.config import ConfigStore
     from gateway.store import Database
 

@@ -58,7 +58,7 @@ from channels.base import (
 )
 from channels.media import account_media_dir
 from channels.ordering import KeyedTasks
-from gateway.extras import MissingExtra
+from gateway.cli.extras import MissingExtra
 from gateway.platforms import ChatType, InboundJournal, MediaKind
 from plugins.matrix.config import MatrixAccountConfig, parse_config
 

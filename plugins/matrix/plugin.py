@@ -6,7 +6,7 @@ account is configured; without the ``matrix`` extra the channel's status names t
 
 from __future__ import annotations
 
-from gateway.plugins import PluginApi
+from gateway.plugin_host import PluginApi
 
 
 def register(api: PluginApi) -> None:

@@ -53,7 +53,7 @@ from channels.base import (
 )
 from channels.media import account_media_dir
 from channels.ordering import KeyedTasks
-from gateway.extras import MissingExtra
+from gateway.cli.extras import MissingExtra
 from gateway.platforms import ChatType, InboundJournal, MediaKind
 from plugins.slack.config import SlackAccountConfig, parse_config
 from plugins.slack.format import to_mrkdwn

@@ -6,7 +6,7 @@ is configured; without the ``slack`` extra the channel's status names the extra 
 
 from __future__ import annotations
 
-from gateway.plugins import PluginApi
+from gateway.plugin_host import PluginApi
 
 
 def register(api: PluginApi) -> None:

@@ -6,7 +6,7 @@ account is configured.
 
 from __future__ import annotations
 
-from gateway.plugins import PluginApi
+from gateway.plugin_host import PluginApi
 
 
 def register(api: PluginApi) -> None:
