@@ -2,7 +2,8 @@
 
 ``service.py`` holds the pending requests and decides who wins, ``store.py`` keeps their history and the "allow
 always" rules, ``methods.py`` is the RPC surface (OpenClaw's ``exec.approval.*``, ``approval.*``,
-``question.*``, and the agent-side ``approvals.ask``/``questions.ask``/``approvals.wait``). See docs/approvals.md.
+``question.*``, and the agent-side ``approvals.ask``/``questions.ask``/``approvals.wait``), ``config.py`` the
+``approvals`` section. See docs/approvals.md.
 """
 
 from gateway.composition.capabilities import Capability

@@ -25,9 +25,9 @@ from gateway.store.transcripts import SessionRepo
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gateway.approvals.config import ApprovalForwarding
     from gateway.approvals.service import ApprovalService
     from gateway.config import ConfigStore
-    from gateway.config.model import ApprovalForwarding
     from gateway.platforms.interface import ChatPlatforms
     from gateway.store import Database
 

@@ -3,7 +3,8 @@
 ``schedule.py`` says when, ``store.py`` keeps jobs and their run history, ``service.py`` sleeps until
 the next due job, claims it and runs it, ``delivery.py`` takes the result to a chat or a webhook,
 ``heartbeat.py`` keeps each agent's periodic heartbeat job in step with the config, ``methods.py`` is
-the ``cron.*`` RPC surface, and ``cli.py`` the ``remoteclaw cron`` command.
+the ``cron.*`` RPC surface, ``cli.py`` the ``remoteclaw cron`` command, and ``config.py`` the ``cron`` section and
+an agent's ``heartbeat``.
 """
 
 from gateway.composition.capabilities import Capability

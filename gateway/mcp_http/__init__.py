@@ -3,7 +3,8 @@
 - ``transport``: the endpoint (POST/GET/DELETE, sessions, SSE, Origin and size checks, RFC 9728 metadata);
 - ``session``: one MCP session, running the shim's own catalog and runner against the dispatcher in process;
 - ``tokens``: bearer tokens, stored hashed, each deciding tier, profile and session;
-- ``methods``: ``mcp.tokens.create|list|revoke``; ``cli``: ``remoteclaw mcp token ...``.
+- ``methods``: ``mcp.tokens.create|list|revoke``; ``cli``: ``remoteclaw mcp token ...``;
+- ``config``: the ``gateway.mcp`` section.
 """
 
 from gateway.composition.capabilities import Capability

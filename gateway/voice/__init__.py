@@ -1,7 +1,6 @@
 """Voice: text to speech with provider fallback, voice-note codecs, auto-spoken replies, and speech to text for
 voice messages."""
 
-import gateway.config  # noqa: F401  (first: the config model imports this package's config section)
 from gateway.composition.capabilities import Capability
 
 CAPABILITY = Capability(
