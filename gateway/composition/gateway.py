@@ -113,7 +113,7 @@ class Gateway:
         self.config_changes = ConfigChanges(config_store, self.broadcast, self.request_restart, self.logs_dir)
         """Applies a validated config and tells the services that follow it (``gateway.config.reload``)."""
         self.http_routes: list[BaseRoute] = []
-        """Routes subsystems add to the HTTP app (webhooks)."""
+        """Routes the capabilities and platform packages add to the HTTP app (webhooks)."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)
         """Where the server listens (set by ``gateway.server.serve`` once bound)."""
         self.replicas: ReplicaWatch | None = None

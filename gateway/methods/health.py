@@ -23,7 +23,7 @@ class StatusParams(Params):
 
 @method("status", params=StatusParams, scope=READ, baseline=True)
 async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
-    """Gateway status; with ``sessionKey``, that session's status (sessions subsystem)."""
+    """Gateway status; with ``sessionKey``, that session's status (``gateway.sessions``)."""
     gw = ctx.gateway
     if p.sessionKey:
         from gateway.methods.sessions import check_visible

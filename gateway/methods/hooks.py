@@ -4,7 +4,7 @@
 logs them, re-broadcasts each as one ``hooks.tool`` event, so operators and the logs show what agents do
 as they do it, and runs the plugins' ``before_tool_call`` / ``after_tool_call`` hooks.
 ``heartbeat.report`` is how a heartbeat run says whether
-it did anything; the gateway logs it (the run's side-effects file carries it to the bridge).
+it did anything; the gateway logs it (the run's side-effects file carries it to the executor).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Plugins: Python packages and folders that add tools, gateway methods, HTTP routes, hooks, background
+"""The plugin host (the plugins themselves are the top-level ``plugins`` package, or any installed one):
+Python packages and folders that add tools, gateway methods, HTTP routes, hooks, background
 services and channels to a running gateway.
 
 - ``manifest``: ``remoteclaw.plugin.json`` (id, name, version, description, configSchema).

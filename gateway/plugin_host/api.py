@@ -73,7 +73,7 @@ class PluginTool:
     output_schema: dict[str, Any] | None = None
 
     def listing(self) -> dict[str, Any]:
-        """The entry in ``plugin.tools.list`` (and the bridge's manifest for the shim)."""
+        """The entry in ``plugin.tools.list`` (and the executor's manifest for the shim)."""
         entry: dict[str, Any] = {"name": self.name, "description": self.description, "inputSchema": self.input_schema,
                  "annotations": self.annotations}
         if self.output_schema is not None:

@@ -1,8 +1,8 @@
 """The plugin manager: finds plugins, loads the enabled ones, and keeps the loaded set in step with config.
 
-A gateway subsystem (``start``). It loads before the chat platforms start, so a plugin's channel type is
-there when the channels look for theirs. A config change to the ``plugins`` section is applied live:
-plugins switched off (or denied) are unloaded, plugins switched on are loaded, and a plugin whose settings
+The plugins capability's ``start(host)`` builds it (``gateway.plugin_host``). It loads before the chat platforms start,
+so a plugin's channel type is there when the channels look for theirs. A config change to the ``plugins`` section is
+applied live: plugins switched off (or denied) are unloaded, plugins switched on are loaded, and a plugin whose settings
 changed is loaded again with the new ones. A plugin that fails anywhere (its manifest, its config, its
 import, its ``register``, a service's start) is listed with the error and skipped; the gateway goes on.
 """

@@ -1,7 +1,7 @@
 """Plugin methods: ``plugins.list``, ``plugins.setEnabled``, and plugin tools over RPC
 (``plugin.tools.list``, ``plugin.tools.invoke``, also under the reference's ``plugin:tools:*`` names).
 
-The bridge hands each run's MCP shim the tool list in a file, so a shim never asks at start; a shim run
+The executor hands each run's MCP shim the tool list in a file, so a shim never asks at start; a shim run
 standalone asks ``plugin.tools.list``. Both call tools through ``plugin.tools.invoke``.
 """
 

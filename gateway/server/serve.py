@@ -165,7 +165,7 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
                 reload = False
                 continue
             good = (store.data, store.config)
-            # The app is built after start so subsystems can add routes (``gateway.http_routes``).
+            # The app is built after start so capabilities and channels can add routes (``gateway.http_routes``).
             from gateway.server.app import build_app
 
             server = _Server(uvicorn.Config(

@@ -11,7 +11,7 @@ approval back into "ask"; and with ``GOOGLE_GEMINI_BASE_URL`` set (a proxy or a 
 it picks an auth type that its own headless check then rejects ("Invalid auth method selected"),
 so we name the API-key auth type explicitly in that case. With a permission mode that asks (``ask``,
 ``ask-dangerous``) it runs as ``gemini --acp`` instead, in its default approval mode (see ``gemini_acp``).
-Sessions are filed per workspace path under ``~/.gemini/tmp``; the bridge keeps one stable workspace path per
+Sessions are filed per workspace path under ``~/.gemini/tmp``; the executor keeps one stable workspace path per
 session, so ``--resume`` (``session/load`` in ACP) finds them.
 """
 

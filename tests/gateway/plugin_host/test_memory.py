@@ -38,7 +38,7 @@ def db_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
 
 
 async def start_shim(gw: GatewayProcess, tmp: Path, session_key: str = "agent:main:main") -> Shim:
-    """A non-owner run's shim, handed the plugin tool list as the bridge hands it (no fetch at start)."""
+    """A non-owner run's shim, handed the plugin tool list as the executor hands it (no fetch at start)."""
     c = await operator(gw.url, gw.token or "")
     try:
         listing = await c.call("plugin.tools.list")

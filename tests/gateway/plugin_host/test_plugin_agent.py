@@ -1,5 +1,5 @@
 """A plugin tool in a real agent turn: the real Claude Code CLI (offline, against the loopback fake Anthropic
-API) gets the plugin tools from the shim the bridge configured, calls one, and a blocking hook's reason reaches
+API) gets the plugin tools from the shim the executor configured, calls one, and a blocking hook's reason reaches
 the model as the tool's error."""
 
 from __future__ import annotations

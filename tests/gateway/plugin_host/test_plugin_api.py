@@ -164,7 +164,7 @@ async def test_hooks_around_a_telegram_turn_and_the_tool_list_handed_to_the_run(
         (run,) = cli_runs(gw.state_dir)
         assert run["prompt"].startswith("Note: the user prefers tea.")  # before_agent_start added context
         assert "hello there" in run["prompt"]
-        names = {t["name"] for t in run["plugin_tools"]["tools"]}  # the list the bridge handed the shim
+        names = {t["name"] for t in run["plugin_tools"]["tools"]}  # the list the executor handed the shim
         assert {"memory_search", "memory_remember"} <= names
         assert run["env"]["REMOTECLAW_PLUGIN_TOOLS_FILE"].endswith(".plugin-tools.json")
         await until(lambda: recorded(events, "message_sent"), what="message_sent")

@@ -1,4 +1,4 @@
-"""Bridge and run-queue benchmark: overhead from a message to the CLI process starting, and runs/second.
+"""Run-queue and executor benchmark: overhead from a message to the CLI process starting, and runs/second.
 
 Starts a real gateway (temporary state dir, loopback port) whose agent CLI is a tiny shell stand-in
 that stamps its start time, prints Claude-style stream-json and exits. Measures:
@@ -10,7 +10,7 @@ that stamps its start time, prints Claude-style stream-json and exits. Measures:
 ``--sandbox off`` runs the same with the agent runs' sandbox off (``agents.defaults.sandbox.mode``): the
 difference is what the sandbox costs a run (docs/sandbox.md).
 
-Usage: .venv/bin/python bench/bridge_bench.py [--runs 200] [--sessions 8] [--samples 40] [--sandbox all|off]
+Usage: .venv/bin/python bench/runs_bench.py [--runs 200] [--sessions 8] [--samples 40] [--sandbox all|off]
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ async def main() -> None:
     ap.add_argument("--sandbox", choices=("all", "off"), default="all", help="agent runs' sandbox mode")
     report.options(ap, {"runs": 16, "sessions": 4, "samples": 5})
     args = report.parse(ap)
-    d = Path(tempfile.mkdtemp(prefix="bridge-bench-"))
+    d = Path(tempfile.mkdtemp(prefix="runs-bench-"))
     cli = d / "stand-in.sh"
     cli.write_text(STAND_IN)
     cli.chmod(0o755)
