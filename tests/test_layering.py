@@ -147,6 +147,15 @@ def test_the_largest_import_circle_is_the_composition_root() -> None:
         sorted(largest)
 
 
+def test_no_other_modules_import_each_other() -> None:
+    """Outside the composition root no two modules import each other, even for a type: where one needs a little of
+    the other (the chat side of approvals its service, the plugin API its manager, the send budget a connection),
+    it names what it needs as a small protocol of its own."""
+    circles = [sorted(c) for c in _circles(_import_graph("gateway")) if len(c) > 1
+               and not set(c) <= COMPOSITION_ROOT | {"gateway.platforms"}]
+    assert not circles, circles
+
+
 def _names(package: str) -> Iterator[tuple[Path, int, str, str]]:
     """(file, line, module, name) for every ``from module import name``."""
     for path in sorted((ROOT / package).rglob("*.py")):

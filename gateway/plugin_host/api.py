@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 # jsonschema is imported where it is used: a start with no plugin schema to check never loads it.
 import structlog
@@ -23,12 +23,11 @@ from gateway.hooks import HOOKS
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from gateway.config import Config
-    from gateway.plugin_host.manager import PluginManager
+    from gateway.config import Config, ConfigStore
     from gateway.plugin_host.manifest import PluginManifest
     from gateway.store import Database
 
-__all__ = ["PluginApi", "PluginMethod", "PluginService", "PluginTool", "Registration", "ToolContext", "image",
+__all__ = ["Loader", "PluginApi", "PluginMethod", "PluginService", "PluginTool", "Registration", "ToolContext", "image",
            "text"]
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -111,10 +110,24 @@ class Registration:
     channels: dict[str, Any] = field(default_factory=dict)
 
 
+class Loader(Protocol):
+    """What a plugin's API uses of the manager that loaded it (``manager.PluginManager``): the live config, the
+    database, the state folder, and calling a method as that plugin. A protocol, so this module (the API plugins
+    import) does not import the manager that builds it."""
+
+    @property
+    def config_store(self) -> ConfigStore: ...
+    @property
+    def db(self) -> Database: ...
+    @property
+    def state_dir(self) -> Path: ...
+    async def call_as_plugin(self, plugin_id: str, method: str, params: dict[str, Any] | None) -> Any: ...
+
+
 class PluginApi:
     """The gateway as one plugin sees it (one instance per load of that plugin)."""
 
-    def __init__(self, manager: PluginManager, manifest: PluginManifest, config: dict[str, Any]) -> None:
+    def __init__(self, manager: Loader, manifest: PluginManifest, config: dict[str, Any]) -> None:
         self._manager = manager
         self.manifest = manifest
         self.id = manifest.id

@@ -14,16 +14,27 @@ The accounting is plain integers updated by the connections as they queue and wr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import structlog
 
-if TYPE_CHECKING:
-    from gateway.server.connection import Connection
-
-__all__ = ["OutboundBudget"]
+__all__ = ["OutboundBudget", "Sender"]
 
 log = structlog.get_logger("gateway.server.send_budget")
+
+
+class Sender(Protocol):
+    """What the budget needs of one client's send side (``connection.Connection``, which charges the budget as it
+    queues and writes): its id, how far behind it is, and closing it as a slow consumer."""
+
+    @property
+    def conn_id(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def backlog(self) -> int: ...
+    def sample(self) -> None: ...
+    def close_slow(self) -> None: ...
 
 
 class OutboundBudget:
@@ -40,19 +51,19 @@ class OutboundBudget:
         sampled (``Connection.backlog``)."""
         self.closed_slow = 0
         """Consumers closed because the total was full (diagnostics)."""
-        self._conns: dict[str, Connection] = {}
+        self._conns: dict[str, Sender] = {}
 
-    def register(self, conn: Connection) -> None:
+    def register(self, conn: Sender) -> None:
         self._conns[conn.conn_id] = conn
 
-    def unregister(self, conn: Connection) -> None:
+    def unregister(self, conn: Sender) -> None:
         self._conns.pop(conn.conn_id, None)
 
     def crowded(self) -> bool:
         """Half the ceiling is used: skippable events are dropped for every client that is behind."""
         return self.total > self.limit // 2
 
-    def make_room(self, size: int, asking: Connection) -> bool:
+    def make_room(self, size: int, asking: Sender) -> bool:
         """Close the slowest consumers until ``size`` more bytes fit; False if ``asking`` was one of them.
 
         The slowest is the connection with the most bytes waiting (queued, or unsent in its transport): it

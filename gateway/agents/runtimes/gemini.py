@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.agents.runtimes import gemini_acp
 from gateway.agents.runtimes.base import (
@@ -29,12 +29,10 @@ from gateway.agents.runtimes.base import (
     Parser,
     RunSpec,
     Runtime,
+    Stdin,
     instructions_file,
     mcp_server_name,
 )
-
-if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import StdinFeed
 
 __all__ = ["GeminiParser", "GeminiRuntime"]
 
@@ -57,7 +55,7 @@ class GeminiParser(Parser):
         self._text: list[str] = []
         self.acp: gemini_acp.AcpClient | None = None
 
-    def talk(self, feed: StdinFeed, spec: RunSpec) -> None:
+    def talk(self, feed: Stdin, spec: RunSpec) -> None:
         self.acp = gemini_acp.AcpClient(feed, spec)
         self.model = spec.model
 
