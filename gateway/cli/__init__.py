@@ -1,4 +1,5 @@
-"""The ``remoteclaw`` command line.
+"""The ``remoteclaw`` command line: the parser and the built-in commands here; ``doctor``, ``wizard``
+(``remoteclaw setup``), ``backup``, and what an install is made of (``extras``, ``installation``) beside it.
 
 Imports are lazy on purpose: ``remoteclaw gateway call health`` runs as a cold process in
 scripts and health checks, so it must not load the server (uvicorn, SQLAlchemy, pydantic).
@@ -497,7 +498,3 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
