@@ -18,6 +18,7 @@ GATEWAY_PUBLIC = {
     # what a platform package may import from the gateway (docs/architecture.md, "Dependencies")
     "gateway.protocol",  # frames and the error family
     "gateway.platforms",  # the messages, the ChatPlatforms interface, PlatformHost, config models
+    "gateway.config.channels",  # what a channel's own config model is built from (read while the config is built)
     "gateway.composition.entry_points",  # the registries it adds channel types or runtimes to
     "gateway.cli.extras",  # which pip extra brings a library, and the error naming it
     "gateway.cli",  # call_gateway(), for CLI sub-commands that are clients of a running gateway

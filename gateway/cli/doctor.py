@@ -136,6 +136,9 @@ async def _redis(config: Any) -> Check | None:
 
 
 def _accounts(section: Any, token_field: str) -> list[tuple[str, Any]]:
+    """The enabled accounts of a typed channel section that have a token (none when the type is not installed)."""
+    if section is None or isinstance(section, dict):
+        return []
     out = [("default", section)] if getattr(section, token_field) else []
     out += [(name, acct) for name, acct in (section.accounts or {}).items() if getattr(acct, token_field)]
     return [(name, acct) for name, acct in out if acct.enabled]
@@ -157,13 +160,13 @@ async def _probe(client: httpx.AsyncClient, label: str, url: str, headers: dict[
 
 async def _bots(client: httpx.AsyncClient, config: Any) -> list[Check]:
     checks = []
-    for name, acct in _accounts(config.channels.telegram, "botToken"):
+    for name, acct in _accounts(getattr(config.channels, "telegram", None), "botToken"):
         base = (acct.apiBaseUrl or "https://api.telegram.org/bot").rstrip("/")
         checks.append(await _probe(
             client, f"telegram ({name})", f"{base}{acct.botToken}/getMe", {},
             "get the token again from @BotFather and set channels.telegram.botToken",
             lambda body: f"@{body.get('result', {}).get('username')} (bot id {body.get('result', {}).get('id')})"))
-    for name, acct in _accounts(config.channels.discord, "token"):
+    for name, acct in _accounts(getattr(config.channels, "discord", None), "token"):
         base = (acct.apiBase or "https://discord.com/api/v10").rstrip("/")
         checks.append(await _probe(
             client, f"discord ({name})", f"{base}/users/@me", {"Authorization": f"Bot {acct.token}"},
@@ -214,8 +217,8 @@ def _extras(config: Any) -> list[Check]:
     library is missing as ``fail`` (chat channels) or ``warn`` (voice, memory embeddings): the gateway runs
     without it, but what the config asks for does not work."""
     wanted = {
-        "telegram": ("fail", bool(_accounts(config.channels.telegram, "botToken"))),
-        "discord": ("fail", bool(_accounts(config.channels.discord, "token"))),
+        "telegram": ("fail", bool(_accounts(getattr(config.channels, "telegram", None), "botToken"))),
+        "discord": ("fail", bool(_accounts(getattr(config.channels, "discord", None), "token"))),
         "tts": ("warn", bool(config.messages.tts.enabled)),
         "embeddings": ("warn", any(e.config.get("embeddings") for e in config.plugins.entries.values())),
     }

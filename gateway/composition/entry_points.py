@@ -1,6 +1,6 @@
 """Extension points: named things the gateway finds at run time instead of naming them in its code.
 
-Channel types, agent runtimes, subsystems started with the gateway and CLI sub-commands are each an
+Channel types, agent runtimes, the platform package started with the gateway and CLI sub-commands are each an
 ``Extensions`` registry filled from an entry-point group of the installed distributions
 (``[project.entry-points."remoteclaw.channels"]`` in ``pyproject.toml``), so the gateway names no
 module of ``channels/``, ``nodes/`` or ``plugins/``, and a plugin package adds a channel or a runtime
@@ -17,7 +17,7 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
-__all__ = ["CHANNELS", "CLI_COMMANDS", "RUNTIMES", "SUBSYSTEMS", "Extensions"]
+__all__ = ["CHANNELS", "CLI_COMMANDS", "PLATFORMS", "RUNTIMES", "Extensions"]
 
 T = TypeVar("T")
 
@@ -91,10 +91,10 @@ class Extensions(Generic[T]):
 
 
 CHANNELS: Extensions[Any] = Extensions("remoteclaw.channels", "channel type")
-"""Channel name -> ``Channel`` subclass (``channels.telegram:TelegramChannel``)."""
+"""Channel name -> its ``ChannelKind`` (``channels.telegram:KIND``), or a ``Channel`` subclass a plugin or test adds."""
 RUNTIMES: Extensions[Any] = Extensions("remoteclaw.runtimes", "agent runtime")
 """Runtime name -> ``Runtime`` subclass (``gateway.agents.runtimes.claude:ClaudeRuntime``)."""
-SUBSYSTEMS: Extensions[Any] = Extensions("remoteclaw.subsystems", "subsystem")
-"""Name -> ``async def start(host)`` of a package outside the gateway that runs inside it (the channels)."""
+PLATFORMS: Extensions[Any] = Extensions("remoteclaw.platforms", "platform package")
+"""Name -> ``async def start(host: PlatformHost)`` of the package that connects the gateway to chats (``channels``)."""
 CLI_COMMANDS: Extensions[Any] = Extensions("remoteclaw.cli", "command")
 """Name -> ``register(subparsers)`` adding a ``remoteclaw`` sub-command."""

@@ -8,7 +8,7 @@
    it).
 2. The capabilities (``gateway.composition.capabilities``), each through its own ``start(host)`` with a
    ``CapabilityHost``: they provide their services in ``gateway.composition.services``.
-3. The subsystems of other packages (the ``remoteclaw.subsystems`` extension point: the channels), each with a
+3. The platform package (the ``remoteclaw.platforms`` extension point: ``channels``), with a
    ``PlatformHost``, so the gateway never names their modules; last, because their messages need everything
    else.
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from gateway.composition.capabilities import declared, load
-from gateway.composition.entry_points import SUBSYSTEMS as EXTENSION_SUBSYSTEMS
+from gateway.composition.entry_points import PLATFORMS
 from gateway.composition.hosts import CapabilityHost
 
 if TYPE_CHECKING:
@@ -156,11 +156,11 @@ async def start_all(gateway: Gateway) -> None:
             await load(capability.start)(host)
     from gateway.platforms import PlatformHost
 
-    for name in EXTENSION_SUBSYSTEMS.names():
+    for name in PLATFORMS.names():
         try:
-            start = EXTENSION_SUBSYSTEMS.load(name)
+            start = PLATFORMS.load(name)
         except ImportError as exc:  # its package is not installed here: the gateway runs without it
-            log.warning("subsystem not available", subsystem=name, error=str(exc))
+            log.warning("platform package not available", package=name, error=str(exc))
             continue
         await start(PlatformHost(gateway))
     await _recover(gateway)

@@ -1,6 +1,6 @@
 """``PlatformHost``: the part of a running gateway that platform packages may use.
 
-A platform package (``channels/``, or a plugin's) gets one of these in its subsystem's
+A platform package (``channels/``, or a plugin's) gets one of these in its
 ``start(host)`` instead of the whole ``Gateway``: it can read the config, hand every message it receives
 to the gateway's inbound door (``receive``: history, access, pairing offers and routing happen there), keep
 the message log, post to the web chat, add HTTP routes and clean-up, and attach its ``ChatPlatforms``

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from channels.base import ChannelError, ChannelForbidden, ChannelUnavailable, Inbound, TargetNotFound
-from channels.discord import DiscordChannel
+from channels.discord.channel import DiscordChannel
+from channels.environment import ChannelEnvironment
 from tests.support.fake_discord import FakeDiscord, module_fake, snowflake
 
 fake = module_fake()
@@ -22,7 +23,8 @@ fake = module_fake()
 @pytest.fixture(scope="module")
 async def bot(fake: FakeDiscord) -> AsyncIterator[tuple[DiscordChannel, asyncio.Queue[Inbound]]]:
     inbox: asyncio.Queue[Inbound] = asyncio.Queue()
-    channel = DiscordChannel.from_config("default", inbox.put, fake.config() | {"readyTimeoutSeconds": 10})
+    env = ChannelEnvironment.alone("discord", "default", inbox.put)
+    channel = DiscordChannel.from_config("default", fake.config() | {"readyTimeoutSeconds": 10}, env)
     await channel.start()
     assert channel.ready
     yield channel, inbox

@@ -88,3 +88,39 @@ async def test_messages_missed_while_down_are_read_back_and_answered_once(fake: 
         assert posted(fake, dm, "echo: missed one") == posted(fake, dm, "echo: after coming back") == 1
     finally:
         await asyncio.to_thread(gw.stop)
+
+
+async def test_a_message_cut_off_mid_handling_is_replayed_from_the_journal(fake: FakeDiscord, tmp_path: Path) -> None:
+    """A message taken in but not yet handled when the gateway dies (its attachment still downloading) is in the
+    inbound journal: the next start fetches it again by id and answers it once. Its conversation has no message
+    handled before, so the history catch-up has no point to resume from: only the journal can bring it back."""
+    config = {
+        "agents": {"list": [{"id": "main", "command": [sys.executable, str(ROOT / "tests/support/fake_cli.py")]}]},
+        "channels": {"discord": fake.config() | {"dmPolicy": "open"}},
+    }
+    gw = GatewayProcess(tmp_path / "gw", config=config, env={"FAKE_CLI_LOG": str(tmp_path / "cli.log")})
+    dm = snowflake()
+    slow = fake.attachment("notes.txt", b"slow to arrive", "text/plain")
+    fake.cdn_delays[slow["id"]] = 60.0
+    try:
+        await asyncio.to_thread(gw.start)
+        await asyncio.wait_for(fake.identified.wait(), 20)
+        cut_off = fake.message_payload(content="caught mid-download", author_id="7101", channel_id=dm,
+                                       attachments=[slow])
+        await fake.dispatch("MESSAGE_CREATE", cut_off)
+        await asyncio.sleep(1.5)  # journalled, its attachment downloading
+        await asyncio.to_thread(gw.stop, signal.SIGKILL)
+        assert posted(fake, dm, "caught mid-download") == 0
+
+        fake.cdn_delays[slow["id"]] = 0.0
+        fake.identified.clear()
+        await asyncio.to_thread(gw.start)
+        await fake.wait_posted(dm, "echo: caught mid-download", timeout=30)
+        again = f"/channels/{dm}/messages/{cut_off['id']}"
+        assert any(r.method == "GET" and r.path == again for r in fake.requests), "the replay read it again by id"
+        await asyncio.sleep(1.5)
+        assert posted(fake, dm, "echo: caught mid-download") == 1
+        assert (gw.state_dir / "media" / "discord" / "default" / f"{slow['id']}-notes.txt").read_bytes() == \
+            b"slow to arrive"
+    finally:
+        await asyncio.to_thread(gw.stop)

@@ -203,8 +203,8 @@ async def test_a_pick_made_while_the_account_was_off_decides_after_it_is_back(
 def test_choice_keys_and_their_memory_across_a_restart(tmp_path: Path) -> None:
     """The keys a message offers: the labels' own emoji when distinct, else numbers; the open choices are saved
     in the state dir (the newest ``CHOICES_KEPT``) and read back by the next start."""
-    from plugins.matrix.channel import CHOICES_KEPT, MatrixChannel, choice_keys
-    from plugins.matrix.config import parse_config
+    from channels.matrix.channel import CHOICES_KEPT, MatrixChannel, choice_keys
+    from channels.matrix.config import parse_config
 
     assert choice_keys([("✅ Allow once", "a"), ("♾️ Allow always", "b"), ("⛔ Deny", "c")]) == ["✅", "♾️", "⛔"]
     assert choice_keys([("✅ Yes", "a"), ("✅ Sure", "b")]) == ["1️⃣", "2️⃣"]  # the same emoji twice: numbers

@@ -244,7 +244,7 @@ async def test_refusals_become_the_gateways_errors(gw: GatewayProcess, fake: Fak
 
 def test_bad_config_names_the_field() -> None:
     from channels.base import ChannelError
-    from plugins.slack.config import parse_config
+    from channels.slack.config import parse_config
 
     with pytest.raises(ChannelError) as err:
         parse_config({"botToken": "not-a-bot-token", "appToken": "xapp-1"})
@@ -255,7 +255,7 @@ def test_bad_config_names_the_field() -> None:
 
 
 async def test_switched_off_and_on_live(gw: GatewayProcess, fake: FakeSlack) -> None:
-    """Off and on through the config (``channels.slack.enabled``) and with its plugin, with no restart."""
+    """Off and on through the config (``channels.slack.enabled``), with no restart."""
     c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
     try:
         await wait_state(c, "slack", "running", "the Slack account running")
@@ -265,12 +265,6 @@ async def test_switched_off_and_on_live(gw: GatewayProcess, fake: FakeSlack) -> 
         await wait_state(c, "slack", "running", "the Slack account running again")
         await fake.say(OWNER_DM, OWNER, "back after config.patch?")
         await fake.posted(OWNER_DM, "echo: back after config.patch?")
-        await c.call("plugins.setEnabled", {"id": "slack", "enabled": False})
-        await wait_state(c, "slack", "absent", "the Slack account gone with its plugin")
-        await c.call("plugins.setEnabled", {"id": "slack", "enabled": True})
-        await wait_state(c, "slack", "running", "the Slack account back with its plugin")
-        await fake.say(OWNER_DM, OWNER, "back with the plugin?")
-        await fake.posted(OWNER_DM, "echo: back with the plugin?")
     finally:
         await c.close()
 
@@ -345,8 +339,8 @@ async def test_a_dropped_socket_reconnects_and_loses_nothing(gw: GatewayProcess,
 
 def test_markdown_becomes_mrkdwn_and_emoji_names() -> None:
     from channels.base import ChannelError
-    from plugins.slack.channel import emoji_name
-    from plugins.slack.format import to_mrkdwn
+    from channels.slack.channel import emoji_name
+    from channels.slack.format import to_mrkdwn
 
     md = "# Plan\n**bold**, *it*, ~~gone~~, [docs](https://x.example/a) <!channel>\n- one\n```py\nif a < b: pass\n```"
     assert to_mrkdwn(md) == (

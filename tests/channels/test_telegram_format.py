@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from channels.telegram_format import to_html
+from channels.telegram.format import to_html
 
 
 @pytest.mark.parametrize(("markdown", "html"), [

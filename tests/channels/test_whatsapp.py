@@ -361,7 +361,7 @@ async def _refused(c: Any, person: str) -> bool:
 
 
 async def test_switched_off_and_on_live(gw: GatewayProcess, fake: FakeWhatsApp) -> None:
-    """Off and on through the config (``channels.whatsapp.enabled``) and with its plugin, with no restart; while
+    """Off and on through the config (``channels.whatsapp.enabled``), with no restart; while
     off, the webhook has no account to hand messages to."""
     c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
     try:
@@ -373,18 +373,12 @@ async def test_switched_off_and_on_live(gw: GatewayProcess, fake: FakeWhatsApp) 
         await wait_state(c, "whatsapp", "running", "the WhatsApp account running again")
         await fake.deliver(gw.http, fake.message(OWNER, text="back again?"))
         await fake.wait_text(OWNER, "echo: back again?")
-        await c.call("plugins.setEnabled", {"id": "whatsapp", "enabled": False})
-        await wait_state(c, "whatsapp", "absent", "the WhatsApp account gone with its plugin")
-        await c.call("plugins.setEnabled", {"id": "whatsapp", "enabled": True})
-        await wait_state(c, "whatsapp", "running", "the WhatsApp account back with its plugin")
-        await fake.deliver(gw.http, fake.message(OWNER, text="back with the plugin?"))
-        await fake.wait_text(OWNER, "echo: back with the plugin?")
     finally:
         await c.close()
 
 
 def test_markdown_becomes_whatsapp_markup() -> None:
-    from plugins.whatsapp.format import to_whatsapp
+    from channels.whatsapp.format import to_whatsapp
 
     assert to_whatsapp("**bold** and *it* and ~~gone~~") == "*bold* and _it_ and ~gone~"
     assert to_whatsapp("# Plan\n* one\n* two") == "*Plan*\n- one\n- two"
@@ -395,7 +389,7 @@ def test_markdown_becomes_whatsapp_markup() -> None:
 
 def test_bad_config_names_the_field() -> None:
     from channels.base import ChannelError
-    from plugins.whatsapp.config import parse_config
+    from channels.whatsapp.config import parse_config
 
     with pytest.raises(ChannelError) as err:
         parse_config({"phoneNumberId": "+1 555", "accessToken": "EAAtoken-long", "appSecret": "s" * 32,

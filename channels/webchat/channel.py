@@ -22,6 +22,7 @@ import structlog
 from channels.base import Capability, Channel, ChannelError, ChannelUnavailable, InboundHandler, Sent
 
 if TYPE_CHECKING:
+    from channels.environment import ChannelEnvironment
     from gateway.platforms import PlatformHost, WebchatPosts
 
 __all__ = ["WebchatChannel"]
@@ -42,9 +43,9 @@ class WebchatChannel(Channel):
         self._host = host
 
     @classmethod
-    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> WebchatChannel:
-        # The manager hands the gateway's PlatformHost over as ``_host``: web chat "sends" are posts to it.
-        return cls(account_id, on_inbound, host=cfg.get("_host"))
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: ChannelEnvironment) -> WebchatChannel:
+        # Web chat "sends" are posts to the gateway's transcripts, through its PlatformHost.
+        return cls(account_id, env.receive, host=env.host)
 
     async def start(self) -> None:
         if self._host is None:

@@ -1,9 +1,9 @@
-"""Matrix as a channel, through matrix-nio (extra ``matrix``), added by the ``matrix`` plugin.
+"""Matrix as a channel, through matrix-nio (extra ``matrix``).
 
 One ``MatrixChannel`` is one bot account on one homeserver. It logs in with an access token, or once with a
 password (the session it gets is kept in the state dir so a restart reuses the same device), and runs the
 ``/sync`` long-poll itself rather than nio's ``sync_forever``, so it decides what happens to the first batch
-and when the since-token is saved. Each event is journalled (the gateway's inbound journal) before the token
+and when the since-token is saved. Each event goes through the inbound pipeline (journalled) before the token
 is saved past it, so a restart neither answers old messages again nor loses the ones that came while the
 gateway was down or were cut off half-handled; on the very first start (no token yet) the rooms' history is
 skipped.
@@ -56,23 +56,23 @@ from channels.base import (
     Sent,
     TargetNotFound,
 )
-from channels.media import account_media_dir
-from channels.ordering import KeyedTasks
+from channels.environment import ChannelEnvironment
+from channels.inbound import Payload
+from channels.matrix.config import MatrixAccountConfig, parse_config
 from gateway.cli.extras import MissingExtra
-from gateway.platforms import ChatType, InboundJournal, MediaKind
-from plugins.matrix.config import MatrixAccountConfig, parse_config
+from gateway.platforms import ChatType, MediaKind
 
 try:
     import aiohttp
     import nio
 
-    from plugins.matrix.format import to_html  # markdown-it-py comes with the same extra
+    from channels.matrix.format import to_html  # markdown-it-py comes with the same extra
 except ImportError:  # pragma: no cover - exercised only without the extra
     nio = None  # type: ignore[assignment]
 
 __all__ = ["MatrixChannel"]
 
-log = structlog.get_logger("plugins.matrix")
+log = structlog.get_logger("channels.matrix")
 
 TEXT_LIMIT = 16_000
 """Characters per message: an event may be 64 KiB, and the HTML copy of the text travels in the same event."""
@@ -164,6 +164,7 @@ class MatrixChannel(Channel):
         media_dir: Path | None = None,
         host: Any = None,
         access: dict[str, Any] | None = None,
+        env: ChannelEnvironment | None = None,
     ) -> None:
         super().__init__(account_id, on_inbound)
         if nio is None:
@@ -181,30 +182,22 @@ class MatrixChannel(Channel):
         """Event id of a message with open choices -> its room, thread, ``keys`` (key -> data) and ``mine`` (the
         bot's reaction event ids, taken off when it is settled); saved in ``choices.json``."""
         self._warned_encrypted: set[str] = set()
-        self._journal: InboundJournal | None = getattr(host, "journal", None)
-        self._handling = KeyedTasks()  # each room's events in order, rooms side by side
+        env = env or ChannelEnvironment.alone(self.name, account_id, on_inbound)
+        # Each room's events in order, rooms side by side.
+        self._inbound = env.pipeline(self._handle, lambda payload: str(payload["room"]))
         self.user_id = settings.userId
         self.display_name: str | None = None
 
     @staticmethod
-    def configured(cfg: dict[str, Any]) -> bool:
+    def configured(settings: dict[str, Any]) -> bool:
         """Any of the account's own keys set: a half-filled account then fails with the missing field named in
         ``channels.status``, instead of being skipped silently."""
-        return any(cfg.get(k) for k in ("homeserver", "userId", "accessToken", "password"))
+        return any(settings.get(k) for k in ("homeserver", "userId", "accessToken", "password"))
 
     @classmethod
-    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> MatrixChannel:
-        settings = parse_config(cfg)
-        state = cfg.get("_stateDir")
-        return cls(
-            account_id,
-            on_inbound,
-            settings,
-            state_dir=Path(state) / "matrix" / account_id if state else None,
-            media_dir=account_media_dir(state, "matrix", account_id) if state else None,
-            host=cfg.get("_host"),
-            access=cfg,
-        )
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: ChannelEnvironment) -> MatrixChannel:
+        return cls(account_id, env.receive, parse_config(settings), state_dir=env.account_dir,
+                   media_dir=env.media_dir, host=env.host, access=settings, env=env)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -237,7 +230,7 @@ class MatrixChannel(Channel):
             if isinstance(first, nio.SyncError):
                 raise self._error("sync", first, self.settings.homeserver)
             await self._handle_sync(first, history=since is None)
-            await self._replay()
+            await self._inbound.replay()
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             await self.stop()
             raise ChannelUnavailable(
@@ -255,7 +248,7 @@ class MatrixChannel(Channel):
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-        await self._handling.cancel()  # an event cut off here stays unhandled in the journal: replayed at next start
+        await self._inbound.stop()  # an event cut off here stays unhandled in the journal: replayed at next start
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -424,34 +417,13 @@ class MatrixChannel(Channel):
                     src: dict[str, Any] = getattr(event, "source", None) or {}
                     if not self._wanted(src):
                         continue
-                    if self._journal is not None and not await self._journal.put(
-                        self.name, self.account_id, str(src["event_id"]), {"room": room_id, "event": src}
-                    ):
-                        continue  # already journalled: delivered twice, handled once
-                    self._dispatch(room_id, src)
+                    # Delivered twice (a sync retried after a failure): handled once.
+                    await self._inbound.receive(str(src["event_id"]), {"room": room_id, "event": src})
         self._save("sync.json", json.dumps({"userId": self.user_id, "since": resp.next_batch}))
 
-    async def _replay(self) -> None:
-        """Hand out again the events journalled but never handled before the last stop."""
-        if self._journal is None:
-            return
-        pending = await self._journal.unhandled(self.name, self.account_id)
-        for _key, payload in pending:
-            self._dispatch(str(payload["room"]), payload["event"])
-        if pending:
-            log.info("matrix events replayed after a restart", account=self.account_id, count=len(pending))
-
-    def _dispatch(self, room_id: str, src: dict[str, Any]) -> None:
-        self._handling.start(room_id, lambda: self._handle(room_id, src), f"matrix-event-{self.account_id}")
-
-    async def _handle(self, room_id: str, src: dict[str, Any]) -> None:
-        try:
-            await self._on_event(room_id, src)
-        except Exception:  # left unhandled in the journal: replayed at the next start
-            log.exception("matrix event not handled", account=self.account_id, room=room_id)
-            return
-        if self._journal is not None:
-            await self._journal.done(self.name, self.account_id, str(src["event_id"]))
+    async def _handle(self, payload: Payload) -> None:
+        """The pipeline's step: one room event (a message, a reaction answering a choice)."""
+        await self._on_event(str(payload["room"]), payload["event"])
 
     def _access_now(self) -> dict[str, Any]:
         """This account's access keys as the config says now (access rules change without a restart)."""

@@ -1,8 +1,9 @@
 """The keys of ``channels.whatsapp`` that the WhatsApp channel itself reads, checked with an error naming the field.
 
-As for Matrix, the ``channels`` section keeps plugin channels as given, so the plugin checks its own keys when an
-account is built. The access keys (``dmPolicy``, ``allowFrom``, ``ownerAllowFrom``...) are the shared
-``ChannelAccessConfig`` and are read by the channel manager, not here.
+The WhatsApp kind declares no section model (``channels.kind``), so its section is kept as written and the
+channel checks its own keys when an account is built (``channels.settings``). The access keys (``dmPolicy``,
+``allowFrom``, ``ownerAllowFrom``...) are the shared ``ChannelAccessConfig`` and are read by the channel manager,
+not here.
 """
 
 from __future__ import annotations

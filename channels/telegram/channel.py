@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,18 +39,18 @@ from channels.base import (
     Sent,
     TargetNotFound,
 )
-from channels.media import account_media_dir
-from channels.ordering import KeyedLocks
+from channels.environment import ChannelEnvironment
+from channels.inbound import Payload
 from gateway.cli.extras import MissingExtra
-from gateway.platforms import COMMANDS, ChatType, InboundJournal, MediaKind
+from gateway.platforms import COMMANDS, ChatType, MediaKind
 
 try:
     import telegram
     from telegram import error as tg_error
     from telegram.constants import ParseMode
-    from telegram.ext import Application, BaseUpdateProcessor, TypeHandler
+    from telegram.ext import Application
 
-    from channels.telegram_format import to_html  # markdown-it-py comes with the same extra
+    from channels.telegram.format import to_html  # markdown-it-py comes with the same extra
 except ImportError:  # pragma: no cover - exercised only without the extra
     telegram = None  # type: ignore[assignment]
 
@@ -69,7 +69,6 @@ TEXT_LIMIT = 4096
 CAPTION_LIMIT = 1024
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
 """The Bot API will not hand out files bigger than this to bots."""
-MAX_CONCURRENT_UPDATES = 64  # chats handled at once (each chat in order); see _PerChatUpdates
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _NOT_FOUND = re.compile(r"not found|chat_id is empty|message_id_invalid|message can't be|invalid .*id|"
                         r"peer_id_invalid|user not found|thread not found", re.IGNORECASE)
@@ -128,7 +127,7 @@ class TelegramChannel(Channel):
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str, mode: str = "polling",
                  webhook_url: str | None = None, webhook_secret: str | None = None, api_base: str | None = None,
                  file_base: str | None = None, poll_timeout: int = 30, media_dir: Path | None = None,
-                 menu_commands: bool = False, journal: InboundJournal | None = None) -> None:
+                 menu_commands: bool = False, env: ChannelEnvironment | None = None) -> None:
         super().__init__(account_id, on_inbound)
         if telegram is None:
             raise MissingExtra("telegram", "the Telegram channel")
@@ -144,29 +143,26 @@ class TelegramChannel(Channel):
         self._poll_timeout = poll_timeout
         self._media_dir = media_dir
         self._menu_commands = menu_commands
-        self._journal = journal
+        env = env or ChannelEnvironment.alone(self.name, account_id, on_inbound)
+        self._inbound = env.pipeline(self._handle, _conversation)
         self._app: Application | None = None  # type: ignore[type-arg]
         self.username: str | None = None
         self.bot_id: int | None = None
 
     @staticmethod
-    def configured(cfg: dict[str, Any]) -> bool:
-        return bool(cfg.get("botToken"))
+    def configured(settings: dict[str, Any]) -> bool:
+        return bool(settings.get("botToken"))
 
     @classmethod
-    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> TelegramChannel:
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: ChannelEnvironment) -> TelegramChannel:
         """Build from ``channels.telegram`` (or one of its ``accounts``) as a mapping."""
-        webhook_url = cfg.get("webhookUrl")
-        if not webhook_url and cfg.get("_publicUrl"):
-            webhook_url = f"{str(cfg['_publicUrl']).rstrip('/')}/channels/telegram/{account_id}/webhook"
-        state = cfg.get("_stateDir")
-        return cls(account_id, on_inbound, token=str(cfg.get("botToken") or ""), mode=cfg.get("mode", "polling"),
-                   webhook_url=webhook_url, webhook_secret=cfg.get("webhookSecret"),
-                   api_base=cfg.get("apiBaseUrl"), file_base=cfg.get("fileBaseUrl"),
-                   poll_timeout=int(cfg.get("pollTimeoutSeconds", 30)),
-                   media_dir=account_media_dir(state, "telegram", account_id) if state else None,
-                   menu_commands=bool(cfg.get("_commands", False)),
-                   journal=getattr(cfg.get("_host"), "journal", None))
+        return cls(account_id, env.receive, token=str(settings.get("botToken") or ""),
+                   mode=settings.get("mode", "polling"),
+                   webhook_url=settings.get("webhookUrl") or env.webhook_url(),
+                   webhook_secret=settings.get("webhookSecret"),
+                   api_base=settings.get("apiBaseUrl"), file_base=settings.get("fileBaseUrl"),
+                   poll_timeout=int(settings.get("pollTimeoutSeconds", 30)),
+                   media_dir=env.media_dir, menu_commands=env.menu_commands, env=env)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -181,14 +177,12 @@ class TelegramChannel(Channel):
             builder = builder.base_url(self._api_base)
         if self._file_base:
             builder = builder.base_file_url(self._file_base)
-        queue = _JournaledUpdates(self) if self._journal is not None else None
-        if queue is not None:
-            builder = builder.update_queue(queue)
+        # Updates go from the poller (or the webhook) through this queue into the inbound pipeline, not to
+        # python-telegram-bot's handlers: the pipeline writes each down, keeps each chat in order, replays.
+        builder = builder.update_queue(_ToPipeline(self))
         if self.mode == "webhook":
             builder = builder.updater(None)
-        app = builder.concurrent_updates(_PerChatUpdates(MAX_CONCURRENT_UPDATES)).build()
-        app.add_handler(TypeHandler(telegram.Update, self._on_update))
-        app.add_error_handler(self._on_error)
+        app = builder.build()
         try:
             await app.initialize()
         except tg_error.InvalidToken as exc:
@@ -199,8 +193,7 @@ class TelegramChannel(Channel):
         self._app = app
         try:
             await app.start()
-            if queue is not None:
-                await self._replay(app, queue)
+            await self._inbound.replay()
             if self.mode == "webhook":
                 await app.bot.set_webhook(url=self._webhook_url or "", secret_token=self._secret,
                                           allowed_updates=telegram.Update.ALL_TYPES)
@@ -211,7 +204,7 @@ class TelegramChannel(Channel):
         except Exception:
             await self.stop()
             raise
-        if self._menu_commands:  # the "/" menu in Telegram's apps lists the chat commands the bridge answers
+        if self._menu_commands:  # the "/" menu in Telegram's apps lists the chat commands the gateway answers
             try:
                 await app.bot.set_my_commands([(c.name, c.description) for c in COMMANDS])
             except tg_error.TelegramError as exc:
@@ -219,6 +212,7 @@ class TelegramChannel(Channel):
         log.info("telegram bot started", account=self.account_id, username=self.username, mode=self.mode)
 
     async def stop(self) -> None:
+        await self._inbound.stop()  # an update cut off here stays unhandled in the journal: replayed at next start
         app, self._app = self._app, None
         if app is None:
             return
@@ -231,25 +225,10 @@ class TelegramChannel(Channel):
         with contextlib.suppress(Exception):
             await app.shutdown()
 
-    async def _replay(self, app: Application, queue: _JournaledUpdates) -> None:  # type: ignore[type-arg]
-        """Hand out again the updates journalled but never handled before the last stop (they were already
-        acknowledged to Telegram, so nobody else would deliver them)."""
-        assert self._journal is not None
-        pending = await self._journal.unhandled(self.name, self.account_id)
-        for _key, payload in pending:
-            update = telegram.Update.de_json(payload, app.bot)
-            if update is not None:
-                await queue.put_journalled(update)
-        if pending:
-            log.info("telegram updates replayed after a restart", account=self.account_id, count=len(pending))
-
     def _bot(self) -> telegram.Bot:
         if self._app is None:
             raise ChannelNotLinked(f"telegram account {self.account_id} is not running")
         return self._app.bot
-
-    async def _on_error(self, _update: object, context: Any) -> None:
-        log.warning("telegram update failed", account=self.account_id, error=str(context.error))
 
     # -- webhook ----------------------------------------------------------------------------------
 
@@ -270,23 +249,24 @@ class TelegramChannel(Channel):
             return JSONResponse({"ok": False, "error": "body is not a Telegram update"}, status_code=400)
         try:
             await self._app.update_queue.put(update)
-        except Exception:  # not journalled: Telegram retries an update it did not get a 200 for
+        except Exception:  # not written down: Telegram retries an update it did not get a 200 for
             log.exception("telegram webhook update not stored", account=self.account_id)
             return JSONResponse({"ok": False, "error": "update not stored; retry"}, status_code=503)
         return JSONResponse({"ok": True})
 
     # -- inbound ----------------------------------------------------------------------------------
 
-    async def _on_update(self, update: telegram.Update, _context: Any) -> None:
+    async def _handle(self, payload: Payload) -> None:
+        """The pipeline's step for one update: a message to the gateway, a button press answered and handed on.
+        If this raises (the message could not be stored), the update stays unhandled and is replayed."""
+        update = telegram.Update.de_json(payload, self._bot())
+        if update is None:
+            return
         msg = update.message
         if msg is not None and msg.from_user is not None and msg.from_user.id != self.bot_id:
-            # If this raises (the message could not be stored), the update stays unhandled in the journal
-            # and is replayed at the next start (at most MAX_REPLAYS times).
             await self.on_inbound(await self._to_inbound(msg))
         if update.callback_query is not None:
             await self._on_press(update.callback_query)
-        if self._journal is not None:
-            await self._journal.done(self.name, self.account_id, str(update.update_id))
 
     def _mentioned(self, msg: telegram.Message) -> tuple[bool, str]:
         """Whether the bot was addressed, and the text with the @mention taken out."""
@@ -518,15 +498,26 @@ class TelegramChannel(Channel):
             await self._bot().send_chat_action(_chat(to), "typing", message_thread_id=thread)
 
 
+def _conversation(payload: Payload) -> Any:
+    """The chat an update belongs to (its updates are handled in order); the update itself when it has none."""
+    for key in ("message", "edited_message", "channel_post", "edited_channel_post", "business_message"):
+        chat = (payload.get(key) or {}).get("chat")
+        if chat:
+            return chat.get("id")
+    press = payload.get("callback_query") or {}
+    chat = (press.get("message") or {}).get("chat")
+    return chat.get("id") if chat else ("update", payload.get("update_id"))
+
+
 if telegram is not None:
 
-    class _JournaledUpdates(asyncio.Queue[object]):
-        """The queue between Telegram and the handlers, writing each update to the journal on the way in.
+    class _ToPipeline(asyncio.Queue[object]):
+        """The queue python-telegram-bot's poller (and our webhook) put updates in, handing each to the pipeline.
 
-        PTB's poller puts a batch of updates here and only then asks for the next batch with an offset
-        past them, which is what acknowledges them to Telegram; the webhook answers 200 only after its
-        put. So an update is stored before Telegram considers it delivered, and a redelivered one
-        (already in the journal) is dropped.
+        The poller puts a batch of updates here and only then asks for the next batch with an offset past them,
+        which is what acknowledges them to Telegram; the webhook answers 200 only after its put. So an update is
+        written down before Telegram considers it delivered, and a redelivered one is dropped. Anything else
+        (the library's stop signal) goes into the queue as usual.
         """
 
         def __init__(self, channel: TelegramChannel) -> None:
@@ -534,47 +525,15 @@ if telegram is not None:
             self._channel = channel
 
         async def put(self, item: object) -> None:
-            ch = self._channel
-            if isinstance(item, telegram.Update) and ch._journal is not None:
-                try:
-                    new = await ch._journal.put(ch.name, ch.account_id, str(item.update_id), item.to_dict())
-                except Exception as exc:
-                    # Not acknowledged: raised as a network error, PTB's poller backs off (up to 30 s)
-                    # and asks for the same batch again; any other error would stop polling for good.
-                    log.warning("telegram update not journalled; it will be fetched again",
-                                account=ch.account_id, update=item.update_id, error=str(exc))
-                    raise tg_error.NetworkError(f"update {item.update_id} not journalled: {exc}") from exc
-                if not new:
-                    log.info("telegram update delivered again: handled once only", account=ch.account_id,
-                             update=item.update_id)
-                    return
-            await super().put(item)
-
-        async def put_journalled(self, item: object) -> None:
-            await super().put(item)
-
-    class _PerChatUpdates(BaseUpdateProcessor):
-        """Different chats at once, each chat's updates one after another, in order.
-
-        python-telegram-bot handles one update at a time by default, so one chat's slow step (a large
-        voice note downloading, ``/new`` waiting for a turn to stop) would hold up every other chat.
-        """
-
-        def __init__(self, max_concurrent_updates: int) -> None:
-            super().__init__(max_concurrent_updates)
-            self._chats = KeyedLocks()
-
-        async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
-            chat = update.effective_chat if isinstance(update, telegram.Update) else None
-            if chat is None:
-                await coroutine
+            if not isinstance(item, telegram.Update):
+                await super().put(item)
                 return
-            async with self._chats.hold(chat.id):  # FIFO: updates start in the order Telegram sent them
-                await coroutine
-
-        async def initialize(self) -> None:
-            return None
-
-        async def shutdown(self) -> None:
-            return None
-
+            ch = self._channel
+            try:
+                await ch._inbound.receive(str(item.update_id), item.to_dict())
+            except Exception as exc:
+                # Not acknowledged: raised as a network error, the poller backs off (up to 30 s) and asks for
+                # the same batch again; any other error would stop polling for good.
+                log.warning("telegram update not written down; it will be fetched again",
+                            account=ch.account_id, update=item.update_id, error=str(exc))
+                raise tg_error.NetworkError(f"update {item.update_id} not written down: {exc}") from exc

@@ -9,14 +9,19 @@ Targets (``to``): ``channel:<id>`` or a bare ``<id>`` is a channel (guild text c
 or DM channel); ``user:<id>`` opens (or reuses) the DM channel with that user. A ``thread_id``
 sends into that thread instead of ``to``: Discord threads are channels of their own.
 
-**After a crash.** Discord does not redeliver: a message that arrived while the gateway was down (or was
-received but not yet handled when it died) exists only in the channel's history. So at every fresh session
+**Inbound.** Every message and button press goes through the inbound pipeline (``channels.inbound``): written
+to the gateway's journal as it arrives (a message by its channel and id, a press with all it carries), handled
+in order per conversation, marked done, and replayed at the next start if the gateway stopped in between (a
+replayed message is fetched again by id; one deleted meanwhile is dropped).
+
+**After a crash.** Discord does not redeliver: a message that arrived while the gateway was down exists only
+in the channel's history. So at every fresh session
 (``READY``, not a ``RESUME``, which replays missed events itself) the channel reads, for every conversation
 it has handled a message in, the history after the last message handled (``GET /channels/{id}/messages
 ?after=``, at most ``CATCH_UP_LIMIT`` per conversation, oldest first) and hands each message to the usual
-inbound path. The message log hands a message out only if it was never handled, so each is answered once
-even if it also arrives live. A conversation the bot never handled anything in has no point to resume
-from and is not read.
+inbound path. The journal drops a message it has seen, and the message log hands one out only if it was never
+handled, so each is answered once even if it also arrives live. A conversation the bot never handled anything
+in has no point to resume from and is not read.
 
 **Buttons.** An approval or a question comes with message components (``send_buttons``): one button per
 choice, its ``custom_id`` the text a press types. A press is an ``INTERACTION_CREATE`` (a component
@@ -56,9 +61,9 @@ from channels.base import (
     TargetNotFound,
 )
 from channels.chunking import split_text
+from channels.environment import ChannelEnvironment
 from channels.fetch import FetchRefused, fetch_public
-from channels.media import account_media_dir
-from channels.ordering import KeyedLocks
+from channels.inbound import Payload
 from gateway.cli.extras import MissingExtra
 from gateway.platforms import ChatType
 
@@ -147,7 +152,7 @@ class DiscordChannel(Channel):
     def __init__(self, account_id: str, on_inbound: InboundHandler, *, token: str,
                  api_base: str | None = None, gateway_url: str | None = None, allow_bots: bool = False,
                  ready_timeout: float = 30.0, media_dir: Path | None = None,
-                 history: MessageHistory | None = None) -> None:
+                 history: MessageHistory | None = None, env: ChannelEnvironment | None = None) -> None:
         super().__init__(account_id, on_inbound)
         if discord is None:
             raise MissingExtra("discord", "the Discord channel")
@@ -159,7 +164,10 @@ class DiscordChannel(Channel):
         self._allow_bots = allow_bots
         self._ready_timeout = ready_timeout
         self._media_dir = media_dir
-        self._chats = KeyedLocks()  # discord.py runs each event in its own task: keep each channel in order
+        # discord.py runs each event in its own task: the pipeline keeps each conversation in order.
+        env = env or ChannelEnvironment.alone(self.name, account_id, on_inbound)
+        self._inbound = env.pipeline(self._handle, lambda payload: payload["channelId"])
+        self._arrived: dict[str, discord.Message] = {}  # message id -> the live message, until it is handled
         self._client: discord.Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -168,19 +176,17 @@ class DiscordChannel(Channel):
         self._catch_up: asyncio.Task[None] | None = None
 
     @classmethod
-    def configured(cls, cfg: dict[str, Any]) -> bool:
+    def configured(cls, settings: dict[str, Any]) -> bool:
         """The manager skips accounts without a token instead of failing them."""
-        return bool(str(cfg.get("token") or "").strip())
+        return bool(str(settings.get("token") or "").strip())
 
     @classmethod
-    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> DiscordChannel:
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: ChannelEnvironment) -> DiscordChannel:
         """Build from a ``channels.discord`` (or one of its ``accounts``) config mapping."""
-        state = cfg.get("_stateDir")
-        return cls(account_id, on_inbound, token=str(cfg.get("token") or ""), api_base=cfg.get("apiBase"),
-                   gateway_url=cfg.get("gatewayUrl"), allow_bots=bool(cfg.get("allowBots", False)),
-                   ready_timeout=float(cfg.get("readyTimeoutSeconds", 30.0)),
-                   media_dir=account_media_dir(state, "discord", account_id) if state else None,
-                   history=getattr(cfg.get("_host"), "history", None))
+        return cls(account_id, env.receive, token=str(settings.get("token") or ""), api_base=settings.get("apiBase"),
+                   gateway_url=settings.get("gatewayUrl"), allow_bots=bool(settings.get("allowBots", False)),
+                   ready_timeout=float(settings.get("readyTimeoutSeconds", 30.0)),
+                   media_dir=env.media_dir, history=env.history, env=env)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -214,6 +220,7 @@ class DiscordChannel(Channel):
         except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
             await client.close()
             raise ChannelUnavailable(f"discord account {self.account_id}: cannot log in: {exc}") from exc
+        await self._inbound.replay()  # what the last run took in but did not finish; sends wait for the gateway below
         self._task = asyncio.create_task(self._run(client), name=f"discord-{self.account_id}")
         try:
             await asyncio.wait_for(self._ready.wait(), self._ready_timeout)
@@ -231,6 +238,8 @@ class DiscordChannel(Channel):
     async def stop(self) -> None:
         if self._catch_up is not None:
             self._catch_up.cancel()
+        await self._inbound.stop()  # what this cuts off stays unhandled in the journal: replayed at the next start
+        self._arrived.clear()
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -255,12 +264,43 @@ class DiscordChannel(Channel):
             return
         if message.author.bot and not self._allow_bots:
             return
+        key = str(message.id)
+        self._arrived[key] = message
         try:
-            async with self._chats.hold(message.channel.id):
-                paths = {a.id: await self._download_attachment(a) for a in message.attachments}
-                await self.on_inbound(self._to_inbound(message, client.user, paths))
-        except Exception:
-            log.exception("inbound discord message failed", account=self.account_id, message_id=message.id)
+            if not await self._inbound.receive(key, {"kind": "message", "channelId": str(message.channel.id),
+                                                     "messageId": key}):
+                self._arrived.pop(key, None)
+        except Exception:  # not written down: the catch-up after the next fresh session reads it from history
+            self._arrived.pop(key, None)
+            log.exception("inbound discord message not written down", account=self.account_id, message_id=key)
+
+    async def _handle(self, payload: Payload) -> None:
+        """The pipeline's step: a message (the live one, or fetched again after a restart) or a button press."""
+        if payload.get("kind") == "press":
+            await self.on_inbound(Inbound(**payload["inbound"]))
+            return
+        client = self._live()
+        me = client.user
+        if me is None:
+            raise ChannelNotLinked(f"discord account {self.account_id} is not logged in yet")
+        message = self._arrived.pop(str(payload["messageId"]), None) or await self._refetch(payload)
+        if message is None:
+            return
+        paths = {a.id: await self._download_attachment(a) for a in message.attachments}
+        await self.on_inbound(self._to_inbound(message, me, paths))
+
+    async def _refetch(self, payload: Payload) -> discord.Message | None:
+        """A journalled message read again by id (replayed after a restart); None when it was deleted since."""
+        await asyncio.wait_for(self._ready.wait(), self._ready_timeout)
+        client = self._live()
+        channel_id = int(payload["channelId"])
+        channel = client.get_channel(channel_id) or await client.fetch_channel(channel_id)
+        try:
+            return await channel.fetch_message(int(payload["messageId"]))  # type: ignore[union-attr]
+        except discord.NotFound:
+            log.info("a journalled discord message was deleted before it was handled", account=self.account_id,
+                     message_id=payload["messageId"])
+            return None
 
     async def _on_press(self, interaction: discord.Interaction) -> None:
         """A button press: acknowledged at once, then handled as the presser typing the button's ``custom_id``."""
@@ -282,18 +322,20 @@ class DiscordChannel(Channel):
             thread_id, chat_id = str(ch.id), str(ch.parent_id)
         chat_type: ChatType = "dm" if interaction.guild_id is None and not isinstance(ch, discord.GroupChannel) \
             else "group"
+        inbound = {
+            "channel": self.name, "account_id": self.account_id, "sender_id": str(presser.id),
+            "sender_name": presser.display_name, "chat_id": chat_id, "chat_type": chat_type,
+            "message_id": f"ix-{interaction.id}", "text": custom_id, "thread_id": thread_id, "mentioned": True,
+            "ts": interaction.created_at.timestamp(),
+            "raw": {"guildId": str(interaction.guild_id) if interaction.guild_id else None,
+                    "channelId": str(channel_id), "interactionId": str(interaction.id),
+                    "messageId": str(interaction.message.id) if interaction.message else None}}
         try:
-            async with self._chats.hold(channel_id):
-                await self.on_inbound(Inbound(
-                    channel=self.name, account_id=self.account_id, sender_id=str(presser.id),
-                    sender_name=presser.display_name, chat_id=chat_id, chat_type=chat_type,
-                    message_id=f"ix-{interaction.id}", text=custom_id, thread_id=thread_id, mentioned=True,
-                    ts=interaction.created_at.timestamp(),
-                    raw={"guildId": str(interaction.guild_id) if interaction.guild_id else None,
-                         "channelId": str(channel_id), "interactionId": str(interaction.id),
-                         "messageId": str(interaction.message.id) if interaction.message else None}))
+            await self._inbound.receive(f"ix-{interaction.id}", {"kind": "press", "channelId": str(channel_id),
+                                                                 "inbound": inbound})
         except Exception:
-            log.exception("discord button press failed", account=self.account_id, interaction_id=interaction.id)
+            log.exception("discord button press not written down", account=self.account_id,
+                          interaction_id=interaction.id)
 
     def _start_catch_up(self) -> None:
         """At a fresh session: read what was missed while no session was open (see the module docstring)."""

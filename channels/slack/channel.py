@@ -1,4 +1,4 @@
-"""Slack as a channel, through slack-sdk (extra ``slack``), added by the ``slack`` plugin.
+"""Slack as a channel, through slack-sdk (extra ``slack``).
 
 One ``SlackChannel`` is one Slack app's bot in one workspace. Events reach it one of two ways, chosen by the
 config: ``appToken`` set, Socket Mode (``apps.connections.open`` gives a WebSocket URL; each envelope is
@@ -10,8 +10,8 @@ way: an ``interactive`` envelope, or a form POST with ``payload=``.
 What is handed to the agent: every DM (``im``); in channels (public, private, group DMs) a message that
 mentions the bot, or any message in a thread the bot takes part in (it was mentioned there or posted there).
 A thread is its own session (``thread_ts`` is the thread id). ``message`` and ``app_mention`` events for the
-same message are handled once (keyed by channel and ``ts``, through the gateway's inbound journal when it
-has one, so a restart replays what was cut off and Slack's redeliveries are dropped).
+same message are handled once: each event goes through the inbound pipeline (``channels.inbound``) keyed by
+channel and ``ts``, so Slack's redeliveries are dropped and a restart replays what was cut off.
 
 Outbound: Markdown converted to mrkdwn; replies go into the thread of the message replied to (Slack has no
 other kind); reactions by emoji name; ``chat.update``/``chat.delete``; ``pins.add``; files through
@@ -31,7 +31,6 @@ import json
 import mimetypes
 import re
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -51,12 +50,12 @@ from channels.base import (
     Sent,
     TargetNotFound,
 )
-from channels.media import account_media_dir
-from channels.ordering import KeyedTasks
+from channels.environment import ChannelEnvironment
+from channels.inbound import Payload
+from channels.slack.config import SlackAccountConfig, parse_config
+from channels.slack.format import to_mrkdwn
 from gateway.cli.extras import MissingExtra
-from gateway.platforms import ChatType, InboundJournal, MediaKind
-from plugins.slack.config import SlackAccountConfig, parse_config
-from plugins.slack.format import to_mrkdwn
+from gateway.platforms import ChatType, MediaKind
 
 try:
     import aiohttp
@@ -79,7 +78,6 @@ HARD_LIMIT = 40_000
 SECTION_LIMIT = 3000  # a Block Kit section's text
 BUTTON_VALUE_LIMIT = 2000
 MAX_DOWNLOAD_BYTES = 50 * 1024 * 1024
-_SEEN_KEPT = 10_000
 _CHANNEL_ID = re.compile(r"[CDG][A-Z0-9]{2,}")
 _USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
 _TS = re.compile(r"\d{9,11}\.\d{1,6}")
@@ -160,22 +158,20 @@ class SlackChannel(Channel):
         settings: SlackAccountConfig,
         *,
         media_dir: Path | None = None,
-        host: Any = None,
+        env: ChannelEnvironment | None = None,
     ) -> None:
         super().__init__(account_id, on_inbound)
         if AsyncWebClient is None:
             raise MissingExtra("slack", "the Slack channel")
         self.settings = settings
         self._media_dir = media_dir
-        self._journal: InboundJournal | None = getattr(host, "journal", None)
         self._web: AsyncWebClient | None = None
         self._socket: SocketModeClient | None = None
         self._verifier = (
             SignatureVerifier(settings.signingSecret) if settings.signingSecret and not settings.socket_mode else None
         )
-        self._handling = KeyedTasks()  # each conversation's events in order, conversations side by side
-        self._first_lock = asyncio.Lock()
-        self._seen: OrderedDict[str, None] = OrderedDict()  # without a journal: keys handled lately
+        env = env or ChannelEnvironment.alone(self.name, account_id, on_inbound)
+        self._inbound = env.pipeline(self._handle, _conversation)  # each conversation in order, side by side
         self._threads: set[tuple[str, str]] = set()  # (channel, thread_ts) the bot takes part in
         self._dms: dict[str, str] = {}  # user id -> DM channel id
         self._names: dict[str, str | None] = {}
@@ -184,21 +180,13 @@ class SlackChannel(Channel):
         self.bot_id = ""
 
     @staticmethod
-    def configured(cfg: dict[str, Any]) -> bool:
+    def configured(settings: dict[str, Any]) -> bool:
         """Any of the account's own keys set: a half-filled account fails with the field named, not skipped."""
-        return any(cfg.get(k) for k in ("botToken", "appToken", "signingSecret"))
+        return any(settings.get(k) for k in ("botToken", "appToken", "signingSecret"))
 
     @classmethod
-    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> SlackChannel:
-        settings = parse_config(cfg)
-        state = cfg.get("_stateDir")
-        return cls(
-            account_id,
-            on_inbound,
-            settings,
-            media_dir=account_media_dir(state, "slack", account_id) if state else None,
-            host=cfg.get("_host"),
-        )
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: ChannelEnvironment) -> SlackChannel:
+        return cls(account_id, env.receive, parse_config(settings), media_dir=env.media_dir, env=env)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -229,7 +217,7 @@ class SlackChannel(Channel):
                 self._web = None
                 raise ChannelUnavailable(f"slack account {self.account_id}: Socket Mode: {exc}") from exc
             self._socket = socket
-        await self._replay()
+        await self._inbound.replay()
         log.info("slack bot started", account=self.account_id, user=self.bot_user_id,
                  mode="socket" if self._socket else "http")
 
@@ -238,7 +226,7 @@ class SlackChannel(Channel):
         if socket is not None:
             with contextlib.suppress(Exception):
                 await socket.close()
-        await self._handling.cancel()  # an event cut off here stays unhandled in the journal: replayed at next start
+        await self._inbound.stop()  # an event cut off here stays unhandled in the journal: replayed at next start
         self._web = None
 
     def _live(self) -> AsyncWebClient:
@@ -306,52 +294,14 @@ class SlackChannel(Channel):
             key = f"action:{action.get('action_ts') or time.time()}:{(data.get('user') or {}).get('id')}"
         else:
             return
-        payload = {"kind": kind, "data": data}
-        if not await self._first(key, payload):
-            return
-        self._dispatch(key, payload)
+        await self._inbound.receive(key, {"kind": kind, "data": data})
 
-    async def _first(self, key: str, payload: dict[str, Any]) -> bool:
-        """One at a time: a message's ``message`` and ``app_mention`` events come together, and two writers of
-        one key would both find it new."""
-        async with self._first_lock:
-            return await self._first_unlocked(key, payload)
-
-    async def _first_unlocked(self, key: str, payload: dict[str, Any]) -> bool:
-        if self._journal is not None:
-            return await self._journal.put(self.name, self.account_id, key, payload)
-        if key in self._seen:
-            return False
-        self._seen[key] = None
-        if len(self._seen) > _SEEN_KEPT:
-            self._seen.popitem(last=False)
-        return True
-
-    async def _replay(self) -> None:
-        if self._journal is None:
-            return
-        pending = await self._journal.unhandled(self.name, self.account_id)
-        for key, payload in pending:
-            self._dispatch(key, payload)
-        if pending:
-            log.info("slack events replayed after a restart", account=self.account_id, count=len(pending))
-
-    def _dispatch(self, key: str, payload: dict[str, Any]) -> None:
+    async def _handle(self, payload: Payload) -> None:
+        """The pipeline's step: a message or a button press, mapped and handed to the gateway."""
         data = payload["data"]
-        conv = (data.get("event") or {}).get("channel") or (data.get("channel") or {}).get("id") or ""
-        self._handling.start(conv, lambda: self._handle(key, payload), f"slack-event-{self.account_id}")
-
-    async def _handle(self, key: str, payload: dict[str, Any]) -> None:
-        try:
-            data = payload["data"]
-            inbound = await (self._press(data) if payload["kind"] == "interactive" else self._to_inbound(data["event"]))
-            if inbound is not None:
-                await self.on_inbound(inbound)
-        except Exception:  # left unhandled in the journal: replayed at the next start
-            log.exception("slack event not handled", account=self.account_id, key=key)
-            return
-        if self._journal is not None:
-            await self._journal.done(self.name, self.account_id, key)
+        inbound = await (self._press(data) if payload["kind"] == "interactive" else self._to_inbound(data["event"]))
+        if inbound is not None:
+            await self.on_inbound(inbound)
 
     # -- inbound: what an event means ---------------------------------------------------------------
 
@@ -680,3 +630,9 @@ class SlackChannel(Channel):
         shares = uploaded.get("shares") or {}
         ts = next((s[0].get("ts") for kind in shares.values() for c, s in kind.items() if c == channel and s), None)
         return Sent(message_id=str(ts or uploaded.get("id") or ""), chat_id=channel, thread_id=thread)
+
+
+def _conversation(payload: Payload) -> str:
+    """The Slack conversation an event or a press belongs to."""
+    data = payload["data"]
+    return str((data.get("event") or {}).get("channel") or (data.get("channel") or {}).get("id") or "")

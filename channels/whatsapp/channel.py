@@ -1,12 +1,11 @@
-"""WhatsApp as a channel, through Meta's WhatsApp Cloud API (the Graph API over httpx), added by the ``whatsapp``
-plugin.
+"""WhatsApp as a channel, through Meta's WhatsApp Cloud API (the Graph API over httpx).
 
 One ``WhatsAppChannel`` is one business phone number. Meta pushes what happens to it to our webhook,
 ``/channels/whatsapp/<account>/webhook``: a ``GET`` once, when the webhook is set up in the app dashboard
 (``hub.verify_token`` checked, ``hub.challenge`` echoed), then a signed ``POST`` per batch of events
 (``X-Hub-Signature-256``: HMAC-SHA256 of the raw body with the app secret; anything else is refused before it is
-read). Each message is journalled (the gateway's inbound journal) before Meta is answered 200, so a retried
-webhook is handled once, and one cut off by a stop is handled at the next start.
+read). Each message goes through the inbound pipeline (``channels.inbound``: journalled) before Meta is answered
+200, so a retried webhook is handled once, and one cut off by a stop is handled at the next start.
 
 Inbound: text, replies (``context.id``), media (downloaded with ``GET /{media-id}`` then the URL it gives, with
 the token), voice notes (``audio.voice``: the voice capability transcribes them), reply-button and list answers
@@ -58,11 +57,11 @@ from channels.base import (
     TargetNotFound,
     UnsupportedOperation,
 )
-from channels.media import account_media_dir
-from channels.ordering import KeyedTasks
-from gateway.platforms import InboundJournal, MediaKind
-from plugins.whatsapp.config import WhatsAppAccountConfig, parse_config
-from plugins.whatsapp.format import to_whatsapp
+from channels.environment import ChannelEnvironment
+from channels.inbound import Payload
+from channels.whatsapp.config import WhatsAppAccountConfig, parse_config
+from channels.whatsapp.format import to_whatsapp
+from gateway.platforms import MediaKind
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -70,7 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WINDOW_S", "WhatsAppChannel", "WindowClosed"]
 
-log = structlog.get_logger("plugins.whatsapp")
+log = structlog.get_logger("channels.whatsapp")
 
 TEXT_LIMIT = 4096
 CAPTION_LIMIT = 1024
@@ -142,37 +141,29 @@ class WhatsAppChannel(Channel):
         *,
         state_dir: Path | None = None,
         media_dir: Path | None = None,
-        journal: InboundJournal | None = None,
+        env: ChannelEnvironment | None = None,
     ) -> None:
         super().__init__(account_id, on_inbound)
         self.settings = settings
         self._state_dir = state_dir
         self._media_dir = media_dir
-        self._journal = journal
         self._http: httpx.AsyncClient | None = None
         self._api = f"{settings.apiBaseUrl.rstrip('/')}/{settings.apiVersion}"
         self._last_seen: dict[str, float] = {}  # person -> when they last wrote (the 24-hour window)
         self._last_message: dict[str, str] = {}  # person -> their last message id (read receipts, typing)
-        self._seen_ids: dict[str, None] = {}  # without a journal: recent message ids, to drop redeliveries
-        self._handling = KeyedTasks()  # each person's messages in order, people side by side
+        env = env or ChannelEnvironment.alone(self.name, account_id, on_inbound)
+        # Each person's messages in order, people side by side.
+        self._inbound = env.pipeline(self._handle, lambda payload: str(payload["message"]["from"]))
 
     @staticmethod
-    def configured(cfg: dict[str, Any]) -> bool:
+    def configured(settings: dict[str, Any]) -> bool:
         """Any of the account's own keys set: a half-filled account then fails with the missing field named."""
-        return any(cfg.get(k) for k in ("phoneNumberId", "accessToken", "appSecret", "verifyToken"))
+        return any(settings.get(k) for k in ("phoneNumberId", "accessToken", "appSecret", "verifyToken"))
 
     @classmethod
-    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> WhatsAppChannel:
-        settings = parse_config(cfg)
-        state = cfg.get("_stateDir")
-        return cls(
-            account_id,
-            on_inbound,
-            settings,
-            state_dir=Path(state) / "whatsapp" / account_id if state else None,
-            media_dir=account_media_dir(state, "whatsapp", account_id) if state else None,
-            journal=getattr(cfg.get("_host"), "journal", None),
-        )
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: ChannelEnvironment) -> WhatsAppChannel:
+        return cls(account_id, env.receive, parse_config(settings), state_dir=env.account_dir,
+                   media_dir=env.media_dir, env=env)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -199,11 +190,11 @@ class WhatsAppChannel(Channel):
         except Exception:
             await self.stop()
             raise
-        await self._replay()
+        await self._inbound.replay()
         log.info("whatsapp number ready", account=self.account_id, number=number.get("display_phone_number"))
 
     async def stop(self) -> None:
-        await self._handling.cancel()  # one cut off here stays unhandled in the journal: replayed at the next start
+        await self._inbound.stop()  # one cut off here stays unhandled in the journal: replayed at the next start
         http, self._http = self._http, None
         if http is not None:
             await http.aclose()
@@ -286,9 +277,8 @@ class WhatsAppChannel(Channel):
         except (ValueError, TypeError, AttributeError, KeyError):
             return JSONResponse({"ok": False, "error": "body is not a WhatsApp webhook"}, status_code=400)
         try:
-            for payload in messages:
-                if await self._new(payload):
-                    self._dispatch(payload)
+            for payload in messages:  # written down before Meta is told they arrived
+                await self._inbound.receive(str(payload["message"]["id"]), payload)
         except Exception:  # not acknowledged: Meta sends the batch again, and what was journalled is dropped
             log.exception("whatsapp webhook not stored", account=self.account_id)
             return JSONResponse({"ok": False, "error": "not stored; retry"}, status_code=503)
@@ -315,42 +305,11 @@ class WhatsAppChannel(Channel):
                     if isinstance(msg, dict) and msg.get("id") and msg.get("from"):
                         yield {"message": msg, "name": names.get(msg["from"])}
 
-    async def _new(self, payload: dict[str, Any]) -> bool:
-        """Written down before Meta is told it arrived; False for a redelivery (handled once only)."""
-        key = str(payload["message"]["id"])
-        if self._journal is not None:
-            return await self._journal.put(self.name, self.account_id, key, payload)
-        if key in self._seen_ids:
-            return False
-        self._seen_ids[key] = None
-        if len(self._seen_ids) > 10_000:
-            self._seen_ids.pop(next(iter(self._seen_ids)))
-        return True
-
-    async def _replay(self) -> None:
-        if self._journal is None:
-            return
-        pending = await self._journal.unhandled(self.name, self.account_id)
-        for _key, payload in pending:
-            self._dispatch(payload)
-        if pending:
-            log.info("whatsapp messages replayed after a restart", account=self.account_id, count=len(pending))
-
-    def _dispatch(self, payload: dict[str, Any]) -> None:
-        sender = str(payload["message"]["from"])
-        self._handling.start(sender, lambda: self._handle(payload), f"whatsapp-message-{self.account_id}")
-
-    async def _handle(self, payload: dict[str, Any]) -> None:
-        msg = payload["message"]
-        try:
-            inbound = await self._to_inbound(msg, payload.get("name"))
-            if inbound is not None:
-                await self.on_inbound(inbound)
-        except Exception:  # left unhandled in the journal: replayed at the next start
-            log.exception("whatsapp message not handled", account=self.account_id, sender=msg.get("from"))
-            return
-        if self._journal is not None:
-            await self._journal.done(self.name, self.account_id, str(msg["id"]))
+    async def _handle(self, payload: Payload) -> None:
+        """The pipeline's step: one message mapped and handed to the gateway."""
+        inbound = await self._to_inbound(payload["message"], payload.get("name"))
+        if inbound is not None:
+            await self.on_inbound(inbound)
 
     # -- inbound ----------------------------------------------------------------------------------
 
