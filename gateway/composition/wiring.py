@@ -118,7 +118,7 @@ async def _start_replicas(gw: Gateway) -> None:
 def _recovery(gw: Gateway) -> Recovery:
     from gateway.runs.recovery import Recovery
 
-    # A callable: the chat platforms attach after the core services (an extension subsystem), or never.
+    # A callable: the chat platforms attach after the core services (the platform package), or never.
     return Recovery(gw.db, gw.config_store, gw.replica_id, gw.runs, gw.agents, lambda: gw.platforms)
 
 
