@@ -115,7 +115,12 @@ class Runner:
         try:
             if not patient and self._request is None:
                 await self._gateway_client().connect(open_timeout=5)
-            return await self.gateway("plugin.tools.list", {}, timeout=10)
+            listed = await self.gateway("plugin.tools.list", {}, timeout=10)
+            if self.ctx.sender_is_owner and isinstance(listed, dict):  # the desktop nodes' tools, owner runs only
+                with contextlib.suppress(RpcError):
+                    desktop = await self.gateway("desktop.tools.list", {}, timeout=30)
+                    listed = {**listed, "desktop": desktop.get("tools") if isinstance(desktop, dict) else None}
+            return listed
         except Exception as exc:
             if patient:
                 print(f"remoteclaw-mcp: plugin tools unavailable: {exc}", file=sys.stderr)

@@ -29,6 +29,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("queue", "Show the messages waiting for the next turn; /queue clear drops them"),
     Command("usage", "Tokens and cost today, this week and in this conversation"),
     Command("handoff", "The command that continues this conversation in the agent's CLI on the machine"),
+    Command("record", "Record what the agent does on your desktop node: /record start, /record stop (sends the zip)"),
     Command("approve", "Decide what the agent asked: /approve <id> allow-once|allow-always|deny"),
     Command("help", "List these commands", ("start",)),  # /start is the first thing Telegram sends
 )

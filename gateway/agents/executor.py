@@ -49,7 +49,7 @@ from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
-from gateway.composition.ports import PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
+from gateway.composition.ports import DESKTOP_TOOLS, PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
@@ -295,12 +295,15 @@ class AgentExecutor:
                      confinement=confinement, token=token, started=time.monotonic())
 
     async def _spec(self, turn: _Turn) -> RunSpec:
-        """What the CLI is started with: the plugin tools' file, the prompt (with what ``before_agent_start`` hooks
-        prepend), the shim's context and the system prompt."""
+        """What the CLI is started with: the plugin (and, for an owner's run, desktop) tools' file, the prompt (with
+        what ``before_agent_start`` hooks prepend), the shim's context and the system prompt."""
         run, agent, confinement = turn.run, turn.agent, turn.confinement
         # The plugin tools, handed over in a file: the shim lists them without asking the gateway at start.
         plugins = self._services.find(PLUGIN_TOOLS)
         listing = plugins.tool_listing(run.agent_id) if plugins is not None else {"tools": []}
+        desktop = self._services.find(DESKTOP_TOOLS)
+        if desktop is not None and is_owner_run(run):  # the desktop nodes' tools, as their drivers declare them
+            listing = {**listing, "desktop": await desktop.tool_listing(is_owner=True)}
         turn.tools_path.write_bytes(orjson.dumps(listing))
         prompt = prompt_for(run)
         if turn.scratch != turn.workspace:  # the prompt names attachments by their place in the workspace

@@ -19,7 +19,7 @@ from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
-from gateway.composition.ports import CHAT_DECISIONS, VOICE
+from gateway.composition.ports import CHAT_DECISIONS, RECORDER, VOICE
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
@@ -103,6 +103,9 @@ class InboundRouter:
         if command is not None:
             cmd, rest = command
             log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
+            if cmd.name == "record":
+                await self._record_command(rest, key, origin, is_owner=is_owner)
+                return
             if cmd.name in ("project", "diff"):
                 await self._agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
                 return
@@ -201,6 +204,17 @@ class InboundRouter:
             return "Nothing is waiting."
         shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
         return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
+
+    async def _record_command(self, rest: str, key: str, origin: Origin, *, is_owner: bool) -> None:
+        """``/record start|stop``: a desktop trajectory (``gateway.desktop``); the stop sends the zip."""
+        recorder = self._services.find(RECORDER)
+        if recorder is None:
+            await self._agents.notify(origin, "Recording needs the desktop capability and a desktop node.", key)
+            return
+        answer, file = await recorder.chat_command(key, rest, is_owner=is_owner)
+        await self._agents.notify(origin, answer, key)
+        if file is not None:
+            await self._agents.send_file(origin, Path(file), key)
 
     async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
         """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""

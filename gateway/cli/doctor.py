@@ -204,12 +204,35 @@ def _capabilities(config: Any) -> list[Check]:
     else:
         checks.append(Check("voice (offline)", "warn" if tts.enabled else "ok",
                             "espeak-ng not installed: no offline speech", "apt-get install espeak-ng"))
+    if extras.installed("desktop"):
+        checks.append(_desktop())
     if not extras.installed("browser"):
         return checks  # the optional part's own line says how to add it
     chromium, why = _chromium()
     checks.append(Check("chromium (for a node's canvas/browser)", "ok" if chromium else "warn",
                         chromium or str(why), None if chromium else "apt-get install chromium"))
     return checks
+
+
+def _desktop() -> Check:
+    """Whether a node on this machine would offer the desktop, and why not: the node host's own answer
+    (``remoteclaw-node desktop show``, run as the node would be: the gateway imports nothing of ``nodes``)."""
+    import sys
+
+    label = "desktop (for a node's Cua Driver tools)"
+    try:
+        done = subprocess.run([sys.executable, "-m", "nodes", "desktop", "show"], capture_output=True, text=True,
+                              timeout=60, check=False)
+        found = json.loads(done.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        return Check(label, "warn", f"remoteclaw-node desktop show failed: {exc}")
+    if found.get("available"):
+        return Check(label, "ok", f"cua-driver {found.get('version') or '?'} on {found.get('display')}, "
+                                  f"accessibility bus reachable, {len(found.get('tools') or [])} tools")
+    how = {"display": "run the node inside the desktop session (DISPLAY set)",
+           "at-spi": "apt-get install at-spi2-core; run the node in a session with D-Bus",
+           "cua-driver": extras.install_hint("desktop")}.get(str(found.get("missing")))
+    return Check(label, "warn", str(found.get("unavailableBecause")), how)
 
 
 def _extras(config: Any) -> list[Check]:

@@ -41,6 +41,7 @@ EXTRAS: tuple[Extra, ...] = (
     Extra("tts", "voice: spoken replies and voice notes transcribed (OGG/Opus, offline speech to text)",
           ("av", "pocketsphinx")),
     Extra("browser", "a node's headless browser and canvas (Playwright driving Chromium)", ("playwright",)),
+    Extra("desktop", "a node's desktop: apps driven through their accessibility tree (Cua Driver)", ("cua_driver",)),
     Extra("postgres", "PostgreSQL storage (asyncpg)", ("asyncpg",)),
     Extra("redis", "several replicas sharing events and node routing (Redis)", ("redis",)),
     Extra("embeddings", "hybrid memory search with embeddings", ("openai", "numpy")),

@@ -29,6 +29,7 @@ CAPABILITIES: tuple[str, ...] = (
     "gateway.plugin_host",
     "gateway.canvas",
     "gateway.browser",
+    "gateway.desktop",
     "gateway.voice",
     "gateway.mcp_http",
 )

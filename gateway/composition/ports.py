@@ -14,8 +14,9 @@ from typing import Any, Protocol
 
 from gateway.composition.services import Key
 
-__all__ = ["CHAT_DECISIONS", "PLUGIN_TOOLS", "RUN_WATCHERS", "TOOL_APPROVALS", "VOICE", "ChatDecisions", "Clip",
-           "Heard", "PluginTools", "RunWatcher", "ToolApprover", "Voice"]
+__all__ = ["CHAT_DECISIONS", "DESKTOP_TOOLS", "PLUGIN_TOOLS", "RECORDER", "RUN_WATCHERS", "TOOL_APPROVALS", "VOICE",
+           "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard", "PluginTools", "RunWatcher",
+           "ToolApprover", "Voice"]
 
 
 class Clip(Protocol):
@@ -94,9 +95,23 @@ class PluginTools(Protocol):
         ...
 
 
+class DesktopTools(Protocol):
+    async def tool_listing(self, *, is_owner: bool = True) -> list[dict[str, Any]]:
+        """The desktop nodes' tools a run's shim offers (``desktop_*``, each with Cua Driver's schema)."""
+        ...
+
+
+class ChatRecorder(Protocol):
+    async def chat_command(self, session_key: str, rest: str, *, is_owner: bool) -> tuple[str, str | None]:
+        """``/record start|stop|list``: the answer for the chat, and a file to send with it (the zip) or None."""
+        ...
+
+
 VOICE: Key[Voice] = Key("voice")
 CHAT_DECISIONS: Key[ChatDecisions] = Key("approvals in the chat")
 RUN_WATCHERS: Key[RunWatcher] = Key("approvals")
 TOOL_APPROVALS: Key[ToolApprover] = Key("approvals")
 """For a runtime that is asked by its CLI itself (Codex's app-server), not through the shim's ``approval_prompt``."""
 PLUGIN_TOOLS: Key[PluginTools] = Key("plugins")
+DESKTOP_TOOLS: Key[DesktopTools] = Key("desktop tools")
+RECORDER: Key[ChatRecorder] = Key("desktop recorder")

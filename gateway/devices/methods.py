@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.devices.service import NodeService
 from gateway.devices.store import APPROVED, REJECTED
 from gateway.dispatch.dispatcher import NODE, PAIRING, READ, WRITE, CallContext, NoParams, Params, method
-from gateway.protocol import Unavailable
+from gateway.protocol import Forbidden, Unavailable
 
 _ID = Field(min_length=1, max_length=256)
 
@@ -64,6 +64,10 @@ async def node_describe(p: NodeIdParams, ctx: CallContext) -> dict[str, Any]:
 @method("node.invoke", params=NodeInvokeParams, scope=WRITE, aliases=("node:invoke",))
 async def node_invoke(p: NodeInvokeParams, ctx: CallContext) -> dict[str, Any]:
     """Run a command on a node and wait for its answer (a repeated idempotencyKey gets the first answer)."""
+    if p.command.startswith("desktop.") and ctx.caller.reach is not None:
+        # An agent run acts on the desktop through desktop.invoke, which asks the person when its agent must.
+        raise Forbidden(f"command: an agent run calls {p.command} through the desktop_* tools (desktop.invoke), "
+                        "not node.invoke", details={"code": "USE_DESKTOP_TOOLS", "field": "command"})
     return await _nodes(ctx).invoke(p.nodeId, p.command, p.params, timeout_ms=p.timeoutMs,
                                     idempotency_key=p.idempotencyKey)
 

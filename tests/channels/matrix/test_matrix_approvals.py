@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from gateway.sessions import inbound_key
-from tests.channels.test_matrix import Event, Person, body_is, bot, gw, me, nio, owner, synapse
+from tests.channels.matrix.test_matrix import Event, Person, body_is, bot, gw, me, nio, owner, synapse
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support.channel_admin import set_enabled, wait_state

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.channels.test_webchat_browser import CHROMIUM, CHROMIUM_ARGS, open_chat
+from tests.channels.webchat.test_webchat_browser import CHROMIUM, CHROMIUM_ARGS, open_chat
 from tests.support.fake_telegram import FAKE_CLI
 from tests.support.fake_voice import FakeVoiceAPI
 from tests.support.gateway_proc import GatewayProcess
