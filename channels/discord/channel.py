@@ -64,7 +64,7 @@ from channels.chunking import split_text
 from channels.environment import ChannelEnvironment
 from channels.fetch import FetchRefused, fetch_public
 from channels.inbound import Payload
-from gateway.extras import MissingExtra
+from gateway.cli.extras import MissingExtra
 from gateway.platforms import ChatType
 
 with warnings.catch_warnings():

@@ -59,7 +59,7 @@ from channels.base import (
 from channels.environment import ChannelEnvironment
 from channels.inbound import Payload
 from channels.matrix.config import MatrixAccountConfig, parse_config
-from gateway.extras import MissingExtra
+from gateway.cli.extras import MissingExtra
 from gateway.platforms import ChatType, MediaKind
 
 try:

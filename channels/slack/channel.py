@@ -54,7 +54,7 @@ from channels.environment import ChannelEnvironment
 from channels.inbound import Payload
 from channels.slack.config import SlackAccountConfig, parse_config
 from channels.slack.format import to_mrkdwn
-from gateway.extras import MissingExtra
+from gateway.cli.extras import MissingExtra
 from gateway.platforms import ChatType, MediaKind
 
 try:

@@ -41,7 +41,7 @@ from channels.base import (
 )
 from channels.environment import ChannelEnvironment
 from channels.inbound import Payload
-from gateway.extras import MissingExtra
+from gateway.cli.extras import MissingExtra
 from gateway.platforms import COMMANDS, ChatType, MediaKind
 
 try:

@@ -1,7 +1,7 @@
 """Chat commands: what a Telegram or Discord user types to steer the agent rather than talk to it.
 
 A chat has no Stop button and no "new conversation" menu, so these few words do that job. The
-bridge answers them itself, at once, even while a turn is running; they never reach the agent.
+executor's side answers them itself, at once, even while a turn is running; they never reach the agent.
 ``/new`` followed by text starts the new conversation with that text.
 """
 

@@ -72,7 +72,7 @@ class ChannelsBase(OpenSection):
 
 def channel_config_models() -> dict[str, type[BaseModel]]:
     """Channel type -> the model of its section, from the installed ``remoteclaw.channels`` kinds."""
-    from gateway.extensions import CHANNELS
+    from gateway.composition.entry_points import CHANNELS
 
     models: dict[str, type[BaseModel]] = {}
     for name in CHANNELS.names():

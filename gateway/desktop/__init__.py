@@ -4,11 +4,11 @@
 each node's tool list, ``trajectories.py`` keeps what was recorded, ``web.py`` shows it, ``chat.py`` is ``/record``.
 """
 
-from gateway.capabilities import Capability
+from gateway.composition.capabilities import Capability
 
 CAPABILITY = Capability(
     "desktop",
     start="gateway.desktop.start:start",
     methods=("gateway.desktop.methods",),
 )
-"""What this capability adds to the gateway (``gateway.capabilities``)."""
+"""What this capability adds to the gateway (``gateway.composition.capabilities``)."""

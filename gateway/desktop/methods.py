@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.composition.services import Key
 from gateway.desktop.service import DesktopService
+from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
 from gateway.protocol import InvalidRequest
-from gateway.rpc import ADMIN, CallContext, Params, method
-from gateway.services import Key
 
 __all__ = ["DESKTOP"]
 

@@ -27,12 +27,12 @@ from gateway.desktop.trajectories import TrajectoryStore
 from gateway.protocol import Forbidden, InvalidRequest, RpcError, Unavailable
 
 if TYPE_CHECKING:
-    from gateway.callers import Caller
+    from gateway.composition.ports import ToolApprover
+    from gateway.composition.services import Services
     from gateway.config import ConfigStore
     from gateway.devices.service import NodeService
-    from gateway.ports import ToolApprover
+    from gateway.dispatch.callers import Caller
     from gateway.runs import RunQueue
-    from gateway.services import Services
     from gateway.sessions import SessionsService
     from gateway.store import Database
 
@@ -115,7 +115,7 @@ class DesktopService:
         agent_id, mode = self._permissions(session_key)
         if mode not in ASKING_MODES:
             return None
-        from gateway.ports import TOOL_APPROVALS
+        from gateway.composition.ports import TOOL_APPROVALS
 
         approver: ToolApprover | None = self._services.find(TOOL_APPROVALS)
         if approver is None:

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from gateway.composition.ports import DESKTOP_TOOLS, RECORDER
 from gateway.hooks import HookHandler
-from gateway.ports import DESKTOP_TOOLS, RECORDER
 
 if TYPE_CHECKING:
-    from gateway.hosts import CapabilityHost
+    from gateway.composition.hosts import CapabilityHost
 
 __all__ = ["READY_EVENT", "start"]
 

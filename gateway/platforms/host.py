@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.composition.hosts import GatewayHost
 from gateway.config.reload import Listener
-from gateway.hosts import GatewayHost
 from gateway.platforms import sender_pairing
 from gateway.platforms.history import MessageLog
 from gateway.platforms.inbound import InboundDoor
@@ -23,7 +23,7 @@ from gateway.webchat.posts import WebchatPosts
 
 if TYPE_CHECKING:
 
-    from gateway.core import Gateway
+    from gateway.composition.gateway import Gateway
     from gateway.platforms.interface import ChatPlatforms
     from gateway.platforms.messages import Inbound, Sent
 

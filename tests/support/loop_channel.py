@@ -1,4 +1,4 @@
-"""A loopback test channel: the far side of the bridge's delivery, recorded to a file.
+"""A loopback test channel: the far side of the executor's delivery, recorded to a file.
 
 Inbound messages arrive as JSON on its webhook (``POST /channels/loop/<account>/webhook``);
 every send is appended to ``outbox`` (JSON lines). Registered in the gateway subprocess by
