@@ -117,9 +117,10 @@ class Runner:
                 await self._gateway_client().connect(open_timeout=5)
             listed = await self.gateway("plugin.tools.list", {}, timeout=10)
             if self.ctx.sender_is_owner and isinstance(listed, dict):  # the desktop nodes' tools, owner runs only
+                from mcp_shim.tools.desktop import listing  # owner runs only: not imported for the others
+
                 with contextlib.suppress(RpcError):
-                    desktop = await self.gateway("desktop.tools.list", {}, timeout=30)
-                    listed = {**listed, "desktop": desktop.get("tools") if isinstance(desktop, dict) else None}
+                    listed = {**listed, "desktop": await listing(self.gateway)}
             return listed
         except Exception as exc:
             if patient:

@@ -15,11 +15,17 @@ TYPE_CHECKING = False  # typing costs ~7 ms at start; annotations only need it f
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["GROUP", "from_listing"]
+__all__ = ["GROUP", "from_listing", "listing"]
 
 GROUP = "desktop"
 WAIT_S = 900.0
 """How long a call may wait on the gateway: an action can wait for the person's approval (600 s by default)."""
+
+
+async def listing(gateway: Any) -> Any:
+    """The desktop tools as the gateway lists them (``desktop.tools.list``), for a standalone owner run's shim."""
+    desktop = await gateway("desktop.tools.list", {}, timeout=30)
+    return desktop.get("tools") if isinstance(desktop, dict) else None
 
 
 def _content(result: Any) -> Content:

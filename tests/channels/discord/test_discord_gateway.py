@@ -1,7 +1,7 @@
 """Discord through the whole gateway: config -> channel manager -> discord.py -> the loopback fake.
 
 Outbound, every ``message.*`` operation must arrive at the fake's REST API; inbound, a
-``MESSAGE_CREATE`` on the fake's gateway socket must reach the bridge, run the (stand-in) agent
+``MESSAGE_CREATE`` on the fake's gateway socket must reach the gateway, run the (stand-in) agent
 and come back to the same Discord chat as a reply.
 """
 
