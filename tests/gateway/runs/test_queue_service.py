@@ -200,5 +200,5 @@ async def test_without_an_executor_a_turn_fails_with_a_reason(db: Database, tmp_
     q = RunQueue(db, config_store(tmp_path), Events(), LeaseService(db, "replica-a"))
     run, _ = await submit(q, "agent:main:n", "anyone?")
     result = await q.wait(run.id, 5000)
-    assert result["status"] == "error" and "no agent runtime" in result["error"]
+    assert result["status"] == "error" and "no agent executor" in result["error"]
     await q.stop()
