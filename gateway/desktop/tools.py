@@ -54,6 +54,8 @@ class DesktopTools:
     def __init__(self, nodes: NodeService) -> None:
         self._nodes = nodes
         self.known: dict[str, DesktopNode] = {}
+        self.paired = 0
+        """How many desktop nodes were paired at the last ``refresh`` (more than one: calls name their node)."""
         self._lock = asyncio.Lock()
 
     async def desktop_nodes(self) -> list[dict[str, Any]]:
@@ -91,6 +93,7 @@ class DesktopTools:
                     driver if isinstance(driver, dict) else {})
                 log.info("desktop node tools read", node_id=node_id, tools=len(tools))
             paired = {n["nodeId"] for n in nodes}
+            self.paired = len(paired)
             for gone in set(self.known) - paired:  # unpaired or removed
                 del self.known[gone]
             return [self.known[n["nodeId"]] for n in nodes if n["nodeId"] in self.known]
@@ -105,7 +108,7 @@ class DesktopTools:
         except TimeoutError:
             log.warning("desktop nodes did not list their tools in time; using what is known", wait_s=wait_s)
         known = list(self.known.values())
-        several = len(await self.desktop_nodes()) > 1
+        several = self.paired > 1
         names = ", ".join(f"{n.name} ({n.node_id[:12]})" for n in known)
         out: dict[str, dict[str, Any]] = {}
         for node in known:
