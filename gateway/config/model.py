@@ -31,6 +31,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from gateway.config.acp import AcpAgentCommand
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
 from gateway.devices.config import NodesConfig
@@ -257,6 +258,24 @@ class AgentConfig(Section):
         "ask), bypass (everything runs). Asking needs a runtime that supports it (docs/approvals.md).")
     sandbox: SandboxOverride | None = Field(None, description="This agent's changes to agents.defaults.sandbox "
                                             "(docs/sandbox.md).")
+    agent: str | None = Field(None, description="runtime acp: a known ACP agent (claude-acp, codex-acp, gemini, "
+                              "opencode; docs/acp.md).")
+    acp: AcpAgentCommand | None = Field(None, description="runtime acp: the agent's command, args and env (with "
+                                        "agent set, they override the preset's).")
+
+    @model_validator(mode="after")
+    def _acp_is_configured(self) -> AgentConfig:
+        if self.runtime != "acp":
+            if self.agent is not None or self.acp is not None:
+                raise ValueError("agent and acp are settings of runtime acp")
+            return self
+        from gateway.agents.runtimes.acp_presets import preset
+
+        preset(self.agent)  # an unknown name is refused with the known ones
+        if self.agent is None and not (self.acp and self.acp.command) and not self.command:
+            raise ValueError("runtime acp needs agent (a preset: claude-acp, codex-acp, gemini, opencode) or "
+                             "acp.command")
+        return self
 
     @field_validator("runtime")
     @classmethod

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import StdinFeed
+    from gateway.agents.runtimes.process import ProcessResult, StdinFeed
+    from gateway.config import AgentConfig
 
 __all__ = ["ASKING_MODES", "Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime",
            "instructions_file", "mcp_server_name"]
@@ -148,6 +149,19 @@ class Runtime(ABC):
     steerable: bool = False
     """Whether the CLI takes more user messages on stdin while a turn runs (``build`` honours ``spec.steer``
     and ``user_message`` encodes one); the steering mode ``steer`` falls back to ``queue`` elsewhere."""
+
+    self_driven: bool = False
+    """The runtime runs its CLI's process itself (``drive``) instead of the shared NDJSON reader: a CLI reached
+    through a protocol library (``runtime: acp`` over the ACP SDK)."""
+
+    def configured(self, agent: AgentConfig) -> Runtime:
+        """The adapter for one agent entry (``runtime: acp`` reads the entry's preset and command); most need none."""
+        return self
+
+    async def drive(self, inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *,
+                    no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> ProcessResult:
+        """Run the (confined) ``inv`` to the end, handing each event to ``emit`` (``self_driven`` runtimes only)."""
+        raise NotImplementedError(f"the {self.name} runtime is not self-driven")
 
     def command(self, spec: RunSpec) -> list[str]:
         return list(spec.command) if spec.command else [self.executable]
