@@ -93,7 +93,8 @@ class AcpRuntime(Runtime):
         reading NDJSON itself."""
         from gateway.agents.runtimes.acp_turn import run_acp_turn
 
-        return await run_acp_turn(inv, spec, emit, meta=self.session_meta(spec),
+        modes = self.preset.modes.get(spec.permissions, ()) if self.preset is not None else ()
+        return await run_acp_turn(inv, spec, emit, meta=self.session_meta(spec), modes=modes,
                                   no_output_timeout=no_output_timeout, on_spawn=on_spawn)
 
     def session_expired(self, message: str) -> bool:

@@ -38,6 +38,9 @@ class AcpPreset:
     """The agent's command-line option naming the model (``--model``), when it has one."""
     model_env: str | None = None
     """Or the variable that names it (Claude's adapter reads ``ANTHROPIC_MODEL``)."""
+    modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The agent's session mode (``session/set_mode``) for each of our permission modes, in order of preference:
+    one in which the agent asks its client (our permission handler then answers by the mode)."""
 
     def files(self, workspace: Path, model: str | None, system_prompt: str, env: dict[str, str]) -> dict[Path, str]:
         """Per-run files in the workspace beyond the instructions file (written 0600, restored after the run)."""
@@ -82,8 +85,11 @@ class _OpenCode(AcpPreset):
 
 
 PRESETS: dict[str, AcpPreset] = {
+    # Claude's adapter starts in "auto" (a classifier decides, nobody is asked): "default" asks the client
     "claude-acp": _Claude("claude-acp", "claude-agent-acp", credentials_of="claude", instructions=None,
-                          model_env="ANTHROPIC_MODEL"),
+                          model_env="ANTHROPIC_MODEL",
+                          modes={"allowlist": ("default",), "ask": ("default",), "ask-dangerous": ("default",),
+                                 "bypass": ("bypassPermissions", "default")}),
     "codex-acp": AcpPreset("codex-acp", "codex-acp", credentials_of="codex"),
     "gemini": _Gemini("gemini", "gemini", ("--acp",), {"GEMINI_CLI_TRUST_WORKSPACE": "true"},
                       credentials_of="gemini", instructions="GEMINI.md", model_flag="--model"),

@@ -235,6 +235,7 @@ class TurnClient:
 
 
 async def run_acp_turn(inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *, meta: dict[str, Any],
+                       modes: tuple[str, ...] = (),
                        no_output_timeout: float, on_spawn: Callable[[float], None] | None = None) -> ProcessResult:
     """Run one turn of the ACP agent ``inv`` (already confined) and return how its process ended.
 
@@ -247,13 +248,13 @@ async def run_acp_turn(inv: Invocation, spec: RunSpec, emit: Callable[[Event], N
         proc = await spawn(inv.argv, cwd=inv.cwd, env=env, stdin=True, limit=STREAM_LIMIT, user=inv.user)
         if on_spawn is not None:
             on_spawn(time.monotonic())
-        return await _talk(proc, spec, emit, meta=meta, no_output_timeout=no_output_timeout)
+        return await _talk(proc, spec, emit, meta=meta, modes=modes, no_output_timeout=no_output_timeout)
     finally:
         _restore_files(before)
 
 
 async def _talk(proc: Child, spec: RunSpec, emit: Callable[[Event], None], *, meta: dict[str, Any],
-                no_output_timeout: float) -> ProcessResult:
+                modes: tuple[str, ...], no_output_timeout: float) -> ProcessResult:
     stderr: deque[str] = deque(maxlen=40)
     result = ProcessResult(returncode=None, stderr_tail="")
 
@@ -267,7 +268,7 @@ async def _talk(proc: Child, spec: RunSpec, emit: Callable[[Event], None], *, me
     client = TurnClient(spec, emit)
     assert proc.stdin is not None
     conn = connect_to_agent(client, proc.stdin, proc.stdout, observers=[client.seen])
-    turn = asyncio.create_task(_converse(conn, client, spec, meta))
+    turn = asyncio.create_task(_converse(conn, client, spec, meta, modes))
     try:
         while not turn.done():
             await asyncio.wait({turn}, timeout=1.0)
@@ -306,7 +307,8 @@ def _error_text(exc: BaseException | None) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-async def _converse(conn: Any, client: TurnClient, spec: RunSpec, meta: dict[str, Any]) -> None:
+async def _converse(conn: Any, client: TurnClient, spec: RunSpec, meta: dict[str, Any],
+                    modes: tuple[str, ...]) -> None:
     """initialize, the session, the prompt; the events of the turn end with ``done``."""
     init = await conn.initialize(
         protocol_version=PROTOCOL_VERSION,
@@ -324,10 +326,10 @@ async def _converse(conn: Any, client: TurnClient, spec: RunSpec, meta: dict[str
         try:
             if resume:
                 client.session_id = None  # a usage update during resume states the cost so far
-                await conn.resume_session(session_id=sid, cwd=cwd, mcp_servers=mcp, **meta)
+                session = await conn.resume_session(session_id=sid, cwd=cwd, mcp_servers=mcp, **meta)
             else:
                 client.replaying = True
-                await conn.load_session(session_id=sid, cwd=cwd, mcp_servers=mcp, **meta)
+                session = await conn.load_session(session_id=sid, cwd=cwd, mcp_servers=mcp, **meta)
                 await _replay_ended(client)
         except RequestError as exc:  # the agent no longer knows it: the driver starts the turn afresh
             client.replaying = False
@@ -339,7 +341,9 @@ async def _converse(conn: Any, client: TurnClient, spec: RunSpec, meta: dict[str
     else:
         if sid:
             log.info("acp agent cannot resume sessions: a new one", session=sid)
-        client.session_id = (await conn.new_session(cwd=cwd, mcp_servers=mcp, **meta)).session_id
+        session = await conn.new_session(cwd=cwd, mcp_servers=mcp, **meta)
+        client.session_id = session.session_id
+    await _set_mode(conn, client.session_id, getattr(session, "modes", None), modes)
     response: PromptResponse = await conn.prompt(session_id=client.session_id, prompt=[text_block(spec.prompt)])
     client.flush()
     usage: dict[str, int] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
@@ -355,6 +359,16 @@ async def _converse(conn: Any, client: TurnClient, spec: RunSpec, meta: dict[str
         client.emit(Event("done", session_id=client.session_id, usage=usage, cost_usd=cost, is_error=True))
         return
     client.emit(Event("done", session_id=client.session_id, usage=usage, cost_usd=cost, model=spec.model))
+
+
+async def _set_mode(conn: Any, session_id: str, offered: Any, wanted: tuple[str, ...]) -> None:
+    """Put the session in the first of ``wanted`` the agent offers, unless it is in it already."""
+    if offered is None or not wanted:
+        return
+    ids = [m.id for m in offered.available_modes or []]
+    mode = next((w for w in wanted if w in ids), None)
+    if mode is not None and mode != offered.current_mode_id:
+        await conn.set_session_mode(session_id=session_id, mode_id=mode)
 
 
 async def _replay_ended(client: TurnClient) -> None:
