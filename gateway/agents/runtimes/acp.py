@@ -10,6 +10,8 @@ The process is started and confined exactly like every other runtime's (``spec.c
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,10 +93,10 @@ class AcpRuntime(Runtime):
                     no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> ProcessResult:
         """Run the turn's process and its ACP conversation (``acp_turn``); the driver calls this instead of
         reading NDJSON itself."""
-        from gateway.agents.runtimes.acp_turn import run_acp_turn
-
+        # the SDK's schema takes about a second to import: off the event loop, once
+        turn = await asyncio.to_thread(importlib.import_module, "gateway.agents.runtimes.acp_turn")
         modes = self.preset.modes.get(spec.permissions, ()) if self.preset is not None else ()
-        return await run_acp_turn(inv, spec, emit, meta=self.session_meta(spec), modes=modes,
+        return await turn.run_acp_turn(inv, spec, emit, meta=self.session_meta(spec), modes=modes,
                                   no_output_timeout=no_output_timeout, on_spawn=on_spawn)
 
     def session_expired(self, message: str) -> bool:

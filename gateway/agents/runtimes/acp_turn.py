@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import difflib
 import os
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -86,17 +87,28 @@ def _text(content: Any) -> str:
     return ""
 
 
+_MCP_TITLE = re.compile(r"^(\S+) \((\S+) MCP Server\)")
+_NAME_END = re.compile(r"[\s(:]|-\d")
+
+
 def tool_name(call: ToolCallStart | ToolCallProgress | ToolCallUpdate) -> str:
-    """The tool's name: Claude's adapter states it in ``_meta``, other agents in the title; ours is normalized to
-    ``mcp__remoteclaw__<tool>``."""
+    """The tool's name. Claude's adapter states it in ``_meta``; other agents put it in the title or the call id
+    (Gemini: ``<tool>-<time>-<n>``, titles ``<tool> (<server> MCP Server)``). Ours is reported as
+    ``mcp__remoteclaw__<tool>`` whatever the agent's spelling."""
     meta = call.field_meta or {}
     claude = meta.get("claudeCode")
     named = claude.get("toolName") if isinstance(claude, dict) else None
-    name = str(named or call.title or call.tool_call_id or "tool")
-    for prefix in OUR_PREFIXES:
-        if name.startswith(prefix) and name[len(prefix):].strip():
-            return f"mcp__{mcp_server_name}__{name[len(prefix):].split()[0].strip('():')}"
-    return name
+    for candidate in (named, call.title, call.tool_call_id):
+        if not candidate:
+            continue
+        m = _MCP_TITLE.match(candidate)
+        if m and m.group(2) == mcp_server_name:
+            return f"mcp__{mcp_server_name}__{m.group(1)}"
+        for prefix in OUR_PREFIXES:
+            rest = _NAME_END.split(candidate[len(prefix):])[0] if candidate.startswith(prefix) else ""
+            if rest:
+                return f"mcp__{mcp_server_name}__{rest}"
+    return str(named or call.title or call.tool_call_id or "tool")
 
 
 def _diffs(content: Any) -> list[dict[str, Any]]:
@@ -351,6 +363,12 @@ async def _converse(conn: Any, client: TurnClient, spec: RunSpec, meta: dict[str
         u = response.usage
         usage = {"input": u.input_tokens, "output": u.output_tokens, "cacheRead": u.cached_read_tokens or 0,
                  "cacheWrite": u.cached_write_tokens or 0}
+    else:  # Gemini states the turn's tokens in ``_meta.quota.token_count``
+        quota = (response.field_meta or {}).get("quota")
+        tokens = quota.get("token_count") if isinstance(quota, dict) else None
+        if isinstance(tokens, dict):
+            usage["input"] = int(tokens.get("input_tokens") or 0)
+            usage["output"] = int(tokens.get("output_tokens") or 0)
     cost = None
     if client.cost is not None:
         cost = max(0.0, client.cost - (client.cost_before or 0.0))

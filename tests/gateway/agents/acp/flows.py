@@ -58,6 +58,32 @@ class AcpFlows:
         hist_tools = [r for r in self.requests(api) if "sessions_spawn" in self.transcript(r)]
         assert hist_tools
 
+    async def turn_streams_and_calls_our_tool(self, gw: GatewayProcess, api: Any) -> None:
+        """The same without the context check of the second turn (an agent that cannot resume its sessions)."""
+        c = await operator(gw.url, gw.token or "")
+        key = "agent:main:api:direct:acp-noresume"
+        try:
+            done = await start_turn(c, 'CALL sessions_spawn {"task": "REPLY child says hi", "label": "kid2"}', key)
+            deltas = []
+            while True:
+                p = (await c.next_event("chat", timeout=120))["payload"]
+                if p["sessionKey"] != key:
+                    continue
+                if p["state"] != "delta":
+                    break
+                deltas.append(p["message"]["text"])
+            result = await done
+            assert result["status"] == "ok" and "agent:main:subagent:" in result["reply"], result
+            assert deltas
+            tools = [m["tool"]["name"] for m in (await c.call("chat.history", {"sessionKey": key}))["messages"]
+                     if m["role"] == "tool"]
+            assert tools == ["mcp__remoteclaw__sessions_spawn"], tools
+            again = await (await start_turn(c, "REPLY second turn", key))
+            assert again["status"] == "ok", again
+            assert await last_reply(c, key) == "second turn"
+        finally:
+            await c.close()
+
     async def approval_goes_to_the_person_and_back(self, gw: GatewayProcess, api: Any) -> None:
         c = await operator(gw.url, gw.token or "")
         try:
@@ -79,7 +105,7 @@ class AcpFlows:
         c = await operator(gw.url, gw.token or "")
         try:
             key = "agent:main:acp-stop"
-            done = await start_turn(c, self.shell("sleep 60 && echo too-late"), key)
+            done = await start_turn(c, self.shell("touch stop.txt && sleep 60 && echo too-late"), key)
             event = await approval_asked(c, key)
             await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
             await asyncio.sleep(2)  # the command runs now
