@@ -12,6 +12,8 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
   apart, before answering;
 - ``stream:<n>`` write the answer in n pieces 0.5 s apart, as ``stream_event`` text deltas when run with
   ``--include-partial-messages`` (as Claude Code does), then the whole block;
+- ``ask:<command>`` ask the person about running ``<command>`` through the MCP shim's ``approval_prompt`` (run as
+  ``remoteclaw call``, the shim's own code path), then answer ``approval: allow`` or ``approval: deny``;
 - ``cost:<usd>`` state that cost (``total_cost_usd``) in the result, as Claude Code does;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
   a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``;
@@ -38,6 +40,20 @@ from pathlib import Path
 def out(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
+
+
+def _ask(command: str, sid: str) -> str:
+    """Put ``command`` to the person through the shim's ``approval_prompt``; ``allow`` or ``deny``."""
+    import subprocess
+
+    args = json.dumps({"tool_name": "Bash", "input": {"command": command}})
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from gateway.cli import main; sys.exit(main())",
+                             "call", "approval_prompt", args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    while proc.poll() is None:  # a status line now and then: waiting on a person is not silence
+        time.sleep(0.25)
+        out({"type": "system", "subtype": "status", "session_id": sid})
+    answer = proc.stdout.read().decode() if proc.stdout else ""
+    return "allow" if '"allow"' in answer else "deny"
 
 
 def main() -> int:
@@ -90,6 +106,9 @@ def main() -> int:
             time.sleep(0.8)
             out({"type": "user", "session_id": sid, "message": {"content": [
                 {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": "done"}]}]}})
+    asked = None
+    if m := re.search(r"ask:(.+)", prompt):
+        asked = _ask(m.group(1).strip(), sid)
     for rel in re.findall(r"edit:(\S+)", prompt):
         target = Path(rel)
         if target.is_file():
@@ -128,6 +147,8 @@ def main() -> int:
                 out({"type": "stream_event", "session_id": sid, "event": {
                     "type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}})
             time.sleep(0.5)
+    if asked is not None:
+        reply = f"approval: {asked}"
     if "silent" in prompt:
         reply = "NO_REPLY"
     if "tag" in prompt:
