@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["register"]
 
@@ -33,14 +33,14 @@ def _cmd_acp(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
     async def serve() -> None:
-        from acp import run_agent
+        from acp import Agent, run_agent
 
         from gateway.acp.server import GatewayAgent
 
         agent = GatewayAgent(resolve_url(args.url), resolve_token(args.token), session_key=args.session,
                              agent_id=args.agent)
         try:
-            await run_agent(agent)
+            await run_agent(cast("Agent", agent))
         finally:
             await agent.gateway.close()
 

@@ -7,10 +7,10 @@ same way. Each is imported on first use, so the gateway loads only the adapters 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gateway.agents.runtimes.base import Event, Invocation, McpServer, Parser, RunSpec, Runtime
 from gateway.extensions import RUNTIMES
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig

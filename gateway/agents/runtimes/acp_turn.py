@@ -21,10 +21,10 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import structlog
-from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
+from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_block
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
@@ -197,9 +197,8 @@ class TurnClient:
             self._tool(tool_call)  # an agent may ask before it announces the call: the progress note shows it
         name, inp = self._asked_as(tool_call)
         mode = self.spec.permissions
-        if name.startswith(f"mcp__{mcp_server_name}__") or mode == "bypass":
-            decision = "allow-once"
-        elif mode == "ask-dangerous" and tool_call.kind in READ_ONLY_KINDS:
+        read_only = mode == "ask-dangerous" and tool_call.kind in READ_ONLY_KINDS
+        if name.startswith(f"mcp__{mcp_server_name}__") or mode == "bypass" or read_only:
             decision = "allow-once"
         elif mode not in ASKING_MODES or self.spec.approve is None:
             decision = "deny"
@@ -279,7 +278,7 @@ async def _talk(proc: Child, spec: RunSpec, emit: Callable[[Event], None], *, me
     errors = asyncio.create_task(read_stderr())
     client = TurnClient(spec, emit)
     assert proc.stdin is not None
-    conn = connect_to_agent(client, proc.stdin, proc.stdout, observers=[client.seen])
+    conn = connect_to_agent(cast("Client", client), proc.stdin, proc.stdout, observers=[client.seen])
     turn = asyncio.create_task(_converse(conn, client, spec, meta, modes))
     try:
         while not turn.done():
@@ -392,7 +391,7 @@ async def _set_mode(conn: Any, session_id: str, offered: Any, wanted: tuple[str,
 async def _replay_ended(client: TurnClient) -> None:
     """Wait until the loaded session's replayed history has stopped coming."""
     client.last_seen = time.monotonic()
-    while time.monotonic() - client.last_seen < REPLAY_QUIET_S:
+    while time.monotonic() - client.last_seen < REPLAY_QUIET_S:  # noqa: ASYNC110 (a quiet period, not an event)
         await asyncio.sleep(REPLAY_QUIET_S / 4)
 
 
@@ -403,10 +402,8 @@ async def _end(proc: Child, conn: Any) -> None:
     if proc.stdin is not None:
         with contextlib.suppress(Exception):
             proc.stdin.close()
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(proc.wait(), LINGER_S)
-    except TimeoutError:
-        pass
     await stop_process(proc, grace=1.0)  # the leader is gone or lingers; stragglers of its group go too
 
 

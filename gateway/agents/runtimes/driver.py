@@ -71,7 +71,8 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
 
     inv = runtime.build(spec)
     inv.pass_env = (*runtime.credential_env, *spec.pass_env)
-    if inv.keep_stdin and feed is None and not runtime.self_driven:  # a conversation with the CLI (JSON-RPC over stdio), not steering
+    # a conversation with the CLI (JSON-RPC over stdio), not steering; a self-driven runtime holds its own
+    if inv.keep_stdin and feed is None and not runtime.self_driven:
         feed = StdinFeed()
     if feed is not None:
         parser.talk(feed, spec)

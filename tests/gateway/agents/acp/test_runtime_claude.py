@@ -35,7 +35,8 @@ flows = acp_flows(requests=lambda api: [r for r in api.requests if r.get("tools"
 async def test_a_turn_streams_calls_our_tool_and_resumes(gw: GatewayProcess, api: FakeAnthropic) -> None:
     await flows.turn_streams_calls_our_tool_and_resumes(gw, api)
     system = json.dumps(next(r for r in api.requests if r.get("tools")))
-    assert "reached through the remoteclaw gateway" in system  # our system prompt, appended through the adapter's _meta.systemPrompt
+    # our system prompt, appended through the adapter's _meta.systemPrompt
+    assert "reached through the remoteclaw gateway" in system
 
 
 async def test_an_approval_goes_to_the_person_and_back(gw: GatewayProcess, api: FakeAnthropic) -> None:
