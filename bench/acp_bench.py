@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block  # noqa: E402
 from acp.schema import AgentMessageChunk  # noqa: E402
 
+from bench import report  # noqa: E402
 from tests.gateway.agents.runtimes.test_opencode import user_home  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
@@ -112,7 +113,7 @@ def show(name: str, ms: list[float]) -> None:
     print(f"{name:48} median {statistics.median(ms):8.0f} ms   min {min(ms):8.0f}   max {max(ms):8.0f}   n={len(ms)}")
 
 
-async def main(samples: int) -> None:
+async def main(samples: int, json_path: Path | None) -> None:
     if not OPENCODE.exists():
         sys.exit("opencode is not installed: run scripts/install-agent-clis opencode")
     with FakeOpenAI() as api, tempfile.TemporaryDirectory() as tmp:
@@ -140,9 +141,15 @@ async def main(samples: int) -> None:
     show("first chunk, remoteclaw acp -> gateway -> acp", first)
     show("first chunk, opencode acp direct, cold", cold)
     show("first chunk, opencode acp direct, warm", warm)
+    report.write(json_path, {"turn_opencode": report.latency(bespoke), "turn_acp": report.latency(acp),
+                             "first_chunk_remoteclaw_acp": report.latency(first),
+                             "first_chunk_direct_cold": report.latency(cold),
+                             "first_chunk_direct_warm": report.latency(warm)})
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=5)
-    asyncio.run(main(parser.parse_args().samples))
+    report.options(parser, {"samples": 2})
+    args = report.parse(parser)
+    asyncio.run(main(args.samples, args.json))
