@@ -254,13 +254,14 @@ class GatewayAgent:
             options = [PermissionOption(option_id=f"opt-{i}", name=label, kind="allow_once")
                        for i, label in enumerate(labels)]
             options.append(PermissionOption(option_id="skip", name="No answer", kind="reject_once"))
-            call = ToolCallUpdate(tool_call_id=f"question-{record.get('id')}-{q.get('id')}",
+            qid = str(q.get("questionId") or q.get("id"))
+            call = ToolCallUpdate(tool_call_id=f"question-{record.get('id')}-{qid}",
                                   title=str(q.get("question") or q.get("header") or "A question"), kind="other",
                                   status="pending")
             answer = await self.editor.request_permission(options=options, session_id=key, tool_call=call)
             if not isinstance(answer.outcome, AllowedOutcome) or answer.outcome.option_id == "skip":
                 continue
-            answers[str(q.get("id"))] = [labels[int(answer.outcome.option_id.split("-", 1)[1])]]
+            answers[qid] = [labels[int(answer.outcome.option_id.split("-", 1)[1])]]
         if answers:
             with contextlib.suppress(Exception):
                 await self.call("question.resolve", {"id": record["id"], "answers": {"answers": answers}})

@@ -20,6 +20,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AllowedOutcome,
+    DeniedOutcome,
     RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
@@ -38,10 +39,11 @@ REMOTECLAW = str(Path(sys.executable).parent / "remoteclaw")
 class Editor:
     """The editor's side: what the agent streamed, and its permission requests answered with ``choice``."""
 
-    def __init__(self, choice: str = "allow-once") -> None:
+    def __init__(self, choice: str = "allow-once", answer: str = "SQLite") -> None:
         self.updates: list[Any] = []
         self.asked: list[Any] = []
         self.choice = choice
+        self.answer = answer
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
@@ -49,7 +51,9 @@ class Editor:
     async def request_permission(self, options: list[Any], session_id: str, tool_call: Any,
                                  **kwargs: Any) -> RequestPermissionResponse:
         self.asked.append(tool_call)
-        chosen = next(o for o in options if o.option_id == self.choice)
+        chosen = next((o for o in options if o.option_id == self.choice or o.name == self.answer), None)
+        if chosen is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen.option_id))
 
     def text(self) -> str:
@@ -99,6 +103,12 @@ async def test_a_session_streams_asks_cancels_and_loads(gw: GatewayProcess) -> N
         assert [a.title for a in editor.asked] == ["Bash: make deploy"]
         assert editor.text().endswith("approval: allow")
 
+        # an ask_user question too: its options are the permission options
+        editor.updates.clear()
+        await conn.prompt(session_id=key, prompt=[text_block("question:Which database?")])
+        assert editor.asked[-1].title == "Which database?"
+        assert editor.text().endswith("answer: SQLite")
+
         # session/cancel stops the turn
         editor.updates.clear()
         running = asyncio.create_task(conn.prompt(session_id=key, prompt=[text_block("sleep:30")]))
@@ -119,7 +129,7 @@ async def test_a_session_streams_asks_cancels_and_loads(gw: GatewayProcess) -> N
     finally:
         await c.close()
     texts = [m["text"] for m in history if m["role"] in ("user", "assistant")]
-    assert "stream:3" in texts and "approval: allow" in texts
+    assert "stream:3" in texts and "approval: allow" in texts and "answer: SQLite" in texts
     assert "Part 1 of the answer. Part 2 of the answer. Part 3 of the answer." in texts
 
     # another editor loads it: the transcript is replayed
@@ -128,7 +138,7 @@ async def test_a_session_streams_asks_cancels_and_loads(gw: GatewayProcess) -> N
         await conn.initialize(protocol_version=PROTOCOL_VERSION)
         await conn.load_session(session_id=key, cwd=str(gw.state_dir), mcp_servers=[])
         users = [u.content.text for u in again.updates if isinstance(u, UserMessageChunk)]
-        assert users[:3] == ["stream:3", "tools:1", "ask:make deploy"]
+        assert users[:4] == ["stream:3", "tools:1", "ask:make deploy", "question:Which database?"]
         assert "approval: allow" in again.text()
         assert any(isinstance(u, ToolCallStart) and u.title == "Bash" for u in again.updates)
         assert not any(isinstance(u, AgentPlanUpdate) for u in again.updates)
@@ -149,3 +159,34 @@ async def test_attach_to_an_existing_session_and_deny(gw: GatewayProcess) -> Non
         assert (await conn.new_session(cwd=str(gw.state_dir), mcp_servers=[])).session_id == key
         await conn.prompt(session_id=key, prompt=[text_block("ask:rm -rf build")])
         assert editor.text().endswith("approval: deny")
+
+
+async def test_the_chat_answers_first(gw: GatewayProcess) -> None:
+    """An approval decided in the chat first stands; the editor's later answer changes nothing."""
+    c = await operator(gw.url, gw.token or "")
+    editor = Editor(choice="deny")
+    gate = asyncio.Event()
+
+    async def slow_editor(options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        await gate.wait()  # the person in the chat is quicker
+        return await Editor.request_permission(editor, options, session_id, tool_call)
+
+    editor.request_permission = slow_editor  # type: ignore[method-assign]
+    try:
+        async with editor_for(gw, editor) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            key = (await conn.new_session(cwd=str(gw.state_dir), mcp_servers=[])).session_id
+            running = asyncio.create_task(conn.prompt(session_id=key, prompt=[text_block("ask:git push")]))
+            while True:
+                event = (await c.next_event("exec.approval.requested", timeout=30))["payload"]
+                if event["sourceSessionKey"] == key:
+                    break
+            await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
+            await asyncio.wait_for(running, 30)
+            gate.set()
+            assert editor.text().endswith("approval: allow")
+            await asyncio.sleep(1)
+            got = await c.call("exec.approval.get", {"id": event["id"]})
+            assert got["approval"]["status"] == "allowed", got
+    finally:
+        await c.close()
