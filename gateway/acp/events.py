@@ -68,9 +68,10 @@ def plan_entries(thought: str) -> list[tuple[str, PlanStatus]]:
         return []
     out = []
     for line in lines[1:]:
-        mark, _, step = line.strip().partition(" ")
-        if mark in _MARKS and step:
-            out.append((step, _MARKS[mark]))
+        line = line.strip()
+        mark = next((m for m in _MARKS if line.startswith(m + " ")), None)
+        if mark is not None:
+            out.append((line[len(mark) + 1:].strip(), _MARKS[mark]))
     return out
 
 
