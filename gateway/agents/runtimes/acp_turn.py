@@ -211,6 +211,8 @@ class TurnClient:
                 self.last_seen = time.monotonic()
         kinds = _WANT.get(decision, ("reject_once", "reject_always"))
         chosen = next((o for kind in kinds for o in options if o.kind == kind), None)
+        log.info("acp permission answered", tool=name, kind=tool_call.kind, decision=decision,
+                 offered=[(o.option_id, o.kind) for o in options], chosen=chosen.option_id if chosen else None)
         if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen.option_id))

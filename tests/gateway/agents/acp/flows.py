@@ -88,12 +88,15 @@ class AcpFlows:
         c = await operator(gw.url, gw.token or "")
         try:
             key = "agent:main:acp-allow"
-            event, result = await decided_turn(c, self.shell("touch made.txt && echo approved-42"), key,
-                                               "allow-once")
-            assert "touch made.txt && echo approved-42" in event["presentation"]["commandText"], event
-            assert event["presentation"]["commandText"].startswith("Bash"), event
+            command = "touch made.txt && echo approved-42 && cat /proc/1/comm"
+            events, result = await allowed_turn(c, self.shell(command), key)
+            # OpenCode asks first about the path outside its project (/proc), then about the command itself
+            texts = [e["presentation"]["commandText"] for e in events]
+            assert any(t.startswith("Bash") and command in t for t in texts), texts
             assert result["status"] == "ok", result
-            assert "approved-42" in await last_reply(c, key)
+            reply = await last_reply(c, key)
+            assert "approved-42" in reply
+            assert "bwrap" in reply  # the agent and its command ran in the run's sandbox (its own PID namespace)
             key = "agent:main:acp-deny"
             event, result = await decided_turn(c, self.shell("touch denied.txt && echo denied-43"), key, "deny")
             assert result["status"] == "ok", result
@@ -122,6 +125,21 @@ class AcpFlows:
             assert await last_reply(c, key) == "after stop"
         finally:
             await c.close()
+
+
+async def allowed_turn(c: Any, message: str, key: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A turn whose every approval request is allowed once: the requests, and the turn's end."""
+    done = await start_turn(c, message, key)
+    events: list[dict[str, Any]] = []
+    while not done.done():
+        asked = asyncio.ensure_future(approval_asked(c, key))
+        await asyncio.wait({asked, done}, return_when=asyncio.FIRST_COMPLETED)
+        if asked.done():
+            events.append(asked.result())
+            await c.call("exec.approval.resolve", {"id": events[-1]["id"], "decision": "allow-once"})
+        else:
+            asked.cancel()
+    return events, await done
 
 
 def _sleepers() -> list[int]:
