@@ -98,7 +98,7 @@ class AcpFlows:
             assert "approved-42" in reply
             assert "bwrap" in reply  # the agent and its command ran in the run's sandbox (its own PID namespace)
             key = "agent:main:acp-deny"
-            event, result = await decided_turn(c, self.shell("touch denied.txt && echo denied-43"), key, "deny")
+            _, result = await decided_turn(c, self.shell("touch denied.txt && echo denied-43"), key, "deny")
             assert result["status"] == "ok", result
             assert "denied-43" not in await last_reply(c, key)
         finally:
