@@ -75,7 +75,7 @@ class AcpRuntime(Runtime):
             argv += [p.model_flag, spec.model]
         elif spec.model and p is not None and p.model_env:
             env.setdefault(p.model_env, spec.model)
-        files: dict[Path, str] = dict(p.files(spec.workspace, spec.model, spec.system_prompt, env) if p else {})
+        files: dict[Path, str] = dict(p.files(spec, env) if p else {})
         instructions = p.instructions if p is not None else "AGENTS.md"
         if instructions:
             path = spec.workspace / instructions

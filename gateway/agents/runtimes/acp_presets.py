@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from gateway.agents.runtimes import toml
+
+if TYPE_CHECKING:
+    from gateway.agents.runtimes.base import RunSpec
 
 __all__ = ["PRESETS", "AcpPreset", "preset"]
 
@@ -42,8 +47,8 @@ class AcpPreset:
     """The agent's session mode (``session/set_mode``) for each of our permission modes, in order of preference:
     one in which the agent asks its client (our permission handler then answers by the mode)."""
 
-    def files(self, workspace: Path, model: str | None, system_prompt: str, env: dict[str, str]) -> dict[Path, str]:
-        """Per-run files in the workspace beyond the instructions file (written 0600, restored after the run)."""
+    def files(self, spec: RunSpec, env: dict[str, str]) -> dict[Path, str]:
+        """Per-run files beyond the instructions file (written 0600, restored after the run); may add to ``env``."""
         return {}
 
     def session_meta(self, system_prompt: str) -> dict[str, Any]:
@@ -60,7 +65,7 @@ class _Claude(AcpPreset):
 
 @dataclass(frozen=True, slots=True)
 class _Gemini(AcpPreset):
-    def files(self, workspace: Path, model: str | None, system_prompt: str, env: dict[str, str]) -> dict[Path, str]:
+    def files(self, spec: RunSpec, env: dict[str, str]) -> dict[Path, str]:
         # the same project settings as headless mode (gemini.py) minus the MCP server, which comes in session/new
         settings: dict[str, Any] = {"telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False},
                                     "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
@@ -68,20 +73,35 @@ class _Gemini(AcpPreset):
         login = any(seen.get(k) == "true" for k in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA"))
         if seen.get("GOOGLE_GEMINI_BASE_URL") and not login:
             settings["security"] = {"auth": {"selectedType": "gemini-api-key"}}
-        return {workspace / ".gemini" / "settings.json": json.dumps(settings, indent=2)}
+        return {spec.workspace / ".gemini" / "settings.json": json.dumps(settings, indent=2)}
 
 
 @dataclass(frozen=True, slots=True)
 class _OpenCode(AcpPreset):
-    def files(self, workspace: Path, model: str | None, system_prompt: str, env: dict[str, str]) -> dict[Path, str]:
+    def files(self, spec: RunSpec, env: dict[str, str]) -> dict[Path, str]:
         # "ask" for what changes things: OpenCode then sends session/request_permission, which the run's permission
         # mode answers (allowlist refuses, ask puts it to the person, bypass allows)
         config: dict[str, Any] = {"$schema": "https://opencode.ai/config.json", "autoupdate": False,
                                   "share": "disabled",
                                   "permission": {"edit": "ask", "bash": "ask", "webfetch": "ask"}}
-        if model:
-            config["model"] = model
-        return {workspace / "opencode.json": json.dumps(config, indent=2)}
+        if spec.model:
+            config["model"] = spec.model
+        return {spec.workspace / "opencode.json": json.dumps(config, indent=2)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Codex(AcpPreset):
+    def files(self, spec: RunSpec, env: dict[str, str]) -> dict[Path, str]:
+        # the bespoke runtime's per-run CODEX_HOME (the user's config read, never written; offline switches; the
+        # login copied; sessions kept per gateway session), without our MCP server: it comes in session/new
+        from gateway.agents.runtimes.codex import CodexRuntime
+
+        built = CodexRuntime().build(replace(spec, permissions="allowlist"))
+        env["CODEX_HOME"] = built.env["CODEX_HOME"]
+        home = Path(env["CODEX_HOME"])
+        config = CodexRuntime().config(spec)
+        config.pop("mcp_servers", None)
+        return {home / "config.toml": toml.dumps(config)}
 
 
 PRESETS: dict[str, AcpPreset] = {
@@ -90,7 +110,7 @@ PRESETS: dict[str, AcpPreset] = {
                           model_env="ANTHROPIC_MODEL",
                           modes={"allowlist": ("default",), "ask": ("default",), "ask-dangerous": ("default",),
                                  "bypass": ("bypassPermissions", "default")}),
-    "codex-acp": AcpPreset("codex-acp", "codex-acp", credentials_of="codex"),
+    "codex-acp": _Codex("codex-acp", "codex-acp", credentials_of="codex"),
     "gemini": _Gemini("gemini", "gemini", ("--acp",), {"GEMINI_CLI_TRUST_WORKSPACE": "true"},
                       credentials_of="gemini", instructions="GEMINI.md", model_flag="--model"),
     "opencode": _OpenCode("opencode", "opencode", ("acp",), {"OPENCODE_DISABLE_AUTOUPDATE": "true"},

@@ -137,8 +137,9 @@ async def allowed_turn(c: Any, message: str, key: str) -> tuple[list[dict[str, A
         if asked.done():
             events.append(asked.result())
             await c.call("exec.approval.resolve", {"id": events[-1]["id"], "decision": "allow-once"})
-        else:
+        else:  # the turn ended: the watch for another request goes, before anyone else reads the events
             asked.cancel()
+            await asyncio.gather(asked, return_exceptions=True)
     return events, await done
 
 
