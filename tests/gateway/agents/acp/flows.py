@@ -10,6 +10,7 @@ next turn still answers.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,7 +109,8 @@ class AcpFlows:
         c = await operator(gw.url, gw.token or "")
         try:
             key = "agent:main:acp-stop"
-            done = await start_turn(c, self.shell("touch stop.txt && sleep 60 && echo too-late"), key)
+            seconds = str(random.randint(600, 999))  # this test's own command (other tests may sleep meanwhile)
+            done = await start_turn(c, self.shell(f"touch stop.txt && sleep {seconds} && echo too-late"), key)
             event = await approval_asked(c, key)
             await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
             await asyncio.sleep(2)  # the command runs now
@@ -119,7 +121,7 @@ class AcpFlows:
             assert time.monotonic() - started < 15, "the turn did not stop at once"
             assert result["status"] != "ok" or "too-late" not in str(result), result
             await asyncio.sleep(1)
-            assert not any(alive(p) for p in _sleepers()), "the agent's command outlived /stop"
+            assert not any(alive(p) for p in _sleepers(seconds)), "the agent's command outlived /stop"
             again = await (await start_turn(c, "REPLY after stop", key))
             assert again["status"] == "ok", again
             assert await last_reply(c, key) == "after stop"
@@ -143,8 +145,8 @@ async def allowed_turn(c: Any, message: str, key: str) -> tuple[list[dict[str, A
     return events, await done
 
 
-def _sleepers() -> list[int]:
-    """Processes running ``sleep 60`` (the command the stopped turn started)."""
+def _sleepers(seconds: str) -> list[int]:
+    """Processes running ``sleep <seconds>`` (the command the stopped turn started)."""
     import os
 
     out = []
@@ -153,7 +155,7 @@ def _sleepers() -> list[int]:
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                if fh.read().split(b"\0")[:2] == [b"sleep", b"60"]:
+                if fh.read().split(b"\0")[:2] == [b"sleep", seconds.encode()]:
                     out.append(int(pid))
         except OSError:
             continue
