@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import report  # noqa: E402
+from gateway.dispatch.registry import drop_ignored, registry, validate_wire  # noqa: E402
 from gateway.methods import load_all  # noqa: E402
-from gateway.registry import drop_ignored, registry, validate_wire  # noqa: E402
 
 CALLS: dict[str, dict[str, Any]] = {
     "logs.tail": {"limit": 50},

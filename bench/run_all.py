@@ -83,6 +83,17 @@ def _espeak() -> str | None:
     return None if shutil.which("espeak-ng") else "espeak-ng (apt-get install espeak-ng)"
 
 
+def _desktop() -> str | None:
+    if not (shutil.which("Xvfb") and shutil.which("zenity") and shutil.which("dbus-launch")
+            and Path("/usr/libexec/at-spi-bus-launcher").exists()):
+        return "xvfb, at-spi2-core, dbus-x11, zenity (scripts/setup-tests)"
+    try:
+        import cua_driver  # noqa: F401
+    except ImportError:
+        return "cua-driver (pip install -e '.[desktop]')"
+    return None
+
+
 def _opencode() -> str | None:
     found = (ROOT / ".agent-clis" / "node_modules" / ".bin" / "opencode").exists()
     return None if found else "OpenCode (scripts/install-agent-clis opencode)"
@@ -144,8 +155,8 @@ BENCHES: tuple[Bench, ...] = (
                                ("idle RSS, core install (MiB)", "installs/core/idle_rss_mb"),
                                ("start, all extras (s)", "installs/all extras/start_median_s"),
                                ("idle RSS, all extras (MiB)", "installs/all extras/idle_rss_mb"))),
-    Bench("bridge", headline=(("message -> CLI start, median (ms)", "overhead_median_ms"),
-                              ("stand-in runs per second", "runs_per_s"))),
+    Bench("runs", headline=(("message -> CLI start, median (ms)", "overhead_median_ms"),
+                            ("stand-in runs per second", "runs_per_s"))),
     Bench("acp", needs=(_opencode,),
           headline=(("turn, runtime opencode p50 (ms)", "turn_opencode/p50_ms"),
                     ("turn, runtime acp (opencode acp) p50 (ms)", "turn_acp/p50_ms"),
@@ -180,6 +191,11 @@ BENCHES: tuple[Bench, ...] = (
           headline=(("browser snapshot p50 (ms)", "snapshot/p50_ms"), ("browser click p50 (ms)", "click/p50_ms"),
                     ("canvas snapshot p50 (ms)", "canvas_snapshot/p50_ms"),
                     ("node + Chromium idle PSS (MiB)", "node_idle_pss_mb"))),
+    Bench("desktop", needs=(_desktop,),
+          headline=(("desktop get_window_state via shim p50 (ms)", "remoteclaw_get_window_state/p50_ms"),
+                    ("desktop click via shim p50 (ms)", "remoteclaw_click/p50_ms")),
+          peers=(("cua-driver call", "remoteclaw_get_window_state/p50_ms", "direct_call_get_window_state/p50_ms"),
+                 ("cua-driver call", "remoteclaw_click/p50_ms", "direct_call_click/p50_ms"))),
     Bench("webchat", needs=(_chromium,),
           headline=(("`sessions.list` (100) p50 (ms)", "sessions_list/p50_ms"),
                     ("`chat.history` (200) p50 (ms)", "chat_history/p50_ms"),

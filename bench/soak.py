@@ -154,7 +154,7 @@ def _logged_errors(log: Path) -> list[str]:
 
 
 def _stalls(log: Path) -> dict[str, Any]:
-    """The gateway's ``loop.stalled`` warnings (``gateway/loop_watch.py``): how many, the worst, where."""
+    """The gateway's ``loop.stalled`` warnings (``gateway/server/loop_watch.py``): how many, the worst, where."""
     stalls: list[dict[str, Any]] = []
     for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
         if "loop.stalled" in line:

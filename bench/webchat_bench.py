@@ -73,7 +73,7 @@ async def populate(client: RawClient, sessions: int, messages: int) -> None:
 async def page_loads(gw: GatewayProcess, loads: int) -> list[float]:
     from playwright.async_api import async_playwright
 
-    from tests.channels.test_webchat_browser import CHROMIUM, CHROMIUM_ARGS
+    from tests.channels.webchat.test_webchat_browser import CHROMIUM, CHROMIUM_ARGS
 
     out = []
     async with async_playwright() as pw:

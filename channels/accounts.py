@@ -5,8 +5,9 @@ Telegram, Discord, the web chat and a plugin's channel plug in the same way) sta
 retrying while its platform is unreachable; a live config change restarts only the accounts whose
 settings changed (access rules and ``stream`` are read per message, so they never restart a bot).
 
-Channel type contract: a ``Channel`` subclass (``channels.base``: ``from_config``, ``configured``,
-``handle_webhook``), and a place in ``AUTOSTART_TYPES`` to run even when its config section is absent.
+Channel type contract: a ``ChannelKind`` (``channels.kind``: name, config model, autostart) naming a ``Channel``
+subclass (``channels.base``: ``from_config``, ``configured``, ``handle_webhook``). Each account is built with its
+settings and a ``ChannelEnvironment`` (``channels.environment``): the gateway's services and its folders.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from channels.base import Channel, ChannelError, ChannelNotLinked
-from gateway.extensions import CHANNELS
-from gateway.extras import MissingExtra, extra_for_module
+from channels.environment import ChannelEnvironment
+from channels.kind import ChannelKind
+from gateway.cli.extras import MissingExtra, extra_for_module
+from gateway.composition.entry_points import CHANNELS
 from gateway.platforms import ChannelAccessConfig, InboundHandler, PlatformHost, channel_section
 
 if TYPE_CHECKING:
@@ -28,25 +31,30 @@ if TYPE_CHECKING:
 
     from gateway.platforms import Config
 
-__all__ = ["AUTOSTART_TYPES", "Accounts", "account_configs", "channel_sections", "register_channel_type"]
+__all__ = ["Accounts", "account_configs", "channel_sections", "register_channel_type"]
 
 log = structlog.get_logger("channels.accounts")
 
-AUTOSTART_TYPES = frozenset({"webchat"})
-"""Types that run without a config section. Every other type is imported only when configured, so an
-unused channel's library (python-telegram-bot, discord.py) never costs start time or memory."""
-
-
-def register_channel_type(name: str, cls: str | type[Channel]) -> None:
-    """Add (or replace) a channel type in this process, e.g. from a test: the class, or
+def register_channel_type(name: str, cls: str | type[Channel] | ChannelKind) -> None:
+    """Add (or replace) a channel type in this process, e.g. from a test: the class, its kind, or
     ``"module:Class"`` to import when that channel is configured."""
     CHANNELS.register(name, cls)
+
+
+def _autostarts(name: str) -> bool:
+    """Whether the type runs without a config section (the web chat). Only a kind says so; loading it imports
+    no platform library, which is imported only when an account is configured."""
+    try:
+        return bool(getattr(CHANNELS.load(name), "autostart", False))
+    except Exception:
+        return False
 
 
 def _load_type(name: str) -> tuple[type[Channel] | None, str | None]:
     """The channel type, or None and why not: a library that is not part of this install names its extra."""
     try:
-        cls: type[Channel] = CHANNELS.load(name)
+        entry = CHANNELS.load(name)
+        cls: type[Channel] = entry.load() if isinstance(entry, ChannelKind) else entry
     except ModuleNotFoundError as exc:
         extra = extra_for_module(exc.name)
         why = (MissingExtra(extra, f"the {name} channel").message if extra
@@ -123,7 +131,7 @@ class Accounts:
         out: dict[tuple[str, str], tuple[type[Channel], dict[str, Any]]] = {}
         unloadable: dict[str, str] = {}
         for name, (given, section) in channel_sections(config).items():
-            if not (given or name in AUTOSTART_TYPES):
+            if not (given or _autostarts(name)):
                 continue
             cls, why = None, None
             try:
@@ -162,10 +170,7 @@ class Accounts:
         delay = 1.0
         while True:
             try:
-                # Underscored keys are facts about this gateway, not config: where to keep files, public URL.
-                env = {"_stateDir": str(self.host.state_dir), "_publicUrl": self.host.config.gateway.publicUrl,
-                       "_host": self.host, "_commands": self.host.config.messages.commands}
-                ch = cls.from_config(acct_id, self._on_inbound, {**cfg, **env})
+                ch = cls.from_config(acct_id, cfg, self._environment(name, acct_id))
                 # Registered before start(): messages can arrive while it connects (Telegram hands over
                 # what was sent while the bot was offline at once), and their replies must find it.
                 self.channels[key] = ch
@@ -191,6 +196,12 @@ class Accounts:
             self.status[key] = {"state": "running"}
             log.info("channel account running", channel=name, account=acct_id)
             return
+
+    def _environment(self, channel: str, account_id: str) -> ChannelEnvironment:
+        config = self.host.config
+        return ChannelEnvironment(channel, account_id, self._on_inbound, host=self.host,
+                                  state_dir=self.host.state_dir, public_url=config.gateway.publicUrl,
+                                  menu_commands=bool(config.messages.commands))
 
     async def _stop_account(self, key: tuple[str, str]) -> None:
         task = self._tasks.pop(key, None)

@@ -1,4 +1,4 @@
-"""The channel interface: what every messaging adapter (Telegram, Discord, web chat) offers.
+"""The channel interface: what every messaging adapter (Telegram, Discord, Slack, Matrix, WhatsApp, web chat) offers.
 
 A channel turns its platform's updates into ``Inbound`` messages (handed to ``on_inbound``) and
 performs outbound operations. It declares what it supports in ``capabilities``; calling an
@@ -18,6 +18,8 @@ from gateway.protocol import Forbidden, InvalidRequest, NotLinked, Unavailable
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from channels.environment import ChannelEnvironment
 
 __all__ = [
     "Capability",
@@ -79,7 +81,7 @@ class Channel(ABC):
     name: str = ""
     text_limit: int = 4000
     capabilities: frozenset[Capability] = frozenset()
-    # How long the platform shows one typing indicator; the bridge renews it while an agent works.
+    # How long the platform shows one typing indicator; the gateway renews it while an agent works.
     typing_lasts_s: float | None = None
 
     def __init__(self, account_id: str, on_inbound: InboundHandler) -> None:
@@ -89,16 +91,16 @@ class Channel(ABC):
     # -- what the manager calls to build and run an account --------------------------------------
 
     @classmethod
-    def configured(cls, cfg: dict[str, Any]) -> bool:
-        """Whether this account's config has what it needs to start (e.g. a token); unconfigured ones are
+    def configured(cls, settings: dict[str, Any]) -> bool:
+        """Whether this account's settings have what it needs to start (e.g. a token); unconfigured ones are
         skipped silently."""
         return True
 
     @classmethod
     @abstractmethod
-    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> Channel:
-        """Build an account from its effective config. Keys starting with ``_`` are facts the manager adds
-        (``_stateDir``, ``_publicUrl``, ``_commands``, ``_host``: the gateway's ``PlatformHost``)."""
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: ChannelEnvironment) -> Channel:
+        """Build an account from its effective settings (the section, with the account's own keys over it) and
+        its place in the gateway (``env``: the inbound door, journal, message log, folders, public URL)."""
 
     async def handle_webhook(self, request: Request) -> Response:
         """Answer ``POST /channels/<name>/<account>/webhook`` (channels that take pushed updates)."""

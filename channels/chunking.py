@@ -1,6 +1,6 @@
 """Splitting long text into pieces a channel accepts (Telegram 4096 characters, Discord 2000).
 
-One shared splitter so the bridge's replies and the ``message.*`` methods cut text the same way:
+One shared splitter so the agents' replies and the ``message.*`` methods cut text the same way:
 at a paragraph break if one is in the second half of the window, else a line break, else a space,
 else a hard cut. Code fences that a cut would leave open are closed and reopened in the next piece,
 so Markdown-rendering clients still show the code as code.

@@ -1,4 +1,4 @@
-"""The channels subsystem: started through the ``remoteclaw.subsystems`` extension point with a ``PlatformHost``.
+"""The channels package's start, run by the gateway (``remoteclaw.platforms`` entry point) with a ``PlatformHost``.
 
 It puts three parts together, one job each:
 - ``channels.accounts``: which accounts the config wants, running them, finding one, their webhooks;

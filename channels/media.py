@@ -1,7 +1,7 @@
 """Downloaded chat media: kept in the state dir for the agent and the history, then pruned by age.
 
 Telegram and Discord attachments are saved under ``<state dir>/media/<channel>/<account>/`` so a run
-can copy them into its workspace. Left alone that folder only grows; the channels subsystem prunes
+can copy them into its workspace. Left alone that folder only grows; the channels package (``channels.manager``) prunes
 files older than ``channels.mediaMaxAgeDays`` at start and every few hours after.
 """
 

@@ -3,7 +3,7 @@
 Agent runs deliver replies, show typing and progress, and ask approvals through it; the ``message.*`` methods
 send, react, delete, pin and read through it. Text is split at the channel's limit, an operation the channel
 cannot do is refused naming it, and every message in and out is stored (the host's message log), so
-``message.read`` works on every channel: every outbound message, the bridge's replies included, goes through
+``message.read`` works on every channel: every outbound message, the agents' replies included, goes through
 ``send_text`` or ``send_attachment`` here.
 """
 

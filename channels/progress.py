@@ -1,7 +1,7 @@
 """The live note: one chat message that shows a turn while it runs, gone when the reply arrives.
 
 An agent turn can take minutes. In a web page the reply and the tool calls stream in; in Telegram or Discord the
-user would see only "typing…". So the bridge keeps one note up to date while the agent works, and the reply itself
+user would see only "typing…". So the gateway keeps one note up to date while the agent works, and the reply itself
 is then sent as a normal message (the one notification of the turn). What the note shows follows the account's
 ``stream`` setting:
 
@@ -42,7 +42,7 @@ def step_label(tool_name: str) -> str:
 
 
 class ProgressNote:
-    """Started per turn by the bridge; ``step`` for each tool call, ``text`` as the reply is written, ``close``
+    """Started per turn by the agent executor; ``step`` for each tool call, ``text`` as the reply is written, ``close``
     at the end."""
 
     def __init__(self, channel: Channel, to: str, *, thread_id: str | None = None, stream: str = "edits",

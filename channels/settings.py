@@ -1,8 +1,8 @@
 """A channel's own config keys, checked with an error naming the first bad field (``channels.<name>.<field>``).
 
-The ``channels`` section keeps the keys of plugin channels as given (it has no typed model for them), so such a
-channel checks its own keys with a pydantic model when an account is built; a mistake then shows in
-``channels.status`` as the field and what is wrong with it.
+A channel kind without a section model (``channels.kind``: Slack, Matrix, WhatsApp, a plugin's channel) has its
+section kept as written, so the channel checks its own keys with a pydantic model when an account is built; a
+mistake then shows in ``channels.status`` as the field and what is wrong with it.
 """
 
 from __future__ import annotations

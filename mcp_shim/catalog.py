@@ -23,13 +23,15 @@ if TYPE_CHECKING:
 __all__ = ["PROFILE_GROUPS", "Catalog"]
 
 _ALL = frozenset((*BASELINE_GROUPS, *OWNER_GROUPS, "plugin"))
+_DYNAMIC = ("plugin", "desktop")
+"""Groups whose tools come from the gateway (the tools file or a fetch), replaced as a whole when it changes."""
 
 PROFILE_GROUPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # profile: (groups whose every tool is in, groups whose read-only tools are in)
     # ``approvals`` is in every profile: Claude Code's permission prompts go through approval_prompt.
     "minimal": (frozenset({"heartbeat", "approvals"}), frozenset({"session"})),
     "messaging": (frozenset({"session", "message", "heartbeat", "approvals", "plugin"}), frozenset()),
-    "coding": (frozenset({"session", "heartbeat", "approvals", "nodes", "canvas", "browser", "plugin"}),
+    "coding": (frozenset({"session", "heartbeat", "approvals", "nodes", "canvas", "browser", "desktop", "plugin"}),
                frozenset({"gateway", "cron"})),
     "full": (_ALL, frozenset()),
 }
@@ -65,14 +67,20 @@ class Catalog:
         print(f"remoteclaw-mcp: {text}", file=sys.stderr)
 
     def set_plugins(self, data: Any) -> bool:
-        """Replace the plugin tools with those in ``{tools: [...]}``; returns whether the list changed."""
-        builtin = {name: t for name, t in self.tools.items() if t.group != "plugin"}
+        """Replace the plugin tools with those in ``{tools: [...]}`` and the desktop tools with those in
+        ``{desktop: [...]}`` (``tools.desktop``); returns whether the list changed."""
+        from mcp_shim.tools.desktop import from_listing
+
+        builtin = {name: t for name, t in self.tools.items() if t.group not in _DYNAMIC}
         tools, warnings = from_manifest(data, set(builtin))
-        for warning in warnings:
+        desktop, more = from_listing(data.get("desktop") if isinstance(data, dict) else None,
+                                     set(builtin) | {t.name for t in tools})
+        for warning in [*warnings, *more]:
             self._warn(warning)
+        tools += desktop
         new = {**builtin, **{t.name: t for t in tools}}
-        old_plugins = sorted((t.name, t.description) for t in self.tools.values() if t.group == "plugin")
-        changed = old_plugins != sorted((t.name, t.description) for t in tools)
+        old_dynamic = sorted((t.name, t.description) for t in self.tools.values() if t.group in _DYNAMIC)
+        changed = old_dynamic != sorted((t.name, t.description) for t in tools)
         self.tools = new  # one assignment: the stdin thread always sees a whole table
         hooks = data.get("hooks") if isinstance(data, dict) else None
         self.await_before = isinstance(hooks, list) and "before_tool_call" in hooks

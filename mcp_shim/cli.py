@@ -3,6 +3,9 @@
 ``call`` runs one tool through the very path an agent's MCP call takes (same env context, same
 validation, hooks, side effects and result shaping), which makes it the quickest way to try a tool
 by hand or from a script. It prints the result's text and exits 1 when the result is an error.
+
+``remoteclaw call desktop.<tool> '<json>' [--node N]`` is ``cua-driver call <tool> '<json>'`` on a paired desktop
+node: the agents' ``desktop_<tool>`` with the same arguments (``--image-out`` writes the screenshot to a file).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ def register(subparsers: Any) -> None:
     call.add_argument("tool", nargs="?", help="tool name, e.g. sessions_list")
     call.add_argument("arguments", nargs="?", default="{}", metavar="JSON", help="the tool's arguments (default {})")
     call.add_argument("--list", action="store_true", help="list the tools this context may use instead")
+    call.add_argument("--node", help="desktop.<tool>: which desktop node (id, id prefix or name)")
+    call.add_argument("--image-out", metavar="PATH", help="write the result's first image to PATH (not base64)")
     call.set_defaults(func=_cmd_call)
 
 
@@ -60,12 +65,25 @@ def _cmd_call(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"remoteclaw: the arguments are not valid JSON: {exc}", file=sys.stderr)
         return 2
+    if args.tool.startswith("desktop."):  # Cua Driver's name on a desktop node: the agents' desktop_<tool>
+        if not isinstance(arguments, dict):
+            print("remoteclaw: a desktop tool's arguments are a JSON object", file=sys.stderr)
+            return 2
+        args.tool = "desktop_" + args.tool.removeprefix("desktop.")
+        if args.node:
+            arguments = {**arguments, "nodeId": args.node}
 
     async def go() -> dict[str, Any]:
         runner = Runner(catalog)
         try:
             if catalog.plugins_from_gateway and args.tool not in catalog.tools:
                 await runner.refresh_plugins()
+            tool = catalog.tools.get(args.tool)
+            if tool is not None and tool.group == "desktop" and args.node:
+                # One desktop node: its schema has no nodeId, but naming the node is still allowed here.
+                props = dict(tool.input_schema.get("properties") or {})
+                props.setdefault("nodeId", {"type": "string"})
+                tool.input_schema = {**tool.input_schema, "properties": props}
             return await runner.call(args.tool, arguments)
         finally:
             await runner.close(grace=1.0)
@@ -75,9 +93,17 @@ def _cmd_call(args: argparse.Namespace) -> int:
     except UnknownTool:
         print(f"remoteclaw: no tool named {args.tool!r} (see: remoteclaw call --list)", file=sys.stderr)
         return 2
+    image_out = args.image_out
     for item in result.get("content", []):
         if item.get("type") == "text":
             print(item["text"])
+        elif item.get("type") == "image" and image_out:
+            import base64
+            from pathlib import Path
+
+            Path(image_out).write_bytes(base64.b64decode(item["data"]))
+            print(f"[{item.get('mimeType')} written to {image_out}]")
+            image_out = None
         else:
             print(orjson.dumps(item, option=orjson.OPT_INDENT_2).decode())
     return 1 if result.get("isError") else 0

@@ -1,6 +1,6 @@
 """The run's context: ``REMOTECLAW_*`` environment variables, read once into a frozen value.
 
-The bridge sets these when it spawns an agent CLI; the CLI passes them on to the shim. Missing
+The gateway's agent executor sets these when it spawns an agent CLI; the CLI passes them on to the shim. Missing
 required variables are reported by name, because a silently defaulted session key or gateway
 would send an agent's actions to the wrong place.
 """

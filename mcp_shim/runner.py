@@ -115,7 +115,13 @@ class Runner:
         try:
             if not patient and self._request is None:
                 await self._gateway_client().connect(open_timeout=5)
-            return await self.gateway("plugin.tools.list", {}, timeout=10)
+            listed = await self.gateway("plugin.tools.list", {}, timeout=10)
+            if self.ctx.sender_is_owner and isinstance(listed, dict):  # the desktop nodes' tools, owner runs only
+                from mcp_shim.tools.desktop import listing  # owner runs only: not imported for the others
+
+                with contextlib.suppress(RpcError):
+                    listed = {**listed, "desktop": await listing(self.gateway)}
+            return listed
         except Exception as exc:
             if patient:
                 print(f"remoteclaw-mcp: plugin tools unavailable: {exc}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """The side-effects file: NDJSON records of what a run already did (messages sent, jobs added).
 
-The bridge reads it after the run so it does not deliver the same reply twice. Several tool calls
+The gateway's agent executor reads it after the run so it does not deliver the same reply twice. Several tool calls
 (and, in principle, several processes) append at once, so each record is one ``write`` on a file
 opened with ``O_APPEND``: the kernel places each write whole at the end, records never interleave,
 and the data is in the file before the tool returns.
@@ -39,7 +39,7 @@ class SideEffects:
         """
         data = orjson.dumps(record) + b"\n"
         try:
-            # Opened per record (microseconds) so a file the bridge rotates or removes is simply re-created.
+            # Opened per record (microseconds) so a file the executor rotates or removes is simply re-created.
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 written = os.write(fd, data)

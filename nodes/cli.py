@@ -6,6 +6,8 @@
     remoteclaw node approvals remove PATTERN
     remoteclaw node browser show
     remoteclaw node browser set KEY VALUE      evaluateEnabled, allowPrivateNetwork, allowedHosts, downloadsDir
+    remoteclaw node desktop show               Cua Driver, the display, the accessibility bus, the tools offered
+    remoteclaw node desktop set KEY VALUE      enabled, telemetry, updateChecks, recordVideo, driverPath, denyTools
 
 ``remoteclaw-node`` is the same without the ``node`` word, for a machine with only the node host installed.
 """
@@ -41,6 +43,8 @@ def _build(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--token", help="gateway token for the first pairing (default: $REMOTECLAW_GATEWAY_TOKEN)")
     run.add_argument("--no-browser", action="store_true",
                      help="do not offer the canvas and browser commands even where Chromium is installed")
+    run.add_argument("--no-desktop", action="store_true",
+                     help="do not offer the desktop commands even where Cua Driver and a display are present")
     run.set_defaults(func=_cmd_run)
     approvals = sub.add_parser("approvals", help="what system.run may execute on this machine")
     asub = approvals.add_subparsers(dest="approvals_command", metavar="ACTION")
@@ -62,6 +66,16 @@ def _build(parser: argparse.ArgumentParser) -> None:
     bset.add_argument("key")
     bset.add_argument("value")
     bset.set_defaults(func=_cmd_browser_set)
+    desktop = sub.add_parser("desktop", help="this node's desktop (Cua Driver): what was found, what it may do")
+    dsub = desktop.add_subparsers(dest="desktop_command", metavar="ACTION")
+    dsub.required = True
+    dsub.add_parser("show", help="whether Cua Driver, a display and the accessibility bus were found, and the "
+                                 "tools offered").set_defaults(func=_cmd_desktop_show)
+    dset = dsub.add_parser("set", help="set enabled, telemetry, updateChecks, recordVideo (true|false), driverPath "
+                                       "or denyTools (comma-separated tool names); applies at the next node start")
+    dset.add_argument("key")
+    dset.add_argument("value")
+    dset.set_defaults(func=_cmd_desktop_set)
 
 
 def _approvals() -> Any:
@@ -123,6 +137,54 @@ def _cmd_browser_set(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_desktop_show(_args: argparse.Namespace) -> int:
+    from nodes.desktop.service import DesktopCommands
+    from nodes.desktop.settings import DesktopSettings
+    from nodes.state import state_dir
+
+    async def look() -> dict[str, Any]:
+        desktop, found = await DesktopCommands.create(state_dir())
+        out: dict[str, Any] = {**found.describe()}
+        try:
+            out["settings"] = DesktopSettings.load(state_dir()).describe()
+        except ValueError as exc:
+            out["settings"] = {"error": str(exc)}
+        if desktop is not None:
+            try:
+                out["tools"] = sorted(desktop.offered)
+                out["withheld"] = desktop.withheld
+            finally:
+                await desktop.close()
+        return out
+
+    out = asyncio.run(look())
+    print(json.dumps(out, indent=2))
+    return 0 if out["available"] else 1
+
+
+def _cmd_desktop_set(args: argparse.Namespace) -> int:
+    from nodes.desktop.settings import BOOLEAN_KEYS, DesktopSettings
+    from nodes.state import state_dir
+
+    value: Any = args.value
+    if args.key in BOOLEAN_KEYS:
+        if args.value.lower() not in ("true", "false"):
+            print(f"{args.key} takes true or false", file=sys.stderr)
+            return 2
+        value = args.value.lower() == "true"
+    elif args.key == "denyTools":
+        value = [t.strip() for t in args.value.split(",") if t.strip()]
+    elif args.key == "driverPath":
+        value = args.value or None
+    try:
+        DesktopSettings.update(state_dir(), args.key, value)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(f"{args.key} = {json.dumps(value)} (applies when the node starts next)")
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from nodes.host import NodeHost
     from nodes.state import state_dir
@@ -134,7 +196,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         node = NodeHost(url, gateway_token=token, display_name=args.display_name, state=state_dir(),
-                        browser=not args.no_browser)
+                        browser=not args.no_browser, desktop=not args.no_desktop)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, node.stop)

@@ -21,6 +21,7 @@ from nodes.approvals import ExecApprovals
 
 if TYPE_CHECKING:
     from nodes.browser.service import BrowserCommands
+    from nodes.desktop.service import DesktopCommands
 
 __all__ = ["COMMANDS", "CommandError", "Commands"]
 
@@ -101,14 +102,19 @@ class Commands:
     def __init__(self, approvals: ExecApprovals, browser: BrowserCommands | None = None) -> None:
         self.approvals = approvals
         self.browser = browser
+        self.desktop: DesktopCommands | None = None
+        """Cua Driver's tools, set once the node has probed for them (``NodeHost.run``)."""
         self.running: dict[str, asyncio.subprocess.Process] = {}
 
     @property
     def declared(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(caps, commands)`` this node announces at connect."""
-        if self.browser is None:
-            return CAPS, COMMANDS
-        return (*CAPS, *self.browser.caps), (*COMMANDS, *self.browser.commands)
+        caps: tuple[str, ...] = CAPS
+        commands: tuple[str, ...] = COMMANDS
+        for extra in (self.browser, self.desktop):
+            if extra is not None:
+                caps, commands = (*caps, *extra.caps), (*commands, *extra.commands)
+        return caps, commands
 
     async def run(self, command: str, params: Any, invoke_id: str) -> Any:
         if params is None:
@@ -123,6 +129,8 @@ class Commands:
             return await self.system_notify(params)
         if self.browser is not None and command in self.browser.commands:
             return await self.browser.run(command, params)
+        if self.desktop is not None and command.startswith("desktop."):
+            return await self.desktop.run(command, params)
         raise CommandError("UNAVAILABLE", f"this node does not serve {command}")
 
     async def system_run(self, params: dict[str, Any], invoke_id: str) -> dict[str, Any]:

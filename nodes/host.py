@@ -76,14 +76,16 @@ class NodeHost:
     """
 
     def __init__(self, url: str, *, gateway_token: str | None, display_name: str, state: Path,
-                 browser: bool = True) -> None:
+                 browser: bool = True, desktop: bool = True) -> None:
         self.url = url
         self.gateway_token = gateway_token
         self.display_name = display_name
         self.state = state
         self.identity = NodeIdentity.load_or_create(state / "identity.json")
-        self._unavailable: str | None = None
+        self._unavailable: dict[str, str] = {}
+        """Why a group of commands is missing, by the group's patterns (``canvas.*, browser.*``)."""
         self.commands = Commands(ExecApprovals(state / "exec-approvals.json"), self._browser(browser))
+        self._want_desktop = desktop
         self.client: GatewayClient | None = None
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -103,8 +105,23 @@ class NodeHost:
         browser, reason = BrowserCommands.create(self.state, canvas_host_url(self.url), self._emit)
         if browser is None:
             log(f"canvas and browser commands are off: {reason}")
-            self._unavailable = reason
+            self._unavailable["canvas.*,browser.*"] = reason or "unknown"
         return browser
+
+    async def _desktop(self) -> None:
+        """The desktop commands (Cua Driver), when the driver, a display and the accessibility bus are here."""
+        if not self._want_desktop:
+            return
+        from nodes.desktop.service import DesktopCommands
+
+        desktop, found = await DesktopCommands.create(self.state)
+        if desktop is None:
+            log(f"desktop commands are off: {found.reason}")
+            self._unavailable["desktop.*"] = found.reason or "unknown"
+            return
+        self.commands.desktop = desktop
+        log(f"desktop: cua-driver {found.version or '?'} on {found.display}, {len(desktop.offered)} tools offered"
+            + (f", {len(desktop.withheld)} withheld" if desktop.withheld else ""))
 
     async def _emit(self, event: str, payload: dict[str, Any]) -> None:
         """Send the gateway a node event (an A2UI button press, say); dropped, with a log line, when offline."""
@@ -161,11 +178,13 @@ class NodeHost:
         """Connect and serve until stopped; returns the exit code."""
         log(f"node id {self.node_id}, state in {self.state}")
         try:
+            await self._desktop()
             return await self._loop()
         finally:
-            if self.commands.browser is not None:
-                with contextlib.suppress(Exception):
-                    await self.commands.browser.close()
+            for extra in (self.commands.browser, self.commands.desktop):
+                if extra is not None:
+                    with contextlib.suppress(Exception):
+                        await extra.close()
 
     async def _loop(self) -> int:
         delay = BACKOFF_MIN_S
@@ -223,6 +242,7 @@ class NodeHost:
         self._last_frame = time.monotonic()
         if auth.get("paired", True):
             self._say_unavailable()
+            self._say_ready()
         watchdog = asyncio.create_task(self._watch(client, tick_s))
         try:
             waits = [asyncio.create_task(client.wait_closed()), asyncio.create_task(self._stop.wait()),
@@ -282,16 +302,27 @@ class NodeHost:
             self._save_token(str(payload["token"]))
             log("paired: serving invocations")
             self._say_unavailable()
+            self._say_ready()
         else:
             # A gateway that does not hand out a token here (OpenClaw) settles the node's commands at connect.
             log("paired: reconnecting to take up the approved commands")
             self._reconnect_now.set()
 
     def _say_unavailable(self) -> None:
-        """Why the canvas and browser commands are missing: the gateway quotes it to whoever calls them."""
+        """Why command groups are missing: the gateway quotes it to whoever calls them. One event names them all
+        (the gateway keeps the latest payload of each event), each group's reason prefixed by its patterns."""
         if self._unavailable:
-            self._spawn(self._emit(UNAVAILABLE_EVENT, {"commands": ["canvas.*", "browser.*"],
-                                                       "reason": self._unavailable}))
+            patterns = [p for group in self._unavailable for p in group.split(",")]
+            reason = self._unavailable[next(iter(self._unavailable))] if len(self._unavailable) == 1 else "; ".join(
+                f"{group}: {why}" for group, why in self._unavailable.items())
+            self._spawn(self._emit(UNAVAILABLE_EVENT, {"commands": patterns, "reason": reason,
+                                                       "groups": dict(self._unavailable)}))
+
+    def _say_ready(self) -> None:
+        """A desktop node tells the gateway its tools can be read (``desktop.tools``) now that it may be invoked."""
+        desktop = self.commands.desktop
+        if desktop is not None:
+            self._spawn(self._emit("desktop.ready", {"tools": len(desktop.offered)}))
 
     def _forget(self, invoke_id: str) -> None:
         self._running.pop(invoke_id, None)

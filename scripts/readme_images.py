@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gateway.control_ui import DEFAULT_ROOT  # noqa: E402
+from gateway.server.control_ui import DEFAULT_ROOT  # noqa: E402
 from tests.support.gateway_proc import GatewayProcess  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"

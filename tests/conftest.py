@@ -17,6 +17,23 @@ from tests.support.gateway_proc import GatewayProcess
 from tests.support.openclaw_schema import FrameLog, require_schema
 from tests.support.ws import RawClient, operator
 
+LONGEST_FIRST = ("tests/deploy/test_rootfs.py", "tests/bench/test_soak.py")
+"""Files that take minutes (a Debian image built, a one-minute soak): started first, never left for the end."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long files first, then files with a ``slow`` test, then the rest, each in its own order: with
+    ``--dist loadfile`` the workers take files in this order, and a long file taken last would be the
+    suite's tail while the other workers sit idle."""
+    root = Path(str(config.rootpath))
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+
+    def rank(item: pytest.Item) -> int:
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        return 0 if where in LONGEST_FIRST else 1 if item.path in slow_files else 2
+
+    items.sort(key=rank)  # stable: each file's tests keep their order
+
 
 @pytest.fixture(autouse=True)
 def openclaw_frames(request: pytest.FixtureRequest) -> Iterator[FrameLog | None]:

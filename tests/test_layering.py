@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.capabilities import CAPABILITIES
+from gateway.composition.capabilities import CAPABILITIES
 from tests.support import ROOT
 
 PLATFORM_PACKAGES = ("channels", "nodes", "plugins")
@@ -18,10 +18,11 @@ GATEWAY_PUBLIC = {
     # what a platform package may import from the gateway (docs/architecture.md, "Dependencies")
     "gateway.protocol",  # frames and the error family
     "gateway.platforms",  # the messages, the ChatPlatforms interface, PlatformHost, config models
-    "gateway.extensions",  # the registries it adds channel types or runtimes to
-    "gateway.extras",  # which pip extra brings a library, and the error naming it
+    "gateway.config.channels",  # what a channel's own config model is built from (read while the config is built)
+    "gateway.composition.entry_points",  # the registries it adds channel types or runtimes to
+    "gateway.cli.extras",  # which pip extra brings a library, and the error naming it
     "gateway.cli",  # call_gateway(), for CLI sub-commands that are clients of a running gateway
-    "gateway.plugins",  # the plugin API: PluginApi, ToolContext, ToolFailed, text(), image(), Database
+    "gateway.plugin_host",  # the plugin API: PluginApi, ToolContext, ToolFailed, text(), image(), Database
 }
 SHIM_ALLOWED = {"gateway.protocol", "gateway"}  # the package itself: its __version__
 
@@ -63,7 +64,7 @@ def _within(module: str, packages: Iterable[str]) -> bool:
 def test_the_gateway_imports_no_platform_package() -> None:
     bad = [f"{p.relative_to(ROOT)}:{line} imports {mod}" for p, line, mod in _imports("gateway")
            if _top(mod) in PLATFORM_PACKAGES]
-    assert not bad, "the gateway must find these through gateway.extensions instead:\n" + "\n".join(bad)
+    assert not bad, "the gateway must find these through gateway.composition.entry_points instead:\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("package", [*PLATFORM_PACKAGES])
@@ -89,9 +90,10 @@ def test_the_check_sees_lazy_imports(tmp_path: Path) -> None:
 
 
 def test_the_core_names_no_capability_package() -> None:
-    """A capability is reached through ``gateway.capabilities`` (its start), ``gateway.services`` (its service, by
-    key) and ``gateway.ports`` (what the core needs of it): no module outside the capability packages imports
-    one, except the config model, which takes each capability's config section from its ``config`` module."""
+    """A capability is reached through ``gateway.composition.capabilities`` (its start),
+    ``gateway.composition.services`` (its service, by key) and ``gateway.composition.ports`` (what the core needs of
+    it): no module outside the capability packages imports one, except the config model, which takes each capability's
+    config section from its ``config`` module."""
     capabilities = list(CAPABILITIES)
     bad = [f"{p.relative_to(ROOT)}:{line} imports {mod}" for p, line, mod in _imports("gateway")
            if _within(mod, capabilities) and not _within(_module_of(p), capabilities)
@@ -117,11 +119,11 @@ def _module_of(path: Path) -> str:
 
 
 COMPOSITION_ROOT = {
-    "gateway.core",  # the Gateway itself
-    "gateway.wiring",  # builds every core service with what it uses
-    "gateway.hosts", "gateway.platforms.host",  # what a capability / a platform package is shown of it
-    "gateway.rpc",  # a handler's context (its typed services come from the gateway)
-    "gateway.app", "gateway.server",  # the HTTP app and the serve loop around one gateway
+    "gateway.composition.gateway",  # the Gateway itself
+    "gateway.composition.wiring",  # builds every core service with what it uses
+    "gateway.composition.hosts", "gateway.platforms.host",  # what a capability / a platform package is shown of it
+    "gateway.dispatch.dispatcher",  # a handler's context (its typed services come from the gateway)
+    "gateway.server.app", "gateway.server.serve",  # the HTTP app and the serve loop around one gateway
 }
 
 
@@ -129,8 +131,9 @@ def test_only_the_composition_root_imports_gateway() -> None:
     """Services get what they use through their constructors: no other module names ``Gateway``, even for a type
     hint (which is how the old service locator spread)."""
     bad = [f"{p.relative_to(ROOT)}:{line}" for p, line, mod, name in _names("gateway")
-           if mod == "gateway.core" and name == "Gateway" and _module_of(p) not in COMPOSITION_ROOT]
-    assert not bad, "build the service in gateway/wiring.py with the collaborators it uses:\n" + "\n".join(bad)
+           if mod == "gateway.composition.gateway" and name == "Gateway" and _module_of(p) not in COMPOSITION_ROOT]
+    assert not bad, ("build the service in gateway/composition/wiring.py with the collaborators it uses:\n"
+                     + "\n".join(bad))
 
 
 MAX_IMPORT_CIRCLE = 6
@@ -143,6 +146,15 @@ def test_the_largest_import_circle_is_the_composition_root() -> None:
     largest = max(_circles(graph), key=len)
     assert len(largest) <= MAX_IMPORT_CIRCLE and set(largest) <= COMPOSITION_ROOT | {"gateway.platforms"}, \
         sorted(largest)
+
+
+def test_no_other_modules_import_each_other() -> None:
+    """Outside the composition root no two modules import each other, even for a type: where one needs a little of
+    the other (the chat side of approvals its service, the plugin API its manager, the send budget a connection),
+    it names what it needs as a small protocol of its own."""
+    circles = [sorted(c) for c in _circles(_import_graph("gateway")) if len(c) > 1
+               and not set(c) <= COMPOSITION_ROOT | {"gateway.platforms"}]
+    assert not circles, circles
 
 
 def _names(package: str) -> Iterator[tuple[Path, int, str, str]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.control_ui import DEFAULT_ROOT
+from gateway.server.control_ui import DEFAULT_ROOT
 from tests.support.gateway_proc import ROOT
 from tests.support.requires import require
 

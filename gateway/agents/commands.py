@@ -1,7 +1,7 @@
 """Chat commands: what a Telegram or Discord user types to steer the agent rather than talk to it.
 
 A chat has no Stop button and no "new conversation" menu, so these few words do that job. The
-bridge answers them itself, at once, even while a turn is running; they never reach the agent.
+executor's side answers them itself, at once, even while a turn is running; they never reach the agent.
 ``/new`` followed by text starts the new conversation with that text.
 """
 
@@ -29,6 +29,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("queue", "Show the messages waiting for the next turn; /queue clear drops them"),
     Command("usage", "Tokens and cost today, this week and in this conversation"),
     Command("handoff", "The command that continues this conversation in the agent's CLI on the machine"),
+    Command("record", "Record what the agent does on your desktop node: /record start, /record stop (sends the zip)"),
     Command("approve", "Decide what the agent asked: /approve <id> allow-once|allow-always|deny"),
     Command("help", "List these commands", ("start",)),  # /start is the first thing Telegram sends
 )

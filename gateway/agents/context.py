@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.callers import OPERATOR_SCOPES, READ, WRITE, SessionScope
-from gateway.registry import registry
+from gateway.dispatch.callers import OPERATOR_SCOPES, READ, WRITE, SessionScope
+from gateway.dispatch.registry import registry
 
 if TYPE_CHECKING:
     from pathlib import Path

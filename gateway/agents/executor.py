@@ -26,6 +26,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,13 +43,13 @@ from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_work
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
 from gateway.agents.runtimes.base import Approve, Runtime
-from gateway.agents.runtimes.driver import run_turn
+from gateway.agents.runtimes.driver import TurnResult, run_turn
 from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
-from gateway.ports import PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
+from gateway.composition.ports import DESKTOP_TOOLS, PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
 from gateway.protocol import RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
@@ -63,13 +64,13 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from gateway.agents.tokens import RunTokens
-    from gateway.callbacks import Broadcast
+    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.services import Services
     from gateway.config import AgentConfig, ConfigStore
     from gateway.hooks import HookRunner
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
     from gateway.runs import RunQueue
     from gateway.sandbox import Sandbox
-    from gateway.services import Services
     from gateway.sessions import SessionsService
     from gateway.store import Database
 
@@ -80,6 +81,34 @@ log = structlog.get_logger("gateway.agents")
 DIFF_MARK = "\N{MEMO}"  # the reply's last line after a turn that changed files: "📝 2 files changed, +3 -1"
 MAX_PAGE_DIFF = 200_000  # characters of a turn's diff kept in the transcript for the web chat
 _ATTACHMENT_NOTE = re.compile(rf"(\[attachment: \w+ ){ATTACHMENTS_DIR}/")
+
+
+@dataclass(slots=True)
+class _Turn:
+    """One turn between its steps (``AgentExecutor.execute``): what ``_prepare`` settled, and what ``_run`` started
+    that ``_end`` gives back."""
+
+    run: Run
+    agent: AgentConfig
+    runtime: Runtime
+    resume_id: str | None
+    workdir: Workdir | None
+    workspace: Path
+    """Where the CLI works: the session's project folder or worktree, else its private folder."""
+    scratch: Path
+    """Our files for this turn (attachments, the MCP config): the private folder itself, or ``.remoteclaw/`` in a
+    project; removed at the end."""
+    fx_path: Path
+    tools_path: Path
+    cli_state: Path
+    before: str | None
+    """The work tree's snapshot before the turn (a git project), for its diff."""
+    confinement: RunConfinement
+    token: str
+    started: float
+    progress: ProgressSink | None = None
+    stream: RunStream | None = None
+    typing: asyncio.Task[None] | None = None
 
 
 def _steer_into(feed: StdinFeed, runtime: Runtime) -> Callable[[str], bool]:
@@ -104,7 +133,8 @@ class AgentExecutor:
         self._run_tokens = run_tokens
         self._hooks = hooks
         self._services = services
-        """The capabilities' services: voice, approvals, plugin tools (``gateway.ports``), when they started."""
+        """The capabilities' services: voice, approvals, plugin tools (``gateway.composition.ports``), when they
+        started."""
         self._broadcast = broadcast
         self._platforms = platforms
         """The chat platforms, once attached (they start after the executor)."""
@@ -190,6 +220,29 @@ class AgentExecutor:
         return self.runs_dir / hashlib.sha256(session_key.encode()).hexdigest()[:20]
 
     async def execute(self, run: Run) -> RunOutcome:
+        """One turn, in four steps: prepare its place and sandbox, write what the CLI is started with, run it, record
+        the answer. What a turn took (its token, files, live note) is given back whatever happens once it exists."""
+        turn = await self._prepare(run)
+        if isinstance(turn, RunOutcome):
+            return turn
+        try:  # from the moment the token exists it must be revoked, whatever happens next
+            spec = await self._spec(turn)
+            res = await self._run(turn, spec)
+        finally:
+            await self._end(turn)
+        # The answer exists now, outside the database: a database restart delays writing it, never drops it.
+        reply = await self._db.persist(lambda s: self._record(s, turn, res), what="the agent's answer")
+        self._hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
+                                    "ok": res.ok, "reply": res.reply if res.ok else None, "error": res.error,
+                                    "durationMs": round((time.monotonic() - turn.started) * 1000)})
+        if not res.ok:
+            return RunOutcome(status="error", error=res.error or "the agent failed")
+        return RunOutcome(status="ok", reply=reply)
+
+    async def _prepare(self, run: Run) -> _Turn | RunOutcome:
+        """The agent and its runtime, the budget check, the conversation to resume, the turn's folder (private, or
+        the session's project) with its attachments and a snapshot for the diff, the sandbox, and the run token; or
+        the outcome of a turn refused before any process starts."""
         agent = self._sessions.agent(run.agent_id, field="sessionKey")
         try:
             runtime = runtime_for(agent)
@@ -240,112 +293,122 @@ class AgentExecutor:
             log.warning("run refused: it cannot be sandboxed", session_key=run.session_key, why=str(exc))
             return RunOutcome(status="error", error=str(exc))
         token = issue_run_token(self._run_tokens, run, tuple(str(p) for p in confinement.visible))
-        started = time.monotonic()
-        stream: RunStream | None = None
-        typing: asyncio.Task[None] | None = None
-        progress: ProgressSink | None = None
-        try:  # from the moment the token exists it must be revoked, whatever happens next
-            # The plugin tools, handed over in a file: the shim lists them without asking the gateway at start.
-            plugins = self._services.find(PLUGIN_TOOLS)
-            listing = plugins.tool_listing(run.agent_id) if plugins is not None else {"tools": []}
-            tools_path.write_bytes(orjson.dumps(listing))
-            prompt = prompt_for(run)
-            if scratch != workspace:  # the prompt names attachments by their place in the workspace
-                prompt = _ATTACHMENT_NOTE.sub(rf"\1{PRIVATE_DIR}/{ATTACHMENTS_DIR}/", prompt)
-            if self._hooks.has("before_agent_start"):
-                decided = await self._hooks.decide("before_agent_start", {
-                    "sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id, "prompt": prompt,
-                    "channel": run.last.origin.channel if run.last.origin else None, "isOwner": run.is_owner})
-                extra = decided.get("prependContext")
-                if isinstance(extra, str) and extra.strip():
-                    prompt = f"{extra.strip()}\n\n{prompt}"
-            ctx_env = context_env(run, agent=agent, config=self._config.config, listen=self._listen(), fx_path=fx_path,
-                                  token=token)
-            ctx_env["REMOTECLAW_PLUGIN_TOOLS_FILE"] = str(tools_path)
-            if confinement.socket is not None:  # a network of its own: the gateway through a bound socket
-                ctx_env["REMOTECLAW_GATEWAY_SOCKET"] = str(confinement.socket)
-            spec = RunSpec(
-                prompt=prompt,
-                system_prompt=build_system_prompt(agent_name=agent.name or agent.id, session_key=run.session_key,
-                                                  origin=run.last.origin, is_owner=run.is_owner,
-                                                  source=run.first.source),
-                workspace=workspace,
-                mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
-                resume_id=resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
-                state_dir=cli_state, permissions=agent.permissions, approve=self._approver(run),
-                confine=confinement.confine, pass_env=tuple(confinement.settings.passEnv),
-                sandboxed=confinement.how == "bwrap",
-            )
-            progress = self._progress_note(run)
-            if progress is not None:
-                self._notes[run.session_key] = progress
-            stream = RunStream(self._runs, self._db, run, progress)
-            origin = run.last.origin
-            if origin is not None and run.last.deliver:
-                typing = asyncio.create_task(self._keep_typing(origin), name=f"typing-{run.id}")
+        return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=workdir, workspace=workspace,
+                     scratch=scratch, fx_path=fx_path, tools_path=tools_path, cli_state=cli_state, before=before,
+                     confinement=confinement, token=token, started=time.monotonic())
 
-            def on_spawn(at: float) -> None:
-                run.spawned_mono = at
+    async def _spec(self, turn: _Turn) -> RunSpec:
+        """What the CLI is started with: the plugin (and, for an owner's run, desktop) tools' file, the prompt (with
+        what ``before_agent_start`` hooks prepend), the shim's context and the system prompt."""
+        run, agent, confinement = turn.run, turn.agent, turn.confinement
+        # The plugin tools, handed over in a file: the shim lists them without asking the gateway at start.
+        plugins = self._services.find(PLUGIN_TOOLS)
+        listing = plugins.tool_listing(run.agent_id) if plugins is not None else {"tools": []}
+        desktop = self._services.find(DESKTOP_TOOLS)
+        if desktop is not None and is_owner_run(run):  # the desktop nodes' tools, as their drivers declare them
+            listing = {**listing, "desktop": await desktop.tool_listing(is_owner=True)}
+        turn.tools_path.write_bytes(orjson.dumps(listing))
+        prompt = prompt_for(run)
+        if turn.scratch != turn.workspace:  # the prompt names attachments by their place in the workspace
+            prompt = _ATTACHMENT_NOTE.sub(rf"\1{PRIVATE_DIR}/{ATTACHMENTS_DIR}/", prompt)
+        if self._hooks.has("before_agent_start"):
+            decided = await self._hooks.decide("before_agent_start", {
+                "sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id, "prompt": prompt,
+                "channel": run.last.origin.channel if run.last.origin else None, "isOwner": run.is_owner})
+            extra = decided.get("prependContext")
+            if isinstance(extra, str) and extra.strip():
+                prompt = f"{extra.strip()}\n\n{prompt}"
+        ctx_env = context_env(run, agent=agent, config=self._config.config, listen=self._listen(),
+                              fx_path=turn.fx_path, token=turn.token)
+        ctx_env["REMOTECLAW_PLUGIN_TOOLS_FILE"] = str(turn.tools_path)
+        if confinement.socket is not None:  # a network of its own: the gateway through a bound socket
+            ctx_env["REMOTECLAW_GATEWAY_SOCKET"] = str(confinement.socket)
+        return RunSpec(
+            prompt=prompt,
+            system_prompt=build_system_prompt(agent_name=agent.name or agent.id, session_key=run.session_key,
+                                              origin=run.last.origin, is_owner=run.is_owner,
+                                              source=run.first.source),
+            workspace=turn.workspace,
+            mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
+            resume_id=turn.resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
+            state_dir=turn.cli_state, permissions=agent.permissions, approve=self._approver(run),
+            confine=confinement.confine, pass_env=tuple(confinement.settings.passEnv),
+            sandboxed=confinement.how == "bwrap",
+        )
 
-            feed: StdinFeed | None = None
-            if effective_mode(self._config.config, agent.id) == "steer":  # messages sent mid-turn go to this CLI
-                spec.steer, feed = True, StdinFeed()
-                run.steer = _steer_into(feed, runtime)
-            res = await run_turn(runtime, spec, stream.on_event,
-                                 no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds, on_spawn=on_spawn,
-                                 feed=feed)
-        finally:  # what must happen comes first, without an await that a cancellation could cut short
-            run.steer = None
-            if typing is not None:
-                typing.cancel()
-            self._run_tokens.revoke(token)
-            run.side_effects = read_effects(fx_path)
-            shutil.rmtree(scratch, ignore_errors=True)  # the throw-away workspace, or .remoteclaw/ in a project
-            fx_path.unlink(missing_ok=True)
-            tools_path.unlink(missing_ok=True)
-            approvals = self._services.find(RUN_WATCHERS)
-            if approvals is not None:  # a decision arriving after this is refused: the run has ended
-                await approvals.run_ended(run.session_key)
-            if progress is not None:
-                if self._notes.get(run.session_key) is progress:
-                    del self._notes[run.session_key]
-                await progress.close()
-            if stream is not None:
-                await stream.save()
-        async def write(s: AsyncSession) -> str:
-            if res.retried_fresh:
-                await SessionRepo.forget_cli_session(s, run.session_key, runtime.name)
-            await SessionRepo.record_usage(s, run.session_key, runtime=runtime.name,
-                                           cli_session_id=res.session_id if res.ok or res.session_id else None,
-                                           usage=res.usage, model=res.model)
-            if res.model:
-                run.answer_facts["model"] = res.model
-            await UsageRepo.record(s, run_id=run.id, session_key=run.session_key, agent_id=agent.id,
-                                   runtime=runtime.name, model=res.model or agent.model, usage=res.usage,
-                                   cost_usd=res.cost_usd)
-            if res.usage or res.cost_usd is not None:
-                run.answer_facts["usage"] = turn_facts(res.usage, res.cost_usd)
-            reply = self._page_reply(run, res.reply) if res.ok else res.reply
-            changed = await self._turn_diff(run, workdir, before)
-            if changed is not None:  # in the transcript entry and the final chat event: the web chat renders it
-                run.answer_facts["diff"] = changed
-                if res.ok and reply and not clean_reply(reply)[1]:  # a silent answer stays silent
-                    reply = f"{reply}\n\n{DIFF_MARK} {changed['summary']}"
-            if res.ok and reply:
-                entry = await SessionRepo.add_entry(s, run.session_key, "assistant", reply, run_id=run.id,
-                                                    meta=dict(run.answer_facts))
-                await s.flush()
-                run.answer_entry_id = entry.id
-            return reply
+    async def _run(self, turn: _Turn, spec: RunSpec) -> TurnResult:
+        """The CLI's turn: the live note, the events streamed to the operators and the transcript, typing kept
+        alive, messages sent mid-turn fed to a steerable CLI."""
+        run = turn.run
+        turn.progress = self._progress_note(run)
+        if turn.progress is not None:
+            self._notes[run.session_key] = turn.progress
+        turn.stream = RunStream(self._runs, self._db, run, turn.progress)
+        origin = run.last.origin
+        if origin is not None and run.last.deliver:
+            turn.typing = asyncio.create_task(self._keep_typing(origin), name=f"typing-{run.id}")
 
-        # The answer exists now, outside the database: a database restart delays writing it, never drops it.
-        reply = await self._db.persist(write, what="the agent's answer")
-        self._hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
-                                    "ok": res.ok, "reply": res.reply if res.ok else None, "error": res.error,
-                                    "durationMs": round((time.monotonic() - started) * 1000)})
-        if not res.ok:
-            return RunOutcome(status="error", error=res.error or "the agent failed")
-        return RunOutcome(status="ok", reply=reply)
+        def on_spawn(at: float) -> None:
+            run.spawned_mono = at
+
+        feed: StdinFeed | None = None
+        if effective_mode(self._config.config, turn.agent.id) == "steer":  # messages sent mid-turn go to this CLI
+            spec.steer, feed = True, StdinFeed()
+            run.steer = _steer_into(feed, turn.runtime)
+        return await run_turn(turn.runtime, spec, turn.stream.on_event,
+                              no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds,
+                              on_spawn=on_spawn, feed=feed)
+
+    async def _end(self, turn: _Turn) -> None:
+        """Whatever the turn took, given back. What must happen comes first, without an await that a cancellation
+        could cut short: steering off, typing stopped, the token revoked, the side effects read, the files gone."""
+        run = turn.run
+        run.steer = None
+        if turn.typing is not None:
+            turn.typing.cancel()
+        self._run_tokens.revoke(turn.token)
+        run.side_effects = read_effects(turn.fx_path)
+        shutil.rmtree(turn.scratch, ignore_errors=True)  # the throw-away workspace, or .remoteclaw/ in a project
+        turn.fx_path.unlink(missing_ok=True)
+        turn.tools_path.unlink(missing_ok=True)
+        approvals = self._services.find(RUN_WATCHERS)
+        if approvals is not None:  # a decision arriving after this is refused: the run has ended
+            await approvals.run_ended(run.session_key)
+        if turn.progress is not None:
+            if self._notes.get(run.session_key) is turn.progress:
+                del self._notes[run.session_key]
+            await turn.progress.close()
+        if turn.stream is not None:
+            await turn.stream.save()
+
+    async def _record(self, s: AsyncSession, turn: _Turn, res: TurnResult) -> str:
+        """The turn in the database (one unit, retried through a database restart): the CLI's session id, the
+        usage, the change in a project, and the answer's transcript entry; returns the reply to deliver."""
+        run, runtime = turn.run, turn.runtime
+        if res.retried_fresh:
+            await SessionRepo.forget_cli_session(s, run.session_key, runtime.name)
+        await SessionRepo.record_usage(s, run.session_key, runtime=runtime.name,
+                                       cli_session_id=res.session_id if res.ok or res.session_id else None,
+                                       usage=res.usage, model=res.model)
+        if res.model:
+            run.answer_facts["model"] = res.model
+        await UsageRepo.record(s, run_id=run.id, session_key=run.session_key, agent_id=turn.agent.id,
+                               runtime=runtime.name, model=res.model or turn.agent.model, usage=res.usage,
+                               cost_usd=res.cost_usd)
+        if res.usage or res.cost_usd is not None:
+            run.answer_facts["usage"] = turn_facts(res.usage, res.cost_usd)
+        reply = self._page_reply(run, res.reply) if res.ok else res.reply
+        changed = await self._turn_diff(run, turn.workdir, turn.before)
+        if changed is not None:  # in the transcript entry and the final chat event: the web chat renders it
+            run.answer_facts["diff"] = changed
+            if res.ok and reply and not clean_reply(reply)[1]:  # a silent answer stays silent
+                reply = f"{reply}\n\n{DIFF_MARK} {changed['summary']}"
+        if res.ok and reply:
+            entry = await SessionRepo.add_entry(s, run.session_key, "assistant", reply, run_id=run.id,
+                                                meta=dict(run.answer_facts))
+            await s.flush()
+            run.answer_entry_id = entry.id
+        return reply
 
     async def _confine(self, run: Run, agent: AgentConfig, runtime: Runtime, workspace: Path, workdir: Workdir | None,
                        fx_path: Path, tools_path: Path, cli_state: Path) -> RunConfinement:

@@ -2,7 +2,7 @@
 
 Each CLI files a conversation under its own id, which the gateway keeps per session and runtime
 (``sessions.cli_sessions``), and most also by the folder it ran in: the session's project folder (or its
-worktree), else one stable private path that the bridge removes between turns, so the command recreates the
+worktree), else one stable private path that the executor removes between turns, so the command recreates the
 folder before it resumes there. A turn
 taken afterwards from chat resumes the same id, so the conversation continues in the chat too (Claude Code
 and Gemini CLI append to the same session file; Codex and OpenCode keep theirs in the gateway's state).
@@ -72,7 +72,7 @@ def handoff_command(
     if runtime == "codex":
         if state_dir is None:
             return f"{here} && {cli} resume {rid}"
-        # The bridge gives Codex a CODEX_HOME per run whose sessions/ points at the session's state dir: make
+        # The executor gives Codex a CODEX_HOME per run whose sessions/ points at the session's state dir: make
         # one that does the same, with the desk's own login (auth.json) beside it.
         home = state_dir / "codex-home"
         q = shlex.quote

@@ -10,7 +10,7 @@ the run request it becomes, with its downloaded files named by their path in the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -19,30 +19,40 @@ from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
-from gateway.ports import CHAT_DECISIONS, VOICE
+from gateway.composition.ports import CHAT_DECISIONS, RECORDER, VOICE
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
-    from gateway.agents.executor import AgentExecutor
+    from gateway.composition.services import Services
     from gateway.config import ConfigStore
     from gateway.hooks import HookRunner
     from gateway.platforms.messages import Inbound
     from gateway.runs import RunQueue
-    from gateway.services import Services
     from gateway.sessions import SessionsService
     from gateway.store import Database
 
-__all__ = ["InboundRouter"]
+__all__ = ["InboundRouter", "Replies"]
 
 log = structlog.get_logger("gateway.agents")
+
+
+class Replies(Protocol):
+    """What the router uses of the agent executor (``executor.AgentExecutor``, which builds it): answering in the
+    chat, typing, attaching a file the gateway made, and where a session's CLI works. A protocol, so the two
+    modules do not import each other."""
+
+    async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int: ...
+    async def typing(self, origin: Origin) -> float | None: ...
+    async def send_file(self, origin: Origin, path: Path, session_key: str, caption: str | None = None) -> bool: ...
+    async def handoff_place(self, session_key: str) -> tuple[Path, Path, Path | None]: ...
 
 
 class InboundRouter:
     """Turns allowed chat messages into run requests (or command answers) for one gateway."""
 
-    def __init__(self, agents: AgentExecutor, *, db: Database, config: ConfigStore, sessions: SessionsService,
+    def __init__(self, agents: Replies, *, db: Database, config: ConfigStore, sessions: SessionsService,
                  runs: RunQueue, hooks: HookRunner, services: Services, state_dir: Path) -> None:
         self._agents = agents
         """The executor: answers (``notify``), typing, files it made, where a session's CLI works."""
@@ -93,6 +103,9 @@ class InboundRouter:
         if command is not None:
             cmd, rest = command
             log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
+            if cmd.name == "record":
+                await self._record_command(rest, key, origin, is_owner=is_owner)
+                return
             if cmd.name in ("project", "diff"):
                 await self._agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
                 return
@@ -191,6 +204,17 @@ class InboundRouter:
             return "Nothing is waiting."
         shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
         return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
+
+    async def _record_command(self, rest: str, key: str, origin: Origin, *, is_owner: bool) -> None:
+        """``/record start|stop``: a desktop trajectory (``gateway.desktop``); the stop sends the zip."""
+        recorder = self._services.find(RECORDER)
+        if recorder is None:
+            await self._agents.notify(origin, "Recording needs the desktop capability and a desktop node.", key)
+            return
+        answer, file = await recorder.chat_command(key, rest, is_owner=is_owner)
+        await self._agents.notify(origin, answer, key)
+        if file is not None:
+            await self._agents.send_file(origin, Path(file), key)
 
     async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
         """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""

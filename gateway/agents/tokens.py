@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from gateway.callers import SessionScope
+from gateway.dispatch.callers import SessionScope
 
 __all__ = ["RunGrant", "RunTokens"]
 

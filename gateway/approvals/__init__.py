@@ -2,10 +2,11 @@
 
 ``service.py`` holds the pending requests and decides who wins, ``store.py`` keeps their history and the "allow
 always" rules, ``methods.py`` is the RPC surface (OpenClaw's ``exec.approval.*``, ``approval.*``,
-``question.*``, and the agent-side ``approvals.ask``/``questions.ask``/``approvals.wait``). See docs/approvals.md.
+``question.*``, and the agent-side ``approvals.ask``/``questions.ask``/``approvals.wait``), ``config.py`` the
+``approvals`` section. See docs/approvals.md.
 """
 
-from gateway.capabilities import Capability
+from gateway.composition.capabilities import Capability
 
 CAPABILITY = Capability(
     "approvals",
@@ -13,4 +14,4 @@ CAPABILITY = Capability(
     methods=("gateway.approvals.methods",
     "gateway.approvals.policy"),
 )
-"""What this capability adds to the gateway (``gateway.capabilities``)."""
+"""What this capability adds to the gateway (``gateway.composition.capabilities``)."""

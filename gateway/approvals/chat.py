@@ -13,11 +13,11 @@ A stranger in a group is refused, saying so.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
-from gateway.approvals.service import Pending
+from gateway.approvals.pending import Decision, Pending
 from gateway.protocol import RpcError
 from gateway.runs import Origin
 from gateway.store.transcripts import SessionRepo
@@ -25,13 +25,12 @@ from gateway.store.transcripts import SessionRepo
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gateway.approvals.service import ApprovalService
+    from gateway.approvals.config import ApprovalForwarding
     from gateway.config import ConfigStore
-    from gateway.config.model import ApprovalForwarding
     from gateway.platforms.interface import ChatPlatforms
     from gateway.store import Database
 
-__all__ = ["ChatApprovals", "answers_from_text"]
+__all__ = ["ChatApprovals", "Requests", "answers_from_text"]
 
 log = structlog.get_logger("gateway.approvals")
 
@@ -46,6 +45,19 @@ _DECISIONS = {
     "deny": "deny",
     "no": "deny",
 }
+
+
+class Requests(Protocol):
+    """What the chat side uses of the approvals service (``service.ApprovalService``): the requests pending in a
+    session, one by id, and deciding or answering one. A protocol, so the service can build its chat side without
+    the two modules importing each other."""
+
+    def pending_for(self, session_key: str) -> list[Pending]: ...
+    async def get(self, request_id: str) -> Pending | None: ...
+    async def decide(self, request_id: str, decision: Decision, by: str) -> Pending: ...
+    async def answer(self, request_id: str, answers: dict[str, list[str]], by: str) -> Pending: ...
+
+
 USAGE = "Usage: /approve <id> allow-once|allow-always|deny (or, for a question, /approve <id> <answer>)"
 
 
@@ -142,7 +154,7 @@ class ChatApprovals:
     """Tells the session's chat about requests, and turns what is typed there into decisions."""
 
     def __init__(self, db: Database, config: ConfigStore, platforms: Callable[[], ChatPlatforms | None],
-                 service: ApprovalService) -> None:
+                 service: Requests) -> None:
         self._db = db
         self._config = config
         self._platforms = platforms

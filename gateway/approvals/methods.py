@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from gateway.approvals.service import APPROVALS_SERVICE, ApprovalService, Decision, Pending
+from gateway.approvals.pending import Decision, Pending
+from gateway.approvals.service import APPROVALS_SERVICE, ApprovalService
+from gateway.dispatch.dispatcher import APPROVALS, QUESTIONS, WRITE, CallContext, NoParams, Params, method
 from gateway.protocol import ApprovalNotFound, Forbidden, InvalidRequest
-from gateway.rpc import APPROVALS, QUESTIONS, WRITE, CallContext, NoParams, Params, method
 from gateway.sessions import parse_key
 
 __all__: list[str] = []

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from gateway.approvals.service import APPROVALS_SERVICE
-from gateway.rpc import APPROVALS, CallContext, NoParams, method
+from gateway.dispatch.dispatcher import APPROVALS, CallContext, NoParams, method
 
 _LEVELS: dict[str, tuple[str, str]] = {
     "allowlist": ("allowlist", "off"),

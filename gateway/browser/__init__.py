@@ -1,6 +1,6 @@
 """Browser control through a node: ``browser.request`` routed to a node that offers ``browser.proxy``."""
 
-from gateway.capabilities import Capability
+from gateway.composition.capabilities import Capability
 
 CAPABILITY = Capability(
     "browser",
@@ -8,4 +8,4 @@ CAPABILITY = Capability(
     methods=("gateway.browser.methods",
     "gateway.browser.serve"),
 )
-"""What this capability adds to the gateway (``gateway.capabilities``)."""
+"""What this capability adds to the gateway (``gateway.composition.capabilities``)."""

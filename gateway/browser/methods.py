@@ -18,8 +18,8 @@ from pydantic import Field
 
 from gateway.browser.files import FileEnvelopeError, persist_files
 from gateway.browser.serve import BROWSER_FILES
+from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
 from gateway.protocol import InvalidRequest, Unavailable
-from gateway.rpc import ADMIN, CallContext, Params, method
 
 __all__ = ["BrowserRequestParams", "browser_request"]
 
@@ -59,7 +59,7 @@ async def _target(ctx: CallContext, wanted: str | None) -> dict[str, Any]:
         return match
     connected = [n for n in capable if n.get("connected")]
     if not connected:
-        from gateway.extras import install_command
+        from gateway.cli.extras import install_command
 
         install = install_command("browser")
         raise Unavailable("no browser-capable node is connected: run `remoteclaw-node run` on a machine with "

@@ -23,18 +23,18 @@ from pydantic import Field
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from gateway.composition.services import Key
+from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
 from gateway.paths import outbound_dir
 from gateway.protocol import InvalidRequest
-from gateway.rpc import ADMIN, CallContext, Params, method
-from gateway.services import Key
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from starlette.requests import Request
 
+    from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
-    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["BROWSER_FILES", "FILES_PATH", "MAX_INLINE_BYTES", "BrowserFiles", "browser_file", "start"]

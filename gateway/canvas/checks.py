@@ -17,7 +17,7 @@ from gateway.canvas.page import PATH, canvas_page
 from gateway.protocol import InvalidRequest
 
 if TYPE_CHECKING:
-    from gateway.hosts import CapabilityHost
+    from gateway.composition.hosts import CapabilityHost
 
 __all__ = ["check_push", "check_push_jsonl", "start"]
 

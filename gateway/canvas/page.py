@@ -1,6 +1,6 @@
 """The canvas host page: the A2UI renderer a node's canvas shows, served at ``/__remoteclaw__/canvas/``.
 
-Built like the web chat page (``gateway/web.py``): three static files stitched into one document once per
+Built like the web chat page (``gateway/webchat/page.py``): three static files stitched into one document once per
 process, with a Content-Security-Policy that pins the inline script and style by hash and allows no
 network access but images. It holds no data: what it shows arrives from the node (``canvas.a2ui.push``),
 so it needs no token, and a page of another site cannot frame it.
@@ -13,7 +13,7 @@ import functools
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from gateway.web import stitch
+from gateway.webchat.page import stitch
 
 __all__ = ["PATH", "canvas_page", "page_html"]
 

@@ -1,14 +1,21 @@
-"""Config models of the ``channels`` section: access rules shared by every channel, and each channel's own keys.
+"""Config model of the ``channels`` section: the access rules every channel shares, and a field per channel type.
 
-Kept apart from ``gateway.config`` because they grow with every channel type; ``gateway.platforms.access``
-reads the access rules, each adapter its own keys.
+Each channel type's own model lives in its package (``channels/telegram/config.py``) and is found the way the
+channel itself is: through its ``remoteclaw.channels`` entry point (a ``ChannelKind`` with a ``config`` model).
+``ChannelsConfig`` is built from those at import, so a channel's keys are checked whenever the config is written,
+show in ``config.schema`` and have their secrets marked, while the gateway names no module of ``channels/``.
+A kind without a model (and a channel a plugin adds at run time) keeps its section as written.
+
+This module is the config surface a channel package may import (``Section``, ``secret``, ``ChannelAccessConfig``):
+it is read while the config model is being built, so it cannot come through ``gateway.platforms``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+import structlog
+from pydantic import BaseModel, BeforeValidator, Field, create_model
 
 from gateway.config.sections import OpenSection, Section, secret
 
@@ -16,11 +23,12 @@ __all__ = [
     "ChannelAccessConfig",
     "ChannelGroupConfig",
     "ChannelsConfig",
-    "DiscordAccountConfig",
-    "DiscordConfig",
-    "TelegramAccountConfig",
-    "TelegramConfig",
+    "Section",
+    "channel_config_models",
+    "secret",
 ]
+
+log = structlog.get_logger("gateway.config.channels")
 
 
 def _id_str(value: Any) -> Any:
@@ -54,53 +62,38 @@ class ChannelAccessConfig(Section):
     ownerAllowFrom: list[SenderId] = Field(default_factory=list, description="Sender ids whose runs get owner tools.")
 
 
-class TelegramAccountConfig(Section):
-    """One Telegram bot."""
-
-    enabled: bool = True
-    botToken: str | None = secret("Token from @BotFather.")
-    mode: Literal["polling", "webhook"] = "polling"
-    webhookUrl: str | None = Field(None, description="Public HTTPS URL Telegram posts to (webhook mode).")
-    webhookSecret: str | None = secret("Checked against X-Telegram-Bot-Api-Secret-Token.",
-                                       pattern=r"^[A-Za-z0-9_-]{1,256}$")
-    apiBaseUrl: str | None = Field(None, description="Bot API base, default https://api.telegram.org/bot.")
-    fileBaseUrl: str | None = Field(None, description="File download base, default .../file/bot.")
-    pollTimeoutSeconds: int = Field(30, ge=0, le=300)
-    stream: Literal["off", "edits", "draft"] = Field(
-        "edits", description="Live replies while the agent works: off (only the current step), edits (the reply "
-                             "as it is written, in one message edited in place), draft (Telegram's animated "
-                             "message draft in private chats; edits elsewhere).")
-
-
-class TelegramConfig(ChannelAccessConfig, TelegramAccountConfig):
-    accounts: dict[str, TelegramAccountConfig] = Field(
-        default_factory=dict, description="More bots by account id; the top-level botToken is account 'default'.")
-
-
-class DiscordAccountConfig(Section):
-    """One Discord bot (see channels.discord)."""
-
-    enabled: bool = True
-    token: str | None = secret("Bot token from the Discord Developer Portal.")
-    allowBots: bool = Field(False, description="Also hand messages written by other bots to the agent.")
-    apiBase: str | None = Field(None, description="REST base, default https://discord.com/api/v10 (tests, proxies).")
-    gatewayUrl: str | None = Field(None, description="Gateway WebSocket URL, default wss://gateway.discord.gg/.")
-    readyTimeoutSeconds: float = Field(30.0, gt=0, le=600)
-    stream: Literal["off", "edits"] = Field(
-        "edits", description="Live replies while the agent works: off (only the current step), edits (the reply "
-                             "as it is written, in one message edited in place).")
-
-
-class DiscordConfig(ChannelAccessConfig, DiscordAccountConfig):
-    accounts: dict[str, DiscordAccountConfig] = Field(
-        default_factory=dict, description="More bots by account id; the top-level token is account 'default'.")
-
-
-class ChannelsConfig(OpenSection):
-    """Per-channel sections. Channel types without a typed model yet are kept as given."""
+class ChannelsBase(OpenSection):
+    """What the ``channels`` section holds besides the channel types' own sections."""
 
     ownerAllowFrom: list[str] = Field(default_factory=list, description="Owners as 'channel:senderId'.")
     mediaMaxAgeDays: float = Field(30, ge=0, description="Downloaded attachments older than this are deleted "
                                                          "from the state dir (0: keep them forever).")
-    telegram: TelegramConfig = TelegramConfig()
-    discord: DiscordConfig = DiscordConfig()
+
+
+def channel_config_models() -> dict[str, type[BaseModel]]:
+    """Channel type -> the model of its section, from the installed ``remoteclaw.channels`` kinds."""
+    from gateway.composition.entry_points import CHANNELS
+
+    models: dict[str, type[BaseModel]] = {}
+    for name in CHANNELS.names():
+        try:
+            kind = CHANNELS.load(name)
+        except Exception as exc:  # a broken package must not stop the gateway reading its config
+            log.warning("channel type not loadable", channel=name, error=str(exc))
+            continue
+        model = getattr(kind, "config", None)
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            models[name] = model
+    return models
+
+
+if TYPE_CHECKING:  # the channel types' fields exist only at run time; code reads them with channel_section()
+    ChannelsConfig = ChannelsBase
+else:
+    ChannelsConfig = create_model(
+        "ChannelsConfig",
+        __base__=ChannelsBase,
+        __module__=__name__,
+        __doc__="Per-channel sections: a typed one for each channel type with a config model, others as given.",
+        **{name: (model, model()) for name, model in channel_config_models().items()},
+    )

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import json5
 import orjson
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -31,11 +31,14 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from gateway.approvals.config import ApprovalsConfig
 from gateway.config.acp import AcpAgentCommand
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
+from gateway.cron.config import CronConfig, HeartbeatConfig
 from gateway.devices.config import NodesConfig
-from gateway.plugins.config import PluginsConfig
+from gateway.mcp_http.config import McpHttpConfig
+from gateway.plugin_host.config import PluginsConfig
 from gateway.protocol import InvalidRequest, describe_validation_error
 from gateway.redaction import REDACTED, redact, restore_redacted, schema_secret_paths, secret_values
 from gateway.sandbox.config import SandboxConfig, SandboxOverride
@@ -75,14 +78,6 @@ class AuthConfig(Section):
     )
 
 
-class McpHttpConfig(Section):
-    """Remote MCP over Streamable HTTP at ``/mcp`` (see docs/mcp-remote.md)."""
-
-    enabled: bool = True
-    sessionIdleMinutes: float = Field(30, gt=0, description="An MCP session unused this long is ended.")
-    maxRequestBytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")
-
-
 class ControlUiConfig(Section):
     """OpenClaw's Control UI, served by the gateway when its files are installed (see docs/control-ui.md)."""
 
@@ -120,43 +115,6 @@ class GatewayConfig(Section):
                     "(CLIs, agents, nodes) are not affected.")
 
 
-class ActiveHours(Section):
-    start: str = Field("08:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, local to tz")
-    end: str = Field("22:00", pattern=r"^([01]\d|2[0-4]):[0-5]\d$", description="HH:MM (24:00 = midnight)")
-    tz: str = Field("UTC", description="IANA time zone of start and end, e.g. Europe/Berlin")
-
-    @field_validator("tz")
-    @classmethod
-    def _known_zone(cls, value: str) -> str:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {value!r}") from exc
-        return value
-
-
-class HeartbeatConfig(Section):
-    every: str = Field(pattern=r"^\d+(\.\d+)?\s*(s|m|h|d)$", description="How often, e.g. 30m, 2h, 1d.")
-    prompt: str = Field("Heartbeat: check whether anything needs doing (reminders, follow-ups, things you were "
-                        "asked to watch). Do it, then call heartbeat_report saying whether anything was done.",
-                        description="What the agent is asked on each heartbeat.")
-    activeHours: ActiveHours | None = Field(None, description="Outside these hours no heartbeat runs.")
-    deliver: bool = Field(True, description="Announce the heartbeat's reply to the session's last chat route, "
-                                            "unless its heartbeat_report says nothing was done.")
-
-
-class CronConfig(Section):
-    enabled: bool = Field(True, description="Run scheduled jobs on this gateway (jobs are kept either way).")
-    maxConcurrentRuns: int = Field(2, ge=1, le=64, description="Jobs this replica runs at once.")
-    failureAlertAfter: int = Field(3, ge=1, description="Consecutive failures before the owner is told.")
-    keepRunsDays: int = Field(30, ge=1, description="Run history older than this is pruned.")
-    keepRunsPerJob: int = Field(200, ge=1, description="At most this many history rows per job.")
-    webhookAllowPrivate: bool = Field(False, description="Let webhook deliveries reach private and loopback "
-                                      "addresses (a LAN service); off, only public addresses are posted to.")
-
-
 SteeringMode = Literal["queue", "interrupt", "steer"]
 """Our three ways to handle a message that arrives during a turn (``gateway.runs.steering``)."""
 
@@ -179,44 +137,7 @@ class ProjectConfig(Section):
         if not path.is_dir():
             raise ValueError(f"{value!r} is not an existing directory")
         return str(path.resolve())
-class ApprovalTarget(Section):
-    """A chat that approval requests are sent to besides (or instead of) the session's own chat."""
 
-    channel: str = Field(min_length=1, description="A configured channel: telegram, discord, …")
-    to: str = Field(min_length=1, description="The chat there, as message.send takes it.")
-    accountId: str | None = Field(None, min_length=1, description="The channel account; unset: its default one.")
-    threadId: str | int | None = Field(None, description="A thread or topic inside that chat.")
-
-
-class ApprovalForwarding(Section):
-    """OpenClaw's ``approvals.exec``: where tool-use approval requests are told (questions stay in the session)."""
-
-    enabled: bool = Field(False, description="Off: every request goes to the session's own chat only.")
-    mode: Literal["session", "targets", "both"] = Field("session", description="session: the session's chat; "
-                                                         "targets: only the chats in targets; both: all of them.")
-    agentFilter: list[str] | None = Field(None, description="Only requests of these agents are routed so; "
-                                          "the others go to their session's chat.")
-    sessionFilter: list[str] | None = Field(None, description="Only requests of sessions whose key contains one "
-                                            "of these (or matches it as a regular expression).")
-    targets: list[ApprovalTarget] = Field(default_factory=list, validate_default=True)
-
-    @field_validator("targets")
-    @classmethod
-    def _targets_for_mode(cls, value: list[ApprovalTarget], info: ValidationInfo) -> list[ApprovalTarget]:
-        mode = info.data.get("mode")
-        if info.data.get("enabled") and mode in ("targets", "both") and not value:
-            raise ValueError(f"mode {mode!r} needs at least one target ({{channel, to}})")
-        return value
-
-
-class ApprovalsConfig(Section):
-    exec: ApprovalForwarding = Field(default_factory=ApprovalForwarding, description="Routing of tool-use "
-                                     "approval requests to other chats (OpenClaw's approvals.exec).")
-    timeoutSeconds: int = Field(600, ge=5, le=86_400, description="A tool use nobody decides within this long "
-                                "is denied (reason: timeout).")
-    questionTimeoutSeconds: int = Field(900, ge=5, le=86_400, description="An ask_user question nobody answers "
-                                        "within this long returns no_answer (unless the agent asks for less).")
-    keepDays: int = Field(30, ge=1, description="Decided requests older than this are pruned from the history.")
 
 
 class AgentConfig(Section):
@@ -280,7 +201,7 @@ class AgentConfig(Section):
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, value: str) -> str:
-        from gateway.extensions import RUNTIMES
+        from gateway.composition.entry_points import RUNTIMES
 
         if value not in RUNTIMES:
             raise ValueError(RUNTIMES.unknown(value))

@@ -17,8 +17,8 @@ from gateway.cron import store
 from gateway.cron.jobs import KNOWN, validate_job, validate_patch
 from gateway.cron.service import CRON, CronService, now_ms, stored_schedule
 from gateway.cron.store import CronJob
+from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 from gateway.protocol import InvalidRequest, Unavailable
-from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
 
 __all__: list[str] = []
 

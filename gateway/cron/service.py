@@ -33,19 +33,19 @@ import orjson
 import structlog
 from sqlalchemy import delete, func, select, update
 
+from gateway.composition.services import Key
 from gateway.cron.delivery import announce, post_webhook, skip_reason
 from gateway.cron.schedule import Schedule, parse_schedule
 from gateway.cron.store import CronJob, CronRun
 from gateway.runs.model import RunRequest
-from gateway.services import Key
 from gateway.store.db import rowcount
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gateway.callbacks import Broadcast
+    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
-    from gateway.hosts import CapabilityHost
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from gateway.handshake import ConnectParams
-from gateway.rpc import PAIRING
+from gateway.dispatch.dispatcher import PAIRING
+from gateway.protocol.connect_params import ConnectParams
 from gateway.store.models import Device, utcnow
 
 if TYPE_CHECKING:
-    from gateway.callbacks import Broadcast
+    from gateway.composition.gateway_functions import Broadcast
     from gateway.store import Database
 
 __all__ = ["APPROVED", "PENDING", "REJECTED", "as_dict", "list_devices", "record", "resolve"]

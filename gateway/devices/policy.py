@@ -18,7 +18,13 @@ _SYSTEM = ("system.run", "system.run.prepare", "system.which", "system.notify", 
 _CANVAS = ("canvas.present", "canvas.hide", "canvas.navigate", "canvas.eval", "canvas.snapshot",
            "canvas.a2ui.push", "canvas.a2ui.pushJSONL", "canvas.a2ui.reset")
 _BROWSER = ("browser.proxy",)
-_DESKTOP = (*_SYSTEM, *_CANVAS, *_BROWSER, "screen.snapshot")
+_CUA = ("desktop.*",)
+"""Cua Driver's tools on a desktop node (``gateway/desktop``): offered only when the node's owner installed the
+``desktop`` part and runs the node in a graphical session; agent runs reach them through ``desktop.invoke``."""
+_DESKTOP = (*_SYSTEM, *_CANVAS, *_BROWSER, *_CUA, "screen.snapshot")
+_OPT_IN = ("desktop.stream",)
+"""Matched by a default pattern but recording the user all the same (OpenClaw's node streams the screen with
+it): only ``nodes.allowCommands`` allows these."""
 _MOBILE = ("system.notify", "location.get", "camera.list", "device.info", "device.status", *_CANVAS)
 
 PLATFORM_DEFAULTS: dict[str, tuple[str, ...]] = {
@@ -47,6 +53,7 @@ def allowed(command: str, platform: str, *, allow: list[str], deny: list[str]) -
     """Whether the gateway's policy lets ``command`` be invoked on a node of ``platform``."""
     if any(fnmatchcase(command, pattern) for pattern in deny):
         return False
-    if command in PLATFORM_DEFAULTS[platform_family(platform)]:
+    if command not in _OPT_IN and any(fnmatchcase(command, pattern)
+                                      for pattern in PLATFORM_DEFAULTS[platform_family(platform)]):
         return True
     return any(fnmatchcase(command, pattern) for pattern in allow)

@@ -26,17 +26,17 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import structlog
 
-from gateway.callers import PAIRING, READ, Caller
-from gateway.connection import CLOSE_POLICY, Connection
 from gateway.devices import policy
 from gateway.devices.store import APPROVED, PENDING, REJECTED, Admission, NodeStore
+from gateway.dispatch.callers import PAIRING, READ, Caller
 from gateway.protocol import Forbidden, InvalidRequest, NotPaired, RpcError, Unavailable
+from gateway.server.connection import CLOSE_POLICY, Connection
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.callbacks import Broadcast
+    from gateway.composition.gateway_functions import Broadcast
     from gateway.config import ConfigStore
-    from gateway.handshake import ConnectParams
+    from gateway.protocol.connect_params import ConnectParams
     from gateway.store import Database
     from gateway.store.idempotency import Durable
 

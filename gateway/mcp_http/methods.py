@@ -10,10 +10,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.dispatch.dispatcher import ADMIN, CallContext, NoParams, Params, method
 from gateway.mcp_http import tokens
 from gateway.mcp_http.transport import MCP_HTTP
 from gateway.protocol import InvalidRequest
-from gateway.rpc import ADMIN, CallContext, NoParams, Params, method
 
 
 class CreateParams(Params):

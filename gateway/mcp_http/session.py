@@ -15,13 +15,13 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from gateway.rpc import Caller, SessionScope, registry
+from gateway.dispatch.dispatcher import Caller, SessionScope, registry
 from mcp_shim.catalog import Catalog
 from mcp_shim.context import Context
 from mcp_shim.runner import Runner
 
 if TYPE_CHECKING:
-    from gateway.callbacks import MethodCall
+    from gateway.composition.gateway_functions import MethodCall
     from gateway.mcp_http.tokens import TokenGrant
 
 __all__ = ["McpSession"]

@@ -39,18 +39,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from gateway.composition.services import Key
 from gateway.mcp_http import tokens
 from gateway.mcp_http.session import McpSession
-from gateway.origins import origin_allowed
-from gateway.services import Key
+from gateway.server.origins import origin_allowed
 from mcp_shim import protocol
 from mcp_shim.protocol import Envelope, ProtocolError, error_message, initialize_result
 from mcp_shim.runner import UnknownTool
 
 if TYPE_CHECKING:
-    from gateway.callbacks import MethodCall
+    from gateway.composition.gateway_functions import MethodCall
+    from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
-    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["MCP_PATH", "McpHttp", "start"]

@@ -1,5 +1,6 @@
-"""Gateway methods: one module per method group of the core here, plus the method modules each capability declares
-(``gateway.capabilities``). Importing a module registers its methods."""
+"""Gateway methods: one module per method group of the core here, the node methods beside the rest of the nodes'
+gateway side (``gateway.devices.methods``), plus the method modules each capability declares
+(``gateway.composition.capabilities``). Importing a module registers its methods."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ __all__ = ["load_all"]
 
 _loaded = False
 
+ELSEWHERE = ("gateway.devices.methods",)
+"""Core method modules kept in the package of what they serve: ``node.*`` with the node service and its store."""
+
 
 def load_all() -> None:
     """Import every module in this package once, so their ``@method`` declarations register."""
@@ -19,7 +23,9 @@ def load_all() -> None:
         return
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
-    from gateway.capabilities import declared
+    for name in ELSEWHERE:
+        importlib.import_module(name)
+    from gateway.composition.capabilities import declared
 
     for name in (m for capability in declared() for m in capability.methods):
         importlib.import_module(name)

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
 from gateway.methods.sessions import check_visible, is_owner
-from gateway.rpc import WRITE, CallContext, Params, method
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import main_key
 

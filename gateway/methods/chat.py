@@ -14,11 +14,11 @@ import orjson
 from pydantic import Field, model_validator
 
 from gateway.agents.workspace import ATTACHMENTS_DIR
+from gateway.composition.ports import CHAT_DECISIONS, VOICE
+from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.methods.agent import delivery_origin
 from gateway.methods.sessions import check_visible, is_owner
-from gateway.ports import CHAT_DECISIONS, VOICE
 from gateway.protocol import InvalidRequest
-from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 from gateway.methods.sessions import check_visible
 from gateway.protocol import InvalidRequest
-from gateway.rpc import READ, CallContext, Params, method
-from gateway.session_events import openclaw_message
+from gateway.server.session_events import openclaw_message
 from gateway.store.transcripts import SessionRepo
 
 MAX_STARTUP_MESSAGES = 200

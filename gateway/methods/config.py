@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from gateway.composition.ports import PLUGIN_TOOLS
 from gateway.config import Config, ConfigStore, env_overrides
 from gateway.config.model import load_json5
-from gateway.ports import PLUGIN_TOOLS
+from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 from gateway.protocol import InvalidRequest
-from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
 
 
 class ConfigGetParams(Params):

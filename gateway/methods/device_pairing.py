@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from gateway.connection import CLOSE_POLICY
 from gateway.devices import operators as devices
 from gateway.devices.store import APPROVED as NODE_APPROVED
 from gateway.devices.store import REJECTED as NODE_REJECTED
+from gateway.dispatch.dispatcher import PAIRING, CallContext, NoParams, Params, method
 from gateway.protocol import InvalidRequest
-from gateway.rpc import PAIRING, CallContext, NoParams, Params, method
+from gateway.server.connection import CLOSE_POLICY
 
 
 class DeviceIdParams(Params):

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway.rpc import ADMIN, CallContext, Params, method
+from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
 
 
 class RestartParams(Params):

@@ -13,8 +13,8 @@ from pydantic import Field
 
 from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
+from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
 from gateway.protocol import InvalidRequest, Unavailable
-from gateway.rpc import WRITE, CallContext, Params, method
 from gateway.sessions import parse_key
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway.rpc import READ, CallContext, NoParams, Params, method
+from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
 
 
 @method("health", scope=READ, baseline=True)
@@ -23,7 +23,7 @@ class StatusParams(Params):
 
 @method("status", params=StatusParams, scope=READ, baseline=True)
 async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
-    """Gateway status; with ``sessionKey``, that session's status (sessions subsystem)."""
+    """Gateway status; with ``sessionKey``, that session's status (``gateway.sessions``)."""
     gw = ctx.gateway
     if p.sessionKey:
         from gateway.methods.sessions import check_visible
@@ -60,7 +60,7 @@ async def system_presence(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]
     """Who is connected right now (OpenClaw ``PresenceEntry`` list).
 
     Asking is also how a client that is not a UI opts in to the ``presence`` deltas that follow
-    (``gateway.presence``): it has the list now, and keeps it current from the events.
+    (``gateway.server.presence``): it has the list now, and keeps it current from the events.
     """
     gw = ctx.gateway
     conn = gw.connections.get(ctx.caller.conn_id)
@@ -70,6 +70,6 @@ async def system_presence(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]
 
 
 def _cli_command() -> str:
-    from gateway.install import cli_command
+    from gateway.cli.installation import cli_command
 
     return cli_command()

@@ -4,7 +4,7 @@
 logs them, re-broadcasts each as one ``hooks.tool`` event, so operators and the logs show what agents do
 as they do it, and runs the plugins' ``before_tool_call`` / ``after_tool_call`` hooks.
 ``heartbeat.report`` is how a heartbeat run says whether
-it did anything; the gateway logs it (the run's side-effects file carries it to the bridge).
+it did anything; the gateway logs it (the run's side-effects file carries it to the executor).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 import structlog
 from pydantic import Field
 
+from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
 from gateway.protocol import RpcError
-from gateway.rpc import WRITE, CallContext, Params, method
 from gateway.sessions import parse_key
 
 log = structlog.get_logger("gateway.hooks")

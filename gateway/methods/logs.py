@@ -17,7 +17,7 @@ import orjson
 from pydantic import Field
 
 from gateway import logs
-from gateway.rpc import READ, CallContext, Params, method
+from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 
 
 class LogsTailParams(Params):

@@ -15,9 +15,9 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.paths import OUTBOUND
 from gateway.protocol import Forbidden, InvalidRequest, RpcError
-from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.sandbox.reach import run_file
 
 __all__ = [

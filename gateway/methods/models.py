@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from gateway.agents.invocation import cli_facts
-from gateway.rpc import READ, CallContext, Params, method
+from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway.rpc import READ, CallContext, Params, method
+from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 
 
 class BrowseParams(Params):

@@ -16,9 +16,9 @@ from pydantic import Field, model_validator
 from gateway.agents.diffs import EMPTY_TREE, file_entries, snapshot
 from gateway.agents.project_commands import switch_project
 from gateway.agents.projects import GitError, branch_of, describe, git, git_toplevel
+from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.methods.sessions import check_visible
 from gateway.protocol import InvalidRequest
-from gateway.rpc import READ, WRITE, CallContext, Params, method
 from gateway.sessions import parse_key
 
 

@@ -18,9 +18,9 @@ from typing import Annotated, Any
 import structlog
 from pydantic import Field, model_validator
 
+from gateway.dispatch.dispatcher import PAIRING, READ, CallContext, Params, method
 from gateway.platforms import sender_pairing
 from gateway.platforms.interface import ChatPlatforms
-from gateway.rpc import PAIRING, READ, CallContext, Params, method
 
 log = structlog.get_logger("gateway.methods.sender_pairing")
 

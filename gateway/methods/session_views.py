@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 from gateway.methods.sessions import check_visible
-from gateway.rpc import READ, CallContext, Params, method
 from gateway.runs.model import Run
 from gateway.store.transcripts import SessionRepo
 

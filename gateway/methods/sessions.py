@@ -8,10 +8,10 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from gateway.dispatch.dispatcher import READ, WRITE, CallContext, NoParams, Params, method
 from gateway.protocol import Forbidden, InvalidRequest
-from gateway.rpc import READ, WRITE, CallContext, NoParams, Params, method
 from gateway.runs import RunRequest
-from gateway.session_events import announce
+from gateway.server.session_events import announce
 from gateway.sessions import parse_key
 from gateway.store.models import utcnow
 from gateway.store.transcripts import SessionRepo

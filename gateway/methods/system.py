@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway.ports import VOICE
-from gateway.rpc import ADMIN, READ, CallContext, NoParams, Params, method
+from gateway.composition.ports import VOICE
+from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 
 _ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64", "i686": "ia32", "armv7l": "arm"}
 """Machine names as OpenClaw's clients expect them (Node's ``process.arch``)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from gateway.rpc import READ, CallContext, NoParams, method
+from gateway.dispatch.dispatcher import READ, CallContext, NoParams, method
 
 BUILTIN_THEMES: Final = (("claw", "Claw"), ("knot", "Knot"), ("dash", "Dash"), ("absolutely", "Absolutely"),
                          ("tide", "Tide"), ("beacon", "Beacon"), ("phosphor", "Phosphor"), ("crt", "CRT"),

@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
 from gateway.protocol import Forbidden, InvalidRequest
-from gateway.rpc import READ, CallContext, NoParams, Params, method
 from gateway.store.transcripts import SessionRepo
 from gateway.store.usage import Totals, UsageRepo, day_start_ms
 

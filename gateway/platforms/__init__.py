@@ -12,6 +12,7 @@ from gateway.agents.commands import COMMANDS, Command
 from gateway.config import ChannelAccessConfig, Config
 from gateway.netguard import is_public_address
 from gateway.paths import OUTBOUND
+from gateway.platforms.history import MessageLog
 from gateway.platforms.host import PlatformHost
 from gateway.platforms.inbound import channel_section
 from gateway.platforms.interface import ChatPlatforms, ProgressSink
@@ -33,6 +34,7 @@ __all__ = [
     "InboundJournal",
     "Media",
     "MediaKind",
+    "MessageLog",
     "Origin",
     "PlatformHost",
     "ProgressSink",

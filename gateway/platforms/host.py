@@ -1,6 +1,6 @@
 """``PlatformHost``: the part of a running gateway that platform packages may use.
 
-A platform package (``channels/``, or a plugin's) gets one of these in its subsystem's
+A platform package (``channels/``, or a plugin's) gets one of these in its
 ``start(host)`` instead of the whole ``Gateway``: it can read the config, hand every message it receives
 to the gateway's inbound door (``receive``: history, access, pairing offers and routing happen there), keep
 the message log, post to the web chat, add HTTP routes and clean-up, and attach its ``ChatPlatforms``
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.composition.hosts import GatewayHost
 from gateway.config.reload import Listener
-from gateway.hosts import GatewayHost
 from gateway.platforms import sender_pairing
 from gateway.platforms.history import MessageLog
 from gateway.platforms.inbound import InboundDoor
@@ -23,7 +23,7 @@ from gateway.webchat.posts import WebchatPosts
 
 if TYPE_CHECKING:
 
-    from gateway.core import Gateway
+    from gateway.composition.gateway import Gateway
     from gateway.platforms.interface import ChatPlatforms
     from gateway.platforms.messages import Inbound, Sent
 

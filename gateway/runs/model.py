@@ -1,6 +1,6 @@
 """What a run is: the request that starts it, where it came from, its state and its result.
 
-Plain data shared by the run queue (``gateway.runs``), the bridge and the methods; no I/O.
+Plain data shared by the run queue (``gateway.runs``), the agent executor and the methods; no I/O.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class Run:
     ended_at: float | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-    spawned_mono: float | None = None  # when the CLI process started (for the bridge benchmark)
+    spawned_mono: float | None = None  # when the CLI process started (for the runs benchmark)
     side_effects: list[dict[str, Any]] = field(default_factory=list)  # what the run's tools already did
     lease: Lease | None = None  # the session lease held while this turn runs (gateway.runs.lease)
     stopping: bool = False  # its task was cancelled once: a second cancel could cut its clean-up short

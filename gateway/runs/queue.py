@@ -10,7 +10,7 @@ waits, still collecting messages, while another replica holds it. With Redis (``
 queue also answers ``agent.wait`` for runs held by another replica (it awaits their final ``agent``
 event) and carries out ``chat.abort`` requests forwarded from other replicas.
 
-The queue does not know how to run an agent: ``executor`` (the bridge) does. The queue owns the
+The queue does not know how to run an agent: ``executor`` (``gateway.agents.executor``) does. The queue owns the
 lifecycle around it: status, the ``agent`` lifecycle and final ``chat`` events, the run timeout
 (``agents.timeoutSeconds``), abort, the row in ``agent_runs``, and ``agent.wait``.
 """
@@ -31,14 +31,14 @@ from gateway.protocol import InvalidRequest
 from gateway.runs.lease import LeaseService, LeaseUnavailable
 from gateway.runs.model import FINISHED, Run, RunOutcome, RunRequest
 from gateway.runs.steering import effective_mode
-from gateway.session_events import openclaw_message
+from gateway.server.session_events import openclaw_message
 from gateway.store.leases import LeaseRepo
 from gateway.store.messages import mark_handled
 from gateway.store.transcripts import AgentRun, SessionRepo
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.callbacks import Broadcast
+    from gateway.composition.gateway_functions import Broadcast
     from gateway.config import ConfigStore
     from gateway.store import Database
 
@@ -71,7 +71,7 @@ class RunQueue:
         self._broadcast = broadcast
         self._replica_id = leases.replica_id
         self.executor = executor
-        self.after_run: AfterRun | None = None  # delivery of the reply or the failure (the bridge)
+        self.after_run: AfterRun | None = None  # delivery of the reply or the failure (the executor)
         self.runs: dict[str, Run] = {}
         self.leases = leases
         self._lanes: dict[str, _Lane] = {}
@@ -173,7 +173,7 @@ class RunQueue:
             timeout = self._config.config.agents.timeoutSeconds
             try:
                 if self.executor is None:
-                    raise RuntimeError("no agent runtime bridge is running on this gateway")
+                    raise RuntimeError("no agent executor is running on this gateway")
                 async with asyncio.timeout(timeout):
                     outcome = await self.executor(run)
                 run.status, run.reply, run.error = outcome.status, outcome.reply, outcome.error

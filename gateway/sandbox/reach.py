@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gateway.callers import Caller
+from gateway.dispatch.callers import Caller
 from gateway.protocol import InvalidRequest
 
 __all__ = ["run_file"]

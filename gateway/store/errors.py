@@ -9,7 +9,7 @@
     └── MigrationFailed       a migration raised; its transaction was rolled back
 
 ``storage_failure`` recognises the first two in whatever a running request raised, so a client is told
-"the database is unavailable" or "the disk is full" instead of "internal error" (see ``gateway.rpc``).
+"the database is unavailable" or "the disk is full" instead of "internal error" (see ``gateway.dispatch.dispatcher``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Voice: text to speech with provider fallback, voice-note codecs, auto-spoken replies, and speech to text for
 voice messages."""
 
-import gateway.config  # noqa: F401  (first: the config model imports this package's config section)
-from gateway.capabilities import Capability
+from gateway.composition.capabilities import Capability
 
 CAPABILITY = Capability(
     "voice",
     start="gateway.voice.service:start",
     methods=("gateway.voice.methods",),
 )
-"""What this capability adds to the gateway (``gateway.capabilities``)."""
+"""What this capability adds to the gateway (``gateway.composition.capabilities``)."""

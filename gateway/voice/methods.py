@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from gateway.extras import require
+from gateway.cli.extras import require
+from gateway.dispatch.dispatcher import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 from gateway.paths import OUTBOUND
 from gateway.protocol import InvalidRequest
-from gateway.rpc import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 from gateway.sandbox.reach import run_file
 from gateway.voice.service import VOICE_SERVICE, VoiceService, format_for_channel
 

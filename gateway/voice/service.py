@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway.extras import require
+from gateway.cli.extras import require
+from gateway.composition.ports import VOICE
+from gateway.composition.services import Key
 from gateway.paths import outbound_dir
-from gateway.ports import VOICE
 from gateway.protocol import InvalidRequest, Unavailable
-from gateway.services import Key
 from gateway.voice import codec, prefs, stt
 from gateway.voice.config import PROVIDERS, TtsConfig
 from gateway.voice.providers import TtsFailure, make_provider
 
 if TYPE_CHECKING:
+    from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
-    from gateway.hosts import CapabilityHost
     from gateway.store import Database
 
 __all__ = ["FORMAT_FOR_CHANNEL", "Speech", "VoiceService", "format_for_channel", "spoken_text", "start"]
@@ -258,7 +258,7 @@ class VoiceService:
 
 
 VOICE_SERVICE: Key[VoiceService] = Key("voice")
-"""The whole service, for the ``tts.*`` methods (the core knows it as ``gateway.ports.VOICE``)."""
+"""The whole service, for the ``tts.*`` methods (the core knows it as ``gateway.composition.ports.VOICE``)."""
 
 
 async def start(host: CapabilityHost) -> None:

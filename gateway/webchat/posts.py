@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gateway.callers import READ
+from gateway.dispatch.callers import READ
 from gateway.protocol import InvalidRequest
-from gateway.session_events import agent_of, openclaw_message
+from gateway.server.session_events import agent_of, openclaw_message
 from gateway.store.transcripts import SessionRepo, TranscriptEntry
 from gateway.webchat.files import delete_files, link_attachment, store_file
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-    from gateway.callbacks import Broadcast
+    from gateway.composition.gateway_functions import Broadcast
     from gateway.sessions import SessionsService
     from gateway.store import Database
 

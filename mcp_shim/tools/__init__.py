@@ -11,8 +11,8 @@ __all__ = ["BASELINE_GROUPS", "BUILTIN", "OWNER_GROUPS", "Call", "Content", "Too
 BASELINE_GROUPS = ("session", "message", "heartbeat", "approvals")
 """Every agent gets these (20 tools)."""
 
-OWNER_GROUPS = ("cron", "gateway", "nodes", "canvas", "browser", "tts")
-"""Only runs for the owner get these (33 tools)."""
+OWNER_GROUPS = ("cron", "gateway", "nodes", "canvas", "browser", "tts", "desktop")
+"""Only runs for the owner get these (33 tools, and the desktop nodes' tools: ``tools.desktop``)."""
 
 BUILTIN: tuple[Tool, ...] = (
     *session.TOOLS, *message.TOOLS, *heartbeat.TOOLS, *approvals.TOOLS,

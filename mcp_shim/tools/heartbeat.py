@@ -19,7 +19,7 @@ tool = group("heartbeat", TOOLS)
            "summary": string("One or two sentences on what was done", min_length=0)},
           ("anything_done",)))
 async def heartbeat_report(call: Call, a: dict[str, Any]) -> Any:
-    # The record comes first: the bridge reads it from the file, the gateway call only tells operators.
+    # The record comes first: the executor reads it from the file, the gateway call only tells operators.
     call.side_effects.heartbeat_report(a["anything_done"], a.get("summary"))
     return await call.gateway("heartbeat.report", compact(anythingDone=a["anything_done"], summary=a.get("summary"),
                                                            sessionKey=call.ctx.session_key))

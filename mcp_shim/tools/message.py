@@ -2,7 +2,7 @@
 
 The channel and account come from the run's context; the conversation (``to``) too, unless the
 tool names a target. Every tool that sends something records a ``message_sent`` side effect, so
-the bridge does not deliver the same text again at the end of the run.
+the executor does not deliver the same text again at the end of the run.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Plugin tools (dynamic): tools the gateway's plugins offer, called through ``plugin.tools.invoke``.
 
-Their list comes from a manifest file the bridge writes (``REMOTECLAW_PLUGIN_TOOLS_FILE``, read at
+Their list comes from a manifest file the executor writes (``REMOTECLAW_PLUGIN_TOOLS_FILE``, read at
 start, no network) or, when the shim runs standalone, from ``plugin.tools.list`` on the gateway.
 """
 

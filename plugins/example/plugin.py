@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from gateway.plugins import PluginApi, ToolContext, image, text
+from gateway.plugin_host import PluginApi, ToolContext, image, text
 
 
 def bar_chart_png(values: list[float], height: int = 60, bar: int = 12) -> bytes:

@@ -14,8 +14,8 @@ import contextlib
 import time
 from typing import Any
 
-from gateway.extras import MissingExtra, installed
-from gateway.plugins import PluginApi, ToolContext, ToolFailed
+from gateway.cli.extras import MissingExtra, installed
+from gateway.plugin_host import PluginApi, ToolContext, ToolFailed
 from plugins.memory.recall import Embedder, Recall
 from plugins.memory.store import TIERS, MemoryStore
 

@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 
 if TYPE_CHECKING:
-    from gateway.plugins import Database
+    from gateway.plugin_host import Database
 
 __all__ = ["TIERS", "Memory", "MemoryStore", "keyword_terms"]
 

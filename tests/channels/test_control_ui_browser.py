@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from gateway.control_ui import DEFAULT_ROOT
+from gateway.server.control_ui import DEFAULT_ROOT
 from tests.support.gateway_proc import ROOT, GatewayProcess, free_port
 from tests.support.node_host import NodeHostProcess
 from tests.support.requires import require

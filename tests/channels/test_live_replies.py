@@ -118,8 +118,8 @@ class _Recorder(Channel):
     text_limit = 60
 
     @classmethod
-    def from_config(cls, account_id: str, on_inbound: Any, cfg: dict[str, Any]) -> Channel:
-        return cls(account_id, on_inbound)
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: Any) -> Channel:
+        return cls(account_id, env.receive)
 
     async def start(self) -> None: ...
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 _TOOLS = "tests/mcp_shim/test_tools.py"
 _NODES = "tests/mcp_shim/test_node_tools.py::test_pairing_naming_and_running_a_node_through_the_node_tools"
-_CANVAS = "tests/nodes/test_browser_canvas.py"
+_CANVAS = "tests/nodes/browser/test_browser_canvas.py"
 _A2UI = f"{_CANVAS}::test_a2ui_drawn_on_the_canvas_is_seen_and_a_button_press_reaches_the_session"
 _PLACE = f"{_CANVAS}::test_present_places_the_canvas_and_hide_hides_it_as_a_snapshot_shows"
 _WAKE = "tests/gateway/cron/test_cron_wake.py::test_next_heartbeat_queues_the_event_for_one_heartbeat_turn"
@@ -18,8 +18,8 @@ _SESSIONS = f"{_TOOLS}::test_session_tools"
 _MESSAGES = f"{_TOOLS}::test_message_tools_through_webchat"
 _TTS = f"{_TOOLS}::test_browser_without_a_node_is_unavailable_and_the_tts_tools_work"
 _CONFIG = f"{_TOOLS}::test_gateway_config_tools"
-_MEMORY = "tests/gateway/plugins/test_memory.py::test_remember_search_get_forget_through_the_shim"
-_EXAMPLE = ("tests/gateway/plugins/test_plugin_api.py::"
+_MEMORY = "tests/gateway/plugin_host/test_memory.py::test_remember_search_get_forget_through_the_shim"
+_EXAMPLE = ("tests/gateway/plugin_host/test_plugin_api.py::"
             "test_folder_plugin_tools_images_and_blocking_hook_through_the_real_shim")
 
 COVERED: dict[str, str] = {

@@ -19,7 +19,7 @@ LATEST = "2025-11-25"
 def shim_env(gw: GatewayProcess | None, tmp: Path, *, owner: bool = True, profile: str | None = None,
              channel: str | None = "webchat", to: str | None = "agent:main:main", session_key: str = "agent:main:main",
              plugin_manifest: dict[str, Any] | None = None, **extra: str) -> dict[str, str]:
-    """The env a bridge would give the shim. ``plugin_manifest`` is written to a file and passed along."""
+    """The env the executor would give the shim. ``plugin_manifest`` is written to a file and passed along."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMOTECLAW_")}
     env.update({
         "REMOTECLAW_GATEWAY_URL": gw.url if gw else "ws://127.0.0.1:9/",

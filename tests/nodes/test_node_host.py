@@ -294,7 +294,8 @@ def test_the_node_host_loads_nothing_of_the_gateway_server() -> None:
     from tests.support.gateway_proc import ROOT
 
     code = ("import sys, nodes.cli, nodes.host; "
-            "print([m for m in ('starlette', 'uvicorn', 'sqlalchemy', 'pydantic', 'alembic', 'gateway.core', "
-            "'gateway.rpc') if m in sys.modules])")
+            "print([m for m in ('starlette', 'uvicorn', 'sqlalchemy', 'pydantic', 'alembic', "
+            "'gateway.composition.gateway', "
+            "'gateway.dispatch.dispatcher') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

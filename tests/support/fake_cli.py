@@ -1,4 +1,4 @@
-"""A stand-in agent CLI that speaks Claude Code's stream-json: the far side for queue and bridge tests.
+"""A stand-in agent CLI that speaks Claude Code's stream-json: the far side for queue and executor tests.
 
 It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives in it:
 

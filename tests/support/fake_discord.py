@@ -362,8 +362,11 @@ class FakeDiscord:
             self._changed.notify_all()
 
     async def _attachment(self, request: web.Request) -> web.Response:
-        data = self.cdn.get(request.match_info["id"])
-        await asyncio.sleep(self.cdn_delays.get(request.match_info["id"], 0.0))
+        aid = request.match_info["id"]
+        data = self.cdn.get(aid)
+        asked = time.monotonic()
+        while time.monotonic() - asked < self.cdn_delays.get(aid, 0.0):  # noqa: ASYNC110 - a delay taken back ends it
+            await asyncio.sleep(0.05)
         return web.Response(body=data) if data is not None else web.Response(status=404)
 
     # -- REST ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """What every fuzz test of the gateway's WebSocket RPC checks: answers are well-formed, the gateway lives.
 
-Shared by ``tests/gateway/test_fuzz.py`` (random frames) and the fuzzers of each method's params, the config
+Shared by ``tests/gateway/server/test_fuzz.py`` (random frames) and the fuzzers of each method's params, the config
 writes, A2UI and chat input: one closed set of error codes, one shape of answer, one ``health`` check after.
 """
 

@@ -1,4 +1,4 @@
-"""A loopback test channel: the far side of the bridge's delivery, recorded to a file.
+"""A loopback test channel: the far side of the executor's delivery, recorded to a file.
 
 Inbound messages arrive as JSON on its webhook (``POST /channels/loop/<account>/webhook``);
 every send is appended to ``outbox`` (JSON lines). Registered in the gateway subprocess by
@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from channels.base import Capability, Channel, Inbound, InboundHandler, Sent
+from channels.environment import ChannelEnvironment
 
 
 class LoopChannel(Channel):
@@ -33,8 +34,9 @@ class LoopChannel(Channel):
         self.count = 0
 
     @classmethod
-    def from_config(cls, account_id: str, on_inbound: InboundHandler, cfg: dict[str, Any]) -> LoopChannel:
-        return cls(account_id, on_inbound, Path(cfg["outbox"]), int(cfg.get("textLimit", 4000)), cfg.get("slowText"))
+    def from_config(cls, account_id: str, settings: dict[str, Any], env: ChannelEnvironment) -> LoopChannel:
+        return cls(account_id, env.receive, Path(settings["outbox"]), int(settings.get("textLimit", 4000)),
+                   settings.get("slowText"))
 
     async def start(self) -> None:
         return None

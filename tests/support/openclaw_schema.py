@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from gateway.openclaw_schema import OpenClawSchema, default_path, load
+from gateway.protocol.openclaw_schema import OpenClawSchema, default_path, load
 
 __all__ = ["FrameLog", "params_definition", "require_schema", "result_definition", "schema_or_none"]
 

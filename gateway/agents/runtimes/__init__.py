@@ -1,6 +1,6 @@
 """Agent CLI adapters (Claude Code, Codex, Gemini CLI, OpenCode), selected by ``agents.list[].runtime``.
 
-Runtimes are found through the ``remoteclaw.runtimes`` extension point (``gateway.extensions``), like
+Runtimes are found through the ``remoteclaw.runtimes`` extension point (``gateway.composition.entry_points``), like
 channel types: the built-in four are entry points of this distribution, and a plugin adds another the
 same way. Each is imported on first use, so the gateway loads only the adapters it runs.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.agents.runtimes.base import Event, Invocation, McpServer, Parser, RunSpec, Runtime
-from gateway.extensions import RUNTIMES
+from gateway.composition.entry_points import RUNTIMES
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig

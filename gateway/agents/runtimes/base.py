@@ -11,16 +11,26 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import ProcessResult, StdinFeed
+    from gateway.agents.runtimes.process import ProcessResult
     from gateway.config import AgentConfig
 
-__all__ = ["ASKING_MODES", "Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime",
+__all__ = ["ASKING_MODES", "Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "Stdin",
            "instructions_file", "mcp_server_name"]
 
 EventKind = Literal["text", "text_delta", "thinking", "tool_use", "tool_result", "error", "done"]
+
+class Stdin(Protocol):
+    """The open stdin of a CLI that is a conversation, as its parser writes to it (``process.StdinFeed``, which the
+    process side owns): protocol bytes in, and how many of the CLI's requests wait on the person (no watchdog
+    while any do). A protocol, so the adapters never import the process code that runs them."""
+
+    holds: int
+
+    def write(self, data: bytes) -> bool: ...
+
 
 mcp_server_name = "remoteclaw"
 """The name our MCP server has in every CLI's config (Claude then calls tools ``mcp__remoteclaw__<tool>``)."""
@@ -125,7 +135,7 @@ class Parser(ABC):
         """Events owed at end of stream (e.g. a ``done`` the CLI never printed)."""
         return []
 
-    def talk(self, feed: StdinFeed, spec: RunSpec) -> None:
+    def talk(self, feed: Stdin, spec: RunSpec) -> None:
         """A CLI that is a conversation (JSON-RPC over stdio, ``Invocation.keep_stdin``) gets its stdin here: the
         parser answers the CLI's requests and sends the next step. Output-only CLIs ignore it."""
         return None

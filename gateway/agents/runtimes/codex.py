@@ -20,14 +20,20 @@ import os
 import shutil
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.agents.runtimes import toml
-from gateway.agents.runtimes.base import ASKING_MODES, Event, Invocation, Parser, RunSpec, Runtime, instructions_file
+from gateway.agents.runtimes.base import (
+    ASKING_MODES,
+    Event,
+    Invocation,
+    Parser,
+    RunSpec,
+    Runtime,
+    Stdin,
+    instructions_file,
+)
 from gateway.agents.runtimes.codex_app import AppServerClient, initialize, mcp_call_events
-
-if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import StdinFeed
 
 __all__ = ["CodexParser", "CodexRuntime"]
 
@@ -52,7 +58,7 @@ class CodexParser(Parser):
         self.failed: str | None = None
         self.app: AppServerClient | None = None
 
-    def talk(self, feed: StdinFeed, spec: RunSpec) -> None:
+    def talk(self, feed: Stdin, spec: RunSpec) -> None:
         self.app = AppServerClient(feed, spec)
 
     def finish(self) -> list[Event]:

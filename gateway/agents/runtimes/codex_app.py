@@ -17,13 +17,10 @@ an "allow always" rule is the same ``Bash(<command>)`` Claude Code's runs store;
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gateway.agents.runtimes.base import Event, RunSpec
+from gateway.agents.runtimes.base import Event, RunSpec, Stdin
 from gateway.agents.runtimes.conversation import RpcClient, file_changes, line
-
-if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import StdinFeed
 
 __all__ = ["APPROVAL_POLICY", "SANDBOX", "AppServerClient", "command_of", "initialize", "mcp_call_events"]
 
@@ -59,7 +56,7 @@ def initialize() -> bytes:
 class AppServerClient(RpcClient):
     """The client side of one ``codex app-server`` turn: what to send next, and the person's answers."""
 
-    def __init__(self, feed: StdinFeed, spec: RunSpec) -> None:
+    def __init__(self, feed: Stdin, spec: RunSpec) -> None:
         super().__init__(feed, spec)
         self.thread_id: str | None = None
         self.usage: dict[str, int] = {}

@@ -12,12 +12,9 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gateway.agents.runtimes.base import RunSpec
-
-if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import StdinFeed
+from gateway.agents.runtimes.base import RunSpec, Stdin
 
 __all__ = ["RpcClient", "file_changes", "line"]
 
@@ -58,7 +55,7 @@ def file_changes(changes: list[dict[str, Any]], root: Path) -> dict[str, Any]:
 class RpcClient:
     """Writes to the CLI and asks the person on its behalf; subclasses read the CLI's messages."""
 
-    def __init__(self, feed: StdinFeed, spec: RunSpec) -> None:
+    def __init__(self, feed: Stdin, spec: RunSpec) -> None:
         self.feed = feed
         self.spec = spec
         self.tasks: set[asyncio.Task[None]] = set()

@@ -11,7 +11,7 @@ approval back into "ask"; and with ``GOOGLE_GEMINI_BASE_URL`` set (a proxy or a 
 it picks an auth type that its own headless check then rejects ("Invalid auth method selected"),
 so we name the API-key auth type explicitly in that case. With a permission mode that asks (``ask``,
 ``ask-dangerous``) it runs as ``gemini --acp`` instead, in its default approval mode (see ``gemini_acp``).
-Sessions are filed per workspace path under ``~/.gemini/tmp``; the bridge keeps one stable workspace path per
+Sessions are filed per workspace path under ``~/.gemini/tmp``; the executor keeps one stable workspace path per
 session, so ``--resume`` (``session/load`` in ACP) finds them.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.agents.runtimes import gemini_acp
 from gateway.agents.runtimes.base import (
@@ -29,12 +29,10 @@ from gateway.agents.runtimes.base import (
     Parser,
     RunSpec,
     Runtime,
+    Stdin,
     instructions_file,
     mcp_server_name,
 )
-
-if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import StdinFeed
 
 __all__ = ["GeminiParser", "GeminiRuntime"]
 
@@ -57,7 +55,7 @@ class GeminiParser(Parser):
         self._text: list[str] = []
         self.acp: gemini_acp.AcpClient | None = None
 
-    def talk(self, feed: StdinFeed, spec: RunSpec) -> None:
+    def talk(self, feed: Stdin, spec: RunSpec) -> None:
         self.acp = gemini_acp.AcpClient(feed, spec)
         self.model = spec.model
 

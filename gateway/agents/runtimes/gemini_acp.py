@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gateway.agents.runtimes.base import Event, RunSpec
+from gateway.agents.runtimes.base import Event, RunSpec, Stdin
 from gateway.agents.runtimes.conversation import RpcClient, file_changes, line
-
-if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import StdinFeed
 
 __all__ = ["AcpClient", "initialize"]
 
@@ -73,7 +70,7 @@ def tool_name(call: dict[str, Any]) -> str:
 class AcpClient(RpcClient):
     """The client side of one ``gemini --acp`` turn."""
 
-    def __init__(self, feed: StdinFeed, spec: RunSpec) -> None:
+    def __init__(self, feed: Stdin, spec: RunSpec) -> None:
         super().__init__(feed, spec)
         self.session_id: str | None = None
         self.loading = bool(spec.resume_id)

@@ -52,7 +52,7 @@ async def test_the_command_menu_is_registered(gw: GatewayProcess, fake: FakeTele
     commands = call.params["commands"]
     commands = json.loads(commands) if isinstance(commands, str) else commands
     assert [c["command"] for c in commands] == ["stop", "new", "status", "project", "diff", "queue", "usage",
-                                                "handoff", "approve", "help"]
+                                                "handoff", "record", "approve", "help"]
 
 
 async def test_help_and_status_are_answered_by_the_gateway(gw: GatewayProcess, fake: FakeTelegram) -> None:

@@ -1,4 +1,4 @@
-"""The bridge end to end: a loopback test channel -> access check -> session -> stand-in CLI -> reply.
+"""The agent executor end to end: a loopback test channel -> access check -> session -> stand-in CLI -> reply.
 
 The channel (``tests/support/loop_channel.py``) takes inbound messages on its webhook and records
 every send; the CLI is ``tests/support/fake_cli.py``. Pure helpers are tested directly at the end.
@@ -27,7 +27,7 @@ FAKE_CLI = str(SUPPORT / "fake_cli.py")
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    d = tmp_path_factory.mktemp("bridge")
+    d = tmp_path_factory.mktemp("executor")
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
            "session": {"dmScope": "per-channel-peer"},
            "channels": {"loop": {"dmPolicy": "open", "groupPolicy": "open", "requireMention": False,
@@ -70,8 +70,8 @@ def last_call(gw: GatewayProcess) -> dict:
 
 
 async def test_dm_reply_is_delivered_with_context(gw: GatewayProcess, watcher: RawClient) -> None:
-    sends = await converse(gw, watcher, "agent:main:loop:direct:u1", sender="u1", text="hello bridge", id="m1")
-    assert [s["text"] for s in sends] == ["echo: hello bridge"]
+    sends = await converse(gw, watcher, "agent:main:loop:direct:u1", sender="u1", text="hello executor", id="m1")
+    assert [s["text"] for s in sends] == ["echo: hello executor"]
     env = last_call(gw)["env"]
     assert env["REMOTECLAW_CHANNEL"] == "loop" and env["REMOTECLAW_TO"] == "u1"
     assert env["REMOTECLAW_SENDER_IS_OWNER"] == "false" and env["REMOTECLAW_TOOL_PROFILE"] == "full"

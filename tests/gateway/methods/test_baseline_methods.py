@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gateway.dispatch.dispatcher import registry
 from gateway.methods import load_all
-from gateway.rpc import registry
 from mcp_shim.tools import BASELINE_GROUPS
 from tests.support import ROOT
 

@@ -174,7 +174,7 @@ def loop_sent(gw: GatewayProcess, sender: str) -> list[str]:
 async def channel_reply_is_sent_once(gw: GatewayProcess, *, sender: str, msg_id: str, text: str) -> None:
     """A loop-channel DM makes the model send ``text`` with ``message_reply`` and then answer the same text.
 
-    The bridge sees the final reply repeats what the tool already sent to this chat and does not send it again.
+    The executor sees the final reply repeats what the tool already sent to this chat and does not send it again.
     """
     c = await operator(gw.url, gw.token or "", scopes=["operator.read"])
     await asyncio.to_thread(loop_dm, gw, sender, msg_id, f'CALL message_reply {{"message": "{text}"}}\nTHEN {text}')

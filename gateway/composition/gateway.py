@@ -1,0 +1,291 @@
+"""The running gateway: the services method handlers use, and its lifecycle.
+
+A ``Gateway`` lives for one start of the server. A restart in place (``gateway.restart``
+or a config change that cannot be hot-applied) builds a fresh one on the same listening
+socket, so clients see a ``shutdown`` event, a close 1012, and can reconnect at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from gateway import __version__, paths
+from gateway.agents.tokens import RunTokens
+from gateway.composition.services import Services
+from gateway.config import Config, ConfigStore
+from gateway.config.reload import ConfigChanges
+from gateway.dispatch.dispatcher import READ, Dispatcher, IdempotencyCache, grants, registry
+from gateway.hooks import HookRunner
+from gateway.protocol import event_head
+from gateway.server.auth import AuthThrottle
+from gateway.server.connection import CLOSE_RESTART, Connection
+from gateway.server.fanout import FanOut
+from gateway.server.heap_trim import ReleaseAfterCrowd
+from gateway.server.preauth import PreAuthSockets
+from gateway.server.presence import PresenceBoard
+from gateway.server.send_budget import OutboundBudget
+from gateway.server.session_events import SessionSubscriptions
+from gateway.store import Database, database_url
+from gateway.store.idempotency import MISSING, DurableOutcomes
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from gateway.agents.executor import AgentExecutor
+    from gateway.bus import EventBus
+    from gateway.config.watch import ConfigWatcher
+    from gateway.devices.service import NodeService
+    from gateway.platforms.interface import ChatPlatforms
+    from gateway.runs import RunQueue
+    from gateway.runs.replicas import ReplicaWatch
+    from gateway.sessions import SessionsService
+
+__all__ = ["Gateway"]
+
+log = structlog.get_logger("gateway.composition.gateway")
+
+StopHook = Callable[[], Awaitable[None]]
+
+
+class Gateway:
+    """Holds config, storage, live connections, the dispatcher and the services of one server start.
+
+    The core's services are typed attributes set by ``gateway.composition.wiring`` when the gateway starts (each built
+    there with what it uses; none reaches back through this object); ``bus`` and ``platforms`` stay None when no Redis
+    is configured or no chat platform is installed. The capabilities' services are in ``services``, by key: this
+    class names none of them. Only the composition root sees a ``Gateway`` (``tests/test_layering.py``).
+    """
+
+    sessions: SessionsService
+    """Session keys, agents, the sessions table (``gateway.sessions``)."""
+    runs: RunQueue
+    """The run queue (``gateway.runs``)."""
+    agents: AgentExecutor
+    """Runs agent turns and delivers their replies (``gateway.agents``)."""
+
+    def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:
+        self.state_dir = state_dir
+        self.config_store = config_store
+        self.token = token
+        self.version = __version__
+        self.instance_id = uuid.uuid4().hex[:12]
+        self.replica_id = paths.replica_id(state_dir)
+        """This replica's lasting name (kept in the state dir): what its session leases are held as."""
+        self.started_at_ms = int(time.time() * 1000)
+        self._started_mono = time.monotonic()
+        gw = config_store.config.gateway
+        rl = gw.auth.rateLimit
+        self.throttle = AuthThrottle(
+            max_failures=rl.maxFailures, window_s=rl.windowMs / 1000, lockout_s=rl.lockoutMs / 1000
+        )
+        self.db = Database(database_url(state_dir))
+        self.preauth = PreAuthSockets(gw.maxUnauthenticated, gw.maxUnauthenticatedPerAddress)
+        """Sockets still in their handshake (capped: ``gateway.server.preauth``)."""
+        self.preauth_sweep: asyncio.TimerHandle | None = None
+        """When a cap is exceeded by strangers too young to drop: the timer that looks again."""
+        self.outbound = OutboundBudget(gw.maxBufferedBytesTotal)
+        """Bytes queued for all clients together, and who to cut off past it (``gateway.server.send_budget``)."""
+        self.presence_board = PresenceBoard()
+        self.memory = ReleaseAfterCrowd()
+        """Returns freed memory to the system once a crowd of clients has left (``gateway.server.heap_trim``)."""
+        """Who is connected, and the deltas sent to the clients that watch (``gateway.server.presence``)."""
+        self.dispatcher = Dispatcher(registry, IdempotencyCache(), DurableOutcomes(self.db), missing=MISSING)
+        self.connections: dict[str, Connection] = {}
+        self.subscriptions = SessionSubscriptions()
+        """Which connections asked for ``sessions.changed`` and ``session.message``
+        (``gateway.server.session_events``)."""
+        self.run_tokens = RunTokens()
+        """Tokens of the agent runs in flight (checked by the handshake)."""
+        self.bus: EventBus | None = None
+        """Events between replicas, when Redis is configured (``gateway.bus``)."""
+        self.platforms: ChatPlatforms | None = None
+        """The chat platforms, once a platform package attached itself (``gateway.platforms``)."""
+        self.config_watch: ConfigWatcher | None = None
+        self.config_changes = ConfigChanges(config_store, self.broadcast, self.request_restart, self.logs_dir)
+        """Applies a validated config and tells the services that follow it (``gateway.config.reload``)."""
+        self.http_routes: list[BaseRoute] = []
+        """Routes the capabilities and platform packages add to the HTTP app (webhooks)."""
+        self.listen: tuple[str, int] = ("127.0.0.1", 0)
+        """Where the server listens (set by ``gateway.server.serve`` once bound)."""
+        self.replicas: ReplicaWatch | None = None
+        """This replica's heartbeat, and adoption of dead replicas' turns (``gateway.runs.replicas``)."""
+        self.services = Services()
+        """The capabilities' services, by type (``gateway.composition.capabilities``): the core names none of them."""
+        self.hooks = HookRunner()
+        """Plugin hooks (``gateway.hooks``): empty, and free to call, until a plugin adds one."""
+        self.nodes: NodeService | None = None
+        """Paired nodes and their live sockets (``gateway.devices``)."""
+        self.recovered: dict[str, int] = {}
+        """What start-up recovery did with the previous process's unfinished turns (``gateway.runs.recovery``)."""
+        self.background: set[asyncio.Task[None]] = set()
+        """Fire-and-forget work of this start (kept referenced until done)."""
+        self.fanout = FanOut(self.spawn)
+        """Broadcasts to many sockets, a slice at a time (``gateway.server.fanout``)."""
+        self.restart_reason: str | None = None
+        self.stopping = False
+        self._tick_task: asyncio.Task[None] | None = None
+        self._stop_hooks: list[StopHook] = []
+        self._exit: Callable[[], None] = lambda: None
+
+    @property
+    def config(self) -> Config:
+        return self.config_store.config
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    def uptime_ms(self) -> int:
+        return int((time.monotonic() - self._started_mono) * 1000)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self, exit_server: Callable[[], None]) -> None:
+        """Migrate the database and start background work. ``exit_server`` stops the HTTP server."""
+        self._exit = exit_server
+        await self.db.migrate()
+        await self._take_back_leases()
+        from gateway.methods import load_all
+
+        load_all()
+        from gateway.composition import wiring
+
+        await wiring.start_all(self)
+        self._tick_task = asyncio.create_task(self._tick_loop(), name="gateway-tick")
+        log.info("gateway started", version=self.version, pid=os.getpid(), db=self.db.url.split("://")[0])
+
+    async def _take_back_leases(self) -> None:
+        """Leases held under this replica's name belong to a process of ours that is gone (a crash, a kill):
+        nothing of this process runs yet, so they are released now, not after they expire."""
+        from gateway.store.leases import LeaseRepo
+
+        async with self.db.session() as s:
+            released = await LeaseRepo.release_holder(s, self.replica_id)
+        if released:
+            log.info("took back the session leases of this replica's previous process", leases=released)
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """Fire-and-forget work of this start: kept referenced until done, cancelled when the gateway stops."""
+        task = asyncio.create_task(work, name=name)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+        return task
+
+    def on_stop(self, hook: StopHook) -> None:
+        """Register cleanup to run when this gateway stops (last registered runs first)."""
+        self._stop_hooks.append(hook)
+
+    async def stop(self) -> None:
+        if self._tick_task:
+            self._tick_task.cancel()
+        self.presence_board.close()
+        self.memory.close()
+        if self.preauth_sweep is not None:
+            self.preauth_sweep.cancel()
+        for task in list(self.background):
+            task.cancel()
+        runs = getattr(self, "runs", None)  # a start that failed early may not have built it
+        if runs is not None:  # drain first, while the chat platforms can still deliver the replies
+            try:
+                await runs.stop()
+            except Exception:
+                log.exception("draining the run queue failed")
+        for hook in reversed(self._stop_hooks):
+            try:
+                await hook()
+            except Exception:
+                log.exception("stop hook failed")
+        await self.db.close()
+
+    def request_restart(self, reason: str, *, delay_ms: int = 0) -> None:
+        """Drain and come back up in place (same process, same socket)."""
+        if self.stopping:
+            return
+        self.restart_reason = reason
+        asyncio.get_running_loop().call_later(
+            delay_ms / 1000, lambda: asyncio.ensure_future(self.shutdown(reason, restart=True))
+        )
+
+    async def shutdown(self, reason: str, *, restart: bool) -> None:
+        """Tell every client why, close them with 1012, then stop the server."""
+        if self.stopping:
+            return
+        self.stopping = True
+        log.info("gateway shutting down", reason=reason, restart=restart)
+        payload: dict[str, Any] = {"reason": reason}
+        if restart:
+            payload["restartExpectedMs"] = 1500
+        for conn in list(self.connections.values()):
+            conn.send_event("shutdown", payload)
+            conn.close(CLOSE_RESTART, "service restart" if restart else "gateway stopping")
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                asyncio.gather(*(c.wait_closed() for c in list(self.connections.values()))), 3
+            )
+        self._exit()
+
+    # -- connections and events ----------------------------------------------------------------
+
+    def add_connection(self, conn: Connection) -> None:
+        """Deliver events to ``conn`` from now on (its ``hello-ok`` is queued: nothing may come before it)."""
+        self.connections[conn.conn_id] = conn
+        if conn.caller is not None and conn.conn_id not in self.presence_board:
+            self.presence_board.join(conn, conn.caller)
+        self.memory.changed(len(self.connections))
+
+    def remove_connection(self, conn: Connection) -> None:
+        self.subscriptions.drop(conn.conn_id)
+        if self.connections.pop(conn.conn_id, None) is not None:
+            self.memory.changed(len(self.connections))
+        self.presence_board.leave(conn.conn_id)
+
+    def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
+        """Send an event to every operator holding ``scope``, on every replica (``gateway.bus``).
+
+        Returns how many of this replica's sockets got it.
+        """
+        if self.bus is not None:
+            return self.bus.publish(event, payload, scope=scope, drop_if_slow=drop_if_slow)
+        return self.deliver_local(event, payload, scope, drop_if_slow)
+
+    def deliver_local(self, event: str, payload: Any = None, scope: str = READ, drop_if_slow: bool = False) -> int:
+        """Send an event to this replica's authenticated operators holding ``scope``; returns how many got it."""
+        only = self.subscriptions.targets(event, payload)  # session events go to their subscribers only
+        receivers = [conn for conn in self.connections.values()
+                     if (caller := conn.caller) is not None and caller.role == "operator"
+                     and grants(caller.scopes, scope) and (only is None or conn.conn_id in only)]
+        # the frame, encoded once for every socket (only its seq differs); sliced when there are many
+        sent = self.fanout.send(event_head(event, payload), receivers, drop_if_slow=drop_if_slow) if receivers else 0
+        for derived, body in self.subscriptions.derive(event, payload):
+            self.deliver_local(derived, body, scope)
+        return sent
+
+    def presence(self) -> list[dict[str, Any]]:
+        """Every connection of this replica as an OpenClaw ``PresenceEntry`` (``gateway.server.presence``)."""
+        return self.presence_board.snapshot()
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "version": self.version,
+            "uptimeMs": self.uptime_ms(),
+            "connections": len(self.connections),
+            "database": "sqlite" if self.db.is_sqlite else "postgresql",
+        }
+
+    async def _tick_loop(self) -> None:
+        interval = self.config.gateway.tickIntervalMs / 1000
+        while True:
+            await asyncio.sleep(interval)
+            receivers = [conn for conn in self.connections.values() if conn.caller is not None]
+            if receivers:
+                self.fanout.send(event_head("tick", {"ts": int(time.time() * 1000)}), receivers, drop_if_slow=True)

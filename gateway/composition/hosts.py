@@ -1,0 +1,150 @@
+"""The hosts: what a package plugged into the gateway is shown of it, instead of the whole ``Gateway``.
+
+``GatewayHost`` is what every host offers: the live config, the state folder, HTTP routes, config-change
+listeners and clean-up. ``CapabilityHost`` (this module) is given to each capability's ``start(host)``
+(``gateway.composition.capabilities``): it adds the database, events, background tasks, the core services, in-process
+method calls and the other capabilities' services; the capability takes what its service needs and passes it
+to the service's constructor. ``PlatformHost`` (``gateway.platforms.host``) is given to a chat platform
+package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from gateway.agents.executor import AgentExecutor
+    from gateway.bus import EventBus
+    from gateway.composition.gateway import Gateway
+    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.services import Services
+    from gateway.config import Config, ConfigStore
+    from gateway.config.reload import Listener
+    from gateway.devices.service import NodeService
+    from gateway.dispatch.callers import Caller
+    from gateway.hooks import HookRunner
+    from gateway.platforms.interface import ChatPlatforms
+    from gateway.runs import RunQueue
+    from gateway.runs.replicas import ReplicaWatch
+    from gateway.sessions import SessionsService
+    from gateway.store import Database
+
+__all__ = ["CapabilityHost", "GatewayHost"]
+
+
+class GatewayHost:
+    """What every host offers of one running gateway."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gw = gateway
+
+    @property
+    def config(self) -> Config:
+        """The current config (read it per use: it changes live)."""
+        return self._gw.config
+
+    @property
+    def state_dir(self) -> Path:
+        return self._gw.state_dir
+
+    def add_route(self, route: BaseRoute) -> None:
+        """Serve an HTTP route (a page, a webhook) on the gateway's port."""
+        self._gw.http_routes.append(route)
+
+    def on_config_change(self, listener: Listener) -> None:
+        """Call ``listener(old, new, changed_sections)`` after every live config change."""
+        self._gw.config_changes.listen(listener)
+
+    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Clean-up when this gateway stops (last registered runs first)."""
+        self._gw.on_stop(hook)
+
+
+class CapabilityHost(GatewayHost):
+    """The gateway as a capability sees it (built by ``gateway.composition.wiring`` for each capability's ``start``)."""
+
+    # -- facts -------------------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        return self._gw.db
+
+    @property
+    def config_store(self) -> ConfigStore:
+        """The live config (``.config``: read it per use, it changes) and its file."""
+        return self._gw.config_store
+
+    @property
+    def replica_id(self) -> str:
+        return self._gw.replica_id
+
+    @property
+    def token(self) -> str:
+        """The gateway's own token (what a same-host helper such as the browser's file route signs with)."""
+        return self._gw.token
+
+    def listen(self) -> tuple[str, int]:
+        """Where the server listens (known once it is bound)."""
+        return self._gw.listen
+
+    # -- the core's services ------------------------------------------------------------------------
+
+    @property
+    def services(self) -> Services:
+        """The capabilities' services by type: ``provide`` yours, ``find``/``get`` another's."""
+        return self._gw.services
+
+    @property
+    def sessions(self) -> SessionsService:
+        return self._gw.sessions
+
+    @property
+    def runs(self) -> RunQueue:
+        return self._gw.runs
+
+    @property
+    def agents(self) -> AgentExecutor:
+        return self._gw.agents
+
+    @property
+    def nodes(self) -> NodeService | None:
+        return self._gw.nodes
+
+    @property
+    def replicas(self) -> ReplicaWatch | None:
+        return self._gw.replicas
+
+    @property
+    def hooks(self) -> HookRunner:
+        return self._gw.hooks
+
+    async def call(self, method: str, params: Any, caller: Caller, *, request_id: str = "") -> Any:
+        """Call a gateway method in process as ``caller`` (validation, scopes and hooks as over the wire)."""
+        return await self._gw.dispatcher.call(method, params, caller, self._gw, request_id=request_id)
+
+    @property
+    def bus(self) -> EventBus | None:
+        return self._gw.bus
+
+    def platforms(self) -> ChatPlatforms | None:
+        """The chat platforms, once attached (after the capabilities start: call this per use)."""
+        return self._gw.platforms
+
+    # -- wiring ------------------------------------------------------------------------------------
+
+    @property
+    def broadcast(self) -> Broadcast:
+        return self._gw.broadcast
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """Fire-and-forget work of this gateway start, kept referenced until done and cancelled at stop."""
+        return self._gw.spawn(work, name)
+
+    def restart_reason(self) -> str | None:
+        """Why this gateway is restarting in place, if it is."""
+        return self._gw.restart_reason

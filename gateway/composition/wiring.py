@@ -1,0 +1,175 @@
+"""Where one gateway start's services are built and wired, in this order.
+
+1. The core services (``CORE``): each ``_start_*`` here builds its service with the collaborators it uses,
+   passed to its constructor, and sets it as a typed attribute of the ``Gateway``; clean-up goes to
+   ``gateway.on_stop``. The bus first (every later event goes through it), the run queue before the sessions
+   and the executor that use it, the replica watch after the executor it recovers turns through. This module
+   and ``gateway.composition.gateway`` are the only ones that know the whole ``Gateway`` (and the hosts, which narrow
+   it).
+2. The capabilities (``gateway.composition.capabilities``), each through its own ``start(host)`` with a
+   ``CapabilityHost``: they provide their services in ``gateway.composition.services``.
+3. The platform package (the ``remoteclaw.platforms`` extension point: ``channels``), with a
+   ``PlatformHost``, so the gateway never names their modules; last, because their messages need everything
+   else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from gateway.composition.capabilities import declared, load
+from gateway.composition.entry_points import PLATFORMS
+from gateway.composition.hosts import CapabilityHost
+
+if TYPE_CHECKING:
+    from gateway.composition.gateway import Gateway
+    from gateway.runs.recovery import Recovery
+
+__all__ = ["CORE", "start_all"]
+
+log = structlog.get_logger("gateway.composition.wiring")
+
+
+async def _start_bus(gw: Gateway) -> None:
+    """Events between replicas (Redis), first: every later event goes through it."""
+    from gateway.bus import connect
+
+    gw.bus = await connect(gw.instance_id, gw.deliver_local, gw.config)
+    gw.on_stop(gw.bus.stop)
+
+
+async def _start_config_watch(gw: Gateway) -> None:
+    """Edits of the config file, applied as the config methods apply theirs."""
+    from gateway.config.watch import ConfigWatcher
+
+    watcher = ConfigWatcher(gw.config_store, gw.config_changes, lambda: gw.stopping)
+    gw.config_watch = watcher
+    watcher.start()
+    gw.on_stop(watcher.stop)
+
+
+async def _start_runs(gw: Gateway) -> None:
+    """The run queue, with this replica's session leases; stopped by ``Gateway.stop`` first of all, while the
+    channels can still deliver the replies."""
+    from gateway.runs import RunQueue
+    from gateway.runs.lease import LeaseService
+
+    queue = RunQueue(gw.db, gw.config_store, gw.broadcast, LeaseService(gw.db, gw.replica_id))
+    queue.attach_bus(gw.bus)
+    gw.runs = queue
+
+
+async def _start_sessions(gw: Gateway) -> None:
+    from gateway.sessions import SessionsService
+
+    gw.sessions = SessionsService(gw.db, gw.config_store, gw.hooks, gw.runs)
+
+
+def _tell_sandbox_problems(gw: Gateway) -> None:
+    """Log, once at start and off the start's path, what ``doctor`` would say is wrong with the sandbox."""
+    from gateway.sandbox.doctor import sandbox_report
+
+    async def tell() -> None:
+        for name, status, detail, fix in await asyncio.to_thread(sandbox_report, gw.config):
+            if status != "ok":
+                log.warning(f"{name}: {detail}", fix=fix)
+
+    gw.spawn(tell(), name="sandbox-report")
+
+
+async def _start_agents(gw: Gateway) -> None:
+    """The executor: it runs the queue's turns and takes the chats' allowed messages."""
+    from gateway.agents.executor import AgentExecutor
+    from gateway.agents.workspace import runs_folder
+    from gateway.sandbox import GatewayRelay, Sandbox, private_paths
+
+    runs_dir = runs_folder(gw.state_dir)
+    relay = GatewayRelay(runs_dir / "gateway.sock", lambda: gw.listen)
+    gw.on_stop(relay.close)
+    sandbox = Sandbox(config=gw.config_store, state_dir=gw.state_dir, relay=relay,
+                      private=private_paths(gw.config_store.path, gw.db.url))
+    _tell_sandbox_problems(gw)
+    executor = AgentExecutor(db=gw.db, config=gw.config_store, state_dir=gw.state_dir, replica_id=gw.replica_id,
+                             sessions=gw.sessions, runs=gw.runs, run_tokens=gw.run_tokens, hooks=gw.hooks,
+                             services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,
+                             listen=lambda: gw.listen, sandbox=sandbox, runs_dir=runs_dir)
+    gw.agents = executor
+    # The queue runs its turns through the executor, which submits to the queue: the loop is closed here.
+    gw.runs.executor = executor.execute
+    gw.runs.after_run = executor.after_run
+
+
+async def _start_replicas(gw: Gateway) -> None:
+    """This replica's heartbeat, and adoption of dead replicas' turns. It beats once now, before this replica
+    recovers its own turns (``_recover``), so no survivor adopts them meanwhile; then on a timer."""
+    from gateway.runs.replicas import ReplicaWatch
+
+    watch = ReplicaWatch(gw.db, gw.replica_id, _recovery(gw), gw.spawn)
+    await watch.beat()
+    watch.start()
+    gw.replicas = watch
+    gw.on_stop(watch.stop)
+
+
+def _recovery(gw: Gateway) -> Recovery:
+    from gateway.runs.recovery import Recovery
+
+    # A callable: the chat platforms attach after the core services (the platform package), or never.
+    return Recovery(gw.db, gw.config_store, gw.replica_id, gw.runs, gw.agents, lambda: gw.platforms)
+
+
+async def _start_nodes(gw: Gateway) -> None:
+    """Paired nodes and their live sockets; the sockets a previous process of this replica held are forgotten."""
+    from gateway.devices.requests import agent_requests
+    from gateway.devices.service import NodeService
+
+    service = NodeService(gw.db, gw.config_store, gw.broadcast, gw.bus, gw.replica_id, gw.instance_id,
+                          gw.dispatcher.durable)
+    service.event_handlers["agent.request"] = agent_requests(gw.sessions, gw.runs)
+    await service.start()
+    gw.nodes = service
+    gw.on_stop(service.stop)
+
+
+CORE: list[Callable[[Gateway], Awaitable[None]]] = [
+    _start_bus,
+    _start_config_watch,
+    _start_runs,
+    _start_sessions,
+    _start_agents,
+    _start_replicas,
+    _start_nodes,
+]
+"""The core services, in start order."""
+
+
+async def start_all(gateway: Gateway) -> None:
+    for start_core in CORE:
+        await start_core(gateway)
+    host = CapabilityHost(gateway)
+    for capability in declared():
+        if capability.start is not None:
+            await load(capability.start)(host)
+    from gateway.platforms import PlatformHost
+
+    for name in PLATFORMS.names():
+        try:
+            start = PLATFORMS.load(name)
+        except ImportError as exc:  # its package is not installed here: the gateway runs without it
+            log.warning("platform package not available", package=name, error=str(exc))
+            continue
+        await start(PlatformHost(gateway))
+    await _recover(gateway)
+    gateway.hooks.fire("gateway_start", {"version": gateway.version, "replicaId": gateway.replica_id})
+
+
+async def _recover(gateway: Gateway) -> None:
+    """Turns this replica's previous process left unfinished go back into the queue before anything new
+    arrives (their order kept); the chats hear about interrupted ones once their accounts are up."""
+    recovery = _recovery(gateway)
+    gateway.recovered, notices = await recovery.recover()
+    gateway.spawn(recovery.send_notices(notices), "recovery-notices")  # and the unsent replies

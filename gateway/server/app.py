@@ -1,0 +1,437 @@
+"""The Starlette application: WebSocket RPC on ``/`` and ``/ws``, ``/healthz``, and the web pages.
+
+This module is the I/O driver around ``gateway.protocol``: it reads frames, runs the handshake,
+hands requests to the dispatcher and writes back what it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from gateway.agents.tokens import RunTokens
+from gateway.composition.gateway import Gateway
+from gateway.devices.store import APPROVED, REJECTED, Admission
+from gateway.dispatch.dispatcher import Caller
+from gateway.protocol import (
+    MAX_PREAUTH_FRAME_BYTES,
+    InvalidFrame,
+    InvalidRequest,
+    NotPaired,
+    RequestFrame,
+    RpcError,
+    Unavailable,
+    describe_validation_error,
+    error_frame,
+    ok_frame,
+    parse_request,
+)
+from gateway.protocol.connect_params import ConnectParams
+from gateway.protocol.events import EVENTS
+from gateway.server import control_ui, handshake
+from gateway.server.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
+from gateway.server.origins import origin_allowed
+from gateway.server.preauth import LIFT_FRAME_LIMIT, PEER_SPOKE
+from gateway.webchat.files import FILES_PATH, serve_file
+
+__all__ = ["build_app", "route_paths"]
+
+log = structlog.get_logger("gateway.server.app")
+
+MAX_IN_FLIGHT = 256
+"""Requests one connection may have running at once; past this we stop reading (backpressure)."""
+
+LOOPBACK = ("127.", "::1", "localhost")
+
+
+def _is_loopback(host: str) -> bool:
+    return host.startswith(LOOPBACK) or host.startswith("::ffff:127.")
+
+
+async def _receive_text(ws: WebSocket) -> str | None:
+    """Next text frame (binary frames are decoded as UTF-8); None when the peer is gone."""
+    msg = await ws.receive()
+    if msg["type"] == "websocket.disconnect":
+        return None
+    if msg.get("text") is not None:
+        return msg["text"]
+    data = msg.get("bytes") or b""
+    return data.decode("utf-8", "replace")
+
+
+class _Handshake:
+    """Runs the connect exchange for one socket; returns the authenticated caller or None."""
+
+    def __init__(self, gateway: Gateway, conn: Connection) -> None:
+        self.gw = gateway
+        self.conn = conn
+        self.nonce = str(uuid.uuid4())
+        self.node_admission: Admission | None = None
+        """For a node: what its connect found in the node store (``gateway.devices``)."""
+        self.operator_device: str | None = None
+        """An approved operator device that signed in (not as an agent run): it is handed a device token."""
+
+    def _refuse(self, frame_id: Any, err: RpcError, close_code: int = CLOSE_POLICY) -> None:
+        self.conn.send(error_frame(frame_id, err))
+        self.conn.close(close_code, err.message)
+
+    async def run(self) -> tuple[RequestFrame, ConnectParams, Caller] | None:
+        conn, gw = self.conn, self.gw
+        conn.send({"type": "event", "event": "connect.challenge",
+                   "payload": {"nonce": self.nonce, "ts": int(time.time() * 1000)}})
+        deadline = time.monotonic() + gw.config.gateway.handshakeTimeoutMs / 1000
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                conn.close(CLOSE_POLICY, "handshake timeout")
+                return None
+            try:
+                async with asyncio.timeout(remaining):  # cheaper than wait_for: no extra task per frame
+                    text = await _receive_text(conn.ws)
+            except TimeoutError:
+                conn.close(CLOSE_POLICY, "handshake timeout")
+                return None
+            if text is None:
+                return None
+            # A UTF-8 character is at most 4 bytes: only long texts need the exact (copying) count.
+            if len(text) > MAX_PREAUTH_FRAME_BYTES // 4 and len(text.encode()) > MAX_PREAUTH_FRAME_BYTES:
+                conn.close(CLOSE_TOO_BIG, "frame too large before connect")
+                return None
+            try:
+                frame = parse_request(text)
+            except InvalidFrame as err:
+                self._refuse(err.frame_id, err)
+                return None
+            except ValueError:
+                log.debug("ignoring non-JSON frame before connect", conn_id=conn.conn_id)
+                continue
+            if frame.method != "connect":
+                self._refuse(frame.id, InvalidRequest("invalid handshake: first request must be connect"))
+                return None
+            return await self._connect(frame)
+
+    async def _connect(self, frame: RequestFrame) -> tuple[RequestFrame, ConnectParams, Caller] | None:
+        """Decide with ``gateway.server.handshake`` (no I/O there); here only the awaits: the throttle's pause, the
+        device table, and sending the answer."""
+        from pydantic import ValidationError
+
+        conn, gw = self.conn, self.gw
+        try:
+            params = ConnectParams.model_validate(frame.params or {})
+        except ValidationError as exc:
+            self._refuse(frame.id, InvalidRequest(f"invalid connect params: {describe_validation_error(exc)}"))
+            return None
+        try:
+            conn.protocol = handshake.negotiate(params)
+            given = handshake.given_token(params)
+            node_token_valid = None
+            if (params.role == "node" and not given and params.auth and params.auth.deviceToken
+                    and params.device and gw.nodes is not None):
+                node_token_valid = await gw.nodes.token_valid(params.device.id, params.auth.deviceToken)
+            try:
+                accepted = handshake.authenticate(
+                    params, gateway_token=gw.token, run_grant=gw.run_tokens.grant(given), nonce=self.nonce,
+                    looks_like_run_token=RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token),
+                    node_token_valid=node_token_valid)
+            except handshake.Refusal as refusal:
+                # Valid credentials always get in, whatever others did from this address; a failure from a
+                # locked address is answered AUTH_RATE_LIMITED, and only after a pause.
+                wait = gw.throttle.retry_after(conn.remote)
+                locked = handshake.rate_limited(wait)
+                if locked is None:
+                    raise
+                log.info("connect rate limited", conn_id=conn.conn_id, remote=conn.remote,
+                         retry_after_s=round(wait, 1))
+                await asyncio.sleep(min(wait, 1.0))  # slow the guesser down before answering
+                locked.counts_as_failure = refusal.counts_as_failure
+                raise locked from None
+        except handshake.Refusal as refusal:
+            if refusal.counts_as_failure:
+                gw.throttle.failure(conn.remote)
+            log.info("connect refused", conn_id=conn.conn_id, remote=conn.remote,
+                     code=(refusal.error.details or {}).get("code"))
+            self._refuse(frame.id, refusal.error, refusal.close_code)
+            return None
+        if params.role == "node":
+            if not await self._admit_node(frame, params, accepted.device_id):
+                return None
+        elif accepted.device_id is not None and params.device is not None:
+            from gateway.devices import operators as devices
+
+            auto = gw.config.gateway.auth.autoApproveLoopbackDevices and _is_loopback(conn.remote)
+            status = await devices.record(gw.db, gw.broadcast, params, accepted.device_id, remote=conn.remote,
+                                          auto_approve=auto)
+            if status != devices.APPROVED:
+                message = ("device was rejected by the gateway owner" if status == devices.REJECTED
+                           else "device is not paired yet: the gateway owner must approve it")
+                self._refuse(frame.id, NotPaired(
+                    message,
+                    details={"code": "PAIRING_REQUIRED", "deviceId": accepted.device_id, "status": status},
+                ))
+                return None
+            if accepted.run_grant is None:
+                self.operator_device = accepted.device_id
+        return frame, params, handshake.caller_for(params, accepted, conn_id=conn.conn_id, remote=conn.remote)
+
+
+    async def _admit_node(self, frame: RequestFrame, params: ConnectParams, device_id: str | None) -> bool:
+        """A node needs a device identity (its node id) and must not be rejected; a pending one may connect
+        and wait for the owner, but no node method or invocation works for it until approved."""
+        gw = self.gw
+        if device_id is None or params.device is None:
+            self._refuse(frame.id, InvalidRequest(
+                "a node must prove a device identity: send connect.device signed with its Ed25519 key",
+                details={"code": "DEVICE_IDENTITY_REQUIRED"}))
+            return False
+        if gw.nodes is None:
+            self._refuse(frame.id, Unavailable("nodes are not available on this gateway"))
+            return False
+        admission = await gw.nodes.admit(params, device_id, self.conn.remote, loopback=_is_loopback(self.conn.remote))
+        if admission.status == REJECTED:
+            self._refuse(frame.id, NotPaired(
+                "node was rejected by the gateway owner (node.pair.approve or node.pair.remove undoes it)",
+                details={"code": "PAIRING_REQUIRED", "nodeId": device_id, "status": admission.status,
+                         "requestId": admission.node["requestId"]}))
+            return False
+        self.node_admission = admission
+        return True
+
+
+def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
+    cfg = gw.config
+    return handshake.hello_ok(
+        protocol=conn.protocol,
+        caller=caller,
+        # OpenClaw's HelloOk is a closed object: this start of the gateway is its bootId; the replica id and
+        # the gateway's own health figures are in the ``status`` and ``health`` results instead.
+        server={"version": gw.version, "connId": conn.conn_id, "bootId": gw.instance_id},
+        methods=gw.dispatcher.registry.names(),
+        events=list(EVENTS),
+        snapshot={
+            "presence": gw.presence_board.snapshot_for(conn.conn_id),
+            "health": {"ok": True, "ts": int(time.time() * 1000), "defaultAgentId": cfg.agents.default},
+            "stateVersion": gw.presence_board.state_version(),
+            "uptimeMs": gw.uptime_ms(),
+            "sessionDefaults": {
+                "defaultAgentId": cfg.agents.default,
+                "mainKey": "main",
+                "mainSessionKey": f"agent:{cfg.agents.default}:main",
+                "scope": cfg.session.dmScope,
+            },
+        },
+        policy={
+            "maxPayload": cfg.gateway.maxPayload,
+            "maxBufferedBytes": cfg.gateway.maxBufferedBytes,
+            "tickIntervalMs": cfg.gateway.tickIntervalMs,
+        },
+    )
+
+
+async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None:
+    limit = asyncio.Semaphore(MAX_IN_FLIGHT)
+
+    async def handle(frame: RequestFrame) -> None:
+        try:
+            conn.send(await gw.dispatcher.dispatch(frame, caller, gw))
+        finally:
+            limit.release()
+
+    while not conn.closed:
+        text = await _receive_text(conn.ws)
+        if text is None:
+            return
+        try:
+            frame = parse_request(text)
+        except InvalidFrame as err:
+            conn.send(error_frame(err.frame_id, err))
+            continue
+        except ValueError:
+            log.debug("ignoring non-JSON frame", conn_id=conn.conn_id)
+            continue
+        if frame.method == "connect":
+            conn.send(error_frame(frame.id, InvalidRequest("already connected: connect is only valid once")))
+            continue
+        await limit.acquire()
+        task = asyncio.create_task(handle(frame))
+        conn.tasks.add(task)
+        task.add_done_callback(conn.tasks.discard)
+
+
+def _drop_waiting(gw: Gateway, stale: list[Connection]) -> None:
+    """Close the strangers ``PreAuthSockets`` gave up on; while a cap is still exceeded, look again later."""
+    for conn in stale:
+        conn.close(CLOSE_POLICY, "too many connections waiting to log in")
+    delay = gw.preauth.overdue_in()
+    if delay is None or gw.preauth_sweep is not None:
+        return
+
+    def sweep() -> None:
+        gw.preauth_sweep = None
+        _drop_waiting(gw, gw.preauth.sweep())
+
+    gw.preauth_sweep = asyncio.get_running_loop().call_later(delay, sweep)
+
+
+RPC_PATHS = frozenset({"/", "/ws"})
+
+
+class _RpcFront:
+    """Hands WebSocket upgrades on the RPC paths straight to the endpoint; everything else to Starlette.
+
+    Why: Starlette's middleware stack wraps every ``send`` of a WebSocket in several layers (error
+    and exception middleware, routing), which cost more CPU per connect than our whole handshake.
+    The RPC socket handles its own errors, so it skips them; HTTP routes keep the full stack.
+    """
+
+    def __init__(self, app: Starlette, endpoint: Callable[[WebSocket], Awaitable[None]], gateway: Gateway,
+                 rpc_paths: frozenset[str] = RPC_PATHS) -> None:
+        self.app = app
+        self.endpoint = endpoint
+        self.gw = gateway
+        self.rpc_paths = rpc_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("websocket", "http") and not self._origin_ok(scope):
+            await self._refuse_origin(scope, send)
+            return
+        if scope["type"] == "websocket" and scope["path"] in self.rpc_paths:
+            await self.endpoint(WebSocket(scope, receive, send))
+        else:
+            await self.app(scope, receive, send)
+
+
+    def _origin_ok(self, scope: Scope) -> bool:
+        origin = host = None
+        for key, value in scope["headers"]:
+            if key == b"origin":
+                origin = value.decode("latin-1")
+            elif key == b"host":
+                host = value.decode("latin-1")
+        return origin_allowed(origin, host, self.gw.config.gateway.allowedOrigins)
+
+    @staticmethod
+    async def _refuse_origin(scope: Scope, send: Send) -> None:
+        log.info("cross-origin request refused", path=scope.get("path"), client=(scope.get("client") or ("",))[0])
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": CLOSE_POLICY})  # before accept: HTTP 403
+            return
+        body = b'{"ok":false,"error":"cross-origin request refused (gateway.allowedOrigins)"}'
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def build_app(gateway: Gateway) -> ASGIApp:
+    """The ASGI app bound to one running gateway."""
+
+    async def ws_endpoint(ws: WebSocket) -> None:
+        await ws.accept()
+        client = ws.client
+        remote = client.host if client else "unknown"
+        conn = Connection(ws, uuid.uuid4().hex[:16], remote,
+                          max_buffered=gateway.config.gateway.maxBufferedBytes, budget=gateway.outbound)
+        conn.start_writer()
+        if gateway.stopping:
+            conn.close(CLOSE_RESTART, "gateway restarting")
+            await conn.wait_closed()
+            await conn.abort()
+            return
+        spoke = ws.scope.get("extensions", {}).get(PEER_SPOKE)
+        _drop_waiting(gateway, gateway.preauth.admit(conn.conn_id, remote, conn, spoke))
+        try:
+            handshake = _Handshake(gateway, conn)
+            try:
+                outcome = await handshake.run()
+            finally:
+                gateway.preauth.release(conn.conn_id, remote)
+            if outcome is None:
+                await conn.wait_closed()
+                return
+            lift = ws.scope.get("extensions", {}).get(LIFT_FRAME_LIMIT)
+            if lift is not None:
+                lift()  # frames up to gateway.maxPayload from now on
+            frame, _params, caller = outcome
+            conn.caller = caller
+            conn.connected_at_ms = int(time.time() * 1000)
+            gateway.presence_board.join(conn, caller)  # listed in its own snapshot, as OpenClaw does
+            hello = _hello(gateway, conn, caller)
+            if handshake.operator_device is not None:  # a reload signs in with it (OpenClaw's Control UI keeps it)
+                from gateway.server.auth import operator_device_token
+
+                hello["auth"]["deviceToken"] = operator_device_token(gateway.token, handshake.operator_device)
+            admission = handshake.node_admission
+            if admission is not None and gateway.nodes is not None:
+                node_token = await gateway.nodes.hello_token(admission)
+                if node_token:
+                    hello["auth"]["deviceToken"] = node_token  # connect with it from now on, without the gateway token
+                hello["auth"]["nodeId"] = admission.node["nodeId"]
+                hello["auth"]["paired"] = admission.status == APPROVED
+                if admission.status != APPROVED:
+                    hello["auth"]["requestId"] = admission.node["requestId"]
+                gateway.nodes.attach(conn, caller, admission)  # before hello-ok: its first call must find it
+            conn.send(ok_frame(frame.id, hello))
+            gateway.add_connection(conn)
+            conn.send_event("health", gateway.health())
+            log.debug("client connected", conn_id=conn.conn_id, client=caller.client_id, role=caller.role,
+                     remote=remote)
+            await _serve_requests(gateway, conn, caller)
+        except WebSocketDisconnect:
+            pass
+        except Exception:
+            log.exception("connection failed", conn_id=conn.conn_id)
+            conn.close(CLOSE_INTERNAL, "internal error")
+        finally:
+            gateway.remove_connection(conn)
+            if gateway.nodes is not None and handshake.node_admission is not None:
+                await gateway.nodes.detach(conn)
+            if conn.closed:
+                await conn.wait_closed(1.0)
+            await conn.abort()
+
+    async def healthz(_request: Request) -> Response:
+        return JSONResponse(gateway.health())
+
+    async def index(_request: Request) -> Response:
+        from gateway.webchat import page
+
+        return HTMLResponse(page.index_html(), headers=page.page_headers())
+
+    async def webchat_file(request: Request) -> Response:
+        return await serve_file(request, gateway.db)
+
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz),
+        Route("/", index),
+        Route(FILES_PATH + "/{fid}/{name:path}", webchat_file),
+    ]
+    routes += gateway.http_routes
+    rpc_paths = RPC_PATHS
+    ui = control_ui.for_config(gateway.config, gateway.version)
+    if ui is not None:  # OpenClaw's Control UI, and its socket at its base path (gateway.server.control_ui)
+        routes += ui.routes()
+        rpc_paths = rpc_paths | ui.socket_paths
+    log.debug("serving", http=route_paths(routes), websocket=sorted(rpc_paths))  # what the origin check guards
+    return _RpcFront(Starlette(routes=routes), ws_endpoint, gateway, rpc_paths)
+
+
+def route_paths(routes: list[BaseRoute]) -> list[str]:
+    """Every HTTP path template served (a mount as ``<prefix>/{path:path}``), for the start log and its tests."""
+    found: list[str] = []
+    for route in routes:
+        path = getattr(route, "path", None)
+        if isinstance(route, Mount):
+            found.append(f"{route.path}/{{path:path}}")
+        elif isinstance(path, str):
+            found.append(path)
+    return found

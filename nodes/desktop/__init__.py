@@ -1,0 +1,1 @@
+"""The node's desktop: Cua Driver's tools as ``desktop.*`` commands, and trajectories (``service.py``)."""

@@ -1,1 +1,0 @@
-"""The WhatsApp channel plugin (extra ``whatsapp``): see ``plugin.py`` and docs/channels/whatsapp.md."""
