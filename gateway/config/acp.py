@@ -6,7 +6,10 @@ from pydantic import Field
 
 from gateway.config.sections import Section
 
-__all__ = ["AcpAgentCommand"]
+__all__ = ["ACP_AGENTS", "AcpAgentCommand"]
+
+ACP_AGENTS = ("claude-acp", "codex-acp", "gemini", "opencode")
+"""The presets ``agents.list[].agent`` may name (``gateway.agents.runtimes.acp_presets`` says what each is)."""
 
 
 class AcpAgentCommand(Section):

@@ -32,7 +32,7 @@ from pydantic_settings import (
 )
 
 from gateway.approvals.config import ApprovalsConfig
-from gateway.config.acp import AcpAgentCommand
+from gateway.config.acp import ACP_AGENTS, AcpAgentCommand
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
 from gateway.cron.config import CronConfig, HeartbeatConfig
@@ -190,9 +190,8 @@ class AgentConfig(Section):
             if self.agent is not None or self.acp is not None:
                 raise ValueError("agent and acp are settings of runtime acp")
             return self
-        from gateway.agents.runtimes.acp_presets import preset
-
-        preset(self.agent)  # an unknown name is refused with the known ones
+        if self.agent is not None and self.agent not in ACP_AGENTS:
+            raise ValueError(f"unknown ACP agent {self.agent!r}; known: {', '.join(ACP_AGENTS)} (or give acp.command)")
         if self.agent is None and not (self.acp and self.acp.command) and not self.command:
             raise ValueError("runtime acp needs agent (a preset: claude-acp, codex-acp, gemini, opencode) or "
                              "acp.command")

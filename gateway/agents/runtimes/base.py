@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from gateway.agents.runtimes.process import ProcessResult
     from gateway.config import AgentConfig
 
 __all__ = ["ASKING_MODES", "Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "Stdin",
@@ -161,17 +160,13 @@ class Runtime(ABC):
     and ``user_message`` encodes one); the steering mode ``steer`` falls back to ``queue`` elsewhere."""
 
     self_driven: bool = False
-    """The runtime runs its CLI's process itself (``drive``) instead of the shared NDJSON reader: a CLI reached
-    through a protocol library (``runtime: acp`` over the ACP SDK)."""
+    """The runtime runs its CLI's process itself (``drive(inv, spec, emit, *, no_output_timeout, on_spawn)``, see
+    ``driver.SelfDriven``) instead of the shared NDJSON reader: a CLI reached through a protocol library
+    (``runtime: acp`` over the ACP SDK)."""
 
     def configured(self, agent: AgentConfig) -> Runtime:
         """The adapter for one agent entry (``runtime: acp`` reads the entry's preset and command); most need none."""
         return self
-
-    async def drive(self, inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *,
-                    no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> ProcessResult:
-        """Run the (confined) ``inv`` to the end, handing each event to ``emit`` (``self_driven`` runtimes only)."""
-        raise NotImplementedError(f"the {self.name} runtime is not self-driven")
 
     def command(self, spec: RunSpec) -> list[str]:
         return list(spec.command) if spec.command else [self.executable]

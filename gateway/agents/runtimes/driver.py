@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
-from gateway.agents.runtimes.base import Event, RunSpec, Runtime
+from gateway.agents.runtimes.base import Event, Invocation, RunSpec, Runtime
 from gateway.agents.runtimes.process import ProcessResult, StdinFeed, run_process
 
-__all__ = ["TurnResult", "run_turn"]
+__all__ = ["SelfDriven", "TurnResult", "run_turn"]
+
+
+class SelfDriven(Protocol):
+    """A runtime with ``self_driven`` set: it runs the (confined) invocation itself and hands over its events."""
+
+    async def drive(self, inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *,
+                    no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> ProcessResult: ...
 
 
 @dataclass(slots=True)
@@ -80,7 +88,8 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
         if spec.confine is not None:
             inv = spec.confine(inv)
         if runtime.self_driven:  # the runtime talks to its CLI through a library (ACP's SDK): it runs the process
-            proc = await runtime.drive(inv, spec, emit, no_output_timeout=no_output_timeout, on_spawn=on_spawn)
+            proc = await cast(SelfDriven, runtime).drive(inv, spec, emit, no_output_timeout=no_output_timeout,
+                                                         on_spawn=on_spawn)
         else:
             proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
     except (FileNotFoundError, PermissionError) as exc:
