@@ -94,6 +94,11 @@ def _desktop() -> str | None:
     return None
 
 
+def _opencode() -> str | None:
+    found = (ROOT / ".agent-clis" / "node_modules" / ".bin" / "opencode").exists()
+    return None if found else "OpenCode (scripts/install-agent-clis opencode)"
+
+
 def _ts_sdk() -> str | None:
     sdk = ROOT / ".tools" / "mcp" / "node_modules" / "@modelcontextprotocol" / "sdk"
     return None if sdk.exists() else "TypeScript MCP SDK (scripts/install-mcp-inspector)"
@@ -152,6 +157,11 @@ BENCHES: tuple[Bench, ...] = (
                                ("idle RSS, all extras (MiB)", "installs/all extras/idle_rss_mb"))),
     Bench("runs", headline=(("message -> CLI start, median (ms)", "overhead_median_ms"),
                             ("stand-in runs per second", "runs_per_s"))),
+    Bench("acp", needs=(_opencode,),
+          headline=(("turn, runtime opencode p50 (ms)", "turn_opencode/p50_ms"),
+                    ("turn, runtime acp (opencode acp) p50 (ms)", "turn_acp/p50_ms"),
+                    ("prompt -> first chunk, remoteclaw acp p50 (ms)", "first_chunk_remoteclaw_acp/p50_ms"),
+                    ("prompt -> first chunk, opencode acp direct, cold p50 (ms)", "first_chunk_direct_cold/p50_ms"))),
     Bench("clients", normalise=_clients_rows,
           headline=(("100 clients: all connected (s)", "100-reading/connect_all_s"),
                     ("100 clients: `health` all at once p99 (ms)", "100-reading/health_p99_ms"),

@@ -41,7 +41,7 @@ from gateway.agents.inbound import InboundRouter
 from gateway.agents.invocation import cli_argv
 from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
-from gateway.agents.runtimes import McpServer, RunSpec, get_runtime
+from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
 from gateway.agents.runtimes.base import Approve, Runtime
 from gateway.agents.runtimes.driver import TurnResult, run_turn
 from gateway.agents.runtimes.process import StdinFeed
@@ -244,7 +244,10 @@ class AgentExecutor:
         the session's project) with its attachments and a snapshot for the diff, the sandbox, and the run token; or
         the outcome of a turn refused before any process starts."""
         agent = self._sessions.agent(run.agent_id, field="sessionKey")
-        runtime = get_runtime(agent.runtime)
+        try:
+            runtime = runtime_for(agent)
+        except ValueError as exc:  # e.g. runtime acp with neither a preset nor a command
+            return RunOutcome(status="error", error=str(exc))
         run.answer_facts = {"agentId": agent.id, "runtime": runtime.name, "cli": cli_argv(agent)[0]}
         if agent.model:
             run.answer_facts["model"] = agent.model

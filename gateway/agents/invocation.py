@@ -37,9 +37,9 @@ def missing_cli(runtime: str, command: str, *, denied: bool = False) -> str:
 
 def cli_argv(agent: AgentConfig) -> list[str]:
     """The command that starts ``agent``: its configured ``command``, or its runtime's executable."""
-    from gateway.agents.runtimes import get_runtime
+    from gateway.agents.runtimes import runtime_for
 
-    return list(agent.command) if agent.command else [get_runtime(agent.runtime).executable]
+    return list(agent.command) if agent.command else [runtime_for(agent).executable]
 
 
 def cli_facts(agent: AgentConfig) -> dict[str, Any]:

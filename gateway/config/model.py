@@ -32,6 +32,7 @@ from pydantic_settings import (
 )
 
 from gateway.approvals.config import ApprovalsConfig
+from gateway.config.acp import ACP_AGENTS, AcpAgentCommand
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
 from gateway.cron.config import CronConfig, HeartbeatConfig
@@ -178,6 +179,23 @@ class AgentConfig(Section):
         "ask), bypass (everything runs). Asking needs a runtime that supports it (docs/approvals.md).")
     sandbox: SandboxOverride | None = Field(None, description="This agent's changes to agents.defaults.sandbox "
                                             "(docs/sandbox.md).")
+    agent: str | None = Field(None, description="runtime acp: a known ACP agent (claude-acp, codex-acp, gemini, "
+                              "opencode; docs/acp.md).")
+    acp: AcpAgentCommand | None = Field(None, description="runtime acp: the agent's command, args and env (with "
+                                        "agent set, they override the preset's).")
+
+    @model_validator(mode="after")
+    def _acp_is_configured(self) -> AgentConfig:
+        if self.runtime != "acp":
+            if self.agent is not None or self.acp is not None:
+                raise ValueError("agent and acp are settings of runtime acp")
+            return self
+        if self.agent is not None and self.agent not in ACP_AGENTS:
+            raise ValueError(f"unknown ACP agent {self.agent!r}; known: {', '.join(ACP_AGENTS)} (or give acp.command)")
+        if self.agent is None and not (self.acp and self.acp.command) and not self.command:
+            raise ValueError("runtime acp needs agent (a preset: claude-acp, codex-acp, gemini, opencode) or "
+                             "acp.command")
+        return self
 
     @field_validator("runtime")
     @classmethod

@@ -12,6 +12,10 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
   apart, before answering;
 - ``stream:<n>`` write the answer in n pieces 0.5 s apart, as ``stream_event`` text deltas when run with
   ``--include-partial-messages`` (as Claude Code does), then the whole block;
+- ``ask:<command>`` ask the person about running ``<command>`` through the MCP shim's ``approval_prompt`` (run as
+  ``remoteclaw call``, the shim's own code path), then answer ``approval: allow`` or ``approval: deny``;
+- ``question:<text>`` ask the person ``<text>`` with the options Postgres and SQLite through the shim's
+  ``ask_user``, then answer ``answer: <the labels chosen>`` (or ``answer: none``);
 - ``cost:<usd>`` state that cost (``total_cost_usd``) in the result, as Claude Code does;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
   a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``;
@@ -38,6 +42,36 @@ from pathlib import Path
 def out(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
+
+
+def _shim_call(tool: str, args: dict, sid: str) -> str:
+    """Run one shim tool as ``remoteclaw call`` (the shim's own code path, with this run's context); its output."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from gateway.cli import main; sys.exit(main())",
+                             "call", tool, json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    while proc.poll() is None:  # a status line now and then: waiting on a person is not silence
+        time.sleep(0.25)
+        out({"type": "system", "subtype": "status", "session_id": sid})
+    return proc.stdout.read().decode() if proc.stdout else ""
+
+
+def _ask(command: str, sid: str) -> str:
+    """Put ``command`` to the person through the shim's ``approval_prompt``: ``approval: allow`` or ``deny``."""
+    answer = _shim_call("approval_prompt", {"tool_name": "Bash", "input": {"command": command}}, sid)
+    return "approval: allow" if '"allow"' in answer else "approval: deny"
+
+
+def _question(text: str, sid: str) -> str:
+    """Ask ``text`` (Postgres or SQLite) through the shim's ``ask_user``: ``answer: <labels>`` or ``answer: none``."""
+    options = [{"label": "Postgres"}, {"label": "SQLite"}]
+    answer = _shim_call("ask_user", {"questions": [{"id": "db", "header": "Database", "question": text,
+                                                    "options": options}]}, sid)
+    try:
+        chosen = json.loads(answer).get("answers", {}).get("db") or []
+    except ValueError:
+        chosen = []
+    return "answer: " + (", ".join(chosen) if chosen else "none")
 
 
 def main() -> int:
@@ -90,6 +124,11 @@ def main() -> int:
             time.sleep(0.8)
             out({"type": "user", "session_id": sid, "message": {"content": [
                 {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": "done"}]}]}})
+    asked = None
+    if m := re.search(r"(?<!_)ask:(.+)", prompt):
+        asked = _ask(m.group(1).strip(), sid)
+    if m := re.search(r"question:(.+)", prompt):
+        asked = _question(m.group(1).strip(), sid)
     for rel in re.findall(r"edit:(\S+)", prompt):
         target = Path(rel)
         if target.is_file():
@@ -128,6 +167,8 @@ def main() -> int:
                 out({"type": "stream_event", "session_id": sid, "event": {
                     "type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}})
             time.sleep(0.5)
+    if asked is not None:
+        reply = asked
     if "silent" in prompt:
         reply = "NO_REPLY"
     if "tag" in prompt:

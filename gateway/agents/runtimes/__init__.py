@@ -7,10 +7,15 @@ same way. Each is imported on first use, so the gateway loads only the adapters 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gateway.agents.runtimes.base import Event, Invocation, McpServer, Parser, RunSpec, Runtime
 from gateway.composition.entry_points import RUNTIMES
 
-__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "get_runtime"]
+if TYPE_CHECKING:
+    from gateway.config import AgentConfig
+
+__all__ = ["Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "get_runtime", "runtime_for"]
 
 
 def get_runtime(name: str) -> Runtime:
@@ -23,3 +28,12 @@ def get_runtime(name: str) -> Runtime:
         raise ValueError(RUNTIMES.unknown(name))
     cls: type[Runtime] = RUNTIMES.load(name)
     return cls()
+
+
+def runtime_for(agent: AgentConfig) -> Runtime:
+    """The adapter of one agent entry: its runtime, configured by the entry (``runtime: acp`` and its preset).
+
+    Raises:
+        ValueError: no runtime has that name, or the entry does not configure it well enough.
+    """
+    return get_runtime(agent.runtime).configured(agent)

@@ -11,7 +11,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from gateway.config import AgentConfig
 
 __all__ = ["ASKING_MODES", "Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "Stdin",
            "instructions_file", "mcp_server_name"]
@@ -155,6 +158,15 @@ class Runtime(ABC):
     steerable: bool = False
     """Whether the CLI takes more user messages on stdin while a turn runs (``build`` honours ``spec.steer``
     and ``user_message`` encodes one); the steering mode ``steer`` falls back to ``queue`` elsewhere."""
+
+    self_driven: bool = False
+    """The runtime runs its CLI's process itself (``drive(inv, spec, emit, *, no_output_timeout, on_spawn)``, see
+    ``driver.SelfDriven``) instead of the shared NDJSON reader: a CLI reached through a protocol library
+    (``runtime: acp`` over the ACP SDK)."""
+
+    def configured(self, agent: AgentConfig) -> Runtime:
+        """The adapter for one agent entry (``runtime: acp`` reads the entry's preset and command); most need none."""
+        return self
 
     def command(self, spec: RunSpec) -> list[str]:
         return list(spec.command) if spec.command else [self.executable]

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
-from gateway.agents.runtimes.base import Event, RunSpec, Runtime
+from gateway.agents.runtimes.base import Event, Invocation, RunSpec, Runtime
 from gateway.agents.runtimes.process import ProcessResult, StdinFeed, run_process
 
-__all__ = ["TurnResult", "run_turn"]
+__all__ = ["SelfDriven", "TurnResult", "run_turn"]
+
+
+class SelfDriven(Protocol):
+    """A runtime with ``self_driven`` set: it runs the (confined) invocation itself and hands over its events."""
+
+    async def drive(self, inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *,
+                    no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> ProcessResult: ...
 
 
 @dataclass(slots=True)
@@ -59,23 +67,31 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
     parser = runtime.parser()
     events: list[Event] = []
 
+    def emit(ev: Event) -> None:
+        events.append(ev)
+        on_event(ev)
+        if ev.kind == "done" and feed is not None:
+            feed.answered_one()  # the last answer owed closes stdin, and the CLI ends
+
     def handle(obj: dict) -> None:
         for ev in parser.feed(obj):
-            events.append(ev)
-            on_event(ev)
-            if ev.kind == "done" and feed is not None:
-                feed.answered_one()  # the last answer owed closes stdin, and the CLI ends
+            emit(ev)
 
     inv = runtime.build(spec)
     inv.pass_env = (*runtime.credential_env, *spec.pass_env)
-    if inv.keep_stdin and feed is None:  # a conversation with the CLI (JSON-RPC over stdio), not steering
+    # a conversation with the CLI (JSON-RPC over stdio), not steering; a self-driven runtime holds its own
+    if inv.keep_stdin and feed is None and not runtime.self_driven:
         feed = StdinFeed()
     if feed is not None:
         parser.talk(feed, spec)
     try:
         if spec.confine is not None:
             inv = spec.confine(inv)
-        proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
+        if runtime.self_driven:  # the runtime talks to its CLI through a library (ACP's SDK): it runs the process
+            proc = await cast(SelfDriven, runtime).drive(inv, spec, emit, no_output_timeout=no_output_timeout,
+                                                         on_spawn=on_spawn)
+        else:
+            proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
     except (FileNotFoundError, PermissionError) as exc:
         from gateway.agents.invocation import missing_cli
 
