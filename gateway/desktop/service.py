@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway.desktop.tools import TOOL_PREFIX, DesktopTools
+from gateway.desktop.tools import LISTING_FRESH_S, TOOL_PREFIX, DesktopTools
 from gateway.desktop.trajectories import TrajectoryStore
 from gateway.protocol import Forbidden, InvalidRequest, RpcError, Unavailable
 
@@ -92,7 +92,7 @@ class DesktopService:
         """The ``desktop_*`` tools of a run (owner runs only: they act on the owner's computer)."""
         if not is_owner:
             return []
-        return await self.tools.listing(wait_s=RUN_LISTING_WAIT_S)
+        return await self.tools.listing(wait_s=RUN_LISTING_WAIT_S, fresh_s=LISTING_FRESH_S)
 
     def _permissions(self, session_key: str | None) -> tuple[str, str]:
         """The agent behind a run's call and its permission mode."""

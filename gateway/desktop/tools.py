@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,9 @@ LIST_COMMAND = "desktop.tools"
 TOOL_PREFIX = "desktop_"
 """An agent's name for Cua Driver tool ``click`` is ``desktop_click``."""
 FETCH_TIMEOUT_MS = 20_000
+LISTING_FRESH_S = 5.0
+"""How long a run's start trusts the last reading of the node list. A desktop node that connects here is read at
+once (its ready event); one that connects to another replica shows in runs started up to this long after."""
 
 
 @dataclass(slots=True)
@@ -55,6 +59,7 @@ class DesktopTools:
         self._nodes = nodes
         self.known: dict[str, DesktopNode] = {}
         self.paired = 0
+        self._read_at = -LISTING_FRESH_S
         """How many desktop nodes were paired at the last ``refresh`` (more than one: calls name their node)."""
         self._lock = asyncio.Lock()
 
@@ -93,18 +98,21 @@ class DesktopTools:
                     driver if isinstance(driver, dict) else {})
                 log.info("desktop node tools read", node_id=node_id, tools=len(tools))
             paired = {n["nodeId"] for n in nodes}
-            self.paired = len(paired)
+            self.paired, self._read_at = len(paired), time.monotonic()
             for gone in set(self.known) - paired:  # unpaired or removed
                 del self.known[gone]
             return [self.known[n["nodeId"]] for n in nodes if n["nodeId"] in self.known]
 
-    async def listing(self, *, wait_s: float | None = None) -> list[dict[str, Any]]:
+    async def listing(self, *, wait_s: float | None = None, fresh_s: float = 0.0) -> list[dict[str, Any]]:
         """The agents' ``desktop_*`` tools: each Cua Driver tool any desktop node offers, with its schema.
 
         ``wait_s`` bounds the reading of nodes not known yet (a run must not wait on a node that does not
-        answer); past it the list is made from what is known."""
+        answer); past it the list is made from what is known. ``fresh_s``: a reading of the node list younger
+        than this is used as it is (a run's start: reading the nodes at every start cost a tenth of the runs
+        per second)."""
         try:
-            await asyncio.wait_for(self.refresh(), wait_s)
+            if time.monotonic() - self._read_at >= fresh_s:
+                await asyncio.wait_for(self.refresh(), wait_s)
         except TimeoutError:
             log.warning("desktop nodes did not list their tools in time; using what is known", wait_s=wait_s)
         known = list(self.known.values())
