@@ -124,12 +124,16 @@ class RawClient:
         return frame.get("payload")
 
     async def next_event(self, name: str, timeout: float = 10) -> dict[str, Any]:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            remaining = deadline - asyncio.get_running_loop().time()
-            frame = await asyncio.wait_for(self.events.get(), max(remaining, 0.01))
-            if frame["event"] == name:
-                return frame
+        """The next event called ``name`` (others are dropped), or ``TimeoutError`` after ``timeout`` seconds.
+
+        ``asyncio.timeout`` rather than ``wait_for``: on Python 3.11 ``wait_for`` swallows a cancellation that
+        lands as the queue hands out a frame, so a cancelled watcher went on waiting its whole timeout.
+        """
+        async with asyncio.timeout(timeout):
+            while True:
+                frame = await self.events.get()
+                if frame["event"] == name:
+                    return frame
 
     async def wait_closed(self, timeout: float = 5) -> int | None:
         await asyncio.wait_for(self.ws.wait_closed(), timeout)
