@@ -50,7 +50,7 @@ from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
 from gateway.composition.ports import DESKTOP_TOOLS, PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
-from gateway.protocol import RpcError
+from gateway.protocol import InvalidRequest, RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
 from gateway.sandbox import RunConfinement, SandboxRefused
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from gateway.composition.services import Services
     from gateway.config import AgentConfig, ConfigStore
     from gateway.hooks import HookRunner
+    from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
     from gateway.runs import RunQueue
     from gateway.sandbox import Sandbox
@@ -106,6 +107,8 @@ class _Turn:
     confinement: RunConfinement
     token: str
     started: float
+    person_id: str | None = None
+    """Whose session the turn is in (``gateway.people``): their usage and budget."""
     progress: ProgressSink | None = None
     stream: RunStream | None = None
     typing: asyncio.Task[None] | None = None
@@ -120,15 +123,18 @@ class AgentExecutor:
     """Runs agent turns for the run queue and delivers their results to chats."""
 
     def __init__(self, *, db: Database, config: ConfigStore, state_dir: Path, replica_id: str,
-                 sessions: SessionsService, runs: RunQueue, run_tokens: RunTokens, hooks: HookRunner,
-                 services: Services, broadcast: Broadcast, platforms: Callable[[], ChatPlatforms | None],
-                 listen: Callable[[], tuple[str, int]], sandbox: Sandbox, runs_dir: Path) -> None:
+                 sessions: SessionsService, people: PeopleService, runs: RunQueue, run_tokens: RunTokens,
+                 hooks: HookRunner, services: Services, broadcast: Broadcast,
+                 platforms: Callable[[], ChatPlatforms | None], listen: Callable[[], tuple[str, int]],
+                 sandbox: Sandbox, runs_dir: Path) -> None:
         self._db = db
         self._config = config
         self._state_dir = state_dir
         self._replica_id = replica_id
         """Whose outbox rows this process's replies are (``gateway.agents.outbox``)."""
         self._sessions = sessions
+        self._people = people
+        """Whose session a turn is in: their budget, and the reach of their run's tools."""
         self._runs = runs
         self._run_tokens = run_tokens
         self._hooks = hooks
@@ -142,7 +148,7 @@ class AgentExecutor:
         """Where the gateway listens (the shim's address), known once the server is bound."""
         self._sandbox = sandbox
         self.inbound = InboundRouter(self, db=db, config=config, sessions=sessions, runs=runs, hooks=hooks,
-                                     services=services, state_dir=state_dir)
+                                     services=services, state_dir=state_dir, people=people)
         self._notes: dict[str, ProgressSink] = {}
         """The progress note of each session's running turn (told when the run waits for its person)."""
         self.runs_dir = runs_dir
@@ -256,6 +262,13 @@ class AgentExecutor:
             log.info("turn refused: daily budget reached", session_key=run.session_key, agent_id=agent.id)
             return RunOutcome(status="error", error=refused)
         row = await self._sessions.get(run.session_key)
+        person = await self._person(row.person_id if row is not None else None)
+        if person is not None:
+            refused = await self._people.budget_refusal(person.id)
+            if refused is not None:
+                log.info("turn refused: the person's daily budget is spent", session_key=run.session_key,
+                         person=person.id)
+                return RunOutcome(status="error", error=refused)
         resume_id = row.cli_session(runtime.name) if row is not None else None
         if resume_id and await self._idle_expired(run.session_key):
             log.info("session idle: starting a fresh conversation", session_key=run.session_key)
@@ -292,10 +305,24 @@ class AgentExecutor:
             tools_path.unlink(missing_ok=True)
             log.warning("run refused: it cannot be sandboxed", session_key=run.session_key, why=str(exc))
             return RunOutcome(status="error", error=str(exc))
-        token = issue_run_token(self._run_tokens, run, tuple(str(p) for p in confinement.visible))
+        confined_person = (person.id if person is not None
+                           and person.confined(admins_read_transcripts=self._people.admins_read_transcripts())
+                           else None)
+        token = issue_run_token(self._run_tokens, run, tuple(str(p) for p in confinement.visible),
+                                person_id=confined_person)
         return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=workdir, workspace=workspace,
                      scratch=scratch, fx_path=fx_path, tools_path=tools_path, cli_state=cli_state, before=before,
-                     confinement=confinement, token=token, started=time.monotonic())
+                     confinement=confinement, token=token, started=time.monotonic(),
+                     person_id=person.id if person is not None else None)
+
+    async def _person(self, person_id: str | None) -> PersonView | None:
+        """The person a session belongs to (None: nobody's, or a person since removed)."""
+        if person_id is None:
+            return None
+        try:
+            return await self._people.get(person_id)
+        except InvalidRequest:
+            return None
 
     async def _spec(self, turn: _Turn) -> RunSpec:
         """What the CLI is started with: the plugin (and, for an owner's run, desktop) tools' file, the prompt (with
@@ -394,7 +421,7 @@ class AgentExecutor:
             run.answer_facts["model"] = res.model
         await UsageRepo.record(s, run_id=run.id, session_key=run.session_key, agent_id=turn.agent.id,
                                runtime=runtime.name, model=res.model or turn.agent.model, usage=res.usage,
-                               cost_usd=res.cost_usd)
+                               cost_usd=res.cost_usd, person_id=turn.person_id)
         if res.usage or res.cost_usd is not None:
             run.answer_facts["usage"] = turn_facts(res.usage, res.cost_usd)
         reply = self._page_reply(run, res.reply) if res.ok else res.reply

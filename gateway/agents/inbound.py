@@ -20,6 +20,7 @@ from gateway.agents.projects import GitError
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.composition.ports import CHAT_DECISIONS, RECORDER, VOICE
+from gateway.people.service import person_key
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from gateway.composition.services import Services
     from gateway.config import ConfigStore
     from gateway.hooks import HookRunner
+    from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.messages import Inbound
     from gateway.runs import RunQueue
     from gateway.sessions import SessionsService
@@ -53,7 +55,8 @@ class InboundRouter:
     """Turns allowed chat messages into run requests (or command answers) for one gateway."""
 
     def __init__(self, agents: Replies, *, db: Database, config: ConfigStore, sessions: SessionsService,
-                 runs: RunQueue, hooks: HookRunner, services: Services, state_dir: Path) -> None:
+                 runs: RunQueue, hooks: HookRunner, services: Services, state_dir: Path,
+                 people: PeopleService | None = None) -> None:
         self._agents = agents
         """The executor: answers (``notify``), typing, files it made, where a session's CLI works."""
         self._db = db
@@ -63,20 +66,40 @@ class InboundRouter:
         self._hooks = hooks
         self._services = services
         self._state_dir = state_dir
+        self._people = people
 
-    async def handle(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None) -> None:
-        """Queue a run for a message the platform already let through (access and owner decided)."""
+    async def handle(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None,
+                     person: PersonView | None = None) -> None:
+        """Queue a run for a message the platform already let through (access, owner and person decided).
+
+        A direct chat of a known person is theirs (``sessions.person_id``): they alone see it, their budget pays
+        for it. A person who chose one conversation has all their direct chats in ``agent:<id>:person:<them>``,
+        and so has everyone but the owner under ``dmScope: main`` (the owner keeps ``agent:<id>:main``).
+        """
         agent = self._sessions.agent(None)
-        key = inbound_key(agent.id, self._config.config.session.dmScope, channel=msg.channel,
-                          account_id=msg.account_id, chat_type=msg.chat_type, chat_id=msg.chat_id,
-                          sender_id=msg.sender_id, thread_id=msg.thread_id)
+        mine = person if msg.chat_type == "dm" else None
+        dm_scope = self._config.config.session.dmScope
+        # One conversation for the person: when they chose it, and when the operator's dmScope would otherwise
+        # put everyone's direct chats in the one main session (fine for one owner, never for several people).
+        shared = dm_scope == "main" and mine is not None and not mine.is_owner
+        if mine is not None and (mine.one_conversation or shared) and not msg.thread_id:
+            key = person_key(agent.id, mine.id)
+        else:
+            key = inbound_key(agent.id, dm_scope, channel=msg.channel,
+                              account_id=msg.account_id, chat_type=msg.chat_type, chat_id=msg.chat_id,
+                              sender_id=msg.sender_id, thread_id=msg.thread_id)
         await self._sessions.ensure(key, channel=msg.channel, account_id=msg.account_id, peer_id=msg.chat_id,
-                                 chat_type=msg.chat_type, thread_id=msg.thread_id)
+                                 chat_type=msg.chat_type, thread_id=msg.thread_id,
+                                 person_id=mine.id if mine is not None else None)
         async with self._db.session() as s:  # remember the latest route: where deliver:true replies go
             row = await SessionRepo.get(s, key)
             if row is not None:
                 row.channel, row.account_id, row.peer_id = msg.channel, msg.account_id, msg.chat_id
                 row.chat_type, row.thread_id = msg.chat_type, msg.thread_id
+                if mine is not None and row.person_id is None:  # a chat from before its sender was linked
+                    row.person_id = mine.id
+        if mine is not None and self._people is not None:
+            self._people.note_session(key, mine.id)
         self._hooks.fire("message_received", {
             "channel": msg.channel, "accountId": msg.account_id, "chatId": msg.chat_id, "chatType": msg.chat_type,
             "from": msg.sender_id, "senderName": msg.sender_name, "messageId": msg.message_id, "content": msg.text,

@@ -20,6 +20,10 @@ class RunGrant:
     confine: SessionScope | None = None
     reach: tuple[str, ...] = ()
     """The folders the run can see (its workspace): a file it names must be in one (``gateway.sandbox.reach``)."""
+    person_id: str | None = None
+    """A person's web sign-in (``gateway.people.signin``) rather than a run: who is calling."""
+    signin_id: str | None = None
+    """That sign-in's id (revoking it closes the connections it opened)."""
 
 
 class RunTokens:

@@ -90,9 +90,18 @@ class HistoryParams(Params):
     kind: Literal["exec", "plugin", "system-agent"] | None = None
 
 
+def _theirs(ctx: CallContext, item: Pending) -> bool:
+    """Whether the caller may see and decide ``item``: everyone may, but a person who sees only their own things
+    (``gateway.people``) only what their own runs asked. Another's request is answered as unknown."""
+    scope = ctx.caller.confined_to
+    if scope is None or scope.person_id is None:
+        return True
+    return ctx.people.owner_of(item.session_key) == scope.person_id
+
+
 async def _tool(ctx: CallContext, approval_id: str) -> Pending:
     item = await _service(ctx).get(approval_id)
-    if item is None or item.kind != "tool":
+    if item is None or item.kind != "tool" or not _theirs(ctx, item):
         raise ApprovalNotFound(f"unknown approval id: {approval_id}", details={"field": "id"})
     return item
 
@@ -100,7 +109,7 @@ async def _tool(ctx: CallContext, approval_id: str) -> Pending:
 @method("exec.approval.list", scope=APPROVALS)
 async def exec_approval_list(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]]:
     """Tool uses waiting for a decision (OpenClaw's pending ``ApprovalSnapshot`` list)."""
-    return [i.snapshot() for i in _service(ctx).pending("tool")]
+    return [i.snapshot() for i in _service(ctx).pending("tool") if _theirs(ctx, i)]
 
 
 @method("plugin.approval.list", scope=APPROVALS)
@@ -133,12 +142,13 @@ async def approval_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]
     if p.kind not in (None, "exec"):
         return {"items": []}
     items = await _service(ctx).history("tool", p.limit * 2)
-    return {"items": [i.snapshot() for i in items if not i.pending][: p.limit]}
+    return {"items": [i.snapshot() for i in items if not i.pending and _theirs(ctx, i)][: p.limit]}
 
 
 @method("exec.approval.resolve", params=ExecResolveParams, scope=APPROVALS)
 async def exec_approval_resolve(p: ExecResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Decide a tool use: allow once, allow always (stored as a rule for the agent), or deny. First wins."""
+    await _tool(ctx, p.id)
     item = await _service(ctx).decide(p.id, _decision(p.decision), _who(ctx, p.reviewer))
     return {"ok": True, "approval": item.snapshot()}
 
@@ -148,6 +158,7 @@ async def approval_resolve(p: ApprovalResolveParams, ctx: CallContext) -> dict[s
     """Decide a request by kind (only ``exec`` requests exist here): ``{applied, approval}``."""
     if p.kind != "exec":
         raise ApprovalNotFound(f"unknown {p.kind} approval id: {p.id}", details={"field": "id"})
+    await _tool(ctx, p.id)
     item = await _service(ctx).decide(p.id, p.decision, _who(ctx, p.reviewer))
     return {"applied": True, "approval": item.snapshot()}
 
@@ -175,7 +186,7 @@ class QuestionResolveParams(Params):
 
 async def _question(ctx: CallContext, question_id: str) -> Pending:
     item = await _service(ctx).get(question_id)
-    if item is None or item.kind != "question":
+    if item is None or item.kind != "question" or not _theirs(ctx, item):
         raise ApprovalNotFound(f"unknown question id: {question_id}", details={"field": "id"})
     return item
 
@@ -183,7 +194,7 @@ async def _question(ctx: CallContext, question_id: str) -> Pending:
 @method("question.list", scope=QUESTIONS)
 async def question_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Agents' questions waiting for an answer (OpenClaw's ``QuestionListResult``)."""
-    return {"questions": [i.question_record() for i in _service(ctx).pending("question")]}
+    return {"questions": [i.question_record() for i in _service(ctx).pending("question") if _theirs(ctx, i)]}
 
 
 @method("question.get", params=IdParams, scope=QUESTIONS)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from gateway.bus import EventBus
     from gateway.config.watch import ConfigWatcher
     from gateway.devices.service import NodeService
+    from gateway.people.service import PeopleService
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch
@@ -71,6 +72,8 @@ class Gateway:
     """The run queue (``gateway.runs``)."""
     agents: AgentExecutor
     """Runs agent turns and delivers their replies (``gateway.agents``)."""
+    people: PeopleService
+    """Who is talking and what is theirs (``gateway.people``)."""
 
     def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:
         self.state_dir = state_dir
@@ -114,6 +117,8 @@ class Gateway:
         """Applies a validated config and tells the services that follow it (``gateway.config.reload``)."""
         self.http_routes: list[BaseRoute] = []
         """Routes the capabilities and platform packages add to the HTTP app (webhooks)."""
+        self.person_connections = 0
+        """Connections of people who see only their own things: while there are none, events skip the filter."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)
         """Where the server listens (set by ``gateway.server.serve`` once bound)."""
         self.replicas: ReplicaWatch | None = None
@@ -238,6 +243,8 @@ class Gateway:
     def add_connection(self, conn: Connection) -> None:
         """Deliver events to ``conn`` from now on (its ``hello-ok`` is queued: nothing may come before it)."""
         self.connections[conn.conn_id] = conn
+        if _sees_own_only(conn):
+            self.person_connections += 1
         if conn.caller is not None and conn.conn_id not in self.presence_board:
             self.presence_board.join(conn, conn.caller)
         self.memory.changed(len(self.connections))
@@ -246,6 +253,8 @@ class Gateway:
         self.subscriptions.drop(conn.conn_id)
         if self.connections.pop(conn.conn_id, None) is not None:
             self.memory.changed(len(self.connections))
+            if _sees_own_only(conn):
+                self.person_connections -= 1
         self.presence_board.leave(conn.conn_id)
 
     def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
@@ -263,6 +272,10 @@ class Gateway:
         receivers = [conn for conn in self.connections.values()
                      if (caller := conn.caller) is not None and caller.role == "operator"
                      and grants(caller.scopes, scope) and (only is None or conn.conn_id in only)]
+        if self.person_connections and receivers:  # a person who sees only their own things: only their events
+            whose = self.people.event_person(event, payload)
+            if whose != "*":
+                receivers = [conn for conn in receivers if not _sees_own_only(conn) or whose == _person(conn)]
         # the frame, encoded once for every socket (only its seq differs); sliced when there are many
         sent = self.fanout.send(event_head(event, payload), receivers, drop_if_slow=drop_if_slow) if receivers else 0
         for derived, body in self.subscriptions.derive(event, payload):
@@ -289,3 +302,14 @@ class Gateway:
             receivers = [conn for conn in self.connections.values() if conn.caller is not None]
             if receivers:
                 self.fanout.send(event_head("tick", {"ts": int(time.time() * 1000)}), receivers, drop_if_slow=True)
+
+
+def _sees_own_only(conn: Connection) -> bool:
+    """A person signed in with their own credential who sees only their own sessions (``gateway.people``)."""
+    caller = conn.caller
+    return caller is not None and caller.confined_to is not None and caller.confined_to.person_id is not None
+
+
+def _person(conn: Connection) -> str | None:
+    caller = conn.caller
+    return caller.person_id if caller is not None else None

@@ -14,9 +14,26 @@ from typing import Any, Protocol
 
 from gateway.composition.services import Key
 
-__all__ = ["CHAT_DECISIONS", "DESKTOP_TOOLS", "PLUGIN_TOOLS", "RECORDER", "RUN_WATCHERS", "TOOL_APPROVALS", "VOICE",
-           "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard", "PluginTools", "RunWatcher",
-           "ToolApprover", "Voice"]
+__all__ = [
+    "AUDIT",
+    "CHAT_DECISIONS",
+    "DESKTOP_TOOLS",
+    "PLUGIN_TOOLS",
+    "RECORDER",
+    "RUN_WATCHERS",
+    "TOOL_APPROVALS",
+    "VOICE",
+    "Auditor",
+    "ChatDecisions",
+    "ChatRecorder",
+    "Clip",
+    "DesktopTools",
+    "Heard",
+    "PluginTools",
+    "RunWatcher",
+    "ToolApprover",
+    "Voice",
+]
 
 
 class Clip(Protocol):
@@ -107,6 +124,14 @@ class ChatRecorder(Protocol):
         ...
 
 
+class Auditor(Protocol):
+    async def record(self, actor: Any, action: str, target: str | None = None,
+                     details: dict[str, Any] | None = None) -> None:
+        """Write who (a ``Caller`` or a name) did ``action`` to ``target`` in the audit log; never raises."""
+        ...
+
+
+AUDIT: Key[Auditor] = Key("audit")
 VOICE: Key[Voice] = Key("voice")
 CHAT_DECISIONS: Key[ChatDecisions] = Key("approvals in the chat")
 RUN_WATCHERS: Key[RunWatcher] = Key("approvals")

@@ -69,6 +69,15 @@ async def _start_sessions(gw: Gateway) -> None:
     gw.sessions = SessionsService(gw.db, gw.config_store, gw.hooks, gw.runs)
 
 
+async def _start_people(gw: Gateway) -> None:
+    """Who is talking (``gateway.people``): before the executor and the channels, which ask it for every message;
+    the config's owner lists become the owner person on the first start."""
+    from gateway.people.service import PeopleService
+
+    gw.people = PeopleService(gw.db, gw.config_store)
+    await gw.people.start()
+
+
 def _tell_sandbox_problems(gw: Gateway) -> None:
     """Log, once at start and off the start's path, what ``doctor`` would say is wrong with the sandbox."""
     from gateway.sandbox.doctor import sandbox_report
@@ -94,7 +103,8 @@ async def _start_agents(gw: Gateway) -> None:
                       private=private_paths(gw.config_store.path, gw.db.url))
     _tell_sandbox_problems(gw)
     executor = AgentExecutor(db=gw.db, config=gw.config_store, state_dir=gw.state_dir, replica_id=gw.replica_id,
-                             sessions=gw.sessions, runs=gw.runs, run_tokens=gw.run_tokens, hooks=gw.hooks,
+                             sessions=gw.sessions, people=gw.people, runs=gw.runs, run_tokens=gw.run_tokens,
+                             hooks=gw.hooks,
                              services=gw.services, broadcast=gw.broadcast, platforms=lambda: gw.platforms,
                              listen=lambda: gw.listen, sandbox=sandbox, runs_dir=runs_dir)
     gw.agents = executor
@@ -140,6 +150,7 @@ CORE: list[Callable[[Gateway], Awaitable[None]]] = [
     _start_config_watch,
     _start_runs,
     _start_sessions,
+    _start_people,
     _start_agents,
     _start_replicas,
     _start_nodes,

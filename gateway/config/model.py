@@ -38,6 +38,7 @@ from gateway.config.sections import OpenSection, Section, secret
 from gateway.cron.config import CronConfig, HeartbeatConfig
 from gateway.devices.config import NodesConfig
 from gateway.mcp_http.config import McpHttpConfig
+from gateway.people.config import PeopleConfig
 from gateway.plugin_host.config import PluginsConfig
 from gateway.protocol import InvalidRequest, describe_validation_error
 from gateway.redaction import REDACTED, redact, restore_redacted, schema_secret_paths, secret_values
@@ -294,6 +295,7 @@ class Config(BaseSettings):
     messages: MessagesConfig = MessagesConfig()
     cron: CronConfig = CronConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
+    people: PeopleConfig = PeopleConfig()
     nodes: NodesConfig = NodesConfig()
     plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()

@@ -34,18 +34,22 @@ def grants(granted: frozenset[str], needed: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class SessionScope:
-    """What a non-owner agent run may look at: its own session, the sessions it spawned, and the sessions of
-    the chat it came from (``channel`` + ``chat_id``, when it came from one)."""
+    """What a confined caller may look at. A non-owner agent run: its own session, the sessions it spawned, and
+    the sessions of the chat it came from (``channel`` + ``chat_id``, when it came from one). A person who sees
+    only their own things (``person_id``: a member's web sign-in, or their run): every session that is theirs."""
 
-    session_key: str
+    session_key: str | None
     channel: str | None = None
     chat_id: str | None = None
+    person_id: str | None = None
 
     def allows(self, key: str, *, channel: str | None = None, peer_id: str | None = None,
-               parent_key: str | None = None) -> bool:
-        """Whether a session (its key, and the chat and parent stored with it) is within this scope."""
-        if key == self.session_key or parent_key == self.session_key:
+               parent_key: str | None = None, person_id: str | None = None) -> bool:
+        """Whether a session (its key, and the chat, parent and person stored with it) is within this scope."""
+        if self.session_key is not None and (key == self.session_key or parent_key == self.session_key):
             return True
+        if self.person_id is not None:
+            return person_id == self.person_id
         return self.channel is not None and channel == self.channel and peer_id == self.chat_id
 
     def allows_chat(self, channel: str, chat_id: str) -> bool:
@@ -69,6 +73,8 @@ class Caller:
     """When set, the only methods this caller may use (a non-owner agent run's token); None: no limit."""
     confined_to: SessionScope | None = None
     """When set, the only sessions and chats this caller may read (a non-owner agent run); None: all."""
+    person_id: str | None = None
+    """A person signed in with their own credential (``gateway.people``); None: the gateway token, a device, a run."""
     reach: tuple[str, ...] | None = None
     """An agent run: the only folders it may name files in for the gateway to read (what the run itself can
     see: its workspace); None: not a run, the caller's scopes decide."""

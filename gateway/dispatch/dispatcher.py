@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from gateway.config.reload import ConfigChanges
     from gateway.devices.service import NodeService
     from gateway.hooks import HookRunner
+    from gateway.people.service import PeopleService
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.server.session_events import SessionSubscriptions
@@ -151,6 +152,10 @@ class CallContext:
     @property
     def sessions(self) -> SessionsService:
         return self.gateway.sessions
+
+    @property
+    def people(self) -> PeopleService:
+        return self.gateway.people
 
     @property
     def runs(self) -> RunQueue:

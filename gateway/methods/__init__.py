@@ -12,8 +12,9 @@ __all__ = ["load_all"]
 
 _loaded = False
 
-ELSEWHERE = ("gateway.devices.methods",)
-"""Core method modules kept in the package of what they serve: ``node.*`` with the node service and its store."""
+ELSEWHERE = ("gateway.devices.methods", "gateway.people.methods")
+"""Core method modules kept in the package of what they serve: ``node.*`` with the node service and its store,
+``people.*`` with the people service."""
 
 
 def load_all() -> None:

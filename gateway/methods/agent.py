@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import Field
 
 from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
-from gateway.methods.sessions import check_visible, is_owner
+from gateway.methods.sessions import check_visible, claim_session, is_owner
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import main_key
 
@@ -48,11 +48,13 @@ async def agent(p: AgentParams, ctx: CallContext) -> dict[str, Any]:
     svc = ctx.sessions
     if p.sessionKey:
         key = svc.normalize_key(p.sessionKey)
+        await claim_session(ctx, key)  # a person signed in: their own sessions only (gateway.people)
         await svc.ensure(key)
     elif p.label:
         key = await svc.resolve(label=p.label)
     else:
         key = main_key(svc.agent(p.agentId).id)
+        await claim_session(ctx, key)
         await svc.ensure(key)
     await check_visible(ctx, key)  # a non-owner run may not talk to (and read replies from) others' sessions
     agent_id = key.split(":", 2)[1]

@@ -17,7 +17,7 @@ from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.composition.ports import CHAT_DECISIONS, VOICE
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.methods.agent import delivery_origin
-from gateway.methods.sessions import check_visible, is_owner
+from gateway.methods.sessions import check_visible, claim_session, is_owner
 from gateway.protocol import InvalidRequest
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import parse_key
@@ -125,6 +125,7 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send a message into a session; ``queued`` when it joins the turn after the running one."""
     svc = ctx.sessions
     key = svc.normalize_key(p.sessionKey)
+    await claim_session(ctx, key)  # a person signed in writes only to their own sessions (gateway.people)
     await svc.ensure(key)
     # deliver: the reply goes to the chat the session came from (Telegram, Discord ...). Otherwise the page is
     # the chat, and the agent's message tools (reply, react, send a file ...) act on it.
@@ -217,5 +218,6 @@ async def chat_abort(p: AbortParams, ctx: CallContext) -> dict[str, Any]:
     its usual ``agent``/``chat`` events.
     """
     key = ctx.sessions.normalize_key(p.sessionKey)
+    await check_visible(ctx, key)
     aborted, forwarded = await ctx.runs.abort_everywhere(key, p.runId)
     return {"ok": True, "aborted": bool(aborted), "runIds": aborted, "sessionKey": key, "forwarded": forwarded}

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, NoParams, Params, method
+from gateway.people.service import person_key
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.runs import RunRequest
 from gateway.server.session_events import announce
@@ -35,7 +36,8 @@ async def check_visible(ctx: CallContext, key: str, field: str = "sessionKey") -
         return
     async with ctx.db.session() as s:
         row = await SessionRepo.get(s, key)
-    if row is None or scope.allows(key, channel=row.channel, peer_id=row.peer_id, parent_key=row.parent_key):
+    if row is None or scope.allows(key, channel=row.channel, peer_id=row.peer_id, parent_key=row.parent_key,
+                                   person_id=row.person_id):
         return
     raise Forbidden(f"{field} '{key}' is not a conversation this agent run may see",
                     details={"code": "SESSION_FORBIDDEN", "field": field})
@@ -50,8 +52,43 @@ def _shorten(text: str | None, limit: int) -> str | None:
 
 
 def is_owner(ctx: CallContext) -> bool:
-    """Runs an operator starts are the owner's only when the operator holds admin."""
-    return "operator.admin" in ctx.caller.scopes
+    """Runs an operator starts are the owner's only when the operator holds admin (and, for a person signed in
+    with their own credential, sees everything: the owner, or an admin allowed to read every transcript)."""
+    caller = ctx.caller
+    return "operator.admin" in caller.scopes and (caller.person_id is None or caller.confined_to is None)
+
+
+async def claim_session(ctx: CallContext, key: str) -> None:
+    """Before a person's message goes into session ``key``: it must be theirs, or new in their own name space.
+
+    A person signed in with their own credential writes only to their sessions. A new one must be named
+    ``agent:<id>:person:<them>`` (or under it), so nobody can create, ahead of its owner, the session a chat of
+    someone else's will land in. What they create is theirs (``sessions.person_id``).
+
+    Raises:
+        Forbidden: ``SESSION_FORBIDDEN`` naming ``sessionKey``.
+    """
+    person_id = ctx.caller.person_id
+    if person_id is None:
+        return
+    await check_visible(ctx, key)
+    async with ctx.db.session() as s:
+        row = await SessionRepo.get(s, key)
+        if row is not None and row.person_id is not None:
+            return
+        agent_id = parse_key(key)[0]
+        mine = person_key(agent_id, person_id)
+        if key != mine and not key.startswith(mine + ":"):
+            if row is not None and ctx.caller.confined_to is None:
+                return  # the owner (or an admin who reads everything) writing to anyone's session
+            raise Forbidden(f"sessionKey '{key}' is not yours: start a conversation under {mine}",
+                            details={"code": "SESSION_FORBIDDEN", "field": "sessionKey"})
+    await ctx.sessions.ensure(key, person_id=person_id)
+    async with ctx.db.session() as s:
+        row = await SessionRepo.get(s, key)
+        if row is not None and row.person_id is None:
+            row.person_id = person_id
+    ctx.people.note_session(key, person_id)
 
 
 class ListParams(Params):
@@ -83,7 +120,7 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
             continue
         scope = ctx.caller.confined_to
         if scope is not None and not scope.allows(row.key, channel=row.channel, peer_id=row.peer_id,
-                                                  parent_key=row.parent_key):
+                                                  parent_key=row.parent_key, person_id=row.person_id):
             continue
         d = row.to_dict()
         if runs is not None:
@@ -136,6 +173,8 @@ async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
     """Change a session's label or model; creates the session if its key is new but well-formed."""
     svc = ctx.sessions
     key = svc.normalize_key(p.key or p.sessionKey or "")
+    await check_visible(ctx, key)
+    await claim_session(ctx, key)
     await svc.ensure(key)
     async with ctx.db.session() as s:
         if "label" in p.model_fields_set:
@@ -163,6 +202,7 @@ async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Start the session over: stop its run, clear its transcript and forget the CLI's resume ids."""
     sessions = ctx.sessions
     key = await sessions.resolve(key=p.target, label=p.label)
+    await check_visible(ctx, key)
     removed = await sessions.reset(key)
     announce(ctx.broadcast, key, "reset")
     return {"ok": True, "key": key, "removedMessages": removed}
@@ -173,6 +213,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Stop the session's run and delete the session with its transcript."""
     sessions = ctx.sessions
     key = await sessions.resolve(key=p.target, label=p.label)
+    await check_visible(ctx, key)
     await sessions.stop_runs(key)
     async with ctx.db.session() as s:
         deleted = await SessionRepo.delete(s, key)

@@ -79,7 +79,8 @@ async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, 
         day = row.updated_at.date() if row.updated_at else None
         if day is None or not start <= day <= end or (p.key and row.key != p.key):
             continue
-        if (p.agentId and row.agent_id != p.agentId) or (scope is not None and not scope.allows(row.key)):
+        if (p.agentId and row.agent_id != p.agentId) or (scope is not None and not scope.allows(
+                row.key, channel=row.channel, peer_id=row.peer_id, parent_key=row.parent_key, person_id=row.person_id)):
             continue
         count += 1
         used: dict[str, float] = {

@@ -43,7 +43,7 @@ class PlatformHost(GatewayHost):
         # The web chat's messages are session transcripts: post, react, pin, delete, read them.
         self.webchat = WebchatPosts(gateway.db, gateway.sessions, gateway.broadcast)
         self.door = InboundDoor(gateway.db, lambda: gateway.config, self.history, gateway.agents.inbound,
-                                self._send_text)
+                                self._send_text, people=gateway.people, signin_base=self.signin_base)
 
     # -- facts -----------------------------------------------------------------------------------
 
@@ -59,6 +59,12 @@ class PlatformHost(GatewayHost):
         from gateway.platforms.hooked import HookedPlatforms
 
         self._gw.platforms = HookedPlatforms(platforms, self._gw.hooks)
+
+    def signin_base(self) -> str:
+        """Where ``/login`` links point (``gateway.people.signin``)."""
+        from gateway.people.signin import signin_base
+
+        return signin_base(self._gw.config, self._gw.listen)
 
     # -- inbound ---------------------------------------------------------------------------------
 

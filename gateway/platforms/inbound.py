@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from gateway.people import chat as people_chat
+from gateway.people.service import PeopleService, PersonView
 from gateway.platforms import access, sender_pairing
 from gateway.platforms.history import MessageLog
 from gateway.platforms.messages import Inbound, Sent
@@ -44,7 +46,8 @@ PAIRING_TEXT = (
 class AgentInbound(Protocol):
     """Where allowed messages go: the agents' inbound handler (``gateway.agents.inbound``)."""
 
-    async def handle(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None) -> None: ...
+    async def handle(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None,
+                     person: PersonView | None = None) -> None: ...
 
 
 SendText = Callable[..., Awaitable[list[Sent]]]
@@ -63,12 +66,16 @@ class InboundDoor:
     """Stores, checks, offers pairing and routes every inbound message, in that order."""
 
     def __init__(self, db: Database, config: Callable[[], Config], history: MessageLog, agents: AgentInbound,
-                 send_text: SendText) -> None:
+                 send_text: SendText, people: PeopleService | None = None,
+                 signin_base: Callable[[], str] = lambda: "") -> None:
         self._db = db
         self._config = config
         self._history = history
         self._agents = agents
         self._send_text = send_text
+        self._people = people
+        """Who is talking (``gateway.people``): a known person is let in and may be the owner."""
+        self._signin_base = signin_base
 
     async def receive(self, msg: Inbound) -> None:
         """The ``on_inbound`` of every channel."""
@@ -91,16 +98,26 @@ class InboundDoor:
         """Decide who is talking, then offer pairing, hand the message to the agents, or drop it."""
         config = self._config()
         cfg = access.access_config(channel_section(config, msg.channel))
-        owner = access.is_owner(cfg, config.channels.ownerAllowFrom, msg)
+        person = await self._people.by_identity(msg.channel, msg.sender_id) if self._people is not None else None
+        if self._people is not None and cfg.enabled:
+            said = await people_chat.answer(self._people, msg, person, self._signin_base)
+            if said is not None:
+                with contextlib.suppress(Exception):
+                    await self._send_text(msg.channel, msg.account_id, msg.chat_id, said, thread_id=msg.thread_id)
+                return access.Decision("drop", "people command answered")
+        # A person on record is let in as the access rules let an approved sender in; their role says whether
+        # they are the owner (the config's owner lists count only for senders who are nobody's identity).
+        owner = person.is_owner if person is not None else access.is_owner(cfg, config.channels.ownerAllowFrom, msg)
         approved = (msg.chat_type == "dm" and not owner
-                    and await sender_pairing.is_approved(self._db, msg.channel, msg.sender_id))
+                    and (person is not None or await sender_pairing.is_approved(self._db, msg.channel, msg.sender_id)))
         decision = access.decide(cfg, msg, owner=owner, approved=approved)
         log.info("inbound", channel=msg.channel, account=msg.account_id, chat=msg.chat_id, sender=msg.sender_id,
-                 action=decision.action, reason=decision.reason, owner=decision.is_owner)
+                 action=decision.action, reason=decision.reason, owner=decision.is_owner,
+                 person=person.id if person is not None else None)
         if decision.action == "pair":
             await self._offer_pairing(msg)
         elif decision.action == "allow":
-            await self._agents.handle(msg, is_owner=decision.is_owner)
+            await self._agents.handle(msg, is_owner=decision.is_owner, person=person)
         return decision
 
     async def _offer_pairing(self, msg: Inbound) -> None:

@@ -24,6 +24,8 @@ from gateway.agents.tokens import RunTokens
 from gateway.composition.gateway import Gateway
 from gateway.devices.store import APPROVED, REJECTED, Admission
 from gateway.dispatch.dispatcher import Caller
+from gateway.people.service import SIGNIN_PREFIX, person_key
+from gateway.people.signin import SIGNIN_PATH, person_grant, redeem_endpoint
 from gateway.protocol import (
     MAX_PREAUTH_FRAME_BYTES,
     InvalidFrame,
@@ -139,9 +141,12 @@ class _Handshake:
             if (params.role == "node" and not given and params.auth and params.auth.deviceToken
                     and params.device and gw.nodes is not None):
                 node_token_valid = await gw.nodes.token_valid(params.device.id, params.auth.deviceToken)
+            grant = gw.run_tokens.grant(given)
+            if grant is None and given is not None and given.startswith(SIGNIN_PREFIX):
+                grant = await person_grant(gw.people, given)  # a person's own sign-in (gateway.people)
             try:
                 accepted = handshake.authenticate(
-                    params, gateway_token=gw.token, run_grant=gw.run_tokens.grant(given), nonce=self.nonce,
+                    params, gateway_token=gw.token, run_grant=grant, nonce=self.nonce,
                     looks_like_run_token=RunTokens.looks_like(given) and not RunTokens.looks_like(gw.token),
                     node_token_valid=node_token_valid)
             except handshake.Refusal as refusal:
@@ -226,7 +231,9 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
             "sessionDefaults": {
                 "defaultAgentId": cfg.agents.default,
                 "mainKey": "main",
-                "mainSessionKey": f"agent:{cfg.agents.default}:main",
+                # a person signed in with their own credential starts in their own conversation (gateway.people)
+                "mainSessionKey": (person_key(cfg.agents.default, caller.person_id) if caller.person_id
+                                   else f"agent:{cfg.agents.default}:main"),
                 "scope": cfg.session.dmScope,
             },
         },
@@ -414,6 +421,7 @@ def build_app(gateway: Gateway) -> ASGIApp:
         Route("/healthz", healthz),
         Route("/", index),
         Route(FILES_PATH + "/{fid}/{name:path}", webchat_file),
+        Route(SIGNIN_PATH, redeem_endpoint(gateway.people), methods=["POST"]),  # a /login link's code (people)
     ]
     routes += gateway.http_routes
     rpc_paths = RPC_PATHS

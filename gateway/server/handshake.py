@@ -71,6 +71,12 @@ class RunGrantLike(Protocol):
     @property
     def reach(self) -> tuple[str, ...]: ...
 
+    @property
+    def person_id(self) -> str | None: ...
+
+    @property
+    def signin_id(self) -> str | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
@@ -187,10 +193,13 @@ def caller_for(params: ConnectParams, accepted: Accepted, *, conn_id: str, remot
         device_id=accepted.device_id,
         display_name=params.client.displayName,
         extra={"version": params.client.version, "platform": params.client.platform,
-               "caps": params.caps or [], "commands": params.commands or []},
+               "caps": params.caps or [], "commands": params.commands or [],
+               **({"signinId": accepted.run_grant.signin_id}
+                  if accepted.run_grant is not None and accepted.run_grant.signin_id else {})},
         methods=accepted.run_grant.methods if accepted.run_grant is not None else None,
         confined_to=accepted.run_grant.confine if accepted.run_grant is not None else None,
         reach=accepted.run_grant.reach if accepted.run_grant is not None else None,
+        person_id=accepted.run_grant.person_id if accepted.run_grant is not None else None,
     )
 
 

@@ -56,6 +56,7 @@ class SessionRecord(Base):
     model: Mapped[str | None] = mapped_column(String(128), nullable=True)
     cli_sessions: Mapped[str] = mapped_column(Text, default="{}")  # JSON {runtime: cli session id}
     project: Mapped[str | None] = mapped_column(String(64), nullable=True)  # a name in its agent's projects
+    person_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)  # whose (gateway.people)
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cache_read_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -82,6 +83,7 @@ class SessionRecord(Base):
             "parentSessionKey": self.parent_key,
             "model": self.model,
             "project": self.project,
+            "personId": self.person_id,
             "cliSessionIds": orjson.loads(self.cli_sessions or "{}"),
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,

@@ -27,6 +27,7 @@ class TurnUsage(Base):
     __table_args__ = (
         Index("ix_turn_usage_session_at", "session_key", "at_ms"),
         Index("ix_turn_usage_agent_at", "agent_id", "at_ms"),
+        Index("ix_turn_usage_person_at", "person_id", "at_ms"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -41,6 +42,7 @@ class TurnUsage(Base):
     cache_read_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cache_write_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)  # None: the CLI did not say
+    person_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # whose turn (their budget)
 
 
 @dataclass(slots=True)
@@ -102,6 +104,7 @@ class UsageRepo:
         model: str | None,
         usage: dict[str, int],
         cost_usd: float | None,
+        person_id: str | None = None,
     ) -> None:
         s.add(
             TurnUsage(
@@ -116,6 +119,7 @@ class UsageRepo:
                 cache_read_tokens=int(usage.get("cacheRead") or 0),
                 cache_write_tokens=int(usage.get("cacheWrite") or 0),
                 cost_usd=cost_usd,
+                person_id=person_id,
             )
         )
 

@@ -34,11 +34,26 @@
     if (!hash) return;
     var params = new URLSearchParams(hash);
     if (params.get('token')) store(TOKEN_KEY, params.get('token'));
+    if (params.get('signin')) signingIn = redeemSignin(params.get('signin'));
     if (params.get('session')) {  // a link to one conversation (e.g. #token=…&session=agent:main:main)
       store(SESSION_KEY, params.get('session'));
       if (state) state.sessionKey = params.get('session');
     }
     history.replaceState(null, '', location.pathname + location.search);
+  }
+
+  // -- a person's one-time sign-in link (/login in a chat): exchanged once for a credential of their own ------
+  var signingIn = null;
+  function redeemSignin(code) {
+    return fetch('/people/signin', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: code })
+    }).then(function (res) {
+      return res.json().then(function (body) {
+        if (!res.ok || !body.token) throw new Error(body.error || 'sign-in failed');
+        store(TOKEN_KEY, body.token); store(SESSION_KEY, null);
+        if (state) state.sessionKey = null;
+      });
+    }).catch(function (e) { state.signinError = e.message || String(e); });
   }
 
   var clientId = load(CLIENT_KEY) || randomId().slice(0, 12);
@@ -1169,11 +1184,25 @@
   window.addEventListener('hashchange', function () {
     var before = state.sessionKey;
     takeFragment();
+    if (signingIn) { var wait = signingIn; signingIn = null; wait.then(afterSignin); return; }
     if (!state.ready) connect();
     else if (state.sessionKey !== before) switchSession(state.sessionKey);
   });
 
+  // After a sign-in link: connect as that person (a fresh socket), or say why the link did not work.
+  function afterSignin() {
+    if (state.signinError) {
+      setStatus('auth', 'not signed in');
+      $('token-form').hidden = false; $('composer').hidden = true;
+      $('token-error').textContent = state.signinError;
+      state.signinError = null;
+      return;
+    }
+    if (state.ws) { var old = state.ws; state.ws = null; state.ready = false; try { old.close(); } catch (e) { /* gone */ } }
+    connect();
+  }
+
   takeFragment();
   showSession();
-  connect();
+  if (signingIn) { var first = signingIn; signingIn = null; first.then(afterSignin); } else connect();
 })();
