@@ -47,6 +47,14 @@ def parse(text: str) -> tuple[Command, str] | None:
     return (cmd, (m.group(2) or "").strip()) if cmd else None
 
 
+PEOPLE_HELP = (
+    "/whoami — Who the gateway takes you for",
+    "/link — Link another chat of yours: /link here, then /link <code> from the other chat",
+    "/login — A one-time link that signs you in to the web chat",
+)
+"""The people commands (``gateway.people.chat``), answered at the inbound door before these."""
+
+
 def help_text() -> str:
-    lines = [f"/{c.name} — {c.description}" for c in COMMANDS]
+    lines = [f"/{c.name} — {c.description}" for c in COMMANDS] + list(PEOPLE_HELP)
     return "Anything else you write goes to the agent. Commands:\n" + "\n".join(lines)

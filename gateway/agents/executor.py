@@ -305,9 +305,9 @@ class AgentExecutor:
             tools_path.unlink(missing_ok=True)
             log.warning("run refused: it cannot be sandboxed", session_key=run.session_key, why=str(exc))
             return RunOutcome(status="error", error=str(exc))
-        confined_person = (person.id if person is not None
+        confined_person = (person.id if person is not None and person.role != "guest"
                            and person.confined(admins_read_transcripts=self._people.admins_read_transcripts())
-                           else None)
+                           else None)  # a guest's run reaches its own chat only, as any non-owner run
         token = issue_run_token(self._run_tokens, run, tuple(str(p) for p in confinement.visible),
                                 person_id=confined_person)
         return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=workdir, workspace=workspace,

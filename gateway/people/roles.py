@@ -4,9 +4,9 @@
 ``owner``  everything, as the gateway token: every session, config, people; their runs get the owner tools.
 ``admin``  administers people, config, pairing and tokens (operator.admin), but reads only their own
            transcripts unless ``people.adminsReadTranscripts`` is on.
-``member`` their own sessions, transcripts, usage and approvals; their runs get the owner tools for their own
-           things only (confined to their sessions and their workspace).
-``guest``  as a member, with the baseline tools in their runs.
+``member`` their own sessions, transcripts, usage and approvals; their runs' tools reach all their own
+           sessions (their other chats, their web chat) and nobody else's, and work in their own workspaces.
+``guest``  as a member at the web chat; their runs' tools reach only the chat the run came from.
 =========  =====================================================================================================
 """
 

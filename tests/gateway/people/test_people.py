@@ -290,6 +290,36 @@ async def test_a_revoked_sign_in_closes_the_page_and_signs_in_no_more(gw: Gatewa
     await again.close()
 
 
+async def test_an_admin_administers_people_but_reads_others_only_when_the_owner_allows(
+        gw: GatewayProcess) -> None:
+    owner = await operator(gw.url, gw.token or "")
+    try:
+        await owner.call("people.create", {"id": "carol", "name": "Carol", "role": "admin"})
+        link = (await owner.call("people.loginLink", {"id": "carol"}))["url"]
+        carol, _ = await signed_in(gw, redeem(gw, link.split("#signin=")[1])[1]["token"])
+        try:
+            assert {p["id"] for p in (await carol.call("people.list", {}))["people"]} >= {"owner", "alice", "bob"}
+            await carol.call("people.update", {"id": "alice", "maxCostPerDay": 3})
+            escalate = await carol.req("people.update", {"id": "carol", "role": "owner"})
+            assert not escalate["ok"] and escalate["error"]["details"]["field"] == "role", escalate
+            assert refused(await carol.req("chat.history", {"sessionKey": BOB_KEY}))
+            assert BOB_KEY not in {s["key"] for s in (await carol.call("sessions.list", {}))["sessions"]}
+        finally:
+            await carol.close()
+        config = await owner.call("config.get", {})
+        await owner.call("config.patch", {"patch": {"people": {"adminsReadTranscripts": True}},
+                                          "baseHash": config["hash"]})
+        link = (await owner.call("people.loginLink", {"id": "carol"}))["url"]
+        carol, _ = await signed_in(gw, redeem(gw, link.split("#signin=")[1])[1]["token"])
+        try:
+            texts = [m["text"] for m in (await carol.call("chat.history", {"sessionKey": BOB_KEY}))["messages"]]
+            assert "bob asks from telegram" in texts
+        finally:
+            await carol.close()
+    finally:
+        await owner.close()
+
+
 def _pre_people_database(db: Path) -> None:
     """A database as the single-owner gateway left it: every migration but people's, a Telegram DM of the owner and
     a web chat conversation, each with its transcript."""
