@@ -21,13 +21,14 @@ from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.composition.ports import CHAT_DECISIONS, RECORDER, VOICE
 from gateway.people.service import person_key
+from gateway.protocol import InvalidRequest
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import inbound_key, parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.composition.services import Services
-    from gateway.config import ConfigStore
+    from gateway.config import AgentConfig, ConfigStore
     from gateway.hooks import HookRunner
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.messages import Inbound
@@ -76,7 +77,16 @@ class InboundRouter:
         for it. A person who chose one conversation has all their direct chats in ``agent:<id>:person:<them>``,
         and so has everyone but the owner under ``dmScope: main`` (the owner keeps ``agent:<id>:main``).
         """
-        agent = self._sessions.agent(None)
+        agent = self._agent_for(person)
+        if agent.people is not None and not is_owner and (
+                person is None or self._people is None or not self._people.may_use(person, agent.people)):
+            origin = Origin(channel=msg.channel, account_id=msg.account_id, to=msg.chat_id, chat_type=msg.chat_type,
+                            thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id)
+            log.info("agent not for this sender", agent_id=agent.id, sender=msg.sender_id,
+                     person=person.id if person else None)
+            await self._agents.notify(origin, f"{agent.name or agent.id} is not open to you here; ask an admin.",
+                                      f"agent:{agent.id}:main")
+            return
         mine = person if msg.chat_type == "dm" else None
         dm_scope = self._config.config.session.dmScope
         # One conversation for the person: when they chose it, and when the operator's dmScope would otherwise
@@ -154,6 +164,16 @@ class InboundRouter:
                                         is_owner=is_owner, tool_profile=tool_profile, origin=origin,
                                         deliver=True, files=tuple(files), inbound=msg.ref, voice_in=voice_in))
         await self._agents.typing(origin)
+
+    def _agent_for(self, person: PersonView | None) -> AgentConfig:
+        """A person's own agent when they have one that is still configured, else the default agent."""
+        if person is not None and person.agent_id:
+            try:
+                return self._sessions.agent(person.agent_id)
+            except InvalidRequest:
+                log.warning("a person's agent is no longer configured: the default answers", person=person.id,
+                            agent_id=person.agent_id)
+        return self._sessions.agent(None)
 
     async def _spoken_answer(self, msg: Inbound, origin: Origin, key: str) -> str | None:
         """The words of a voice note sent while a question waits for its sender: they are the free answer.

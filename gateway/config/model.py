@@ -158,6 +158,9 @@ class AgentConfig(Section):
     maxCostPerDay: float | None = Field(None, gt=0, description="US dollars this agent may spend per UTC day, "
                                         "as its CLI reports cost; once reached, new turns are refused until "
                                         "midnight UTC.")
+    people: builtins.list[str] | None = Field(None, description="Who may talk to this agent: person ids, or roles "
+                                              "as 'role:member' (gateway.people); unset: everyone. The owner "
+                                              "always may.")
     projects: builtins.list[ProjectConfig] = Field(
         default_factory=list, description="Folders this agent can work in; /project lists and switches them "
                                           "(without any, every turn runs in a fresh private folder).")

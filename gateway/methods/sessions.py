@@ -72,6 +72,11 @@ async def claim_session(ctx: CallContext, key: str) -> None:
     if person_id is None:
         return
     await check_visible(ctx, key)
+    person = await ctx.people.get(person_id)
+    agent = ctx.sessions.agent(parse_key(key)[0], field="sessionKey")
+    if not ctx.people.may_use(person, agent.people):
+        raise Forbidden(f"sessionKey: agent '{agent.id}' is not open to you (agents.list[].people)",
+                        details={"code": "SESSION_FORBIDDEN", "field": "sessionKey"})
     async with ctx.db.session() as s:
         row = await SessionRepo.get(s, key)
         if row is not None and row.person_id is not None:

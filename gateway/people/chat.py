@@ -5,7 +5,8 @@
   (this works for a sender the gateway does not know yet: that is the point);
 - ``/login``: a one-time link that signs the person in to the web chat with a credential of their own.
 
-Codes and links are only handed out in direct chats: a group would show them to everyone in it.
+They are commands of direct chats only: a group would show codes and links to everyone in it (there they are
+ordinary messages).
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ async def answer(people: PeopleService, msg: Inbound, person: PersonView | None,
     if parsed is None:
         return None
     name, rest = parsed
+    if msg.chat_type != "dm":
+        return None  # codes and links are for one person's eyes: in a group these are ordinary messages
     if name == "link" and rest:
         return await _redeem(people, msg, rest)
-    if msg.chat_type != "dm":
-        return f"Send /{name} to me in a direct message: what it answers is for you alone."
     if name == "whoami":
         if person is None:
             return (f"You are not on this gateway's people list. Your id here is {msg.channel}:{msg.sender_id} "
@@ -69,8 +70,6 @@ async def answer(people: PeopleService, msg: Inbound, person: PersonView | None,
 
 
 async def _redeem(people: PeopleService, msg: Inbound, code: str) -> str:
-    if msg.chat_type != "dm":
-        return "Send /link <code> to me in a direct message."
     got = await people.redeem_link(code, msg.channel, msg.sender_id)
     if got is None:
         return ("That code is unknown or has expired. Send /link in a chat where I already know you to get a "

@@ -2,9 +2,9 @@
 
     remoteclaw people list
     remoteclaw people add ID [--name NAME] [--role owner|admin|member|guest] [--one-conversation]
-                             [--max-cost-per-day USD]
+                             [--max-cost-per-day USD] [--agent AGENT]
     remoteclaw people set ID [--name NAME] [--role ROLE] [--one-conversation | --separate-conversations]
-                             [--max-cost-per-day USD | --no-budget]
+                             [--max-cost-per-day USD | --no-budget] [--agent AGENT | --default-agent]
     remoteclaw people link ID CHANNEL SENDER_ID        (and: unlink CHANNEL SENDER_ID)
     remoteclaw people code ID                          a code the person sends as "/link CODE" from a chat
     remoteclaw people login ID                         a one-time web sign-in link for the person
@@ -43,6 +43,7 @@ def register(subparsers: Any) -> None:
     add.add_argument("--one-conversation", action="store_true",
                      help="their direct chats on every channel and their web chat are one conversation")
     add.add_argument("--max-cost-per-day", type=float, metavar="USD")
+    add.add_argument("--agent", help="the agent that answers them (default: the default agent)")
     add.set_defaults(func=_cmd_add)
 
     change = sub.add_parser("set", help="change a person's name, role, conversations or budget")
@@ -55,6 +56,9 @@ def register(subparsers: Any) -> None:
     budget = change.add_mutually_exclusive_group()
     budget.add_argument("--max-cost-per-day", type=float, metavar="USD")
     budget.add_argument("--no-budget", action="store_true", help="remove their daily budget")
+    agent = change.add_mutually_exclusive_group()
+    agent.add_argument("--agent", help="the agent that answers them")
+    agent.add_argument("--default-agent", action="store_true", help="the default agent answers them")
     change.set_defaults(func=_cmd_set)
 
     link = sub.add_parser("link", help="make a chat sender one of a person's identities")
@@ -105,6 +109,8 @@ def _line(person: dict[str, Any]) -> str:
         extras.append("one conversation")
     if person.get("maxCostPerDay") is not None:
         extras.append(f"${person['maxCostPerDay']:.2f}/day")
+    if person.get("agentId"):
+        extras.append(f"agent {person['agentId']}")
     tail = f" ({'; '.join(extras)})" if extras else ""
     return f"{person['id']:<16} {person['role']:<7} {person['name']}{tail} — {chats}"
 
@@ -128,6 +134,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
         params["name"] = args.name
     if args.max_cost_per_day is not None:
         params["maxCostPerDay"] = args.max_cost_per_day
+    if args.agent:
+        params["agentId"] = args.agent
     got = _call(args, "people.create", params)
     return _show(args, got, _line(got["person"]))
 
@@ -135,11 +143,13 @@ def _cmd_add(args: argparse.Namespace) -> int:
 def _cmd_set(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"id": args.id}
     for key, value in (("name", args.name), ("role", args.role), ("oneConversation", args.one),
-                       ("maxCostPerDay", args.max_cost_per_day)):
+                       ("maxCostPerDay", args.max_cost_per_day), ("agentId", args.agent)):
         if value is not None:
             params[key] = value
     if args.no_budget:
         params["maxCostPerDay"] = None
+    if args.default_agent:
+        params["agentId"] = None
     got = _call(args, "people.update", params)
     return _show(args, got, _line(got["person"]))
 

@@ -45,6 +45,8 @@ class CreateParams(Params):
     oneConversation: bool = Field(False, description="All their direct chats (and their web chat) are one "
                                   "conversation.")
     maxCostPerDay: float | None = Field(None, gt=0, description="US dollars their turns may spend per UTC day.")
+    agentId: str | None = Field(None, min_length=1, max_length=128, description="The agent that answers them "
+                                "(default: the gateway's default agent).")
 
 
 class IdParams(Params):
@@ -57,6 +59,7 @@ class UpdateParams(Params):
     role: Role | None = None
     oneConversation: bool | None = None
     maxCostPerDay: float | None = Field(None, gt=0, description="null (given) removes their budget.")
+    agentId: str | None = Field(None, min_length=1, max_length=128, description="null (given): the default agent.")
 
 
 class LinkParams(Params):
@@ -97,8 +100,10 @@ async def people_get(p: IdParams, ctx: CallContext) -> dict[str, Any]:
 @method("people.create", params=CreateParams, scope=ADMIN)
 async def people_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
     _guard_owner_role(ctx, p.role)
+    if p.agentId is not None:
+        ctx.sessions.agent(p.agentId)  # an unknown one names agentId
     person = await ctx.people.create(p.id, name=p.name, role=p.role, one_conversation=p.oneConversation,
-                                     max_cost_per_day=p.maxCostPerDay)
+                                     max_cost_per_day=p.maxCostPerDay, agent_id=p.agentId)
     await _audit(ctx, "people.create", person.id, {"role": person.role})
     return {"person": (await ctx.people.describe(person.id))[0]}
 
@@ -109,8 +114,11 @@ async def people_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
     if p.role is not None and p.role != current.role:
         _guard_owner_role(ctx, p.role, current.role)
     clear = "maxCostPerDay" in p.model_fields_set and p.maxCostPerDay is None
+    if p.agentId is not None:
+        ctx.sessions.agent(p.agentId)
     await ctx.people.update(p.id, name=p.name, role=p.role, one_conversation=p.oneConversation,
-                            max_cost_per_day=p.maxCostPerDay, clear_budget=clear)
+                            max_cost_per_day=p.maxCostPerDay, clear_budget=clear, agent_id=p.agentId,
+                            clear_agent="agentId" in p.model_fields_set and p.agentId is None)
     await _audit(ctx, "people.update", p.id, p.model_dump(exclude_unset=True, exclude={"id"}))
     return {"person": (await ctx.people.describe(p.id))[0]}
 
@@ -179,7 +187,8 @@ async def people_me(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
         return {"person": None}
     from gateway.people.service import person_key
 
-    return {"person": described[0], "mainSessionKey": person_key(ctx.sessions.default_agent_id, person_id)}
+    agent = described[0].get("agentId") or ctx.sessions.default_agent_id
+    return {"person": described[0], "mainSessionKey": person_key(agent, person_id)}
 
 
 @method("people.signins.list", params=SigninsParams, scope=READ)

@@ -67,6 +67,8 @@ class PersonView:
     role: str
     one_conversation: bool = False
     max_cost_per_day: float | None = None
+    agent_id: str | None = None
+    """The agent that answers them (None: the gateway's default agent)."""
 
     @property
     def is_owner(self) -> bool:
@@ -77,7 +79,7 @@ class PersonView:
 
 
 def _view(p: Person) -> PersonView:
-    return PersonView(p.id, p.name, p.role, bool(p.one_conversation), p.max_cost_per_day)
+    return PersonView(p.id, p.name, p.role, bool(p.one_conversation), p.max_cost_per_day, p.agent_id)
 
 
 class PeopleService:
@@ -223,7 +225,7 @@ class PeopleService:
     # -- administration ------------------------------------------------------------------------------
 
     async def create(self, person_id: str, *, name: str | None, role: str, one_conversation: bool = False,
-                     max_cost_per_day: float | None = None) -> PersonView:
+                     max_cost_per_day: float | None = None, agent_id: str | None = None) -> PersonView:
         if not _SLUG.match(person_id):
             raise InvalidRequest("invalid id: lower-case letters, digits, - and _ (up to 64)", details={"field": "id"})
         _check_role(role)
@@ -232,7 +234,7 @@ class PeopleService:
             if await s.get(Person, person_id) is not None:
                 raise InvalidRequest(f"invalid id: '{person_id}' is taken", details={"field": "id"})
             s.add(Person(id=person_id, name=name or person_id, role=role, one_conversation=one_conversation,
-                         max_cost_per_day=max_cost_per_day, created_at=now, updated_at=now))
+                         max_cost_per_day=max_cost_per_day, agent_id=agent_id, created_at=now, updated_at=now))
         await self._load()
         return self._people[person_id]
 
@@ -240,6 +242,7 @@ class PeopleService:
         """Change ``name``, ``role``, ``one_conversation`` or ``max_cost_per_day`` (None leaves a field as is,
         except ``max_cost_per_day`` where ``clear_budget`` removes it)."""
         clear_budget = changes.pop("clear_budget", False)
+        clear_agent = changes.pop("clear_agent", False)
         async with self._db.session() as s:
             row = await s.get(Person, person_id)
             if row is None:
@@ -258,6 +261,10 @@ class PeopleService:
                 row.max_cost_per_day = float(changes["max_cost_per_day"])
             if clear_budget:
                 row.max_cost_per_day = None
+            if changes.get("agent_id") is not None:
+                row.agent_id = changes["agent_id"]
+            if clear_agent:
+                row.agent_id = None
             row.updated_at = _now_ms()
         await self._load()
         return self._people[person_id]
@@ -382,27 +389,44 @@ class PeopleService:
     async def budget_refusal(self, person_id: str) -> str | None:
         """Why a turn of this person must not start (their ``maxCostPerDay`` is spent), or None."""
         person = await self.get(person_id)
-        limit = person.max_cost_per_day
-        if limit is None:
-            return None
         since = day_start_ms(datetime.now(UTC).date())
+        limit = person.max_cost_per_day
+        if limit is not None:
+            spent = await self._spent(since, TurnUsage.person_id == person_id)
+            if spent >= limit:
+                return (f"{person.name}'s budget for today is spent (${spent:.2f} of ${limit:.2f}); new turns start "
+                        f"again at 00:00 UTC, or an admin raises it (remoteclaw people set {person.id} "
+                        "--max-cost-per-day N)")
+        team = self._config.config.people.maxCostPerDay
+        if team is not None and not person.is_owner:
+            spent = await self._spent(since, TurnUsage.person_id.is_not(None))
+            if spent >= team:
+                return (f"the team's budget for today is spent (${spent:.2f} of ${team:.2f}); new turns start again "
+                        "at 00:00 UTC, or the owner raises people.maxCostPerDay")
+        return None
+
+    async def _spent(self, since_ms: int, whose: Any) -> float:
         async with self._db.reading() as s:
-            spent = float(await s.scalar(select(func.coalesce(func.sum(TurnUsage.cost_usd), 0.0))
-                                         .where(TurnUsage.person_id == person_id, TurnUsage.at_ms >= since)) or 0.0)
-        if spent < limit:
-            return None
-        return (f"{person.name}'s budget for today is spent (${spent:.2f} of ${limit:.2f}); new turns start again "
-                f"at 00:00 UTC, or an admin raises it (remoteclaw people set {person.id} --max-cost-per-day N)")
+            total = await s.scalar(select(func.coalesce(func.sum(TurnUsage.cost_usd), 0.0))
+                                   .where(whose, TurnUsage.at_ms >= since_ms))
+        return float(total or 0.0)
+
+    def may_use(self, person: PersonView, agent_people: list[str] | None) -> bool:
+        """Whether ``person`` may talk to an agent whose ``people`` list is ``agent_people`` (None: everyone)."""
+        if agent_people is None or person.is_owner:
+            return True
+        return person.id in agent_people or f"role:{person.role}" in agent_people
 
 
 _EVERYONE_EVENTS = frozenset({"tick", "presence", "health", "shutdown", "connect.challenge"})
 
 
 def _event_session(payload: Any) -> str | None:
-    """The session an event is about, wherever its payload says it (chat, agent, approval and question events)."""
+    """The session an event is about, wherever its payload says it: at the top (chat), in ``data`` (agent, whose
+    closed schema leaves only that), in ``source`` or ``request`` (approvals and questions)."""
     if not isinstance(payload, dict):
         return None
-    for holder in (payload, payload.get("source"), payload.get("request")):
+    for holder in (payload, payload.get("data"), payload.get("source"), payload.get("request")):
         if isinstance(holder, dict):
             for field in ("sessionKey", "sourceSessionKey"):
                 value = holder.get(field)

@@ -29,12 +29,14 @@ class Person(Base):
     one_conversation: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     """Their DMs on every channel (and their web chat) are one conversation."""
     max_cost_per_day: Mapped[float | None] = mapped_column(Float, nullable=True)  # US dollars per UTC day
+    agent_id: Mapped[str | None] = mapped_column(String(128), nullable=True)  # who answers them (None: the default)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
 
     def to_dict(self, identities: list[PersonIdentity] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "name": self.name, "role": self.role,
                                "oneConversation": bool(self.one_conversation), "maxCostPerDay": self.max_cost_per_day,
+                               "agentId": self.agent_id,
                                "createdAt": self.created_at, "updatedAt": self.updated_at}
         if identities is not None:
             out["identities"] = [i.to_dict() for i in identities]

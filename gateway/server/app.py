@@ -213,6 +213,16 @@ class _Handshake:
         return True
 
 
+def _main_key(gw: Gateway, caller: Caller) -> str:
+    """Where a client starts: the default agent's main session, or a person's own conversation with their agent."""
+    default = gw.config.agents.default
+    if caller.person_id is None:
+        return f"agent:{default}:main"
+    person = gw.people.peek(caller.person_id)
+    agent = person.agent_id if person is not None and person.agent_id else gw.sessions.default_agent_id
+    return person_key(agent, caller.person_id)
+
+
 def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
     cfg = gw.config
     return handshake.hello_ok(
@@ -232,8 +242,7 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
                 "defaultAgentId": cfg.agents.default,
                 "mainKey": "main",
                 # a person signed in with their own credential starts in their own conversation (gateway.people)
-                "mainSessionKey": (person_key(cfg.agents.default, caller.person_id) if caller.person_id
-                                   else f"agent:{cfg.agents.default}:main"),
+                "mainSessionKey": _main_key(gw, caller),
                 "scope": cfg.session.dmScope,
             },
         },

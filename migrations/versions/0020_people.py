@@ -27,6 +27,7 @@ def upgrade() -> None:
         sa.Column("role", sa.String(16), nullable=False),
         sa.Column("one_conversation", sa.Boolean(), nullable=False, server_default=sa.false()),
         sa.Column("max_cost_per_day", sa.Float(), nullable=True),
+        sa.Column("agent_id", sa.String(128), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.Column("updated_at", sa.BigInteger(), nullable=False),
     )

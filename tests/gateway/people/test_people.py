@@ -54,7 +54,8 @@ async def dc() -> AsyncIterator[FakeDiscord]:
 async def gw(tg: FakeTelegram, dc: FakeDiscord,
              tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GatewayProcess]:
     state = tmp_path_factory.mktemp("people") / "gw"
-    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
+                                  {"id": "helper", "command": [sys.executable, FAKE_CLI], "people": ["dave"]}]},
               "channels": {"ownerAllowFrom": [f"telegram:{OWNER_TG}"], "telegram": tg.channel_config(),
                            "discord": dc.config()},
               "session": {"dmScope": "per-channel-peer"}}  # Alice's chats apart; Bob chose one conversation
@@ -171,6 +172,13 @@ async def signed_in(gw: GatewayProcess, token: str) -> tuple[RawClient, dict[str
     return c, hello["payload"]
 
 
+def _drain(c: RawClient) -> list[dict[str, Any]]:
+    out = []
+    while not c.events.empty():
+        out.append(c.events.get_nowait())
+    return out
+
+
 def refused(frame: dict[str, Any]) -> bool:
     return not frame["ok"]
 
@@ -214,6 +222,8 @@ async def test_alice_signs_in_to_the_web_chat_and_reaches_nothing_of_bobs(
                                           "idempotencyKey": "a1"})
         done = await c.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 30_000}, timeout=35)
         assert done["status"] == "ok", done
+        own = [f for f in _drain(c) if f["event"] in ("chat", "agent")]  # her page streams her own turn
+        assert {f["event"] for f in own} == {"chat", "agent"}, own
         mine = [s["key"] for s in (await c.call("sessions.list", {}))["sessions"]]
         assert set(mine) == {"agent:main:person:alice", f"agent:main:telegram:direct:{ALICE_TG}"}, mine
         # every door to Bob's things is shut
@@ -316,6 +326,35 @@ async def test_an_admin_administers_people_but_reads_others_only_when_the_owner_
             assert "bob asks from telegram" in texts
         finally:
             await carol.close()
+    finally:
+        await owner.close()
+
+
+async def test_a_person_has_their_own_agent_and_a_team_budget_stops_everyone_but_the_owner(
+        gw: GatewayProcess, tg: FakeTelegram) -> None:
+    cli(gw, "people", "add", "dave", "--name", "Dave", "--agent", "helper")
+    cli(gw, "people", "link", "dave", "telegram", "204")
+    await say(tg, 204, "dave asks his helper", "echo: dave asks his helper")
+    run = next(r for r in cli_runs(gw.state_dir) if "dave asks his helper" in r["prompt"])
+    assert run["env"]["REMOTECLAW_AGENT_ID"] == "helper"
+    assert run["env"]["REMOTECLAW_SESSION_KEY"] == "agent:helper:telegram:direct:204"
+    code = re.search(r"#signin=([A-Za-z0-9]+)", await say(tg, ALICE_TG, "/login", "sign-in link"))
+    assert code
+    alice, _ = await signed_in(gw, redeem(gw, code.group(1))[1]["token"])
+    try:  # the helper agent is Dave's: Alice may not open a conversation with it
+        frame = await alice.req("chat.send", {"sessionKey": "agent:helper:person:alice", "message": "hi",
+                                              "idempotencyKey": "h1"})
+        assert not frame["ok"] and frame["error"]["details"]["field"] == "sessionKey", frame
+    finally:
+        await alice.close()
+    owner = await operator(gw.url, gw.token or "")
+    try:
+        config = await owner.call("config.get", {})
+        await owner.call("config.patch", {"patch": {"people": {"maxCostPerDay": 0.01}}, "baseHash": config["hash"]})
+        assert "team's budget for today is spent" in await say(tg, 204, "one more for dave", "budget")
+        await say(tg, OWNER_TG, "the owner is not on the team budget", "echo: the owner is not")
+        config = await owner.call("config.get", {})
+        await owner.call("config.patch", {"patch": {"people": {"maxCostPerDay": None}}, "baseHash": config["hash"]})
     finally:
         await owner.close()
 
