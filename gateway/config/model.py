@@ -32,6 +32,7 @@ from pydantic_settings import (
 )
 
 from gateway.approvals.config import ApprovalsConfig
+from gateway.audit.config import AuditConfig
 from gateway.config.acp import ACP_AGENTS, AcpAgentCommand
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
@@ -294,6 +295,7 @@ class Config(BaseSettings):
     messages: MessagesConfig = MessagesConfig()
     cron: CronConfig = CronConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
+    audit: AuditConfig = AuditConfig()
     nodes: NodesConfig = NodesConfig()
     plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()
