@@ -26,10 +26,11 @@ def issue_run_token(tokens: RunTokens, run: Run, reach: tuple[str, ...]) -> str:
     """A token for this run's shim only, capped to its tier (the agent can read it; see ``RunTokens``), naming
     the folders it may name files in (``reach``: what the run itself can see)."""
     if is_owner_run(run):
-        return tokens.issue(frozenset(OPERATOR_SCOPES), reach=reach)
+        return tokens.issue(frozenset(OPERATOR_SCOPES), reach=reach, session_key=run.session_key)
     origin = run.last.origin
     confine = SessionScope(run.session_key, origin.channel if origin else None, origin.to if origin else None)
-    return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names(), confine=confine, reach=reach)
+    return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names(), confine=confine, reach=reach,
+                        session_key=run.session_key)
 
 
 def context_env(run: Run, *, agent: AgentConfig, config: Config, listen: tuple[str, int], fx_path: Path,

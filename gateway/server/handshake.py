@@ -71,6 +71,9 @@ class RunGrantLike(Protocol):
     @property
     def reach(self) -> tuple[str, ...]: ...
 
+    @property
+    def session_key(self) -> str | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
@@ -191,6 +194,7 @@ def caller_for(params: ConnectParams, accepted: Accepted, *, conn_id: str, remot
         methods=accepted.run_grant.methods if accepted.run_grant is not None else None,
         confined_to=accepted.run_grant.confine if accepted.run_grant is not None else None,
         reach=accepted.run_grant.reach if accepted.run_grant is not None else None,
+        run_session=accepted.run_grant.session_key if accepted.run_grant is not None else None,
     )
 
 
