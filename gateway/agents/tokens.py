@@ -24,6 +24,8 @@ class RunGrant:
     """A person's web sign-in (``gateway.people.signin``) rather than a run: who is calling."""
     signin_id: str | None = None
     """That sign-in's id (revoking it closes the connections it opened)."""
+    session_key: str | None = None
+    """The session whose turn holds the token (who did what, in the audit log)."""
 
 
 class RunTokens:
@@ -49,9 +51,9 @@ class RunTokens:
         return token is not None and token.startswith(cls.PREFIX)
 
     def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None,
-              confine: SessionScope | None = None, reach: tuple[str, ...] = ()) -> str:
+              confine: SessionScope | None = None, reach: tuple[str, ...] = (), session_key: str | None = None) -> str:
         token = self.PREFIX + secrets.token_urlsafe(32)
-        self._grants[self._key(token)] = RunGrant(scopes, methods, confine, reach)
+        self._grants[self._key(token)] = RunGrant(scopes, methods, confine, reach, session_key)
         return token
 
     def revoke(self, token: str) -> None:

@@ -7,7 +7,8 @@ question, and while a question is pending an ordinary message in that chat is it
 request is decided the chat is told the outcome and who decided.
 
 Who may decide: the bot's owner (``ownerAllowFrom``), or in a direct chat the person the session belongs to.
-A stranger in a group is refused, saying so.
+A stranger in a group is refused, saying so. A decision made here goes to the audit log with the chat sender as
+its actor (``sender:<channel>:<id>``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gateway.approvals.config import ApprovalForwarding
+    from gateway.composition.ports import Auditor
     from gateway.config import ConfigStore
     from gateway.platforms.interface import ChatPlatforms
     from gateway.store import Database
@@ -154,8 +156,9 @@ class ChatApprovals:
     """Tells the session's chat about requests, and turns what is typed there into decisions."""
 
     def __init__(self, db: Database, config: ConfigStore, platforms: Callable[[], ChatPlatforms | None],
-                 service: Requests) -> None:
+                 service: Requests, audit: Auditor | None = None) -> None:
         self._db = db
+        self._audit = audit
         self._config = config
         self._platforms = platforms
         """The chat platforms, once attached (they start after the capabilities)."""
@@ -263,11 +266,13 @@ class ChatApprovals:
                 decision = _DECISIONS.get(rest.lower())
                 if decision is None:
                     return USAGE
-                await service.decide(item.id, decision, who)  # type: ignore[arg-type]
+                decided = await service.decide(item.id, decision, who)  # type: ignore[arg-type]
             else:
                 if not rest:
                     return USAGE
-                await service.answer(item.id, answers_from_text(item, rest), who)
+                decided = await service.answer(item.id, answers_from_text(item, rest), who)
         except RpcError as exc:
             return f"⚠️ {exc.message}"
+        if self._audit is not None:
+            await self._audit.record(f"sender:{who}", *decided.audit())
         return ""  # decided: the outcome message says so

@@ -10,6 +10,10 @@ Agent runs (the MCP shim's ``approval_prompt`` and ``ask_user``, baseline tier, 
 ``approvals.ask`` and ``questions.ask`` open a request under an id the shim chose (asking again with the same id
 is the same request), ``approvals.wait`` waits a bounded time for its outcome; the shim repeats the wait, so
 a decision made while its socket reconnects still reaches it.
+
+Every decision, answer, cancel and rule revoked by an operator goes to the audit log (``approval.resolve``,
+``question.answer``, ``question.cancel``, ``approval.rule.revoke``); decisions typed in a chat are recorded by
+``chat.py``.
 """
 
 from __future__ import annotations
@@ -150,6 +154,7 @@ async def exec_approval_resolve(p: ExecResolveParams, ctx: CallContext) -> dict[
     """Decide a tool use: allow once, allow always (stored as a rule for the agent), or deny. First wins."""
     await _tool(ctx, p.id)
     item = await _service(ctx).decide(p.id, _decision(p.decision), _who(ctx, p.reviewer))
+    await ctx.audit(*_audited(item, p.reviewer))
     return {"ok": True, "approval": item.snapshot()}
 
 
@@ -160,7 +165,15 @@ async def approval_resolve(p: ApprovalResolveParams, ctx: CallContext) -> dict[s
         raise ApprovalNotFound(f"unknown {p.kind} approval id: {p.id}", details={"field": "id"})
     await _tool(ctx, p.id)
     item = await _service(ctx).decide(p.id, p.decision, _who(ctx, p.reviewer))
+    await ctx.audit(*_audited(item, p.reviewer))
     return {"applied": True, "approval": item.snapshot()}
+
+
+def _audited(item: Pending, reviewer: Reviewer | None = None) -> tuple[str, str, dict[str, Any]]:
+    """The audit log's row for an operator's decision; a reviewer is the chat user it was made for."""
+    action, target, details = item.audit()
+    return action, target, {**details, "reviewer": f"{reviewer.channel}:{reviewer.senderId}" if reviewer else None,
+                            "resolvedBy": item.resolved_by}
 
 
 @method("exec.approval.waitDecision", params=WaitParams, scope=APPROVALS)
@@ -211,10 +224,11 @@ async def question_resolve(p: QuestionResolveParams, ctx: CallContext) -> dict[s
     by = _who(ctx, resolved_by=p.resolvedBy)
     await _question(ctx, p.id)
     if p.cancel:
-        await _service(ctx).cancel(p.id, by)
+        await ctx.audit(*_audited(await _service(ctx).cancel(p.id, by)))
         return {"status": "cancelled"}
     assert p.answers is not None
     item = await _service(ctx).answer(p.id, p.answers.answers, by)
+    await ctx.audit(*_audited(item))
     return {"status": "answered", "answers": {"answers": item.answers or {}}}
 
 
@@ -266,7 +280,10 @@ async def rules_list(p: RulesListParams, ctx: CallContext) -> dict[str, Any]:
 @method("approvals.rules.revoke", params=RuleRevokeParams, scope=APPROVALS)
 async def rules_revoke(p: RuleRevokeParams, ctx: CallContext) -> dict[str, Any]:
     """Revoke an "allow always" rule: the tool asks again. ``outcome``: revoked, already-revoked, not-found."""
-    return {"outcome": await _service(ctx).revoke_rule(p.id, _who(ctx))}
+    outcome = await _service(ctx).revoke_rule(p.id, _who(ctx))
+    if outcome == "revoked":
+        await ctx.audit("approval.rule.revoke", f"approval-rule:{p.id}")
+    return {"outcome": outcome}
 
 
 # -- agent runs -----------------------------------------------------------------------------------

@@ -117,6 +117,18 @@ class Pending:
             out["resolvedBy"] = self.resolved_by
         return out
 
+    def audit(self) -> tuple[str, str, dict[str, Any]]:
+        """How a decision is written to the audit log: ``(action, target, details)``. The tool's input stays in
+        the approvals history (its target names the request): the log says who decided what, not the command
+        line, which may carry what the agent should not have shown."""
+        if self.kind == "tool":
+            action = "approval.resolve"
+        else:
+            action = "question.answer" if self.status == "answered" else "question.cancel"
+        return action, f"{self.kind if self.kind == 'question' else 'approval'}:{self.id}", {
+            "decision": self.decision, "status": self.status, "tool": self.tool_name, "agentId": self.agent_id,
+            "sessionKey": self.session_key}
+
     @classmethod
     def from_row(cls, row: ApprovalRequest) -> Pending:
         item = cls(

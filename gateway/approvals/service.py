@@ -28,7 +28,7 @@ from sqlalchemy import delete, select, update
 
 from gateway.approvals.pending import Decision, Kind, Pending
 from gateway.approvals.store import ApprovalRequest, ApprovalRule
-from gateway.composition.ports import CHAT_DECISIONS, RUN_WATCHERS, TOOL_APPROVALS
+from gateway.composition.ports import AUDIT, CHAT_DECISIONS, RUN_WATCHERS, TOOL_APPROVALS
 from gateway.composition.services import Key
 from gateway.dispatch.dispatcher import APPROVALS, QUESTIONS
 from gateway.protocol import ApprovalNotFound, InvalidRequest
@@ -473,7 +473,7 @@ async def start(host: CapabilityHost) -> None:
 
     service = ApprovalService(host.db, host.config_store, host.broadcast, host.spawn,
                               waiting=host.agents.waiting)
-    service.chat = ChatApprovals(host.db, host.config_store, host.platforms, service)
+    service.chat = ChatApprovals(host.db, host.config_store, host.platforms, service, audit=host.services.find(AUDIT))
     service.add_presenter(service.chat.present)
     host.services.provide(APPROVALS_SERVICE, service)
     host.services.provide(RUN_WATCHERS, service)

@@ -24,6 +24,7 @@ from typing import Any
 __all__ = ["CAPABILITIES", "Capability", "declared", "load"]
 
 CAPABILITIES: tuple[str, ...] = (
+    "gateway.audit",
     "gateway.approvals",
     "gateway.cron",
     "gateway.plugin_host",
@@ -33,8 +34,9 @@ CAPABILITIES: tuple[str, ...] = (
     "gateway.voice",
     "gateway.mcp_http",
 )
-"""Capability packages, in start order (approvals before cron: a cron run may ask; plugins before the canvas and
-browser routes; ``/mcp`` last, when every method is registered)."""
+"""Capability packages, in start order (the audit log first: every other one may record when it starts; approvals
+before cron: a cron run may ask; plugins before the canvas and browser routes; ``/mcp`` last, when every method is
+registered)."""
 
 
 @dataclass(frozen=True, slots=True)

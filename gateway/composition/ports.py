@@ -3,37 +3,25 @@
 The agent executor speaks replies and hears voice notes when the voice capability runs, lets the approvals
 capability read a chat's ``/approve`` or answer before a message reaches the agent, tells it when a run ended,
 asks it about a tool use for a CLI that asks its client (Codex's app-server), and writes the plugins' tools
-into each run's shim config. Each is looked up with its key
+into each run's shim config; the config, pairing and device methods write what they changed to the audit log
+(``AUDIT``, through ``CallContext.audit``). Each is looked up with its key
 (``gateway.composition.services``) and may be absent: the core then does without (no voice, no approvals, no plugin
 tools), and never imports the capability's package.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.composition.services import Key
 
-__all__ = [
-    "AUDIT",
-    "CHAT_DECISIONS",
-    "DESKTOP_TOOLS",
-    "PLUGIN_TOOLS",
-    "RECORDER",
-    "RUN_WATCHERS",
-    "TOOL_APPROVALS",
-    "VOICE",
-    "Auditor",
-    "ChatDecisions",
-    "ChatRecorder",
-    "Clip",
-    "DesktopTools",
-    "Heard",
-    "PluginTools",
-    "RunWatcher",
-    "ToolApprover",
-    "Voice",
-]
+if TYPE_CHECKING:
+    from gateway.dispatch.callers import Caller
+
+__all__ = ["AUDIT", "CHAT_DECISIONS", "DESKTOP_TOOLS", "PLUGIN_TOOLS", "RECORDER", "RUN_WATCHERS", "TOOL_APPROVALS",
+           "VOICE", "Auditor", "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard", "PluginTools",
+           "RunWatcher", "ToolApprover", "Voice"]
 
 
 class Clip(Protocol):
@@ -125,13 +113,14 @@ class ChatRecorder(Protocol):
 
 
 class Auditor(Protocol):
-    async def record(self, actor: Any, action: str, target: str | None = None,
-                     details: dict[str, Any] | None = None) -> None:
-        """Write who (a ``Caller`` or a name) did ``action`` to ``target`` in the audit log; never raises."""
+    async def record(self, who: Caller | str, action: str, target: str | None = None,
+                     details: Mapping[str, Any] | None = None) -> None:
+        """Write that ``who`` (a caller, or an actor such as ``person:<id>``) did ``action`` (dotted:
+        ``config.patch``, ``pairing.approve``) to ``target``. Secrets in ``details`` are redacted; a failure to
+        write is logged, never raised: the action it records has already happened."""
         ...
 
 
-AUDIT: Key[Auditor] = Key("audit")
 VOICE: Key[Voice] = Key("voice")
 CHAT_DECISIONS: Key[ChatDecisions] = Key("approvals in the chat")
 RUN_WATCHERS: Key[RunWatcher] = Key("approvals")
@@ -140,3 +129,5 @@ TOOL_APPROVALS: Key[ToolApprover] = Key("approvals")
 PLUGIN_TOOLS: Key[PluginTools] = Key("plugins")
 DESKTOP_TOOLS: Key[DesktopTools] = Key("desktop tools")
 RECORDER: Key[ChatRecorder] = Key("desktop recorder")
+AUDIT: Key[Auditor] = Key("audit log")
+"""Every package records through this key (``ctx.audit(...)`` in a handler); absent, recording does nothing."""

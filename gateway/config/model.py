@@ -32,6 +32,7 @@ from pydantic_settings import (
 )
 
 from gateway.approvals.config import ApprovalsConfig
+from gateway.audit.config import AuditConfig
 from gateway.config.acp import ACP_AGENTS, AcpAgentCommand
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
@@ -299,6 +300,7 @@ class Config(BaseSettings):
     cron: CronConfig = CronConfig()
     approvals: ApprovalsConfig = ApprovalsConfig()
     people: PeopleConfig = PeopleConfig()
+    audit: AuditConfig = AuditConfig()
     nodes: NodesConfig = NodesConfig()
     plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()

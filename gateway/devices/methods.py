@@ -3,7 +3,8 @@
 ``node.event``, ``node.invoke.progress`` and the inventory updates OpenClaw's node host publishes.
 
 A node that is not paired yet may connect (so it can wait for the owner without reconnecting in a loop),
-but every node method answers it ``NOT_PAIRED`` until the owner approves it.
+but every node method answers it ``NOT_PAIRED`` until the owner approves it. Approving (which issues the node's
+token), rejecting, removing and renaming a node go to the audit log.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ async def node_invoke(p: NodeInvokeParams, ctx: CallContext) -> dict[str, Any]:
 @method("node.rename", params=NodeRenameParams, scope=PAIRING, aliases=("node:rename",))
 async def node_rename(p: NodeRenameParams, ctx: CallContext) -> dict[str, Any]:
     """Give a node the owner's own name (kept when the node reconnects with another)."""
-    return await _nodes(ctx).rename(p.nodeId, p.displayName.strip())
+    node = await _nodes(ctx).rename(p.nodeId, p.displayName.strip())
+    await ctx.audit("node.rename", f"node:{node['nodeId']}", {"displayName": node.get("displayName")})
+    return node
 
 
 @method("node.pair.list", scope=PAIRING, aliases=("node:pair:list",))
@@ -87,19 +90,30 @@ async def node_pair_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
 @method("node.pair.approve", params=PairRequestParams, scope=PAIRING, aliases=("node:pair:approve",))
 async def node_pair_approve(p: PairRequestParams, ctx: CallContext) -> dict[str, Any]:
     """Approve a pending (or rejected) request: the node may take invocations and gets its node token."""
-    return {"requestId": p.requestId, "decision": "approved", "node": await _nodes(ctx).resolve(p.requestId, APPROVED)}
+    node = await _nodes(ctx).resolve(p.requestId, APPROVED)
+    await ctx.audit("node.approve", f"node:{node['nodeId']}", {"requestId": p.requestId, **_named(node)})
+    return {"requestId": p.requestId, "decision": "approved", "node": node}
 
 
 @method("node.pair.reject", params=PairRequestParams, scope=PAIRING, aliases=("node:pair:reject",))
 async def node_pair_reject(p: PairRequestParams, ctx: CallContext) -> dict[str, Any]:
     """Reject a request (or unpair a node): it is disconnected and refused until approved."""
-    return {"requestId": p.requestId, "decision": "rejected", "node": await _nodes(ctx).resolve(p.requestId, REJECTED)}
+    node = await _nodes(ctx).resolve(p.requestId, REJECTED)
+    await ctx.audit("node.reject", f"node:{node['nodeId']}", {"requestId": p.requestId, **_named(node)})
+    return {"requestId": p.requestId, "decision": "rejected", "node": node}
 
 
 @method("node.pair.remove", params=NodeIdParams, scope=PAIRING, aliases=("node:pair:remove",))
 async def node_pair_remove(p: NodeIdParams, ctx: CallContext) -> dict[str, Any]:
     """Forget a node (its pairing and token); it is disconnected and must ask again."""
-    return await _nodes(ctx).remove(p.nodeId)
+    removed = await _nodes(ctx).remove(p.nodeId)
+    await ctx.audit("node.remove", f"node:{removed['nodeId']}")
+    return removed
+
+
+def _named(node: dict[str, Any]) -> dict[str, Any]:
+    """What the audit log keeps of a node it names."""
+    return {"displayName": node.get("displayName"), "platform": node.get("platform")}
 
 
 # -- methods only a node connection calls ------------------------------------------------------

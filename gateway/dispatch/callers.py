@@ -78,3 +78,6 @@ class Caller:
     reach: tuple[str, ...] | None = None
     """An agent run: the only folders it may name files in for the gateway to read (what the run itself can
     see: its workspace); None: not a run, the caller's scopes decide."""
+    run_session: str | None = None
+    """An agent run (owner tier too): the session whose turn it is, so what the run does can be told apart
+    (the audit log's ``agent-run:<sessionKey>``); None: not a run."""

@@ -24,6 +24,7 @@ import orjson
 import structlog
 from pydantic import ValidationError
 
+from gateway.composition.ports import AUDIT
 from gateway.dispatch.callers import (
     ADMIN,
     APPROVALS,
@@ -189,6 +190,13 @@ class CallContext:
         """A capability's service (``gateway.composition.services``), or ``Unavailable`` naming it when that capability
         did not start on this gateway."""
         return self.gateway.services.get(key)
+
+    async def audit(self, action: str, target: str | None = None, details: dict[str, Any] | None = None) -> None:
+        """Write to the audit log that this caller did ``action`` (``gateway.composition.ports.AUDIT``); call it
+        once the action succeeded. Never raises; nothing is written when the audit capability did not start."""
+        auditor = self.gateway.services.find(AUDIT)
+        if auditor is not None:
+            await auditor.record(self.caller, action, target, details)
 
 
 class IdempotencyCache:

@@ -1,7 +1,8 @@
 """``mcp.tokens.create``, ``mcp.tokens.list``, ``mcp.tokens.revoke``: who may use the tools over HTTP.
 
 Admin only: a token can carry the owner tier. ``create`` answers the token once; afterwards only its
-hash exists (``gateway.mcp_http.tokens``).
+hash exists (``gateway.mcp_http.tokens``). Creating and revoking go to the audit log (``token.create``,
+``token.revoke``), never the token itself.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ async def tokens_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
     ttl = tokens.parse_ttl(p.expires) if p.expires else None
     token, row = await tokens.create(ctx.db, name=p.name, owner=p.owner, profile=p.profile,
                                      session_key=p.sessionKey, ttl_s=ttl)
+    await ctx.audit("token.create", f"mcp-token:{row.id}", {"kind": "mcp", "name": row.name, "owner": row.owner,
+                                                            "profile": row.profile, "sessionKey": row.session_key,
+                                                            "expiresAt": row.expires_at})
     return {**row.to_dict(), "token": token}
 
 
@@ -58,4 +62,5 @@ async def tokens_revoke(p: RevokeParams, ctx: CallContext) -> dict[str, Any]:
         mcp.forget_grants()
     if not revoked:
         raise InvalidRequest(f"no active MCP token with id or name {p.id!r}", details={"field": "id"})
+    await ctx.audit("token.revoke", f"mcp-token:{p.id}", {"kind": "mcp", "revoked": revoked})
     return {"ok": True, "revoked": revoked}

@@ -2,7 +2,8 @@
 
 Every write is checked against ``baseHash`` (the hash ``config.get`` returned), validated in full
 before anything is written, and then applied: live sections at once, the others by a restart in
-place (see ``gateway.config.reload``).
+place (see ``gateway.config.reload``). Each write goes to the audit log: the sections it changed and, for
+``patch`` and ``set``, the change itself with its secrets redacted.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from pydantic import Field, model_validator
 
 from gateway.composition.ports import PLUGIN_TOOLS
 from gateway.config import Config, ConfigStore, env_overrides
-from gateway.config.model import load_json5
+from gateway.config.model import load_json5, secret_paths
 from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 from gateway.protocol import InvalidRequest
+from gateway.redaction import redact
 
 
 class ConfigGetParams(Params):
@@ -119,15 +121,18 @@ class ConfigSetParams(Params):
 Prepare = Callable[[ConfigStore], tuple[dict[str, Any], Config]]
 
 
-async def _write(ctx: CallContext, base_hash: str, prepare: Prepare, note: str | None,
-                 delay_ms: int) -> dict[str, Any]:
-    """Check the hash, build and validate the new config, then commit and apply it, all under the lock."""
+async def _write(ctx: CallContext, base_hash: str, prepare: Prepare, note: str | None, delay_ms: int, *,
+                 change: dict[str, Any] | None = None, target: str | None = None) -> dict[str, Any]:
+    """Check the hash, build and validate the new config, then commit and apply it, all under the lock; then
+    write to the audit log what changed (``change``: a patch, whose secrets are redacted here)."""
     store = ctx.config_store
     async with store.lock:
         store.check_base_hash(base_hash)
         data, config = prepare(store)
         result = await ctx.config_changes.apply(data, config, source=ctx.method, note=note,
                                        delay_ms=delay_ms)
+    await ctx.audit(ctx.method, target, {"sections": result["changed"], "restart": result["restart"], "note": note,
+                                         "patch": redact(change, secret_paths()) if change is not None else None})
     return {"ok": True, "hash": store.hash, "path": str(store.path), **result}
 
 
@@ -135,7 +140,8 @@ async def _write(ctx: CallContext, base_hash: str, prepare: Prepare, note: str |
 async def config_patch(p: ConfigPatchParams, ctx: CallContext) -> dict[str, Any]:
     """Merge-patch the config (RFC 7396); refused whole if the result does not validate."""
     patch = p.patch if p.patch is not None else _parse_raw(p.raw or "", "raw")
-    return await _write(ctx, p.baseHash, lambda store: store.prepare_patch(patch), p.note, p.restartDelayMs)
+    return await _write(ctx, p.baseHash, lambda store: store.prepare_patch(patch), p.note, p.restartDelayMs,
+                        change=patch)
 
 
 @method("config.apply", params=ConfigApplyParams, scope=ADMIN)
@@ -160,4 +166,4 @@ async def config_set(p: ConfigSetParams, ctx: CallContext) -> dict[str, Any]:
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = p.value
-    return await _write(ctx, p.baseHash, lambda store: store.prepare_patch(patch), None, 0)
+    return await _write(ctx, p.baseHash, lambda store: store.prepare_patch(patch), None, 0, change=patch, target=key)

@@ -2,7 +2,8 @@
 
 Devices are client keys proven during ``connect`` (see ``gateway.devices``). A device from a
 non-loopback address waits as pending until the owner approves it here; rejecting a device
-also disconnects any socket it has open.
+also disconnects any socket it has open. Each decision goes to the audit log (``device.approve``,
+``device.reject``, or ``node.approve``/``node.reject`` when the request was a node's).
 """
 
 from __future__ import annotations
@@ -79,8 +80,20 @@ async def _resolve_node(ctx: CallContext, request_id: str, status: str) -> dict[
         if (exc.details or {}).get("code") == "UNKNOWN_REQUEST":
             return None
         raise
+    await ctx.audit(f"node.{'approve' if status == NODE_APPROVED else 'reject'}", f"node:{node['nodeId']}", _node(node))
     return {"requestId": request_id, "deviceId": node["nodeId"], "status": node["status"],
             "resolvedAtMs": int(time.time() * 1000), "node": node}
+
+
+def _node(node: dict[str, Any]) -> dict[str, Any]:
+    """What the audit log keeps of a node it names."""
+    return {"displayName": node.get("displayName"), "platform": node.get("platform")}
+
+
+def _device(dev: dict[str, Any]) -> dict[str, Any]:
+    """What the audit log keeps of an operator device it names."""
+    return {"displayName": dev.get("displayName"), "clientId": dev.get("clientId"), "platform": dev.get("platform"),
+            "remote": dev.get("remote"), "scopes": dev.get("scopes")}
 
 
 @method("device.pair.approve", params=DeviceIdParams, scope=PAIRING, idempotent=True,
@@ -93,6 +106,7 @@ async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, 
         if node is None:
             raise _unknown(p.device_id)
         return node
+    await ctx.audit("device.approve", f"device:{dev['deviceId']}", _device(dev))
     return {"requestId": dev["deviceId"], "deviceId": dev["deviceId"], "status": dev["status"],
             "resolvedAtMs": int(time.time() * 1000), "device": dev}
 
@@ -113,5 +127,6 @@ async def device_pair_reject(p: DeviceIdParams, ctx: CallContext) -> dict[str, A
         if conn.caller is not None and conn.caller.device_id == dev["deviceId"]:
             conn.close(CLOSE_POLICY, "device rejected")
             closed += 1
+    await ctx.audit("device.reject", f"device:{dev['deviceId']}", {**_device(dev), "disconnected": closed})
     return {"requestId": dev["deviceId"], "deviceId": dev["deviceId"], "status": dev["status"],
             "resolvedAtMs": int(time.time() * 1000), "disconnected": closed, "device": dev}

@@ -7,7 +7,8 @@ in the database, so it survives restarts and never rewrites the config file.
 
 ``channels.pairing.list``, ``channels.pairing.approve`` and ``channels.status`` answer in OpenClaw's shapes
 (its clients validate them): a request's ``requestId`` is the code the sender received, and our own details
-go where those shapes leave room (a request's ``metadata``, ``channels.<name>`` of the status).
+go where those shapes leave room (a request's ``metadata``, ``channels.<name>`` of the status). Approvals and
+rejections go to the audit log (``pairing.approve``, ``pairing.reject``), the sender as their target.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str
     notification = "not-requested"
     if p.notify:
         notification = "sent" if await _tell_approved(platforms, request) else "failed"
+    await ctx.audit("pairing.approve", _sender(request), {**_audited(request), "notification": notification})
     return {"requestId": request["code"], "senderId": request["senderId"], "notification": notification,
             "commandOwnerBootstrap": "not-requested"}
 
@@ -117,7 +119,18 @@ async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str
 async def pairing_reject(p: PairingResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Refuse a pending request (the sender gets nothing; a later message asks again)."""
     request = await sender_pairing.reject(ctx.db, p.channel, p.the_code)
+    await ctx.audit("pairing.reject", _sender(request), _audited(request))
     return {"ok": True, "rejected": request}
+
+
+def _sender(request: dict[str, Any]) -> str:
+    """The audit log's target: who was let in or refused, as ``<channel>:<senderId>``."""
+    return f"{request['channel']}:{request['senderId']}"
+
+
+def _audited(request: dict[str, Any]) -> dict[str, Any]:
+    return {"code": request["code"], "accountId": request["accountId"], "senderName": request.get("senderName"),
+            "chatId": request["chatId"]}
 
 
 @method("channels.status", params=StatusParams, scope=READ)

@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway.composition.ports import AUDIT
 from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 from gateway.people.roles import Role
 from gateway.people.signin import signin_base
@@ -29,13 +28,6 @@ def _acting_owner(ctx: CallContext) -> bool:
 def _guard_owner_role(ctx: CallContext, *roles: str | None) -> None:
     if "owner" in roles and not _acting_owner(ctx):
         raise Forbidden("role: only an owner makes or unmakes owners", details={"field": "role"})
-
-
-async def _audit(ctx: CallContext, action: str, target: str, details: dict[str, Any] | None = None) -> None:
-    """Who changed whom, in the audit log when it runs (``gateway.audit``)."""
-    audit = ctx.services.find(AUDIT)
-    if audit is not None:
-        await audit.record(ctx.caller, action, target, details)
 
 
 class CreateParams(Params):
@@ -104,7 +96,7 @@ async def people_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
         ctx.sessions.agent(p.agentId)  # an unknown one names agentId
     person = await ctx.people.create(p.id, name=p.name, role=p.role, one_conversation=p.oneConversation,
                                      max_cost_per_day=p.maxCostPerDay, agent_id=p.agentId)
-    await _audit(ctx, "people.create", person.id, {"role": person.role})
+    await ctx.audit("people.create", person.id, {"role": person.role})
     return {"person": (await ctx.people.describe(person.id))[0]}
 
 
@@ -119,7 +111,7 @@ async def people_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
     await ctx.people.update(p.id, name=p.name, role=p.role, one_conversation=p.oneConversation,
                             max_cost_per_day=p.maxCostPerDay, clear_budget=clear, agent_id=p.agentId,
                             clear_agent="agentId" in p.model_fields_set and p.agentId is None)
-    await _audit(ctx, "people.update", p.id, p.model_dump(exclude_unset=True, exclude={"id"}))
+    await ctx.audit("people.update", p.id, p.model_dump(exclude_unset=True, exclude={"id"}))
     return {"person": (await ctx.people.describe(p.id))[0]}
 
 
@@ -129,7 +121,7 @@ async def people_remove(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     _guard_owner_role(ctx, current.role)
     await ctx.people.remove(p.id)
     closed = _close_connections(ctx, person_id=p.id)
-    await _audit(ctx, "people.remove", p.id)
+    await ctx.audit("people.remove", p.id)
     return {"ok": True, "id": p.id, "closedConnections": closed}
 
 
@@ -139,7 +131,7 @@ async def people_link(p: LinkParams, ctx: CallContext) -> dict[str, Any]:
     current = await ctx.people.get(p.id)
     _guard_owner_role(ctx, current.role)
     await ctx.people.link(p.id, p.channel, p.senderId, by=f"admin:{_who(ctx)}")
-    await _audit(ctx, "people.link", p.id, {"channel": p.channel, "senderId": p.senderId})
+    await ctx.audit("people.link", p.id, {"channel": p.channel, "senderId": p.senderId})
     return {"person": (await ctx.people.describe(p.id))[0]}
 
 
@@ -151,7 +143,7 @@ async def people_unlink(p: UnlinkParams, ctx: CallContext) -> dict[str, Any]:
     removed = await ctx.people.unlink(p.channel, p.senderId)
     if not removed:
         raise InvalidRequest(f"senderId: {p.channel}:{p.senderId} is nobody's identity", details={"field": "senderId"})
-    await _audit(ctx, "people.unlink", owner.id if owner else "", {"channel": p.channel, "senderId": p.senderId})
+    await ctx.audit("people.unlink", owner.id if owner else "", {"channel": p.channel, "senderId": p.senderId})
     return {"ok": True}
 
 
@@ -160,7 +152,7 @@ async def people_link_code(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     """A code the person sends (``/link <code>``) from a chat to make it theirs."""
     await ctx.people.get(p.id)
     code = await ctx.people.new_code(p.id, "link")
-    await _audit(ctx, "people.linkCode", p.id)
+    await ctx.audit("people.linkCode", p.id)
     return {"code": code, "send": f"/link {code}"}
 
 
@@ -170,7 +162,7 @@ async def people_login_link(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     person = await ctx.people.get(p.id)
     _guard_owner_role(ctx, person.role)
     code = await ctx.people.new_code(p.id, "signin")
-    await _audit(ctx, "people.loginLink", p.id)
+    await ctx.audit("people.loginLink", p.id)
     base = signin_base(ctx.config, ctx.gateway.listen)
     return {"url": f"{base.rstrip('/')}/#signin={code}"}
 
@@ -208,7 +200,7 @@ async def signins_revoke(p: RevokeParams, ctx: CallContext) -> dict[str, Any]:
     if not await ctx.people.revoke_signin(p.signinId, person_id=mine):
         raise InvalidRequest(f"unknown signinId: no live sign-in '{p.signinId}'", details={"field": "signinId"})
     closed = _close_connections(ctx, signin_id=p.signinId)
-    await _audit(ctx, "people.signins.revoke", p.signinId)
+    await ctx.audit("people.signins.revoke", p.signinId)
     return {"ok": True, "closedConnections": closed}
 
 

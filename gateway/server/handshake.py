@@ -77,6 +77,9 @@ class RunGrantLike(Protocol):
     @property
     def signin_id(self) -> str | None: ...
 
+    @property
+    def session_key(self) -> str | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
@@ -200,6 +203,7 @@ def caller_for(params: ConnectParams, accepted: Accepted, *, conn_id: str, remot
         confined_to=accepted.run_grant.confine if accepted.run_grant is not None else None,
         reach=accepted.run_grant.reach if accepted.run_grant is not None else None,
         person_id=accepted.run_grant.person_id if accepted.run_grant is not None else None,
+        run_session=accepted.run_grant.session_key if accepted.run_grant is not None else None,
     )
 
 

@@ -16,6 +16,8 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
   ``remoteclaw call``, the shim's own code path), then answer ``approval: allow`` or ``approval: deny``;
 - ``question:<text>`` ask the person ``<text>`` with the options Postgres and SQLite through the shim's
   ``ask_user``, then answer ``answer: <the labels chosen>`` (or ``answer: none``);
+- ``tool:<name> <JSON object>`` call that shim tool with those arguments (as ``remoteclaw call``), then answer
+  ``tool: <its output>``;
 - ``cost:<usd>`` state that cost (``total_cost_usd``) in the result, as Claude Code does;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
   a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``;
@@ -129,6 +131,8 @@ def main() -> int:
         asked = _ask(m.group(1).strip(), sid)
     if m := re.search(r"question:(.+)", prompt):
         asked = _question(m.group(1).strip(), sid)
+    if m := re.search(r"\btool:(\w+) (\{[^\n]*\})", prompt):
+        asked = "tool: " + " ".join(_shim_call(m.group(1), json.loads(m.group(2)), sid).split())[:500]
     for rel in re.findall(r"edit:(\S+)", prompt):
         target = Path(rel)
         if target.is_file():

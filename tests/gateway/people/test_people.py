@@ -316,6 +316,12 @@ async def test_an_admin_administers_people_but_reads_others_only_when_the_owner_
             assert BOB_KEY not in {s["key"] for s in (await carol.call("sessions.list", {}))["sessions"]}
         finally:
             await carol.close()
+        # who did what to people is in the audit log, the admin by her own name
+        events = (await owner.call("audit.log.list", {"action": "people."}))["events"]
+        done = {(e["action"], e["actor"], e["target"]) for e in events}
+        assert ("people.update", "person:carol", "alice") in done, done
+        assert ("people.create", "cli", "carol") in done or any(a == "people.create" and t == "carol"
+                                                                for a, _, t in done), done
         config = await owner.call("config.get", {})
         await owner.call("config.patch", {"patch": {"people": {"adminsReadTranscripts": True}},
                                           "baseHash": config["hash"]})
