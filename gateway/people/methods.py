@@ -169,8 +169,9 @@ async def people_login_link(p: IdParams, ctx: CallContext) -> dict[str, Any]:
 
 @method("people.me", params=NoParams, scope=READ)
 async def people_me(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
-    """Who the caller is signed in as: a person (with their identities and main session), or nobody (the gateway
-    token, a device, an agent run)."""
+    """Who the caller is signed in as: a person (with their identities, main session and the id of the web sign-in
+    they came with, so a page can mark its own among their sign-ins), or nobody (the gateway token, a device, an
+    agent run)."""
     person_id = ctx.caller.person_id
     if person_id is None:
         return {"person": None}
@@ -180,7 +181,8 @@ async def people_me(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     from gateway.people.service import person_key
 
     agent = described[0].get("agentId") or ctx.sessions.default_agent_id
-    return {"person": described[0], "mainSessionKey": person_key(agent, person_id)}
+    return {"person": described[0], "mainSessionKey": person_key(agent, person_id),
+            "signinId": ctx.caller.extra.get("signinId")}
 
 
 @method("people.signins.list", params=SigninsParams, scope=READ)

@@ -9,6 +9,10 @@
   var AGENT_KEY = 'remoteclaw.newChatAgent';
   var PROTOCOL_MIN = 3, PROTOCOL_MAX = 4;
   var REQUEST_TIMEOUT_MS = 30000;
+  var CLOSE_POLICY = 1008;  // the gateway closes a revoked sign-in's pages with this code and 'signed out'
+  var SIGNED_OUT = 'You signed out. Open a sign-in link, or paste the gateway token, to sign in again.';
+  var REVOKED = 'You were signed out: this sign-in was revoked. Ask for a new sign-in link (send /login to ' +
+    'the bot in a direct chat, or ask an admin).';
 
   var $ = function (id) { return document.getElementById(id); };
   var el = function (tag, cls, text) {
@@ -519,42 +523,54 @@
     $('status-label').textContent = label;
   }
 
-  function request(method, params) {
+  // A link is a socket with its requests in flight ({ws, pending, nextId}): the chat's own (state), and the
+  // People page's (admin, below).
+  function requestOn(link, method, params) {
     return new Promise(function (resolve, reject) {
-      if (!state.ws || state.ws.readyState !== 1) { reject(new Error('not connected')); return; }
-      var id = 'w' + (state.nextId++);
-      var timer = setTimeout(function () { delete state.pending[id]; reject(new Error(method + ' timed out')); }, REQUEST_TIMEOUT_MS);
-      state.pending[id] = { resolve: resolve, reject: reject, timer: timer };
-      state.ws.send(JSON.stringify({ type: 'req', id: id, method: method, params: params || {} }));
+      if (!link.ws || link.ws.readyState !== 1) { reject(new Error('not connected')); return; }
+      var id = 'w' + (link.nextId++);
+      var timer = setTimeout(function () { delete link.pending[id]; reject(new Error(method + ' timed out')); }, REQUEST_TIMEOUT_MS);
+      link.pending[id] = { resolve: resolve, reject: reject, timer: timer };
+      link.ws.send(JSON.stringify({ type: 'req', id: id, method: method, params: params || {} }));
     });
   }
+  function request(method, params) { return requestOn(state, method, params); }
 
-  function settle(frame) {
-    var p = state.pending[frame.id];
+  function errorOf(frame) {
+    var err = new Error((frame.error && frame.error.message) || 'request failed');
+    err.code = frame.error && frame.error.code; err.details = frame.error && frame.error.details;
+    return err;
+  }
+  function settleOn(link, frame) {
+    var p = link.pending[frame.id];
     if (!p) return;
-    delete state.pending[frame.id]; clearTimeout(p.timer);
+    delete link.pending[frame.id]; clearTimeout(p.timer);
     if (frame.ok) p.resolve(frame.payload);
-    else {
-      var err = new Error((frame.error && frame.error.message) || 'request failed');
-      err.code = frame.error && frame.error.code; err.details = frame.error && frame.error.details;
-      p.reject(err);
-    }
+    else p.reject(errorOf(frame));
+  }
+  function settle(frame) { settleOn(state, frame); }
+  function failPending(link) {
+    Object.keys(link.pending).forEach(function (id) {
+      clearTimeout(link.pending[id].timer); link.pending[id].reject(new Error('connection lost'));
+    });
+    link.pending = {};
   }
 
-  function sendConnect() {
-    var token = load(TOKEN_KEY);
-    var frame = {
+  function socketUrl() { return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/'; }
+  function connectFrame(scopes, displayName) {
+    return {
       type: 'req', id: 'connect', method: 'connect',
       params: {
-        minProtocol: PROTOCOL_MIN, maxProtocol: PROTOCOL_MAX, role: 'operator',
-        scopes: ['operator.read', 'operator.write'],
+        minProtocol: PROTOCOL_MIN, maxProtocol: PROTOCOL_MAX, role: 'operator', scopes: scopes,
         client: { id: 'webchat-ui', version: '1', platform: 'web', mode: 'webchat', instanceId: clientId,
-          displayName: 'web chat' },
-        auth: { token: token || undefined },
+          displayName: displayName },
+        auth: { token: load(TOKEN_KEY) || undefined },
         userAgent: navigator.userAgent, locale: navigator.language
       }
     };
-    state.ws.send(JSON.stringify(frame));
+  }
+  function sendConnect() {
+    state.ws.send(JSON.stringify(connectFrame(['operator.read', 'operator.write'], 'web chat')));
   }
 
   function onHello(hello) {
@@ -569,9 +585,15 @@
     loadHistory();
     loadAgents();
     loadSessions();
+    loadMe();
   }
 
   function showSession() {
+    if (state.peopleOpen) {
+      $('session-title').textContent = 'People'; $('session-label').textContent = 'who may use this gateway';
+      document.title = 'People · remoteclaw';
+      return;
+    }
     $('session-label').textContent = state.sessionKey || '';
     var title = sessionTitle(findSession(state.sessionKey) || { key: state.sessionKey || '' });
     $('session-title').textContent = title;
@@ -722,6 +744,7 @@
       setStatus('auth', 'not signed in');
       $('token-form').hidden = false; $('composer').hidden = true;
       $('token-error').textContent = error.message || '';
+      $('you').hidden = true; closePeople();
     } else {
       setStatus('offline', error.message || 'refused');
     }
@@ -731,20 +754,21 @@
     clearTimeout(state.retryTimer);
     if (!load(TOKEN_KEY)) { onAuthError({ message: '' }); return; }
     setStatus('connecting', 'connecting…');
-    var ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/');
+    var ws = new WebSocket(socketUrl());
     state.ws = ws;
     ws.onmessage = function (ev) {
       var frame;
       try { frame = JSON.parse(ev.data); } catch (e) { return; }
       onFrame(frame);
     };
-    ws.onclose = function () {
+    ws.onclose = function (ev) {
       if (state.ws !== ws) return;
       state.ready = false; state.ws = null;
-      Object.keys(state.pending).forEach(function (id) {
-        clearTimeout(state.pending[id].timer); state.pending[id].reject(new Error('connection lost'));
-      });
-      state.pending = {};
+      failPending(state);
+      if (ev.code === CLOSE_POLICY && ev.reason === 'signed out') {  // this sign-in was revoked, or its person removed
+        signedOut(state.signingOut ? SIGNED_OUT : REVOKED);
+        return;
+      }
       if (state.authFailed) return;
       var wait = state.backoffMs;
       state.backoffMs = Math.min(state.backoffMs * 2, 10000);
@@ -941,6 +965,7 @@
   function sessionTitle(s) {
     if (s.label) return s.label;
     var parts = String(s.key || '').split(':');
+    if (parts[2] === 'person' && s.key === mainKey()) return 'Main session';  // a signed-in person's own
     if (s.derivedTitle && !(parts.length === 3 && parts[2] === 'main')) return s.derivedTitle;
     if (parts.length === 3 && parts[2] === 'main') {
       return parts[1] === ((state.defaults && state.defaults.defaultAgentId) || 'main') ? 'Main session' : 'Main session · ' + parts[1];
@@ -1044,6 +1069,7 @@
   }
 
   function switchSession(key, fresh) {
+    closePeople();
     state.sessionKey = key; store(SESSION_KEY, key); state.activeRun = null; setActive(null);
     delete state.unread[key];
     messages.textContent = ''; state.runs = {};
@@ -1150,6 +1176,407 @@
       (cli.found === false ? ' · CLI missing' : (cli.path ? ' · ' + (cli.shown || cli.path) : ''));
   }
 
+  // -- people: who you are signed in as, and (admins) everyone on the gateway ------------------------
+  // A person signs in with a credential of their own (rcp_…, from a sign-in link); the gateway token is
+  // nobody. The People page talks over a socket of its own that asks for operator.admin, opened only while it
+  // is needed: the chat's socket keeps to read and write, so the chat's turns stay what they were.
+  var admin = { ws: null, opening: null, pending: {}, nextId: 1 };
+  var ADMIN_SCOPES = ['operator.read', 'operator.write', 'operator.admin'];
+  var ROLES = ['member', 'guest', 'admin', 'owner'];
+  var CHANNELS = ['telegram', 'discord', 'slack', 'matrix', 'whatsapp', 'webchat'];
+
+  function adminOpen() {
+    if (admin.opening) return admin.opening;
+    var ws = new WebSocket(socketUrl());
+    admin.ws = ws;
+    admin.opening = new Promise(function (resolve, reject) {
+      ws.onmessage = function (ev) {
+        var frame;
+        try { frame = JSON.parse(ev.data); } catch (e) { return; }
+        if (frame.type === 'event' && frame.event === 'connect.challenge') {
+          ws.send(JSON.stringify(connectFrame(ADMIN_SCOPES, 'web chat: people')));
+        } else if (frame.type === 'res' && frame.id === 'connect') {
+          if (frame.ok) resolve(); else { reject(errorOf(frame)); ws.close(); }
+        } else if (frame.type === 'res') settleOn(admin, frame);
+        // events are the chat socket's business
+      };
+      ws.onclose = function () {
+        reject(new Error('connection lost'));
+        if (admin.ws !== ws) return;
+        admin.ws = null; admin.opening = null;
+        failPending(admin);
+      };
+    });
+    return admin.opening;
+  }
+  function adminRequest(method, params) {
+    return adminOpen().then(function () { return requestOn(admin, method, params); });
+  }
+  function adminClose() {
+    var ws = admin.ws;
+    admin.ws = null; admin.opening = null;
+    failPending(admin);
+    if (ws) { try { ws.close(); } catch (e) { /* gone */ } }
+  }
+
+  function mySignin() { return state.me ? state.me.signinId : null; }
+
+  // people.me: the "you" area in the list's foot. An admin (people.list answers) also gets the People button.
+  function loadMe() {
+    request('people.me', {}).then(function (res) {
+      state.me = res.person ? Object.assign({ signinId: res.signinId || null }, res.person) : null;
+      renderYou();
+      if (state.me && state.me.role !== 'owner' && state.me.role !== 'admin') { setAdmin(false); return; }
+      adminRequest('people.list', {}).then(function (list) {
+        setAdmin(true);
+        if (state.peopleOpen) renderPeople(list.people || []); else adminClose();
+      }, function () { setAdmin(false); adminClose(); });
+    }, function () { state.me = null; renderYou(); setAdmin(false); });  // a gateway without people
+  }
+  function setAdmin(yes) {
+    state.isAdmin = yes;
+    $('open-people').hidden = !yes;
+    if (!yes) closePeople();
+  }
+
+  function renderYou() {
+    var me = state.me;
+    $('you').hidden = false;
+    $('you-who').hidden = !me;
+    $('you-signins').hidden = !me;
+    // "Desk" resumes a conversation in a shell on the gateway's machine: not a member's or a guest's place
+    $('handoff').hidden = !!me && me.role !== 'owner' && me.role !== 'admin';
+    if (!me) return;
+    $('you-name').textContent = me.name || me.id;
+    $('you-role').textContent = me.role;
+    $('you-who').title = me.id + (me.identities && me.identities.length ? ' · ' + me.identities.map(function (i) {
+      return i.channel + ':' + i.senderId; }).join(', ') : '');
+    if ($('you-signins').open) loadMySignins();
+  }
+  function loadMySignins() {
+    var box = $('you-signin-list');
+    request('people.signins.list', {}).then(function (res) {
+      signinList(box, res.signins || [], {
+        revoke: function (s) { return request('people.signins.revoke', { signinId: s.id }); },
+        error: function (err) { $('you-error').textContent = err.message; }
+      });
+    }, function (err) { $('you-error').textContent = err.message; });
+  }
+  $('you-signins').addEventListener('toggle', function () { if ($('you-signins').open) loadMySignins(); });
+
+  // Sign out: forget the stored credential; a person's sign-in is revoked too (nobody holds it any more).
+  $('sign-out').addEventListener('click', function () {
+    var mine = mySignin();
+    state.signingOut = true;
+    function done() { signedOut(SIGNED_OUT); }
+    if (mine && state.ready) request('people.signins.revoke', { signinId: mine }).then(done, done);
+    else done();
+  });
+
+  // Signed out (by hand, or the gateway closed this sign-in): nothing of the person stays on the page.
+  function signedOut(message) {
+    store(TOKEN_KEY, null); store(SESSION_KEY, null);
+    state.authFailed = true; state.me = null; state.sessionKey = null; state.wasOnline = false;
+    clearTimeout(state.retryTimer);
+    setAdmin(false); adminClose();
+    if (state.ws) {
+      var ws = state.ws;
+      state.ws = null; state.ready = false; failPending(state);
+      try { ws.close(); } catch (e) { /* gone */ }
+    }
+    state.ready = false;
+    messages.textContent = ''; state.runs = {}; state.sessions = []; $('sessions').textContent = '';
+    setActive(null); refreshEmpty();
+    $('you').hidden = true; $('banner').hidden = true;
+    $('session-title').textContent = 'remoteclaw'; $('session-label').textContent = ''; document.title = 'remoteclaw';
+    setStatus('auth', 'signed out');
+    $('token-form').hidden = false; $('composer').hidden = true;
+    $('token-error').textContent = message;
+  }
+
+  // One list of web sign-ins, each with Revoke (yours, or anyone's on the People page).
+  function signinList(box, list, opts) {
+    box.textContent = '';
+    if (!list.length) { box.appendChild(el('li', 'muted', 'no web sign-ins')); return; }
+    list.forEach(function (s) {
+      var li = el('li', 'signin');
+      li.dataset.id = s.id;
+      var text = el('span', 'si-text');
+      var label = el('span', 'si-label', (opts.who ? s.personId + ' · ' : '') + (s.label || 'web sign-in'));
+      label.title = s.label || '';
+      text.appendChild(label);
+      var whenLine = el('span', 'si-when', 'made ' + ago(s.createdAt) + ' · used ' + (s.lastUsedAt ? ago(s.lastUsedAt) : 'never'));
+      if (s.id === mySignin()) whenLine.insertBefore(el('span', 's-badge this', 'this browser'), whenLine.firstChild);
+      text.appendChild(whenLine);
+      li.appendChild(text);
+      var b = el('button', 'ghost revoke', 'Revoke');
+      b.type = 'button'; b.setAttribute('aria-label', 'Revoke sign-in ' + s.id);
+      b.addEventListener('click', function () {
+        b.disabled = true;
+        opts.revoke(s).then(function () {
+          li.remove();
+          if (!box.children.length) box.appendChild(el('li', 'muted', 'no web sign-ins'));
+        }, function (err) { b.disabled = false; opts.error(err); });
+      });
+      li.appendChild(b);
+      box.appendChild(li);
+    });
+  }
+
+  // -- the People page: everyone, and the forms that change them (admins and the owner) ---------------
+  function money(n) { return n == null ? 'no budget' : '$' + Number(n).toFixed(2) + '/day'; }
+  // The gateway's errors name the field ({details: {field}}, or "at /field" from the params check).
+  function fieldOf(err) {
+    var d = err.details || {};
+    if (d.field) return d.field;
+    var m = /at \/(\w+)|property '(\w+)'/.exec(err.message || '');
+    return m ? (m[1] || m[2]) : null;
+  }
+  function showFormError(form, box, err) {
+    Array.prototype.forEach.call(form ? form.querySelectorAll('[aria-invalid]') : [], function (x) {
+      x.removeAttribute('aria-invalid');
+    });
+    box.textContent = err ? err.message : '';
+    var field = err && fieldOf(err);
+    var input = field && form ? form.elements.namedItem(field) : null;
+    if (input && input.setAttribute) { input.setAttribute('aria-invalid', 'true'); input.focus(); }
+  }
+
+  // A labelled field: an input, or a select when given options.
+  function field(label, name, opts) {
+    opts = opts || {};
+    var wrap = el('label', 'fld');
+    wrap.appendChild(el('span', null, label));
+    var input;
+    if (opts.options) {
+      input = el('select');
+      opts.options.forEach(function (o) { var opt = el('option', null, o); opt.value = o; input.appendChild(opt); });
+    } else {
+      input = el('input');
+      input.type = opts.type || 'text';
+      input.autocomplete = 'off'; input.spellcheck = false; input.setAttribute('autocapitalize', 'none');
+      if (opts.placeholder) input.placeholder = opts.placeholder;
+      if (opts.list) input.setAttribute('list', opts.list);
+      if (opts.type === 'number') { input.min = '0'; input.step = '0.01'; input.inputMode = 'decimal'; }
+    }
+    input.name = name;
+    if (opts.value != null) input.value = opts.value;
+    wrap.appendChild(input);
+    return wrap;
+  }
+  // A form of fields and one button; submit(values) returns a promise; its error shows under the form.
+  function pform(cls, title, fields, button, submit) {
+    var form = el('form', 'pform ' + cls);
+    form.noValidate = true;
+    if (title) form.appendChild(el('h3', null, title));
+    var row = el('div', 'fields');
+    fields.forEach(function (f) { row.appendChild(f); });
+    var go = el('button', null, button);
+    go.type = 'submit';
+    row.appendChild(go);
+    form.appendChild(row);
+    var error = el('p', 'form-error');
+    error.setAttribute('role', 'alert');
+    form.appendChild(error);
+    form.addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      var values = {};
+      Array.prototype.forEach.call(form.elements, function (x) { if (x.name) values[x.name] = x.value.trim(); });
+      go.disabled = true;
+      submit(values).then(function () { showFormError(form, error, null); },
+                          function (err) { showFormError(form, error, err); })
+        .then(function () { go.disabled = false; });
+    });
+    return form;
+  }
+  function budgetParam(text) { return text === '' ? null : Number(text); }
+
+  function openPeople() {
+    state.peopleOpen = true;
+    $('app').classList.add('people-open'); $('people').hidden = false;
+    closeMenu(); showSession();
+    loadPeople();
+  }
+  function closePeople() {
+    if (!state.peopleOpen) return;
+    state.peopleOpen = false;
+    $('app').classList.remove('people-open'); $('people').hidden = true;
+    adminClose();
+    showSession();
+  }
+  $('open-people').addEventListener('click', openPeople);
+  $('close-people').addEventListener('click', closePeople);
+
+  function loadPeople() {
+    $('people-note').textContent = 'loading…';
+    adminRequest('people.list', {}).then(function (res) { renderPeople(res.people || []); },
+      function (err) { $('people-note').textContent = 'could not list the people: ' + err.message; });
+  }
+
+  function renderPeople(list) {
+    $('people-note').textContent = list.length ? '' : 'Nobody on record yet: add the first person below.';
+    var box = $('people-list');
+    box.textContent = '';
+    list.forEach(function (p) { box.appendChild(personCard(p)); });
+    countPeople();
+  }
+  function countPeople() {
+    var n = $('people-list').children.length;
+    $('people-count').textContent = n === 1 ? '1 person' : n + ' people';
+  }
+
+  var addForm = pform('p-add', 'Add a person', [
+    field('Id', 'id', { placeholder: 'alice' }),
+    field('Name', 'name', { placeholder: 'Alice' }),
+    field('Role', 'role', { options: ROLES }),
+    field('Budget, $ a day', 'maxCostPerDay', { type: 'number', placeholder: 'none' })
+  ], 'Add', function (v) {
+    var params = { id: v.id, role: v.role };
+    if (v.name) params.name = v.name;
+    if (v.maxCostPerDay !== '') params.maxCostPerDay = budgetParam(v.maxCostPerDay);
+    return adminRequest('people.create', params).then(function (res) {
+      $('people-note').textContent = '';
+      $('people-list').appendChild(personCard(res.person));
+      addForm.reset(); countPeople();
+    });
+  });
+  $('people-add').appendChild(addForm);
+  var channelList = el('datalist');
+  channelList.id = 'people-channels';
+  CHANNELS.forEach(function (c) { var o = el('option'); o.value = c; channelList.appendChild(o); });
+  $('people').appendChild(channelList);
+
+  $('all-signins').addEventListener('toggle', function () {
+    if (!$('all-signins').open) return;
+    adminRequest('people.signins.list', { id: '*' }).then(function (res) {
+      signinList($('all-signin-list'), res.signins || [], {
+        who: true,
+        revoke: function (s) { return adminRequest('people.signins.revoke', { signinId: s.id }); },
+        error: function (err) { $('all-error').textContent = err.message; }
+      });
+    }, function (err) { $('all-error').textContent = err.message; });
+  });
+
+  // One person: their facts (name, id, role, budget, linked chats) and, under Manage, what an admin does.
+  function personCard(p) {
+    var card = el('article', 'person');
+    card.dataset.id = p.id;
+    var facts = el('div', 'p-facts');
+    card.appendChild(facts);
+    var error = el('p', 'form-error p-error');
+    error.setAttribute('role', 'alert');
+    function refresh(person) { p = person; fillFacts(facts, person, unlink); }
+    function unlink(ident) {
+      return adminRequest('people.unlink', { channel: ident.channel, senderId: ident.senderId })
+        .then(function () { return adminRequest('people.get', { id: p.id }); })
+        .then(function (res) { error.textContent = ''; refresh(res.person); }, function (err) { error.textContent = err.message; });
+    }
+    refresh(p);
+
+    var manage = el('details', 'p-manage');
+    manage.appendChild(el('summary', null, 'Manage'));
+    var change = pform('p-change', null, [
+      field('Name', 'name', { value: p.name }),
+      field('Role', 'role', { options: ROLES, value: p.role }),
+      field('Budget, $ a day', 'maxCostPerDay', { type: 'number', placeholder: 'none',
+        value: p.maxCostPerDay == null ? '' : String(p.maxCostPerDay) })
+    ], 'Save', function (v) {
+      var params = { id: p.id, role: v.role, maxCostPerDay: budgetParam(v.maxCostPerDay) };
+      if (v.name) params.name = v.name;
+      return adminRequest('people.update', params).then(function (res) { refresh(res.person); });
+    });
+    var link = pform('p-link', null, [
+      field('Channel', 'channel', { placeholder: 'telegram', list: 'people-channels' }),
+      field('Sender id', 'senderId', { placeholder: 'from /whoami' })
+    ], 'Link chat', function (v) {
+      return adminRequest('people.link', { id: p.id, channel: v.channel, senderId: v.senderId }).then(function (res) {
+        refresh(res.person); link.reset();
+      });
+    });
+    manage.appendChild(change); manage.appendChild(link);
+
+    var buttons = el('div', 'p-buttons');
+    var out = el('div', 'p-out');
+    var signins = el('ul', 'signin-list p-signins');
+    signins.hidden = true;
+    function button(label, cls, run) {
+      var b = el('button', 'ghost ' + cls, label);
+      b.type = 'button';
+      b.addEventListener('click', function () {
+        b.disabled = true;
+        run(b).then(function () { error.textContent = ''; }, function (err) { error.textContent = err.message; })
+          .then(function () { b.disabled = false; });
+      });
+      buttons.appendChild(b);
+      return b;
+    }
+    // What to hand the person: a code or a link, with a Copy button.
+    function handOut(text, value, cls) {
+      out.textContent = '';
+      out.appendChild(el('p', 'note', text));
+      var pre = el('pre'), code = el('code', cls, value);
+      pre.appendChild(code); pre.appendChild(copyButton(code));
+      out.appendChild(pre);
+    }
+    button('Link code', 'p-linkcode', function () {
+      return adminRequest('people.linkCode', { id: p.id }).then(function (res) {
+        handOut('Ask ' + p.name + ' to send this to the bot from the chat to link (within 10 minutes):', res.send, 'p-code');
+      });
+    });
+    button('Sign-in link', 'p-signinlink', function () {
+      return adminRequest('people.loginLink', { id: p.id }).then(function (res) {
+        handOut('A sign-in link for ' + p.name + ' (one use, 10 minutes): whoever opens it is signed in as ' +
+          p.name + ', so send it to them alone.', res.url, 'p-url');
+      });
+    });
+    button('Sign-ins', 'p-signins-show', function () {
+      return adminRequest('people.signins.list', { id: p.id }).then(function (res) {
+        signins.hidden = false;
+        signinList(signins, res.signins || [], {
+          revoke: function (s) { return adminRequest('people.signins.revoke', { signinId: s.id }); },
+          error: function (err) { error.textContent = err.message; }
+        });
+      });
+    });
+    var remove = button('Remove', 'p-remove', function () {
+      if (!remove.classList.contains('confirm')) {  // a second click within 4 s removes: no accidental loss
+        remove.classList.add('confirm'); remove.textContent = 'Remove ' + p.id + '?';
+        setTimeout(function () { remove.classList.remove('confirm'); remove.textContent = 'Remove'; }, 4000);
+        return Promise.resolve();
+      }
+      return adminRequest('people.remove', { id: p.id }).then(function () { card.remove(); countPeople(); });
+    });
+    manage.appendChild(buttons); manage.appendChild(error); manage.appendChild(out); manage.appendChild(signins);
+    card.appendChild(manage);
+    return card;
+  }
+
+  function fillFacts(facts, p, unlink) {
+    facts.textContent = '';
+    var line = el('div', 'p-line');
+    line.appendChild(el('strong', 'p-name', p.name));
+    line.appendChild(el('span', 'p-id', p.id));
+    line.appendChild(el('span', 's-badge p-role', p.role));
+    if (state.me && state.me.id === p.id) line.appendChild(el('span', 's-badge', 'you'));
+    line.appendChild(el('span', 'p-budget', money(p.maxCostPerDay)));
+    if (p.oneConversation) line.appendChild(el('span', 'p-budget', 'one conversation'));
+    facts.appendChild(line);
+    var chats = el('div', 'p-chats');
+    var idents = p.identities || [];
+    if (!idents.length) chats.appendChild(el('span', 'muted', 'no chats linked'));
+    idents.forEach(function (i) {
+      var chip = el('span', 'chip p-chat');
+      chip.dataset.chat = i.channel + ':' + i.senderId;
+      chip.appendChild(el('span', 'cname', i.channel + ':' + i.senderId));
+      var x = el('button', null, '✕');
+      x.type = 'button'; x.setAttribute('aria-label', 'Unlink ' + i.channel + ':' + i.senderId);
+      x.addEventListener('click', function () { x.disabled = true; unlink(i); });
+      chip.appendChild(x);
+      chats.appendChild(chip);
+    });
+    facts.appendChild(chats);
+  }
+
   // -- the drawer on a phone, and the keyboard -------------------------------------------------------
   function openMenu() {
     $('app').classList.add('menu-open'); $('scrim').hidden = false; $('menu').setAttribute('aria-expanded', 'true');
@@ -1165,6 +1592,7 @@
   document.addEventListener('keydown', function (ev) {
     if (ev.key !== 'Escape' || ev.isComposing) return;
     if ($('app').classList.contains('menu-open')) { closeMenu(); return; }
+    if (state.peopleOpen) { closePeople(); return; }
     if (state.activeRun) { ev.preventDefault(); $('abort').click(); }
   });
   // Replies that came while the tab was in the background are counted in its title until it is looked at.
@@ -1177,7 +1605,7 @@
     ev.preventDefault();
     var token = $('token-input').value.trim();
     if (!token) return;
-    store(TOKEN_KEY, token); $('token-input').value = ''; state.authFailed = false;
+    store(TOKEN_KEY, token); $('token-input').value = ''; state.authFailed = false; state.signingOut = false;
     connect();
   });
 
@@ -1199,6 +1627,7 @@
       return;
     }
     if (state.ws) { var old = state.ws; state.ws = null; state.ready = false; try { old.close(); } catch (e) { /* gone */ } }
+    adminClose(); state.me = null; state.authFailed = false; state.signingOut = false;
     connect();
   }
 
