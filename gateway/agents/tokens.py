@@ -53,7 +53,7 @@ class RunTokens:
     def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None,
               confine: SessionScope | None = None, reach: tuple[str, ...] = (), session_key: str | None = None) -> str:
         token = self.PREFIX + secrets.token_urlsafe(32)
-        self._grants[self._key(token)] = RunGrant(scopes, methods, confine, reach, session_key)
+        self._grants[self._key(token)] = RunGrant(scopes, methods, confine, reach, session_key=session_key)
         return token
 
     def revoke(self, token: str) -> None:
