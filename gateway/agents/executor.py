@@ -269,6 +269,12 @@ class AgentExecutor:
                 log.info("turn refused: the person's daily budget is spent", session_key=run.session_key,
                          person=person.id)
                 return RunOutcome(status="error", error=refused)
+        project = agent.project(row.project if row is not None else None)
+        if project is not None and not self._people.may_work_in(person, project.people, is_owner=is_owner_run(run)):
+            log.info("turn refused: the project is not open to the session's person", session_key=run.session_key,
+                     project=project.name, person=person.id if person is not None else None)
+            return RunOutcome(status="error", error=f"project {project.name} is not open to this conversation "
+                                                    "(projects[].people): switch with /project none, or ask the owner")
         resume_id = row.cli_session(runtime.name) if row is not None else None
         if resume_id and await self._idle_expired(run.session_key):
             log.info("session idle: starting a fresh conversation", session_key=run.session_key)

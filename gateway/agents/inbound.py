@@ -28,7 +28,7 @@ from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.composition.services import Services
-    from gateway.config import AgentConfig, ConfigStore
+    from gateway.config import AgentConfig, ConfigStore, ProjectConfig
     from gateway.hooks import HookRunner
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.messages import Inbound
@@ -140,7 +140,8 @@ class InboundRouter:
                 await self._record_command(rest, key, origin, is_owner=is_owner)
                 return
             if cmd.name in ("project", "diff"):
-                await self._agents.notify(origin, await self._project_command(cmd, rest, key, origin), key)
+                answer = await self._project_command(cmd, rest, key, origin, is_owner=is_owner, person=mine)
+                await self._agents.notify(origin, answer, key)
                 return
             await self._agents.notify(origin, await self._answer_command(cmd, key, rest), key)
             if cmd.name != "new" or not (rest or msg.media):
@@ -259,11 +260,18 @@ class InboundRouter:
         if file is not None:
             await self._agents.send_file(origin, Path(file), key)
 
-    async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin) -> str:
-        """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files."""
-        agent = self._sessions.agent(None)
+    async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin, *, is_owner: bool,
+                               person: PersonView | None) -> str:
+        """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files. The
+        projects offered are the session's agent's that are open to the sender (``projects[].people``)."""
+        agent = self._sessions.agent(parse_key(key)[0])
         if cmd.name == "project":
-            return await project_commands.answer_project(self._db, agent, key, rest)
+            people = self._people
+
+            def open_to(project: ProjectConfig) -> bool:
+                return people is None or people.may_work_in(person, project.people, is_owner=is_owner)
+
+            return await project_commands.answer_project(self._db, agent, key, rest, open_to)
         return await project_commands.answer_diff(self._db, self._state_dir, self._agents.send_file, agent, key, rest,
                                                  origin)
 

@@ -20,12 +20,18 @@ from gateway.agents import diffs, projects
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
-    from gateway.config import AgentConfig
+    from gateway.config import AgentConfig, ProjectConfig
     from gateway.runs import Origin
     from gateway.store import Database
 
 SendFile = Callable[["Origin", Path, str], Awaitable[bool]]
 """``AgentExecutor.send_file``: a file the gateway made, attached in the chat behind an origin."""
+OpenTo = Callable[["ProjectConfig"], bool]
+"""Whether the conversation asking may work in a project (``PeopleService.may_work_in`` for its person)."""
+
+
+def _everyone(_project: ProjectConfig) -> bool:
+    return True
 
 __all__ = ["answer_diff", "answer_project", "no_projects_text", "switch_project"]
 
@@ -53,15 +59,17 @@ async def switch_project(db: Database, key: str, name: str | None) -> None:
             row.cli_sessions = "{}"
 
 
-async def answer_project(db: Database, agent: AgentConfig, key: str, arg: str) -> str:
-    """The answer to ``/project [arg]``."""
+async def answer_project(db: Database, agent: AgentConfig, key: str, arg: str, open_to: OpenTo = _everyone) -> str:
+    """The answer to ``/project [arg]``: only the projects open to the conversation's person are listed or chosen."""
     if not agent.projects:
         return no_projects_text(agent)
     current = agent.project(await _current(db, key))
     word = arg.strip()
     if not word:
-        return await _listing(agent, current, key)
+        return await _listing(agent, current, key, open_to)
     chosen = agent.project(word)
+    if chosen is not None and not open_to(chosen):
+        return f"Project {chosen.name} is not open to you (projects[].people); ask the owner."
     if chosen is not None:
         await switch_project(db, key, chosen.name)
         where = await projects.describe(agent, chosen.name, key)
@@ -76,13 +84,16 @@ async def answer_project(db: Database, agent: AgentConfig, key: str, arg: str) -
         return await _worktrees(current)
     if lowered == "remove":
         return await _remove(current, key)
-    names = ", ".join(p.name for p in agent.projects)
+    names = ", ".join(p.name for p in agent.projects if open_to(p)) or "none open to you"
     return f"There is no project {word!r}. Projects: {names}."
 
 
-async def _listing(agent: AgentConfig, current: object, key: str) -> str:
+async def _listing(agent: AgentConfig, current: object, key: str, open_to: OpenTo) -> str:
+    mine = [p for p in agent.projects if open_to(p)]
+    if not mine:
+        return "No project of this agent is open to you: each turn runs in a fresh private folder."
     lines = ["Projects (/project <name> switches):"]
-    for p in agent.projects:
+    for p in mine:
         mark = "▶" if p is current else "•"
         lines.append(f"{mark} {p.name} — {p.path}" + (" (a worktree per conversation)" if p.worktrees else ""))
     if current is None:

@@ -129,6 +129,9 @@ class ProjectConfig(Section):
     worktrees: bool = Field(False, description="In a git repository: give each conversation its own git worktree "
                                                "on a branch remoteclaw/<session>, so two conversations never "
                                                "edit the same checkout.")
+    people: builtins.list[str] | None = Field(None, description="Who may work in this project besides the owner: "
+                                              "person ids, or roles as 'role:member' (gateway.people); unset: the "
+                                              "owner only once people are on record (everyone before).")
 
     @field_validator("path")
     @classmethod

@@ -26,10 +26,14 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """Gateway status; with ``sessionKey``, that session's status (``gateway.sessions``)."""
     gw = ctx.gateway
     if p.sessionKey:
+        from gateway.methods.projects import open_projects
         from gateway.methods.sessions import check_visible
 
         await check_visible(ctx, gw.sessions.normalize_key(p.sessionKey))
-        return await gw.sessions.status(p.sessionKey)
+        out = await gw.sessions.status(p.sessionKey)
+        agent = gw.sessions.agent(out["agentId"], field="sessionKey")
+        out["projects"] = open_projects(ctx, agent, out.get("personId"))  # what the web chat's picker offers
+        return out
     host, port = gw.listen
     return {
         "version": gw.version,

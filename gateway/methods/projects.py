@@ -9,7 +9,7 @@ back. See docs/projects.md.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import Field, model_validator
 
@@ -17,15 +17,28 @@ from gateway.agents.diffs import EMPTY_TREE, file_entries, snapshot
 from gateway.agents.project_commands import switch_project
 from gateway.agents.projects import GitError, branch_of, describe, git, git_toplevel
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
-from gateway.methods.sessions import check_visible
-from gateway.protocol import InvalidRequest
+from gateway.methods.sessions import check_visible, is_owner
+from gateway.protocol import Forbidden, InvalidRequest
 from gateway.sessions import parse_key
+
+if TYPE_CHECKING:
+    from gateway.config import AgentConfig
 
 
 class ProjectParams(Params):
     sessionKey: str = Field(min_length=1, max_length=512)
     project: str | None = Field(description="A name in the session's agent's projects; null: no project (a "
                                             "fresh private folder per turn).")
+
+
+def open_projects(ctx: CallContext, agent: AgentConfig, session_person: str | None) -> list[str]:
+    """The agent's projects this conversation may work in (``projects[].people``): its person decides; a
+    conversation that is nobody's, the caller (the owner, or a person signed in). The executor holds every turn
+    to the same rule, so a project switched to here is one its turns will run in."""
+    who = session_person or ctx.caller.person_id
+    person = ctx.people.peek(who) if who is not None else None
+    owner = person.is_owner if person is not None else (session_person is None and is_owner(ctx))
+    return [p.name for p in agent.projects if ctx.people.may_work_in(person, p.people, is_owner=owner)]
 
 
 @method("sessions.project", params=ProjectParams, scope=WRITE)
@@ -35,8 +48,12 @@ async def sessions_project(p: ProjectParams, ctx: CallContext) -> dict[str, Any]
     key = await sessions.resolve(key=p.sessionKey)
     await check_visible(ctx, key)
     agent = sessions.agent(parse_key(key)[0], field="sessionKey")
-    names = [proj.name for proj in agent.projects]
-    if p.project is not None and agent.project(p.project) is None:
+    row = await sessions.get(key)
+    names = open_projects(ctx, agent, row.person_id if row is not None else None)
+    if p.project is not None and p.project not in names:
+        if agent.project(p.project) is not None:
+            raise Forbidden(f"project {p.project!r} is not open to this conversation (projects[].people)",
+                            details={"code": "PROJECT_FORBIDDEN", "field": "project"})
         known = f"one of {', '.join(names)}" if names else f"agent {agent.id} has no projects (docs/projects.md)"
         raise InvalidRequest(f"unknown project {p.project!r}: {known}", details={"field": "project"})
     await switch_project(ctx.db, key, p.project)

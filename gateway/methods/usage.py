@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
+from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.store.transcripts import SessionRepo
 from gateway.store.usage import Totals, UsageRepo, day_start_ms
@@ -115,6 +115,10 @@ class UsageCostParams(Params):
     mode: Literal["utc", "gateway", "specific"] | None = Field(None, description="Accepted; days are UTC days.")
     utcOffset: str | None = Field(None, pattern=r"^UTC[+-]\d{1,2}(?::[0-5]\d)?$", description="Accepted and ignored.")
     timeZone: str | None = Field(None, min_length=1, description="Accepted and ignored.")
+    personId: str | None = Field(None, min_length=1, max_length=64, description="Only this person's turns "
+                                 "(gateway.people); a member's own are all they may ask for.")
+    groupBy: Literal["person"] | None = Field(None, description="person: also ``byPerson``, each person's totals "
+                                              "(and ``null`` for turns that are nobody's).")
 
 
 def _days(start: date, end: date) -> list[date]:
@@ -131,12 +135,40 @@ async def usage_cost(p: UsageCostParams, ctx: CallContext) -> dict[str, Any]:
     start = date.fromisoformat(p.startDate) if p.startDate else end - timedelta(days=(p.days or 30) - 1)
     if start > end:
         raise InvalidRequest("startDate is after endDate", details={"field": "startDate"})
-    if ctx.caller.confined_to is not None:  # as OpenClaw: a sum over all sessions is not for a confined caller
-        raise Forbidden("usage.cost sums every session's usage; this caller may only see some sessions")
+    person_id = _whose_cost(p, ctx)
     if p.agentId:
         ctx.sessions.agent(p.agentId)  # an unknown id names agentId
     async with ctx.db.session() as s:
         got = await UsageRepo.totals(s, since_ms=day_start_ms(start), until_ms=day_start_ms(end + timedelta(days=1)),
-                                     agent_id=p.agentId)
+                                     agent_id=p.agentId, person_id=person_id)
     daily = [{"date": d.isoformat(), **got.by_day.get(d.isoformat(), Totals()).openclaw()} for d in _days(start, end)]
-    return {"updatedAt": int(time.time() * 1000), "days": len(daily), "daily": daily, "totals": got.openclaw()}
+    out: dict[str, Any] = {"updatedAt": int(time.time() * 1000), "days": len(daily), "daily": daily,
+                           "totals": got.openclaw()}
+    if person_id is not None:
+        out["personId"] = person_id
+    if p.groupBy == "person":
+        out["byPerson"] = [{"personId": who, "name": _name(ctx, who), "turns": t.turns, "totals": t.openclaw()}
+                           for who, t in sorted(got.by_person.items(), key=lambda kv: -kv[1].cost)]
+    return out
+
+
+def _whose_cost(p: UsageCostParams, ctx: CallContext) -> str | None:
+    """Whose turns ``usage.cost`` may sum for this caller: a person confined to their own things gets their own
+    (asking for another's is refused, naming ``personId``); other confined callers (a non-owner run) nothing, as
+    OpenClaw; the owner and admins (the team's spending is not a transcript) anyone's, or everyone's."""
+    caller = ctx.caller
+    if caller.confined_to is None or (caller.person_id is not None and ADMIN in caller.scopes):
+        if p.personId is not None and ctx.people.peek(p.personId) is None:
+            raise InvalidRequest(f"unknown personId {p.personId!r}", details={"field": "personId"})
+        return p.personId
+    if caller.person_id is None or caller.confined_to.person_id is None:
+        raise Forbidden("usage.cost sums every session's usage; this caller may only see some sessions")
+    if p.personId not in (None, caller.person_id):
+        raise Forbidden("personId: you may only see your own usage", details={"code": "FORBIDDEN",
+                                                                             "field": "personId"})
+    return caller.person_id
+
+
+def _name(ctx: CallContext, person_id: str | None) -> str | None:
+    person = ctx.people.peek(person_id) if person_id is not None else None
+    return person.name if person is not None else None

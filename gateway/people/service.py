@@ -38,7 +38,10 @@ log = structlog.get_logger("gateway.people")
 CODE_TTL_S = 600
 """A link code or a sign-in link is good for ten minutes, once."""
 REFRESH_S = 5.0
-"""How stale this replica's copy of the identities may be (another replica linked someone)."""
+"""How stale this replica's copy of the people and identities may be (another replica linked someone)."""
+SESSIONS_REFRESH_S = 60.0
+"""How stale the session-to-person map may be: it only serves the events filter for sessions another replica
+claimed (this replica notes its own claims at once), and reading it is a scan of the owned sessions."""
 SIGNIN_PREFIX = "rcp_"
 """Sign-in credentials start with this: recognisable when leaked, never taken for the gateway token."""
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -93,6 +96,7 @@ class PeopleService:
         self._session_person: dict[str, str] = {}
         """Whose each person's session is, for the events filter (``event_person``), which cannot await."""
         self._loaded_at = 0.0
+        self._sessions_loaded_at = 0.0
 
     # -- start and the in-memory copy ---------------------------------------------------------------
 
@@ -104,12 +108,18 @@ class PeopleService:
         async with self._db.reading() as s:
             people = {p.id: _view(p) for p in (await s.execute(select(Person))).scalars()}
             idents = (await s.execute(select(PersonIdentity))).scalars().all()
-            owned = (await s.execute(select(SessionRecord.key, SessionRecord.person_id)
-                                     .where(SessionRecord.person_id.is_not(None)))).all()
-        self._session_person = {key: pid for key, pid in owned if pid is not None}
         self._people = people
         self._by_identity = {(i.channel, i.sender_id): people[i.person_id] for i in idents if i.person_id in people}
         self._loaded_at = time.monotonic()
+        if people and time.monotonic() - self._sessions_loaded_at > SESSIONS_REFRESH_S:
+            await self._load_sessions()
+
+    async def _load_sessions(self) -> None:
+        async with self._db.reading() as s:
+            owned = (await s.execute(select(SessionRecord.key, SessionRecord.person_id)
+                                     .where(SessionRecord.person_id.is_not(None)))).all()
+        self._session_person = {key: pid for key, pid in owned if pid is not None}
+        self._sessions_loaded_at = time.monotonic()
 
     async def _fresh(self) -> None:
         if time.monotonic() - self._loaded_at > REFRESH_S:
@@ -416,6 +426,17 @@ class PeopleService:
         if agent_people is None or person.is_owner:
             return True
         return person.id in agent_people or f"role:{person.role}" in agent_people
+
+
+    def may_work_in(self, person: PersonView | None, project_people: list[str] | None, *, is_owner: bool) -> bool:
+        """Whether a conversation of ``person`` (None: nobody's, e.g. a group) may work in a project whose
+        ``people`` list is ``project_people``. A project folder is the owner's unless its list opens it: once people
+        are on record, a member's turn must not read or write the owner's checkout. Before, everyone may, as ever."""
+        if is_owner or (person is not None and person.is_owner):
+            return True
+        if project_people is None:
+            return not self.enabled
+        return person is not None and (person.id in project_people or f"role:{person.role}" in project_people)
 
 
 _EVERYONE_EVENTS = frozenset({"tick", "presence", "health", "shutdown", "connect.challenge"})

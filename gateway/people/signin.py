@@ -35,7 +35,7 @@ PERSON_METHODS: Final = frozenset({
     "chat.send", "chat.history", "chat.abort", "agent", "agent.wait", "sessions.list", "sessions.resolve",
     "sessions.patch", "sessions.reset", "sessions.delete", "sessions.describe", "sessions.subscribe",
     "sessions.messages.subscribe", "sessions.messages.unsubscribe", "tasks.list", "agents.list", "models.list",
-    "agent.identity.get", "health",
+    "agent.identity.get", "health", "status", "sessions.project", "sessions.diff",
     # what they spend
     "usage.status", "usage.cost", "sessions.usage",
     # what their runs ask them

@@ -58,6 +58,8 @@ class Totals:
     unpriced: int = 0
     by_day: dict[str, Totals] = field(default_factory=dict)
     by_session: dict[str, Totals] = field(default_factory=dict)
+    by_person: dict[str | None, Totals] = field(default_factory=dict)
+    """Per person whose turns they were (None: nobody's, e.g. a group chat's or from before people)."""
 
     def add(self, row: TurnUsage) -> None:
         self.turns += 1
@@ -141,8 +143,10 @@ class UsageRepo:
         until_ms: int | None = None,
         session_key: str | None = None,
         agent_id: str | None = None,
+        person_id: str | None = None,
     ) -> Totals:
-        """Sums of the matching turns, overall, per UTC day (``by_day``, keyed ``YYYY-MM-DD``) and per session."""
+        """Sums of the matching turns, overall, per UTC day (``by_day``, keyed ``YYYY-MM-DD``), per session and per
+        person."""
         q = select(TurnUsage).where(TurnUsage.at_ms >= since_ms)
         if until_ms is not None:
             q = q.where(TurnUsage.at_ms < until_ms)
@@ -150,12 +154,15 @@ class UsageRepo:
             q = q.where(TurnUsage.session_key == session_key)
         if agent_id is not None:
             q = q.where(TurnUsage.agent_id == agent_id)
+        if person_id is not None:
+            q = q.where(TurnUsage.person_id == person_id)
         out = Totals()
         for row in (await s.execute(q.order_by(TurnUsage.at_ms))).scalars():
             out.add(row)
             day = datetime.fromtimestamp(row.at_ms / 1000, UTC).date().isoformat()
             out.by_day.setdefault(day, Totals()).add(row)
             out.by_session.setdefault(row.session_key, Totals()).add(row)
+            out.by_person.setdefault(row.person_id, Totals()).add(row)
         return out
 
 

@@ -51,10 +51,22 @@ async def dc() -> AsyncIterator[FakeDiscord]:
 
 
 @pytest.fixture(scope="module")
-async def gw(tg: FakeTelegram, dc: FakeDiscord,
+def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two project folders: the owner's (no ``people``) and one opened to Bob."""
+    root = tmp_path_factory.mktemp("projects")
+    folders = {"home": root / "owners-home", "team": root / "team-repo"}
+    for folder in folders.values():
+        folder.mkdir()
+    return folders
+
+
+@pytest.fixture(scope="module")
+async def gw(tg: FakeTelegram, dc: FakeDiscord, projects: dict[str, Path],
              tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GatewayProcess]:
     state = tmp_path_factory.mktemp("people") / "gw"
-    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI],
+                                   "projects": [{"name": "home", "path": str(projects["home"])},
+                                                {"name": "team", "path": str(projects["team"]), "people": ["bob"]}]},
                                   {"id": "helper", "command": [sys.executable, FAKE_CLI], "people": ["dave"]}]},
               "channels": {"ownerAllowFrom": [f"telegram:{OWNER_TG}"], "telegram": tg.channel_config(),
                            "discord": dc.config()},
@@ -195,7 +207,9 @@ DOORS: list[tuple[str, str, dict[str, Any]]] = [
     ("delete Bob's conversation", "sessions.delete", {"key": BOB_KEY}),
     ("relabel Bob's conversation", "sessions.patch", {"key": BOB_KEY, "label": "mine now"}),
     ("describe Bob's conversation", "sessions.describe", {"key": BOB_KEY}),
-    ("see everyone's spending", "usage.cost", {}),
+    ("see Bob's spending", "usage.cost", {"personId": "bob"}),
+    ("work in the owner's project", "sessions.project", {"sessionKey": "agent:main:person:alice",
+                                                         "project": "home"}),
     ("list the people", "people.list", {}),
     ("read the config", "config.get", {}),
     ("list Bob's sign-ins", "people.signins.list", {"id": "bob"}),
@@ -234,6 +248,22 @@ async def test_alice_signs_in_to_the_web_chat_and_reaches_nothing_of_bobs(
         assert all("bob" not in t.get("sessionKey", "") for t in tasks["tasks"])
         usage = await c.call("sessions.usage", {})
         assert {s["key"] for s in usage["sessions"]} <= set(mine)
+        # her spending is hers alone: the same figures the owner reads for her, never Bob's or the team's
+        own_cost = await c.call("usage.cost", {"days": 2, "groupBy": "person"})
+        owner = await operator(gw.url, gw.token or "")
+        try:
+            team = await owner.call("usage.cost", {"days": 2, "groupBy": "person"})
+            hers = await owner.call("usage.cost", {"days": 2, "personId": "alice"})
+            ghost = await owner.req("usage.cost", {"personId": "nobody"})
+        finally:
+            await owner.close()
+        assert own_cost["personId"] == "alice" and own_cost["totals"] == hers["totals"]
+        assert [p["personId"] for p in own_cost["byPerson"]] == ["alice"]
+        per_person = {p["personId"]: p for p in team["byPerson"]}
+        assert per_person["alice"]["totals"]["totalCost"] == hers["totals"]["totalCost"] >= 0.06
+        assert per_person["alice"]["name"] == "Alice" and per_person["bob"]["turns"] >= 2
+        assert team["totals"]["totalTokens"] > hers["totals"]["totalTokens"]  # everyone's turns, not hers
+        assert not ghost["ok"] and ghost["error"]["details"]["field"] == "personId", ghost
     finally:
         await c.close()
 
@@ -361,6 +391,40 @@ async def test_a_person_has_their_own_agent_and_a_team_budget_stops_everyone_but
         await say(tg, OWNER_TG, "the owner is not on the team budget", "echo: the owner is not")
         config = await owner.call("config.get", {})
         await owner.call("config.patch", {"patch": {"people": {"maxCostPerDay": None}}, "baseHash": config["hash"]})
+    finally:
+        await owner.close()
+
+
+async def test_a_project_folder_is_the_owners_unless_it_is_opened_to_a_person(
+        gw: GatewayProcess, tg: FakeTelegram, projects: dict[str, Path]) -> None:
+    assert "home" in await say(tg, OWNER_TG, "/project", "Projects")
+    assert "No project of this agent is open to you" in await say(tg, ALICE_TG, "/project", "open to you")
+    assert "not open to you" in await say(tg, ALICE_TG, "/project home", "not open")
+    listing = await say(tg, BOB_TG, "/project", "Projects")
+    assert "team" in listing and "home" not in listing, listing
+    await say(tg, BOB_TG, "/project team", "Now working in team")
+    await say(tg, BOB_TG, "bob works in the team repo", "echo: bob works in the team repo")
+    run = next(r for r in cli_runs(gw.state_dir) if "bob works in the team repo" in r["prompt"])
+    assert run["cwd"] == str(projects["team"]), run["cwd"]
+    code = re.search(r"#signin=([A-Za-z0-9]+)", await say(tg, ALICE_TG, "/login", "sign-in link"))
+    assert code
+    alice, _ = await signed_in(gw, redeem(gw, code.group(1))[1]["token"])
+    try:  # the web chat's picker offers her nothing, and the method refuses the owner's project, naming it
+        assert (await alice.call("status", {"sessionKey": "agent:main:person:alice"}))["projects"] == []
+        frame = await alice.req("sessions.project", {"sessionKey": "agent:main:person:alice", "project": "home"})
+        assert not frame["ok"] and frame["error"]["details"]["field"] == "project", frame
+    finally:
+        await alice.close()
+    owner = await operator(gw.url, gw.token or "")
+    try:  # closed again: Bob's conversation is still switched there, and his next turn is refused before it runs
+        config = await owner.call("config.get", {})
+        agents = config["config"]["agents"]["list"]
+        for agent in agents:
+            for project in agent.get("projects", []):
+                project.pop("people", None)
+        await owner.call("config.patch", {"patch": {"agents": {"list": agents}}, "baseHash": config["hash"]})
+        await say(tg, BOB_TG, "bob tries again", "not open to this conversation")
+        assert not any("bob tries again" in r["prompt"] for r in cli_runs(gw.state_dir))
     finally:
         await owner.close()
 
