@@ -376,7 +376,6 @@ class Dispatcher:
                 details={"code": "MISSING_SCOPE", "missingScope": spec.scope},
             )
         if caller.methods is not None and spec.name not in caller.methods:
-            raise Forbidden(
-                f"{spec.name} is not available to this agent run (owner tools only)",
-                details={"code": "RUN_TIER_FORBIDDEN"},
-            )
+            who = ("your sign-in (a member's or guest's: their own conversations only)" if caller.person_id
+                   else "this agent run (owner tools only)")
+            raise Forbidden(f"{spec.name} is not available to {who}", details={"code": "RUN_TIER_FORBIDDEN"})

@@ -36,6 +36,9 @@ PERSON_METHODS: Final = frozenset({
     "sessions.patch", "sessions.reset", "sessions.delete", "sessions.describe", "sessions.subscribe",
     "sessions.messages.subscribe", "sessions.messages.unsubscribe", "tasks.list", "agents.list", "models.list",
     "agent.identity.get", "health", "status", "sessions.project", "sessions.diff",
+    # what OpenClaw's Control UI asks for a conversation's page (each checks the session is theirs)
+    "chat.startup", "chat.metadata", "progressCard.get", "sessions.branches.list", "sessions.companion.state",
+    "sessions.observer.visibility", "talk.catalog",
     # what they spend
     "usage.status", "usage.cost", "sessions.usage",
     # what their runs ask them

@@ -223,6 +223,18 @@ def _main_key(gw: Gateway, caller: Caller) -> str:
     return person_key(agent, caller.person_id)
 
 
+async def _ensure_person_main(gw: Gateway, caller: Caller) -> None:
+    """A person's own conversation, made theirs before their page asks for it (OpenClaw's Control UI resolves the
+    hello's ``mainSessionKey`` and shows no chat for an unknown one)."""
+    assert caller.person_id is not None
+    key = _main_key(gw, caller)
+    try:
+        await gw.sessions.ensure(key, person_id=caller.person_id)
+    except InvalidRequest:  # their agent is no longer configured: the page says so when it asks
+        return
+    gw.people.note_session(key, caller.person_id)
+
+
 def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
     cfg = gw.config
     return handshake.hello_ok(
@@ -380,6 +392,8 @@ def build_app(gateway: Gateway) -> ASGIApp:
             frame, _params, caller = outcome
             conn.caller = caller
             conn.connected_at_ms = int(time.time() * 1000)
+            if caller.person_id is not None:  # their own conversation exists from the start: a page resolves it
+                await _ensure_person_main(gateway, caller)
             gateway.presence_board.join(conn, caller)  # listed in its own snapshot, as OpenClaw does
             hello = _hello(gateway, conn, caller)
             if handshake.operator_device is not None:  # a reload signs in with it (OpenClaw's Control UI keeps it)

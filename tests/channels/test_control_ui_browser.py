@@ -101,6 +101,8 @@ class Wire:
         self.hello: dict[str, Any] | None = None
         self.events: list[dict[str, Any]] = []
         self.page_errors: list[str] = []
+        self.received: list[str] = []
+        """Every frame the page got, as sent."""
 
     def attach(self, page: Any) -> None:
         def on_socket(ws: Any) -> None:
@@ -116,6 +118,7 @@ class Wire:
             self.requests[frame["id"]] = frame
 
     def _received(self, text: str) -> None:
+        self.received.append(text)
         frame = json.loads(text)
         if frame.get("type") == "event":
             self.events.append(frame)
@@ -356,3 +359,65 @@ async def test_a_reload_keeps_the_person_signed_in_and_a_page_without_its_token_
         await locked.close()
         owner = await operator(gw.url, gw.token)  # the owner is never locked out
         await owner.close()
+
+
+def _redeem(gw: GatewayProcess, url: str) -> str:
+    """A ``/login`` link opened: the person's own credential (``POST /people/signin``)."""
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{gw.port}/people/signin", method="POST",
+                                 data=json.dumps({"code": url.split("#signin=")[1]}).encode(),
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return str(json.loads(resp.read())["token"])
+
+
+async def test_a_member_signed_in_with_her_own_credential_sees_and_reaches_only_her_own(
+        gw: GatewayProcess, browser: Any) -> None:
+    """The Control UI is one more door (docs/people.md): signed in with a member's credential instead of the gateway
+    token, it talks in her own conversation and lists hers; nothing of another member's crosses the wire, and what
+    the gateway keeps for admins is refused, never unknown."""
+    owner = await operator(gw.url, gw.token or "")
+    try:
+        creds = {}
+        for pid in ("alice-ui", "bob-ui"):
+            await owner.call("people.create", {"id": pid, "name": pid.title()})
+            creds[pid] = await asyncio.to_thread(
+                _redeem, gw, (await owner.call("people.loginLink", {"id": pid}))["url"])
+    finally:
+        await owner.close()
+    bob = await RawClient.open(gw.url)
+    try:
+        assert (await bob.handshake(creds["bob-ui"]))["ok"]
+        sent = await bob.call("chat.send", {"sessionKey": "agent:main:person:bob-ui", "message": "bob's secret plan",
+                                            "idempotencyKey": "bob-ui-1"})
+        assert (await bob.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 20_000}, timeout=25))["status"] \
+            == "ok"
+    finally:
+        await bob.close()
+    ctx, page, wire = await open_ui(browser, f"http://127.0.0.1:{gw.port}/openclaw/#token={creds['alice-ui']}")
+    try:
+        await connected(page, wire)
+        assert wire.hello is not None and "deviceToken" not in wire.hello["auth"]  # no gateway-wide sign-in kept
+        assert wire.hello["snapshot"]["sessionDefaults"]["mainSessionKey"] == "agent:main:person:alice-ui"
+        await go(page, "/openclaw", "/chat")
+        await settle(wire)
+        await page.locator("textarea").first.focus()
+        await page.keyboard.type("alice in the control ui")
+        await page.keyboard.press("Enter")
+        await page.get_by_text("echo: alice in the control ui").first.wait_for(timeout=20_000)
+        for path in MAIN_PAGES:
+            await go(page, "/openclaw", path)
+            await settle(wire)
+        await go(page, "/openclaw", "/sessions")
+        await settle(wire)
+        await page.screenshot(path=shot("member-sessions"))
+        text = await body_text(page)
+        assert "1-1 of 1 rows" in text and "main (person)" in text and "bob-ui" not in text, text[:2000]
+        leaked = [f for f in wire.received if "bob-ui" in f or "secret plan" in f]
+        assert not leaked, leaked[:3]
+        assert wire.unknown() == [] and wire.page_errors == []
+        codes = {(m, e.get("code")) for m, e in wire.unexpected()}
+        assert all(code == "FORBIDDEN" for _m, code in codes), codes  # the admin's pages: refused, by name
+    finally:
+        await ctx.close()
