@@ -95,6 +95,9 @@ class GatewayConfig(Section):
     bind: str = "127.0.0.1"
     auth: AuthConfig = AuthConfig()
     handshakeTimeoutMs: int = Field(10_000, ge=100)
+    helloPresenceLimit: int = Field(100, ge=0, le=100_000, description="How many presence entries a watcher's "
+                                    "hello-ok lists (the latest; one more entry says how many in all). "
+                                    "system-presence {offset, limit} pages through everyone.")
     tickIntervalMs: int = Field(30_000, ge=100)
     maxPayload: int = Field(25 * 1024 * 1024, ge=64 * 1024)
     maxBufferedBytes: int = Field(8 * 1024 * 1024, ge=64 * 1024)

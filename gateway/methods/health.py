@@ -59,18 +59,29 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     }
 
 
-@method("system-presence", scope=READ)
-async def system_presence(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]]:
-    """Who is connected right now (OpenClaw ``PresenceEntry`` list).
+class PresenceParams(Params):
+    offset: int | None = Field(None, ge=0, description="Ours: the first entry of a page (oldest first).")
+    limit: int | None = Field(None, ge=1, le=10_000, description="Ours: entries per page.")
+
+
+@method("system-presence", params=PresenceParams, scope=READ)
+async def system_presence(p: PresenceParams, ctx: CallContext) -> list[dict[str, Any]] | dict[str, Any]:
+    """Who is connected right now (OpenClaw ``PresenceEntry`` list); with ``offset``/``limit``, one page of it
+    as ``{presence, total, offset, limit, stateVersion}`` (a crowd too large for one answer).
 
     Asking is also how a client that is not a UI opts in to the ``presence`` deltas that follow
     (``gateway.server.presence``): it has the list now, and keeps it current from the events.
     """
     gw = ctx.gateway
+    board = gw.presence_board
     conn = gw.connections.get(ctx.caller.conn_id)
     if conn is not None and ctx.caller.role == "operator":
-        gw.presence_board.watch(conn)
-    return gw.presence()
+        board.watch(conn)
+    if p.offset is None and p.limit is None:
+        return gw.presence()
+    offset, limit = p.offset or 0, p.limit or 1000
+    return {"presence": board.page(offset, limit), "total": len(board), "offset": offset, "limit": limit,
+            "stateVersion": board.state_version()}
 
 
 def _cli_command() -> str:

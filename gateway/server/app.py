@@ -246,7 +246,7 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
         methods=gw.dispatcher.registry.names(),
         events=list(EVENTS),
         snapshot={
-            "presence": gw.presence_board.snapshot_for(conn.conn_id),
+            "presence": gw.presence_board.snapshot_for(conn.conn_id, cfg.gateway.helloPresenceLimit),
             "health": {"ok": True, "ts": int(time.time() * 1000), "defaultAgentId": cfg.agents.default},
             "stateVersion": gw.presence_board.state_version(),
             "uptimeMs": gw.uptime_ms(),

@@ -4,8 +4,10 @@ Broadcasting the whole list to every client on every connect costs O(clients²) 
 storm: at 1,000 clients that was 818 MB of events and an event loop too busy to accept anyone. So the
 board keeps the list, and sends out only what changed:
 
-* ``snapshot()`` is the whole list (``system-presence``, and ``snapshot.presence`` in a watcher's
-  ``hello-ok``; other clients get ``[]`` there); ``version`` is the presence half of
+* ``snapshot()`` is the whole list (``system-presence``, or a page of it with ``page``); a watcher's
+  ``hello-ok`` carries ``snapshot_for``: the latest ``gateway.helloPresenceLimit`` entries and, when there are
+  more, one summary entry saying how many (issue #45: a list in every handshake made connecting n watchers
+  cost n² entries, 8.4 GB at 8,000). Other clients get ``[]`` there. ``version`` is the presence half of
   ``snapshot.stateVersion``.
 * Changes made within ``COALESCE_S`` are flushed together as ONE ``presence`` event, encoded once for
   all watchers, whose payload holds the entries that joined or changed (``presence``) and the
@@ -13,6 +15,10 @@ board keeps the list, and sends out only what changed:
   delta brings the list to (one more than the previous event's). A client that sees a gap (a skipped
   version: its buffer was full and the event dropped) calls ``system-presence`` again. Applying a
   delta twice is harmless: entries are upserted by ``instanceId``, leaves are removals.
+* OpenClaw's Control UI (``client.id`` ``openclaw-control-ui``) takes a ``presence`` event's list for the whole
+  list, as OpenClaw's gateway sends it: its devices page would drop everyone a delta does not name. It gets
+  the bounded list instead (``latest``: the newest ``gateway.helloPresenceLimit`` entries and a summary entry),
+  encoded once per flush for all such pages. Its own load of the page (``system-presence``) is the full list.
 * Only watchers get the events: UI clients (``client.mode`` ``ui`` or ``webchat``) and any operator
   that called ``system-presence`` (it asked). CLI, backend, node and probe clients that never asked
   get none, so an agent run's MCP shim connecting costs the others one small delta, not a list.
@@ -25,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from gateway.protocol import encode
@@ -33,13 +41,19 @@ if TYPE_CHECKING:
     from gateway.dispatch.callers import Caller
     from gateway.server.connection import Connection
 
-__all__ = ["COALESCE_S", "WATCHING_MODES", "PresenceBoard", "entry_for"]
+__all__ = ["COALESCE_S", "SUMMARY_ID", "WATCHING_MODES", "PresenceBoard", "entry_for"]
 
 COALESCE_S = 0.05
 """Changes within this long go out as one delta event."""
 
 WATCHING_MODES = frozenset({"ui", "webchat"})
 """Client modes that get presence events without asking (OpenClaw's Control UI, web chat pages)."""
+
+LIST_CLIENTS = frozenset({"openclaw-control-ui"})
+"""Client ids that read a ``presence`` event's ``presence`` as the whole list (OpenClaw's panel)."""
+
+SUMMARY_ID = "remoteclaw:more"
+"""The ``instanceId`` of the entry that stands for the connections a bounded ``hello-ok`` leaves out."""
 
 
 def entry_for(caller: Caller, connected_at_ms: int) -> dict[str, Any]:
@@ -70,10 +84,14 @@ class PresenceBoard:
 
     Args:
         health_version: returns the health half of ``stateVersion`` (sent beside each delta).
+        list_limit: returns ``gateway.helloPresenceLimit``, how many entries a list sent whole may hold.
     """
 
-    def __init__(self, health_version: Any = lambda: 1) -> None:
+    def __init__(self, health_version: Any = lambda: 1, list_limit: Callable[[], int] = lambda: 100) -> None:
+        self._list_limit = list_limit
         self._entries: dict[str, dict[str, Any]] = {}
+        self._devices: dict[str, dict[str, Any]] = {}
+        """The entries with a device identity: bounded lists always show them."""
         self._watchers: dict[str, Connection] = {}
         self._joined: dict[str, dict[str, Any]] = {}
         self._left: set[str] = set()
@@ -98,19 +116,56 @@ class PresenceBoard:
         """Every entry, oldest first."""
         return list(self._entries.values())
 
-    def snapshot_for(self, conn_id: str) -> list[dict[str, Any]]:
-        """``hello-ok``'s ``snapshot.presence``: the list for a watcher, empty for anyone else.
+    def page(self, offset: int, limit: int) -> list[dict[str, Any]]:
+        """Entries ``offset`` to ``offset + limit``, oldest first (``system-presence {offset, limit}``)."""
+        return list(islice(self._entries.values(), offset, offset + limit))
 
-        A CLI or backend client (an agent run's MCP shim, a probe) would only throw the list away, and
-        at thousands of clients it is the largest part of ``hello-ok``; ``system-presence`` gives it.
+    def snapshot_for(self, conn_id: str, limit: int) -> list[dict[str, Any]]:
+        """``hello-ok``'s ``snapshot.presence``: for a watcher, the latest ``limit`` entries (oldest first) and, when
+        more are connected, a summary entry first (``SUMMARY_ID``: how many in all, in ``text`` and a ``total:N``
+        tag); empty for anyone else.
+
+        A CLI or backend client (an agent run's MCP shim, a probe) would only throw the list away; a watcher keeps
+        its copy current from the deltas and reads the rest in pages (``system-presence``) if it wants them. The
+        summary is an entry because OpenClaw's ``Snapshot`` is a closed object: its instances page shows it as a
+        row, "N more connected".
         """
-        return self.snapshot() if conn_id in self._watchers else []
+        if conn_id not in self._watchers:
+            return []
+        return self.latest(limit)
+
+    def latest(self, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` entries after a summary entry when more are connected: those with a device identity
+        first (paired devices and nodes, few, and what a panel shows as online or not), then the newest others,
+        oldest first."""
+        total = len(self._entries)
+        if total <= limit:
+            return list(self._entries.values())
+        shown = list(islice(self._devices.values(), limit))
+        newest: list[dict[str, Any]] = []
+        room = limit - len(shown)
+        if room > 0:
+            for entry in reversed(self._entries.values()):
+                if "deviceId" not in entry:
+                    newest.append(entry)
+                    if len(newest) == room:
+                        break
+        newest.reverse()
+        shown += newest
+        summary = {"instanceId": SUMMARY_ID, "host": f"{total - len(shown)} more connected", "mode": "summary",
+                   "reason": "truncated", "ts": int(time.time() * 1000),
+                   "text": f"{total} connected; this list shows {len(shown)}. system-presence {{offset, limit}} "
+                           "pages through all of them.",
+                   "tags": ["summary", f"total:{total}"]}
+        return [summary, *shown]
 
     def join(self, conn: Connection, caller: Caller) -> None:
         """A connection finished its handshake: list it, and watch if its mode wants presence."""
         entry = entry_for(caller, conn.connected_at_ms or int(time.time() * 1000))
         key = entry["instanceId"]
         self._entries[key] = entry
+        if "deviceId" in entry:
+            self._devices[key] = entry
         self._joined[key] = entry
         self._left.discard(key)
         if caller.role == "operator" and caller.client_mode in WATCHING_MODES:
@@ -120,6 +175,7 @@ class PresenceBoard:
     def leave(self, conn_id: str) -> None:
         """A connection is gone."""
         self._watchers.pop(conn_id, None)
+        self._devices.pop(conn_id, None)
         if self._entries.pop(conn_id, None) is None:
             return
         # Announced even when it joined within this same window: a hello-ok snapshot may have listed it.
@@ -147,12 +203,20 @@ class PresenceBoard:
         payload = {"presence": list(self._joined.values()), "left": sorted(self._left)}
         self._joined = {}
         self._left = set()
-        frame = {"type": "event", "event": "presence", "payload": payload, "stateVersion": self.state_version()}
+        version = self.state_version()
+        frame = {"type": "event", "event": "presence", "payload": payload, "stateVersion": version}
         head = encode(frame)[:-1] + ',"seq":'  # encoded once for every watcher; each appends its own seq
+        listed: str | None = None  # the bounded list for OpenClaw's panels, encoded once if any watches
         self.deltas_sent += 1
         for conn in list(self._watchers.values()):
             if conn.closed:
                 self._watchers.pop(conn.conn_id, None)
+                continue
+            if conn.caller is not None and conn.caller.client_id in LIST_CLIENTS:
+                if listed is None:
+                    listed = encode({"type": "event", "event": "presence", "stateVersion": version,
+                                     "payload": {"presence": self.latest(self._list_limit())}})[:-1] + ',"seq":'
+                conn.send_event_head(listed, drop_if_slow=True)
                 continue
             conn.send_event_head(head, drop_if_slow=True)
 

@@ -421,3 +421,29 @@ async def test_a_member_signed_in_with_her_own_credential_sees_and_reaches_only_
         assert all(code == "FORBIDDEN" for _m, code in codes), codes  # the admin's pages: refused, by name
     finally:
         await ctx.close()
+
+
+async def test_the_devices_page_keeps_its_instance_list_through_joins_and_says_how_many_past_the_limit(
+        browser: Any, tmp_path: Path) -> None:
+    """Issue #45: presence changes reach OpenClaw's panel as the list it expects (the latest entries, one row saying
+    how many more), not as our deltas, which its devices page would take for the whole list."""
+    with GatewayProcess(tmp_path / "gw", token=None, config={"gateway": {"helloPresenceLimit": 4}}) as gw:
+        crowd = [await operator(gw.url, gw.token or "", client_id=f"crowd-{i}", mode="cli") for i in range(3)]
+        ctx, page, wire = await open_ui(browser, f"http://127.0.0.1:{gw.port}/openclaw/#token={gw.token}")
+        try:
+            await connected(page, wire)
+            await go(page, "/openclaw", "/settings/devices")
+            await settle(wire)
+            await page.get_by_text("crowd-0").first.wait_for(timeout=10_000)
+            crowd += [await operator(gw.url, gw.token or "", client_id=f"crowd-{i}", mode="cli") for i in range(3, 7)]
+            await page.get_by_text("crowd-6").first.wait_for(timeout=10_000)
+            await page.get_by_text("more connected").first.wait_for(timeout=10_000)
+            await page.screenshot(path=shot("devices-past-the-limit"))
+            text = await body_text(page)
+            # the panel's own device (it has a device identity) and the newest: 8 connected, 4 listed, a row for the rest
+            assert "4 more connected" in text and all(f"crowd-{i}" in text for i in (4, 5, 6)), text[:3000]
+            assert wire.unknown() == [] and wire.page_errors == []
+        finally:
+            await ctx.close()
+            for c in crowd:
+                await c.close()

@@ -164,15 +164,25 @@ async def test_presence_and_state_version_match_openclaw_schema(tmp_path: Path) 
     with GatewayProcess(tmp_path / "gw") as gw:
         token = gw.token or ""
         ui = await Peer.join(gw.url, token, mode="ui", client_id="openclaw-control-ui")
+        web = await Peer.join(gw.url, token, mode="webchat", client_id="webchat-ui")
         other = await Peer.join(gw.url, token, mode="webchat", client_id="webchat-ui")
+        other_id = other.hello["server"]["connId"]
         await other.close()
         await _settle(ui)
+        await _settle(web)
+        # OpenClaw's panel takes each event's list for the whole list: it gets the list, not a delta
+        lists = ui.presence_frames()
+        assert lists and all(set(f["payload"]) == {"presence"} for f in lists)
+        now_listed = {e["instanceId"] for e in lists[-1]["payload"]["presence"]}
+        assert now_listed == {ui.hello["server"]["connId"], web.hello["server"]["connId"]}, now_listed
+        for frame in lists:
+            check("EventFrame", frame)
         snapshot = ui.hello["snapshot"]
         check("StateVersion", snapshot["stateVersion"])
         for entry in snapshot["presence"]:
             check("PresenceEntry", entry)
-        frames = ui.presence_frames()
-        assert frames and any(f["payload"]["left"] for f in frames)
+        frames = web.presence_frames()
+        assert frames and any(other_id in f["payload"]["left"] for f in frames)
         for frame in frames:
             check("EventFrame", frame)
             for entry in frame["payload"]["presence"]:
@@ -182,6 +192,50 @@ async def test_presence_and_state_version_match_openclaw_schema(tmp_path: Path) 
             check("PresenceEntry", entry)
         await asker.close()
         await ui.close()
+        await web.close()
+
+
+async def test_a_watchers_hello_lists_the_latest_entries_and_the_rest_is_read_in_pages(tmp_path: Path) -> None:
+    """Issue #45: hello-ok's presence is bounded (the latest entries, one summary entry saying how many), so n
+    watchers connecting no longer cost n² entries; ``system-presence {offset, limit}`` pages through everyone."""
+    with GatewayProcess(tmp_path / "gw", config={"gateway": {"helloPresenceLimit": 5}}) as gw:
+        token = gw.token or ""
+        crowd = [p for p in await _join_many(gw.url, token, 12, mode="cli", client_id="cli") if isinstance(p, Peer)]
+        assert len(crowd) == 12
+        watcher = await Peer.join(gw.url, token, mode="webchat", client_id="webchat-ui")
+        listed = watcher.hello["snapshot"]["presence"]
+        summary, latest = listed[0], listed[1:]
+        assert summary["instanceId"] == "remoteclaw:more" and "total:13" in summary["tags"], summary
+        assert summary["host"] == "8 more connected"
+        assert len(latest) == 5 and latest[-1]["instanceId"] == watcher.hello["server"]["connId"]
+        if SCHEMA.exists():  # still OpenClaw's PresenceEntry, summary included
+            import jsonschema
+
+            definitions = json.loads(SCHEMA.read_text())["definitions"]
+            for entry in listed:
+                jsonschema.Draft7Validator({"$ref": "#/definitions/PresenceEntry",
+                                            "definitions": definitions}).validate(entry)
+
+        asker = await operator(gw.url, token)
+        in_order = [p["instanceId"] for p in (await asker.req("system-presence"))["payload"]]  # type: ignore[index]
+        everyone = set(in_order)
+        assert len(everyone) == 14 and "remoteclaw:more" not in everyone
+        assert [e["instanceId"] for e in latest] == in_order[8:13]  # the newest when it joined, oldest first
+        paged: list[str] = []
+        offset = 0
+        while True:
+            page = (await asker.req("system-presence", {"offset": offset, "limit": 4}))["payload"]
+            assert page["total"] == 14 and page["offset"] == offset and page["stateVersion"]["presence"] >= 1
+            paged += [p["instanceId"] for p in page["presence"]]
+            offset += 4
+            if offset >= page["total"]:
+                break
+        assert len(paged) == 14 and set(paged) == everyone
+        bad = await asker.req("system-presence", {"limit": 0})
+        assert not bad["ok"] and "limit" in bad["error"]["message"], bad
+        await asker.close()
+        await watcher.close()
+        await asyncio.gather(*(p.close() for p in crowd))
 
 
 class Stalled:
