@@ -440,7 +440,7 @@ async def test_the_devices_page_keeps_its_instance_list_through_joins_and_says_h
             await page.get_by_text("more connected").first.wait_for(timeout=10_000)
             await page.screenshot(path=shot("devices-past-the-limit"))
             text = await body_text(page)
-            # the panel's own device (it has a device identity) and the newest: 8 connected, 4 listed, a row for the rest
+            # the panel's own device (a device identity) and the newest: 8 connected, 4 listed, a row for the rest
             assert "4 more connected" in text and all(f"crowd-{i}" in text for i in (4, 5, 6)), text[:3000]
             assert wire.unknown() == [] and wire.page_errors == []
         finally:
