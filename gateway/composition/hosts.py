@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gateway.devices.service import NodeService
     from gateway.dispatch.callers import Caller
     from gateway.hooks import HookRunner
+    from gateway.people.service import PeopleService
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch
@@ -122,6 +123,11 @@ class CapabilityHost(GatewayHost):
     @property
     def hooks(self) -> HookRunner:
         return self._gw.hooks
+
+    @property
+    def people(self) -> PeopleService:
+        """Who is on the gateway (``gateway.people``): persons, roles, identities."""
+        return self._gw.people
 
     async def call(self, method: str, params: Any, caller: Caller, *, request_id: str = "") -> Any:
         """Call a gateway method in process as ``caller`` (validation, scopes and hooks as over the wire)."""

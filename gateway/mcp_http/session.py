@@ -30,7 +30,8 @@ __all__ = ["McpSession"]
 class McpSession:
     """The state behind one ``Mcp-Session-Id``: who it is for, its tools, its calls in flight."""
 
-    def __init__(self, call: MethodCall, default_agent: str, grant: TokenGrant, *, remote: str, protocol: str) -> None:
+    def __init__(self, call: MethodCall, default_agent: str, grant: TokenGrant, *, remote: str, protocol: str,
+                 guest: bool = False) -> None:
         self.id = secrets.token_urlsafe(24)
         self.grant = grant
         self.protocol = protocol
@@ -45,12 +46,15 @@ class McpSession:
             plugin_tools_file=None,
         )
         self.catalog = Catalog(ctx)
+        # A person's own token reaches their conversations, as their runs do (a guest's: the one conversation).
+        reach_person = grant.person_id if grant.person_id is not None and not guest else None
         self.caller = Caller(
             conn_id=f"mcp-{self.id[:12]}", role="operator", scopes=frozenset(self.catalog.scopes()),
             client_id="remoteclaw-mcp-http", client_mode="backend", remote=remote,
             display_name=f"mcp token {grant.name}",
             methods=None if grant.owner else registry.baseline_names(),
-            confined_to=None if grant.owner else SessionScope(ctx.session_key),
+            confined_to=None if grant.owner else SessionScope(ctx.session_key, person_id=reach_person),
+            person_id=grant.person_id,
         )
         self._call = call
         self.runner = Runner(self.catalog, self.request)

@@ -1,9 +1,10 @@
 """Remote MCP tokens: created once, stored as a SHA-256 hash, and each one decides what its holder gets.
 
 A token is the HTTP equivalent of the ``REMOTECLAW_*`` variables an agent run's shim reads: the tier
-(owner or baseline), the tool profile, and optionally the session its calls act for. The token itself
-is shown once, at creation; the table keeps only its hash, so a copy of the database gives nobody a
-way in. Times are epoch milliseconds, compared the same way on SQLite and PostgreSQL.
+(owner or baseline), the tool profile, and optionally the session its calls act for. A token a person made for
+themselves (``person_id``) reaches what their sign-in reaches: their own conversations, the baseline tools.
+The token itself is shown once, at creation; the table keeps only its hash, so a copy of the database gives
+nobody a way in. Times are epoch milliseconds, compared the same way on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, String, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
+from gateway.people.store import Person
 from gateway.protocol import InvalidRequest
 from gateway.store import Database
 from gateway.store.db import rowcount
@@ -43,6 +45,7 @@ class McpToken(Base):
     expires_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     last_used_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    person_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
 
     def to_dict(self) -> dict[str, Any]:
         """What ``mcp.tokens.list`` shows: everything but the hash."""
@@ -51,7 +54,8 @@ class McpToken(Base):
                                                    else "active")
         return {"id": self.id, "name": self.name, "owner": self.owner, "profile": self.profile,
                 "sessionKey": self.session_key, "createdAt": self.created_at, "expiresAt": self.expires_at,
-                "revokedAt": self.revoked_at, "lastUsedAt": self.last_used_at, "state": state}
+                "revokedAt": self.revoked_at, "lastUsedAt": self.last_used_at, "state": state,
+                "personId": self.person_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,8 @@ class TokenGrant:
     session_key: str | None
     expires_at: int | None = None
     """Epoch ms, or None: never."""
+    person_id: str | None = None
+    """The person who made it for themselves (None: an operator's token)."""
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= _now_ms()
@@ -96,32 +102,36 @@ def parse_ttl(text: str) -> int:
 
 
 async def create(db: Database, *, name: str, owner: bool, profile: str, session_key: str | None,
-                 ttl_s: int | None) -> tuple[str, McpToken]:
+                 ttl_s: int | None, person_id: str | None = None) -> tuple[str, McpToken]:
     """A new token: ``(the token, its row)``. The token is not stored and cannot be shown again."""
     token = PREFIX + secrets.token_urlsafe(32)
     now = _now_ms()
     row = McpToken(id=uuid.uuid4().hex[:16], name=name, token_hash=_hash(token), owner=owner, profile=profile,
-                   session_key=session_key, created_at=now, expires_at=now + ttl_s * 1000 if ttl_s else None)
+                   session_key=session_key, created_at=now, expires_at=now + ttl_s * 1000 if ttl_s else None,
+                   person_id=person_id)
     async with db.session() as s:
         s.add(row)
     return token, row
 
 
-async def list_tokens(db: Database) -> list[dict[str, Any]]:
+async def list_tokens(db: Database, *, person_id: str | None = None) -> list[dict[str, Any]]:
+    """Every token, or only those ``person_id`` made, oldest first."""
+    q = select(McpToken).order_by(McpToken.created_at)
+    if person_id is not None:
+        q = q.where(McpToken.person_id == person_id)
     async with db.session() as s:
-        rows = (await s.execute(select(McpToken).order_by(McpToken.created_at))).scalars().all()
+        rows = (await s.execute(q)).scalars().all()
     return [r.to_dict() for r in rows]
 
 
-async def revoke(db: Database, token_id_or_name: str) -> int:
-    """Revoke by id or by name; how many tokens that revoked (0: none matched)."""
+async def revoke(db: Database, token_id_or_name: str, *, person_id: str | None = None) -> int:
+    """Revoke by id or by name (only among ``person_id``'s tokens when given); how many that revoked."""
+    q = (update(McpToken)
+         .where((McpToken.id == token_id_or_name) | (McpToken.name == token_id_or_name), McpToken.revoked_at.is_(None)))
+    if person_id is not None:
+        q = q.where(McpToken.person_id == person_id)
     async with db.session() as s:
-        res = await s.execute(
-            update(McpToken)
-            .where((McpToken.id == token_id_or_name) | (McpToken.name == token_id_or_name),
-                   McpToken.revoked_at.is_(None))
-            .values(revoked_at=_now_ms()))
-        return rowcount(res)
+        return rowcount(await s.execute(q.values(revoked_at=_now_ms())))
 
 
 async def verify(db: Database, token: str) -> TokenGrant | None:
@@ -136,7 +146,9 @@ async def verify(db: Database, token: str) -> TokenGrant | None:
             return None
         if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
             return None
+        if row.person_id is not None and await s.get(Person, row.person_id) is None:
+            return None  # made by a person since removed
         if row.last_used_at is None or now - row.last_used_at > 60_000:  # at most one write a minute
             row.last_used_at = now
         return TokenGrant(id=row.id, name=row.name, owner=row.owner, profile=row.profile,
-                          session_key=row.session_key, expires_at=row.expires_at)
+                          session_key=row.session_key, expires_at=row.expires_at, person_id=row.person_id)

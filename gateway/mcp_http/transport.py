@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from gateway.composition.gateway_functions import MethodCall
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
+    from gateway.people.service import PeopleService
     from gateway.store import Database
 
 __all__ = ["MCP_PATH", "McpHttp", "start"]
@@ -102,9 +103,12 @@ def _valid_id(value: object) -> bool:
 class McpHttp:
     """The ``/mcp`` endpoint of one gateway and the sessions opened on it."""
 
-    def __init__(self, config: ConfigStore, db: Database, call: MethodCall) -> None:
+    def __init__(self, config: ConfigStore, db: Database, call: MethodCall,
+                 people: PeopleService | None = None) -> None:
         self._config = config
         self._db = db
+        self._people = people
+        """A person's own token works while the person is on record (``gateway.people``)."""
         self._call_method = call
         self.sessions: dict[str, McpSession] = {}
         self.stateless: dict[str, McpSession] = {}
@@ -167,7 +171,11 @@ class McpHttp:
             if len(self._grants) > 10_000:  # bound memory under a spray of made-up tokens
                 self._grants.clear()
             self._grants[token] = (now, grant)
-        return None if grant is None or grant.expired() else grant
+        if grant is None or grant.expired():
+            return None
+        if grant.person_id is not None and self._people is not None and self._people.peek(grant.person_id) is None:
+            return None  # the person was removed (their tokens are revoked too; this replica knows at once)
+        return grant
 
     def forget_grants(self) -> None:
         """Drop cached token lookups (a token was revoked)."""
@@ -293,8 +301,10 @@ class McpHttp:
 
     def _new_session(self, request: Request, grant: tokens.TokenGrant, protocol: str) -> McpSession:
         client = request.client
+        person = self._people.peek(grant.person_id) if self._people is not None and grant.person_id else None
         return McpSession(self._call_method, self._config.config.agents.default, grant,
-                          remote=client.host if client else "unknown", protocol=protocol)
+                          remote=client.host if client else "unknown", protocol=protocol,
+                          guest=person is not None and person.role == "guest")
 
     async def _initialize(self, request: Request, grant: tokens.TokenGrant, req_id: Any,
                           params: dict[str, Any]) -> Response:
@@ -428,7 +438,7 @@ async def start(host: CapabilityHost) -> None:
     """Capability entry: serve ``/mcp`` (unless ``gateway.mcp.enabled`` is false)."""
     if not host.config.gateway.mcp.enabled:
         return
-    mcp = McpHttp(host.config_store, host.db, host.call)
+    mcp = McpHttp(host.config_store, host.db, host.call, host.people)
     host.services.provide(MCP_HTTP, mcp)
     for route in mcp.routes():
         host.add_route(route)

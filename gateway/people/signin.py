@@ -45,7 +45,8 @@ PERSON_METHODS: Final = frozenset({
     "exec.approval.list", "exec.approval.get", "exec.approval.resolve", "exec.approval.waitDecision",
     "approval.get", "approval.resolve", "question.list", "question.get", "question.resolve", "question.waitAnswer",
     # themselves
-    "people.me", "people.signins.list", "people.signins.revoke",
+    "people.me", "people.signins.list", "people.signins.revoke", "mcp.tokens.create", "mcp.tokens.list",
+    "mcp.tokens.revoke",
 })
 """What a member's or a guest's sign-in may call: a conversation of their own, and nothing of the gateway's."""
 
