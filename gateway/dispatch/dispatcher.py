@@ -13,6 +13,7 @@ raised as ``gateway.protocol.RpcError``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -337,6 +338,10 @@ class Dispatcher:
                 raise Unavailable(f"{spec.name} failed: internal error", retryable=True) from None
 
         key = getattr(params, "idempotencyKey", None) if spec.idempotent else None
+        if isinstance(key, str) and key and caller.person_id is not None:
+            # A person's keys are their own: another's same key must not answer them with that person's result
+            # (a run id, a new /mcp token). Hashed to fit the stored key's length.
+            key = f"person:{caller.person_id}:{hashlib.sha256(key.encode()).hexdigest()[:48]}"
         if isinstance(key, str) and key:
             durable = self.durable
             if durable is None:

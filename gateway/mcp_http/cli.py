@@ -1,6 +1,6 @@
 """``remoteclaw mcp``: run the stdio MCP server (no sub-command), or manage remote MCP tokens.
 
-``remoteclaw mcp token create --name N [--owner] [--profile P] [--session KEY] [--expires 30d]`` prints
+``remoteclaw mcp token create --name N [--owner] [--profile P] [--session KEY] [--person ID] [--expires 30d]`` prints
 what the token allows and then the token itself, once, alone on the last line (so a script can take it
 with ``tail -n 1``). ``list`` and ``revoke`` never show a token.
 """
@@ -29,7 +29,10 @@ def register(subparsers: Any) -> None:
     create.add_argument("--name", required=True, help="what the token is for, e.g. laptop-claude")
     create.add_argument("--owner", action="store_true", help="owner tier: every tool (default: baseline tools)")
     create.add_argument("--profile", choices=["minimal", "messaging", "coding", "full"], default="full")
-    create.add_argument("--session", help="session key the tools act for (default: the main session)")
+    create.add_argument("--session", help="session key the tools act for (default: the main session; with --person: "
+                                          "their own conversation)")
+    create.add_argument("--person", metavar="ID", help="a person's own token (docs/people.md): baseline tools, their "
+                                                       "conversations only, listed and revoked by them too")
     create.add_argument("--expires", help="lifetime, e.g. 30d, 12h, 90m (default: no expiry)")
     create.set_defaults(func=_cmd_create)
     listing = tsub.add_parser("list", help="list tokens (never the tokens themselves)")
@@ -56,6 +59,8 @@ def _cmd_create(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"name": args.name, "owner": args.owner, "profile": args.profile}
     if args.session:
         params["sessionKey"] = args.session
+    if args.person:
+        params["personId"] = args.person
     if args.expires:
         params["expires"] = args.expires
     made = _call(args, "mcp.tokens.create", params)
@@ -65,7 +70,8 @@ def _cmd_create(args: argparse.Namespace) -> int:
     else:
         tier = "owner" if made["owner"] else "baseline"
         expires = "never" if not made["expiresAt"] else f"at {made['expiresAt']} (epoch ms)"
-        print(f"created MCP token {made['name']} (id {made['id']}): {tier} tier, profile {made['profile']}, "
+        whose = f", {made['personId']}'s, in {made['sessionKey']}" if made.get("personId") else ""
+        print(f"created MCP token {made['name']} (id {made['id']}): {tier} tier{whose}, profile {made['profile']}, "
               f"expires {expires}")
         print("Keep it now: it is shown only this once. Send it as 'Authorization: Bearer <token>' to /mcp.")
     print(token)
@@ -81,7 +87,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print("no MCP tokens (create one: remoteclaw mcp token create --name NAME)")
     for t in listed["tokens"]:
         tier = "owner" if t["owner"] else "baseline"
-        print(f"{t['id']}  {t['name']:24} {tier:8} {t['profile']:9} {t['state']}")
+        whose = f"  {t['personId']}" if t.get("personId") else ""
+        print(f"{t['id']}  {t['name']:24} {tier:8} {t['profile']:9} {t['state']}{whose}")
     return 0
 
 

@@ -30,8 +30,7 @@ __all__ = ["McpSession"]
 class McpSession:
     """The state behind one ``Mcp-Session-Id``: who it is for, its tools, its calls in flight."""
 
-    def __init__(self, call: MethodCall, default_agent: str, grant: TokenGrant, *, remote: str, protocol: str,
-                 guest: bool = False) -> None:
+    def __init__(self, call: MethodCall, default_agent: str, grant: TokenGrant, *, remote: str, protocol: str) -> None:
         self.id = secrets.token_urlsafe(24)
         self.grant = grant
         self.protocol = protocol
@@ -39,21 +38,23 @@ class McpSession:
         self.calls: dict[Any, asyncio.Task[Any]] = {}
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=100)
         self.closed = asyncio.Event()
+        owner = grant.owner and grant.person_id is None  # a person's own token is never the owner tier
         ctx = Context(
             gateway_url="inproc:", gateway_token="", side_effects_file=os.devnull,
             session_key=grant.session_key or f"agent:{default_agent}:main",
-            sender_is_owner=grant.owner, tool_profile=grant.profile,
+            sender_is_owner=owner, tool_profile=grant.profile,
             plugin_tools_file=None,
         )
         self.catalog = Catalog(ctx)
-        # A person's own token reaches their conversations, as their runs do (a guest's: the one conversation).
-        reach_person = grant.person_id if grant.person_id is not None and not guest else None
+        # A person's own token reaches their conversations, as their runs do; a guest's, as a guest's run, only the
+        # conversation it acts in (gateway.agents.executor: a guest's run token is not confined to the person).
+        reach_person = grant.person_id if grant.person_role != "guest" else None
         self.caller = Caller(
             conn_id=f"mcp-{self.id[:12]}", role="operator", scopes=frozenset(self.catalog.scopes()),
             client_id="remoteclaw-mcp-http", client_mode="backend", remote=remote,
             display_name=f"mcp token {grant.name}",
-            methods=None if grant.owner else registry.baseline_names(),
-            confined_to=None if grant.owner else SessionScope(ctx.session_key, person_id=reach_person),
+            methods=None if owner else registry.baseline_names(),
+            confined_to=None if owner else SessionScope(ctx.session_key, person_id=reach_person),
             person_id=grant.person_id,
         )
         self._call = call

@@ -26,7 +26,8 @@ from gateway.store import Database
 from gateway.store.db import rowcount
 from gateway.store.models import Base
 
-__all__ = ["PREFIX", "McpToken", "TokenGrant", "create", "list_tokens", "parse_ttl", "revoke", "verify"]
+__all__ = ["PREFIX", "McpToken", "TokenGrant", "create", "list_tokens", "parse_ttl", "revoke", "revoke_person",
+           "verify"]
 
 PREFIX = "rcm_"
 """Remote MCP tokens start with this, so a leaked one is recognisable (and never taken for a run token)."""
@@ -70,7 +71,9 @@ class TokenGrant:
     expires_at: int | None = None
     """Epoch ms, or None: never."""
     person_id: str | None = None
-    """The person who made it for themselves (None: an operator's token)."""
+    """The person whose it is (None: an operator's token)."""
+    person_role: str | None = None
+    """That person's role when the token was looked up (a guest's token reaches one conversation)."""
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= _now_ms()
@@ -134,6 +137,14 @@ async def revoke(db: Database, token_id_or_name: str, *, person_id: str | None =
         return rowcount(await s.execute(q.values(revoked_at=_now_ms())))
 
 
+async def revoke_person(db: Database, person_id: str) -> int:
+    """Revoke every token ``person_id`` holds (the person was removed); how many that revoked."""
+    async with db.session() as s:
+        return rowcount(await s.execute(update(McpToken)
+                                        .where(McpToken.person_id == person_id, McpToken.revoked_at.is_(None))
+                                        .values(revoked_at=_now_ms())))
+
+
 async def verify(db: Database, token: str) -> TokenGrant | None:
     """What ``token`` allows, or None when it is unknown, revoked or expired."""
     if not token.startswith(PREFIX):
@@ -146,9 +157,16 @@ async def verify(db: Database, token: str) -> TokenGrant | None:
             return None
         if row.revoked_at is not None or (row.expires_at is not None and row.expires_at <= now):
             return None
-        if row.person_id is not None and await s.get(Person, row.person_id) is None:
-            return None  # made by a person since removed
+        role = None
+        if row.person_id is not None:
+            person = await s.get(Person, row.person_id)
+            # Removed (their tokens are revoked then too), or a new person given a removed one's id since (with a
+            # minute's slack for replicas' clocks: nobody signs in and makes a token in less).
+            if person is None or person.created_at > row.created_at + 60_000:
+                return None
+            role = person.role
         if row.last_used_at is None or now - row.last_used_at > 60_000:  # at most one write a minute
             row.last_used_at = now
         return TokenGrant(id=row.id, name=row.name, owner=row.owner, profile=row.profile,
-                          session_key=row.session_key, expires_at=row.expires_at, person_id=row.person_id)
+                          session_key=row.session_key, expires_at=row.expires_at, person_id=row.person_id,
+                          person_role=role)

@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from gateway.composition.gateway_functions import MethodCall
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
-    from gateway.people.service import PeopleService
     from gateway.store import Database
 
 __all__ = ["MCP_PATH", "McpHttp", "start"]
@@ -103,12 +102,9 @@ def _valid_id(value: object) -> bool:
 class McpHttp:
     """The ``/mcp`` endpoint of one gateway and the sessions opened on it."""
 
-    def __init__(self, config: ConfigStore, db: Database, call: MethodCall,
-                 people: PeopleService | None = None) -> None:
+    def __init__(self, config: ConfigStore, db: Database, call: MethodCall) -> None:
         self._config = config
         self._db = db
-        self._people = people
-        """A person's own token works while the person is on record (``gateway.people``)."""
         self._call_method = call
         self.sessions: dict[str, McpSession] = {}
         self.stateless: dict[str, McpSession] = {}
@@ -171,15 +167,18 @@ class McpHttp:
             if len(self._grants) > 10_000:  # bound memory under a spray of made-up tokens
                 self._grants.clear()
             self._grants[token] = (now, grant)
-        if grant is None or grant.expired():
-            return None
-        if grant.person_id is not None and self._people is not None and self._people.peek(grant.person_id) is None:
-            return None  # the person was removed (their tokens are revoked too; this replica knows at once)
-        return grant
+        return None if grant is None or grant.expired() else grant
 
     def forget_grants(self) -> None:
-        """Drop cached token lookups (a token was revoked)."""
+        """Drop cached token lookups (a token was revoked, or a person removed or given another role)."""
         self._grants.clear()
+
+    async def person_removed(self, person_id: str) -> None:
+        """A person was removed: their own tokens are revoked, here at once (elsewhere within ``GRANT_CACHE_S``)."""
+        revoked = await tokens.revoke_person(self._db, person_id)
+        self.forget_grants()
+        if revoked:
+            log.info("mcp tokens of a removed person revoked", person=person_id, revoked=revoked)
 
     def _unauthorized(self, request: Request, why: str) -> Response:
         meta = self._base_url(request) + METADATA_PATH + MCP_PATH
@@ -191,8 +190,9 @@ class McpHttp:
             return _problem(400, "Bad Request: Mcp-Session-Id header is required (send initialize first, "
                                  "or use MCP 2026-07-28 requests, which need no session)")
         session = self.sessions.get(sid)
-        # Another token's session is as unknown to this caller as one that never existed.
-        if session is None or session.grant.id != grant.id:
+        # Another token's session is as unknown to this caller as one that never existed; so is one opened when the
+        # token allowed something else (its person's role changed since): the client initializes again.
+        if session is None or session.grant != grant:
             return _problem(404, "Session not found: it expired or was ended; initialize a new one")
         session.touch()
         return session
@@ -288,8 +288,11 @@ class McpHttp:
             return _json(error_message(req_id, METHOD_NOT_FOUND, f"Method not found: {method}"), 404)
         session = self.stateless.get(grant.id)
         if session is None or session.grant != grant:
+            stale = session  # opened when the token allowed something else (its person's role changed)
             session = self._new_session(request, grant, envelope.version)
             self.stateless[grant.id] = session
+            if stale is not None:
+                await stale.close()
             await session.refresh_plugins()
             log.info("mcp stateless runner ready", token=grant.name, owner=grant.owner, profile=grant.profile,
                      protocol=envelope.version)
@@ -301,10 +304,8 @@ class McpHttp:
 
     def _new_session(self, request: Request, grant: tokens.TokenGrant, protocol: str) -> McpSession:
         client = request.client
-        person = self._people.peek(grant.person_id) if self._people is not None and grant.person_id else None
         return McpSession(self._call_method, self._config.config.agents.default, grant,
-                          remote=client.host if client else "unknown", protocol=protocol,
-                          guest=person is not None and person.role == "guest")
+                          remote=client.host if client else "unknown", protocol=protocol)
 
     async def _initialize(self, request: Request, grant: tokens.TokenGrant, req_id: Any,
                           params: dict[str, Any]) -> Response:
@@ -438,7 +439,8 @@ async def start(host: CapabilityHost) -> None:
     """Capability entry: serve ``/mcp`` (unless ``gateway.mcp.enabled`` is false)."""
     if not host.config.gateway.mcp.enabled:
         return
-    mcp = McpHttp(host.config_store, host.db, host.call, host.people)
+    mcp = McpHttp(host.config_store, host.db, host.call)
+    host.people.on_remove(mcp.person_removed)
     host.services.provide(MCP_HTTP, mcp)
     for route in mcp.routes():
         host.add_route(route)

@@ -14,6 +14,7 @@ import re
 import secrets
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,7 @@ class PeopleService:
         """Whose each person's session is, for the events filter (``event_person``), which cannot await."""
         self._loaded_at = 0.0
         self._sessions_loaded_at = 0.0
+        self._on_remove: list[Callable[[str], Awaitable[None]]] = []
 
     # -- start and the in-memory copy ---------------------------------------------------------------
 
@@ -292,6 +294,15 @@ class PeopleService:
             await s.execute(update(SessionRecord).where(SessionRecord.person_id == person_id).values(person_id=None))
             await s.delete(row)
         await self._load()
+        for listener in self._on_remove:
+            try:
+                await listener(person_id)
+            except Exception:  # one capability failing must not undo the removal
+                log.exception("a capability failed to forget a removed person", person=person_id)
+
+    def on_remove(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Call ``listener(person_id)`` after a person is removed here (``/mcp`` revokes their own tokens)."""
+        self._on_remove.append(listener)
 
     async def link(self, person_id: str, channel: str, sender_id: str, *, by: str) -> None:
         """Make ``channel:sender_id`` one of the person's identities (moving it from anyone else)."""
