@@ -10,7 +10,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -172,8 +174,9 @@ async def test_a_guests_token_reaches_one_conversation(gw: GatewayProcess) -> No
 
 
 async def test_who_else_may_make_them(gw: GatewayProcess) -> None:
-    """An admin person makes baseline tokens only and sees everyone's; an admin operator makes one for a person
-    with ``remoteclaw mcp token create --person``; an operator without admin makes none."""
+    """The owner person makes owner-tier tokens; an admin person baseline ones only, and sees everyone's; an admin
+    operator makes one for a person with ``remoteclaw mcp token create --person``; an operator without admin makes
+    none."""
     adam = await sign_in(gw, "adam", role="admin")
     dora = await sign_in(gw, "dora")
     try:
@@ -183,8 +186,15 @@ async def test_who_else_may_make_them(gw: GatewayProcess) -> None:
         assert adams["personId"] == "adam" and adams["owner"] is False
         doras = await dora.call("mcp.tokens.create", {"name": "dora-laptop"})
         assert {adams["id"], doras["id"]} <= {t["id"] for t in (await adam.call("mcp.tokens.list", {}))["tokens"]}
-        not_owner = await adam.req("mcp.tokens.create", {"name": "for-owner", "personId": "owner"})
+        olga = await sign_in(gw, "olga", role="owner")  # the owner's are the gateway's, owner tier if she wants
+        try:
+            hers = await olga.call("mcp.tokens.create", {"name": "olga-owner", "owner": True})
+            assert hers["owner"] is True and hers["personId"] is None
+        finally:
+            await olga.close()
+        not_owner = await adam.req("mcp.tokens.create", {"name": "for-owner", "personId": "olga"})
         assert not not_owner["ok"] and not_owner["error"]["details"]["field"] == "personId", not_owner
+        assert "owner's tokens are the gateway's" in not_owner["error"]["message"], not_owner
         await converse(dora, "agent:main:person:dora", "dora's note")
     finally:
         await adam.close()
@@ -215,3 +225,32 @@ async def test_who_else_may_make_them(gw: GatewayProcess) -> None:
     finally:
         await plain.close()
     assert listed["dora-desk"]["state"] == "active"
+
+
+async def test_verify_refuses_a_removed_persons_token_whoever_takes_the_id(tmp_path: Path) -> None:
+    """The lookup itself, without the removal's revocation (say ``/mcp`` was off when the person was removed): the
+    token stops with its person, and a person created later under the same id does not inherit it."""
+    from gateway.mcp_http import tokens
+    from gateway.people.store import Person
+    from gateway.store import Database
+
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    await db.migrate()
+    try:
+        now = int(time.time() * 1000)
+        async with db.session() as s:
+            s.add(Person(id="erin", name="Erin", role="guest", created_at=now, updated_at=now))
+        token, _ = await tokens.create(db, name="erin-laptop", owner=False, profile="full",
+                                       session_key="agent:main:person:erin", ttl_s=None, person_id="erin")
+        grant = await tokens.verify(db, token)
+        assert grant is not None and grant.person_id == "erin" and grant.person_role == "guest"
+        async with db.session() as s:
+            await s.delete(await s.get(Person, "erin"))
+        assert await tokens.verify(db, token) is None
+        later = now + 10 * 60_000
+        async with db.session() as s:
+            s.add(Person(id="erin", name="Another Erin", role="member", created_at=later, updated_at=later))
+        assert await tokens.verify(db, token) is None
+        assert [t["state"] for t in await tokens.list_tokens(db, person_id="erin")] == ["active"]  # not revoked
+    finally:
+        await db.close()
