@@ -12,10 +12,11 @@ board keeps the list, and sends out only what changed:
 * Changes made within ``coalesce_s()`` (50 ms, longer with thousands of watchers) are flushed together as
   ONE ``presence`` event, encoded once for all watchers, whose payload holds the entries that joined or
   changed (``presence``; in a storm at most ``DELTA_ENTRIES`` of them after a summary entry, since every join
-  told to every watcher is n² again) and the ``instanceId`` of those that left (``left``); the frame's ``stateVersion.presence`` is the version the
-  delta brings the list to (one more than the previous event's). A client that sees a gap (a skipped
-  version: its buffer was full and the event dropped) calls ``system-presence`` again. Applying a
-  delta twice is harmless: entries are upserted by ``instanceId``, leaves are removals.
+  told to every watcher is n² again) and the ``instanceId`` of those that left (``left``); the frame's
+  ``stateVersion.presence`` is the version the delta brings the list to (one more than the previous event's).
+  A client that sees a gap (a skipped version: its buffer was full and the event dropped) calls
+  ``system-presence`` again. Applying a delta twice is harmless: entries are upserted by ``instanceId``,
+  leaves are removals.
 * OpenClaw's Control UI (``client.id`` ``openclaw-control-ui``) takes a ``presence`` event's list for the whole
   list, as OpenClaw's gateway sends it: its devices page would drop everyone a delta does not name. It gets
   the bounded list instead (``latest``: the newest ``gateway.helloPresenceLimit`` entries and a summary entry),
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,14 @@ LIST_CLIENTS = frozenset({"openclaw-control-ui"})
 
 SUMMARY_ID = "remoteclaw:more"
 """The ``instanceId`` of the entry that stands for the connections a bounded ``hello-ok`` leaves out."""
+
+
+Send = Callable[[str, "Sequence[Connection]"], object]
+"""Write one encoded event head to each connection (skippable: dropped for a connection that is behind)."""
+
+
+def _write_all(head: str, receivers: Sequence[Connection]) -> int:
+    return sum(conn.send_event_head(head, drop_if_slow=True) for conn in receivers)
 
 
 def entry_for(caller: Caller, connected_at_ms: int) -> dict[str, Any]:
@@ -90,10 +99,14 @@ class PresenceBoard:
     Args:
         health_version: returns the health half of ``stateVersion`` (sent beside each delta).
         list_limit: returns ``gateway.helloPresenceLimit``, how many entries a list sent whole may hold.
+        send: writes one encoded event to many connections (the gateway's ``FanOut``, which writes thousands a
+            slice at a time so requests are not held up); by default all at once.
     """
 
-    def __init__(self, health_version: Any = lambda: 1, list_limit: Callable[[], int] = lambda: 100) -> None:
+    def __init__(self, health_version: Any = lambda: 1, list_limit: Callable[[], int] = lambda: 100,
+                 send: Send | None = None) -> None:
         self._list_limit = list_limit
+        self._write: Send = send or _write_all
         self._entries: dict[str, dict[str, Any]] = {}
         self._devices: dict[str, dict[str, Any]] = {}
         """The entries with a device identity: bounded lists always show them."""
@@ -232,19 +245,21 @@ class PresenceBoard:
         version = self.state_version()
         frame = {"type": "event", "event": "presence", "payload": payload, "stateVersion": version}
         head = encode(frame)[:-1] + ',"seq":'  # encoded once for every watcher; each appends its own seq
-        listed: str | None = None  # the bounded list for OpenClaw's panels, encoded once if any watches
         self.deltas_sent += 1
+        deltas: list[Connection] = []
+        panels: list[Connection] = []  # OpenClaw's, which get the bounded list
         for conn in list(self._watchers.values()):
             if conn.closed:
                 self._watchers.pop(conn.conn_id, None)
-                continue
-            if conn.caller is not None and conn.caller.client_id in LIST_CLIENTS:
-                if listed is None:
-                    listed = encode({"type": "event", "event": "presence", "stateVersion": version,
-                                     "payload": {"presence": self.latest(self._list_limit())}})[:-1] + ',"seq":'
-                conn.send_event_head(listed, drop_if_slow=True)
-                continue
-            conn.send_event_head(head, drop_if_slow=True)
+            elif conn.caller is not None and conn.caller.client_id in LIST_CLIENTS:
+                panels.append(conn)
+            else:
+                deltas.append(conn)
+        self._write(head, deltas)
+        if panels:
+            listed = encode({"type": "event", "event": "presence", "stateVersion": version,
+                             "payload": {"presence": self.latest(self._list_limit())}})[:-1] + ',"seq":'
+            self._write(listed, panels)
 
     def close(self) -> None:
         if self._flush is not None:
