@@ -97,7 +97,8 @@ class Gateway:
         """When a cap is exceeded by strangers too young to drop: the timer that looks again."""
         self.outbound = OutboundBudget(gw.maxBufferedBytesTotal)
         """Bytes queued for all clients together, and who to cut off past it (``gateway.server.send_budget``)."""
-        self.presence_board = PresenceBoard(list_limit=lambda: self.config.gateway.helloPresenceLimit)
+        self.presence_board = PresenceBoard(list_limit=lambda: self.config.gateway.helloPresenceLimit,
+                                            send=lambda head, conns: self.fanout.send(head, conns, drop_if_slow=True))
         """Who is connected, and the deltas sent to the clients that watch (``gateway.server.presence``)."""
         self.memory = ReleaseAfterCrowd()
         """Returns freed memory to the system once a crowd of clients has left (``gateway.server.heap_trim``)."""

@@ -9,12 +9,14 @@ board keeps the list, and sends out only what changed:
   more, one summary entry saying how many (issue #45: a list in every handshake made connecting n watchers
   cost n² entries, 8.4 GB at 8,000). Other clients get ``[]`` there. ``version`` is the presence half of
   ``snapshot.stateVersion``.
-* Changes made within ``COALESCE_S`` are flushed together as ONE ``presence`` event, encoded once for
-  all watchers, whose payload holds the entries that joined or changed (``presence``) and the
-  ``instanceId`` of those that left (``left``); the frame's ``stateVersion.presence`` is the version the
-  delta brings the list to (one more than the previous event's). A client that sees a gap (a skipped
-  version: its buffer was full and the event dropped) calls ``system-presence`` again. Applying a
-  delta twice is harmless: entries are upserted by ``instanceId``, leaves are removals.
+* Changes made within ``coalesce_s()`` (50 ms, longer with thousands of watchers) are flushed together as
+  ONE ``presence`` event, encoded once for all watchers, whose payload holds the entries that joined or
+  changed (``presence``; in a storm at most ``DELTA_ENTRIES`` of them after a summary entry, since every join
+  told to every watcher is n² again) and the ``instanceId`` of those that left (``left``); the frame's
+  ``stateVersion.presence`` is the version the delta brings the list to (one more than the previous event's).
+  A client that sees a gap (a skipped version: its buffer was full and the event dropped) calls
+  ``system-presence`` again. Applying a delta twice is harmless: entries are upserted by ``instanceId``,
+  leaves are removals.
 * OpenClaw's Control UI (``client.id`` ``openclaw-control-ui``) takes a ``presence`` event's list for the whole
   list, as OpenClaw's gateway sends it: its devices page would drop everyone a delta does not name. It gets
   the bounded list instead (``latest``: the newest ``gateway.helloPresenceLimit`` entries and a summary entry),
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +46,11 @@ if TYPE_CHECKING:
 __all__ = ["COALESCE_S", "SUMMARY_ID", "WATCHING_MODES", "PresenceBoard", "entry_for"]
 
 COALESCE_S = 0.05
-"""Changes within this long go out as one delta event."""
+"""Changes within this long go out as one delta event (with up to 1,000 watchers; see ``coalesce_s``)."""
+COALESCE_MAX_S = 0.5
+"""The longest a change waits to go out, however many watch."""
+DELTA_ENTRIES = 20
+"""The most joined entries one delta names; more (a connect storm) go out as a summary entry with the count."""
 
 WATCHING_MODES = frozenset({"ui", "webchat"})
 """Client modes that get presence events without asking (OpenClaw's Control UI, web chat pages)."""
@@ -54,6 +60,14 @@ LIST_CLIENTS = frozenset({"openclaw-control-ui"})
 
 SUMMARY_ID = "remoteclaw:more"
 """The ``instanceId`` of the entry that stands for the connections a bounded ``hello-ok`` leaves out."""
+
+
+Send = Callable[[str, "Sequence[Connection]"], object]
+"""Write one encoded event head to each connection (skippable: dropped for a connection that is behind)."""
+
+
+def _write_all(head: str, receivers: Sequence[Connection]) -> int:
+    return sum(conn.send_event_head(head, drop_if_slow=True) for conn in receivers)
 
 
 def entry_for(caller: Caller, connected_at_ms: int) -> dict[str, Any]:
@@ -85,10 +99,14 @@ class PresenceBoard:
     Args:
         health_version: returns the health half of ``stateVersion`` (sent beside each delta).
         list_limit: returns ``gateway.helloPresenceLimit``, how many entries a list sent whole may hold.
+        send: writes one encoded event to many connections (the gateway's ``FanOut``, which writes thousands a
+            slice at a time so requests are not held up); by default all at once.
     """
 
-    def __init__(self, health_version: Any = lambda: 1, list_limit: Callable[[], int] = lambda: 100) -> None:
+    def __init__(self, health_version: Any = lambda: 1, list_limit: Callable[[], int] = lambda: 100,
+                 send: Send | None = None) -> None:
         self._list_limit = list_limit
+        self._write: Send = send or _write_all
         self._entries: dict[str, dict[str, Any]] = {}
         self._devices: dict[str, dict[str, Any]] = {}
         """The entries with a device identity: bounded lists always show them."""
@@ -152,12 +170,7 @@ class PresenceBoard:
                         break
         newest.reverse()
         shown += newest
-        summary = {"instanceId": SUMMARY_ID, "host": f"{total - len(shown)} more connected", "mode": "summary",
-                   "reason": "truncated", "ts": int(time.time() * 1000),
-                   "text": f"{total} connected; this list shows {len(shown)}. system-presence {{offset, limit}} "
-                           "pages through all of them.",
-                   "tags": ["summary", f"total:{total}"]}
-        return [summary, *shown]
+        return [self._summary(total, len(shown)), *shown]
 
     def join(self, conn: Connection, caller: Caller) -> None:
         """A connection finished its handshake: list it, and watch if its mode wants presence."""
@@ -191,34 +204,62 @@ class PresenceBoard:
     def is_watching(self, conn_id: str) -> bool:
         return conn_id in self._watchers
 
+    def coalesce_s(self) -> float:
+        """How long changes gather before they go out: 50 ms, and 50 ms more per thousand watchers (at most
+        0.5 s). Every delta goes to every watcher, so at 10,000 watchers a delta every 50 ms would be 200,000
+        frames a second; a longer window keeps the frames per second flat as the crowd grows."""
+        return min(COALESCE_MAX_S, COALESCE_S * max(1.0, len(self._watchers) / 1000))
+
     def _schedule(self) -> None:
         if self._flush is None:
-            self._flush = asyncio.get_running_loop().call_later(COALESCE_S, self._send)
+            self._flush = asyncio.get_running_loop().call_later(self.coalesce_s(), self._send)
+
+    def _joined_payload(self) -> list[dict[str, Any]]:
+        """The entries a delta names: all that joined, or in a storm (over ``DELTA_ENTRIES``) those with a device
+        identity and the newest, after a summary entry saying how many are connected in all. Without the cap every
+        join reaches every watcher: n²/2 entries for n watchers arriving (12 GB at 10,000)."""
+        joined = list(self._joined.values())
+        if len(joined) <= DELTA_ENTRIES:
+            return joined
+        devices = [e for e in joined if "deviceId" in e][:DELTA_ENTRIES]
+        room = DELTA_ENTRIES - len(devices)
+        newest = [e for e in joined if "deviceId" not in e][-room:] if room else []
+        return [self._summary(len(self._entries), len(devices) + len(newest)), *devices, *newest]
+
+    @staticmethod
+    def _summary(total: int, shown: int) -> dict[str, Any]:
+        return {"instanceId": SUMMARY_ID, "host": f"{total - shown} more connected", "mode": "summary",
+                "reason": "truncated", "ts": int(time.time() * 1000),
+                "text": f"{total} connected; this list shows {shown}. system-presence {{offset, limit}} pages "
+                        "through all of them.",
+                "tags": ["summary", f"total:{total}"]}
 
     def _send(self) -> None:
         self._flush = None
         if not self._joined and not self._left:
             return
         self.version += 1
-        payload = {"presence": list(self._joined.values()), "left": sorted(self._left)}
+        payload = {"presence": self._joined_payload(), "left": sorted(self._left)}
         self._joined = {}
         self._left = set()
         version = self.state_version()
         frame = {"type": "event", "event": "presence", "payload": payload, "stateVersion": version}
         head = encode(frame)[:-1] + ',"seq":'  # encoded once for every watcher; each appends its own seq
-        listed: str | None = None  # the bounded list for OpenClaw's panels, encoded once if any watches
         self.deltas_sent += 1
+        deltas: list[Connection] = []
+        panels: list[Connection] = []  # OpenClaw's, which get the bounded list
         for conn in list(self._watchers.values()):
             if conn.closed:
                 self._watchers.pop(conn.conn_id, None)
-                continue
-            if conn.caller is not None and conn.caller.client_id in LIST_CLIENTS:
-                if listed is None:
-                    listed = encode({"type": "event", "event": "presence", "stateVersion": version,
-                                     "payload": {"presence": self.latest(self._list_limit())}})[:-1] + ',"seq":'
-                conn.send_event_head(listed, drop_if_slow=True)
-                continue
-            conn.send_event_head(head, drop_if_slow=True)
+            elif conn.caller is not None and conn.caller.client_id in LIST_CLIENTS:
+                panels.append(conn)
+            else:
+                deltas.append(conn)
+        self._write(head, deltas)
+        if panels:
+            listed = encode({"type": "event", "event": "presence", "stateVersion": version,
+                             "payload": {"presence": self.latest(self._list_limit())}})[:-1] + ',"seq":'
+            self._write(listed, panels)
 
     def close(self) -> None:
         if self._flush is not None:
