@@ -356,8 +356,10 @@ class Dispatcher:
                 if stored is not self._missing:
                     return stored  # answered before a restart: the same answer, no second effect
                 result = await invoke()
-                try:
-                    await durable.put(spec.name, key, result)
+                try:  # a secret in the answer stays out of the database: a replay after a restart lacks it
+                    kept = ({k: v for k, v in result.items() if k not in spec.secret}
+                            if spec.secret and isinstance(result, dict) else result)
+                    await durable.put(spec.name, key, kept)
                 except Exception:
                     log.exception("idempotency store unwritable", method=spec.name)
                 return result

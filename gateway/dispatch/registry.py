@@ -131,6 +131,8 @@ class MethodSpec:
     description: str = ""
     baseline: bool = False
     """Callable by a non-owner agent run's token: a method behind one of the baseline MCP tools."""
+    secret: tuple[str, ...] = ()
+    """Fields of the answer never written to the idempotency store (a new token: shown once, stored as a hash)."""
 
 
 class Registry:
@@ -179,6 +181,7 @@ class Registry:
         idempotent: bool = False,
         aliases: tuple[str, ...] = (),
         baseline: bool = False,
+        secret: tuple[str, ...] = (),
     ) -> Callable[[Handler], Handler]:
         """Declare a method. Unclassified means admin (default-deny, as OpenClaw does).
 
@@ -199,6 +202,7 @@ class Registry:
                     aliases=aliases,
                     description=doc[0] if doc else "",
                     baseline=baseline,
+                    secret=secret,
                 )
             )
             return fn

@@ -115,7 +115,7 @@ async def _their_session(ctx: CallContext, person: PersonView, key: str | None) 
                     f"{mine}", details={"code": "SESSION_FORBIDDEN", "field": "sessionKey"})
 
 
-@method("mcp.tokens.create", params=CreateParams, scope=WRITE, idempotent=True)
+@method("mcp.tokens.create", params=CreateParams, scope=WRITE, idempotent=True, secret=("token",))
 async def tokens_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
     """A new remote MCP token; the answer is the only time the token is shown. A person's is their own: baseline
     tier, acting in a conversation of theirs (by default their own conversation), reaching their conversations."""

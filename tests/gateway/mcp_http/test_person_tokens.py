@@ -97,6 +97,11 @@ async def test_a_members_token_reaches_her_own_conversations_only(gw: GatewayPro
         assert made["personId"] == "alice" and made["owner"] is False
         assert made["sessionKey"] == "agent:main:person:alice"
         token = made["token"]
+        again = await alice.call("mcp.tokens.create", {"name": "alice-laptop", "idempotencyKey": "laptop-1"})
+        assert again["id"] == made["id"]  # a retry is the same token, not a second one
+        stored = await asyncio.to_thread(
+            lambda: b"".join(p.read_bytes() for p in gw.state_dir.glob("remoteclaw.db*")))
+        assert token.encode() not in stored  # the idempotency store keeps the answer, never the token itself
         # the same idempotency key from Bob makes Bob's own token, never answers him with Alice's
         bobs = await bob.call("mcp.tokens.create", {"name": "bob-laptop", "idempotencyKey": "laptop-1"})
         assert bobs["personId"] == "bob" and bobs["token"] != token and bobs["id"] != made["id"]
