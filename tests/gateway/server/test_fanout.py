@@ -138,7 +138,11 @@ async def test_presence_bytes_per_connect_do_not_grow_with_the_number_of_clients
             view |= {p["instanceId"] for p in frame["payload"]["presence"]}
         listed = await operator(gw.url, token)
         current = (await listed.req("system-presence"))["payload"]
-        assert view | {listed.hello["server"]["connId"]} == {p["instanceId"] for p in current}  # type: ignore[index]
+        everyone = {p["instanceId"] for p in current}  # type: ignore[index]
+        if "remoteclaw:more" in view:  # a slow machine gathered more than 20 joins in one window: a storm delta
+            assert view - {"remoteclaw:more"} < everyone  # names only those connected, and says how many in all
+        else:
+            assert view | {listed.hello["server"]["connId"]} == everyone
 
         # Leaving is a delta too: 300 leave, the observer learns it without any list being resent.
         before = observer.presence_bytes()
