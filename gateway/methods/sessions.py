@@ -15,7 +15,7 @@ from gateway.runs import RunRequest
 from gateway.server.session_events import announce
 from gateway.sessions import parse_key
 from gateway.store.models import utcnow
-from gateway.store.transcripts import SessionRepo
+from gateway.store.transcripts import SessionRepo, SessionWithin
 from gateway.webchat.files import delete_files
 
 Key = Field(None, min_length=1, max_length=512)
@@ -34,7 +34,7 @@ async def check_visible(ctx: CallContext, key: str, field: str = "sessionKey") -
     scope = ctx.caller.confined_to
     if scope is None:
         return
-    async with ctx.db.session() as s:
+    async with ctx.db.reading() as s:  # a read: it need not wait its turn behind SQLite's writer
         row = await SessionRepo.get(s, key)
     if row is None or scope.allows(key, channel=row.channel, peer_id=row.peer_id, parent_key=row.parent_key,
                                    person_id=row.person_id):
@@ -112,18 +112,18 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels; the global and
     unknown sessions only when asked for (see ``gateway/sessions.py``)."""
     runs = ctx.runs
+    scope = ctx.caller.confined_to
+    within = None if scope is None else SessionWithin(scope.session_key, scope.person_id, scope.channel, scope.chat_id)
     async with ctx.db.reading() as s:
         hidden = [name for name, shown in (("global", p.includeGlobal), ("unknown", p.includeUnknown)) if not shown]
         rows = await SessionRepo.search(s, search=p.search, limit=min(p.limit, 1000) if p.limit else None,
-                                        hide_names=hidden)
+                                        hide_names=hidden, agent_id=p.agentId or None, within=within)
         keys = [r.key for r in rows]
         titles = await SessionRepo.first_user_texts(s, keys) if p.includeDerivedTitles else {}
         latest = await SessionRepo.last_texts(s, keys) if p.includeLastMessage else {}
     out = []
     for row in rows:
-        if p.agentId and row.agent_id != p.agentId:
-            continue
-        scope = ctx.caller.confined_to
+        # the query filtered already; the rule itself has the last word
         if scope is not None and not scope.allows(row.key, channel=row.channel, peer_id=row.peer_id,
                                                   parent_key=row.parent_key, person_id=row.person_id):
             continue

@@ -9,18 +9,22 @@ user, assistant and tool events. Runs are kept so ``agent.wait`` can answer afte
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import orjson
 from sqlalchemy import (
     Boolean,
+    ColumnElement,
     DateTime,
     ForeignKey,
     Integer,
     String,
     Text,
+    and_,
     delete,
+    false,
     func,
     or_,
     select,
@@ -32,7 +36,7 @@ from gateway.store import upsert
 from gateway.store.db import rowcount
 from gateway.store.models import Base, utcnow
 
-__all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "TranscriptEntry"]
+__all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "SessionWithin", "TranscriptEntry"]
 
 ENTRY_META = frozenset({"replyTo", "thread", "reaction", "pinned", "deleted", "attachments", "error", "aborted",
                         "agentId", "runtime", "cli", "model", "project", "branch", "diff", "usage", "buttons"})
@@ -164,6 +168,27 @@ def _ms(dt: datetime | None) -> int | None:
     return int(dt.timestamp() * 1000) if dt else None
 
 
+@dataclass(frozen=True, slots=True)
+class SessionWithin:
+    """The sessions a confined caller reaches, as SQL (``SessionScope.allows`` in the query): its own session and
+    those it spawned, then either every session of its person or those of its chat."""
+
+    session_key: str | None = None
+    person_id: str | None = None
+    channel: str | None = None
+    chat_id: str | None = None
+
+    def clause(self) -> ColumnElement[bool]:
+        reach: list[ColumnElement[bool]] = []
+        if self.session_key is not None:
+            reach += [SessionRecord.key == self.session_key, SessionRecord.parent_key == self.session_key]
+        if self.person_id is not None:
+            reach.append(SessionRecord.person_id == self.person_id)
+        elif self.channel is not None:
+            reach.append(and_(SessionRecord.channel == self.channel, SessionRecord.peer_id == self.chat_id))
+        return or_(*reach) if reach else false()
+
+
 class SessionRepo:
     """Every query on the session tables, each in the caller's unit of work (``AsyncSession``)."""
 
@@ -191,10 +216,17 @@ class SessionRepo:
 
     @staticmethod
     async def search(s: AsyncSession, *, search: str | None, limit: int | None,
-                     kinds: Sequence[str] | None = None, hide_names: Sequence[str] = ()) -> list[SessionRecord]:
+                     kinds: Sequence[str] | None = None, hide_names: Sequence[str] = (),
+                     agent_id: str | None = None, within: SessionWithin | None = None) -> list[SessionRecord]:
         """Sessions newest first; ``hide_names`` leaves out ``agent:<id>:<name>`` for each name (exactly
-        that last part: agent ids hold no colon, so ``agent:%:global`` without a further colon)."""
+        that last part: agent ids hold no colon, so ``agent:%:global`` without a further colon). ``agent_id`` and
+        ``within`` (a confined caller's reach) filter before ``limit``: a member asking for 100 gets her newest
+        100, not those of hers among the gateway's newest 100."""
         q = select(SessionRecord).order_by(SessionRecord.updated_at.desc())
+        if agent_id is not None:
+            q = q.where(SessionRecord.agent_id == agent_id)
+        if within is not None:
+            q = q.where(within.clause())
         for name in hide_names:
             q = q.where(~(SessionRecord.key.like(f"agent:%:{name}") & ~SessionRecord.key.like(f"agent:%:%:{name}")))
         if search:

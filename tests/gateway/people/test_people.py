@@ -240,6 +240,15 @@ async def test_alice_signs_in_to_the_web_chat_and_reaches_nothing_of_bobs(
         assert {f["event"] for f in own} == {"chat", "agent"}, own
         mine = [s["key"] for s in (await c.call("sessions.list", {}))["sessions"]]
         assert set(mine) == {"agent:main:person:alice", f"agent:main:telegram:direct:{ALICE_TG}"}, mine
+        # a page of her list is a page of hers, whatever the newest conversations on the gateway are
+        owner = await operator(gw.url, gw.token or "")
+        try:
+            for n in range(3):
+                await owner.call("sessions.patch", {"key": f"agent:main:owner-side:{n}", "label": f"newer {n}"})
+        finally:
+            await owner.close()
+        page = [s["key"] for s in (await c.call("sessions.list", {"limit": 2}))["sessions"]]
+        assert sorted(page) == sorted(mine), page
         # every door to Bob's things is shut
         for what, method, params in DOORS:
             frame = await c.req(method, params)
