@@ -160,9 +160,9 @@ class Gateway:
         self._exit = exit_server
         await self.db.migrate()
         await self._take_back_leases()
-        from gateway.methods import load_all
+        from gateway.methods import defer_all
 
-        load_all()
+        defer_all()  # each method module is imported at its first call
         from gateway.composition import wiring
 
         await wiring.start_all(self)

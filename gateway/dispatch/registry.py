@@ -10,6 +10,7 @@ dropped first (``openclaw_fields.json``).
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,14 +142,50 @@ class Registry:
     def __init__(self) -> None:
         self._specs: dict[str, MethodSpec] = {}
         self._aliases: dict[str, str] = {}
+        self._deferred: dict[str, str] = {}
+        """Name or alias -> the module that declares it, not imported yet (``defer``)."""
+        self._deferred_names: set[str] = set()
+        """The deferred methods' own names (not aliases): what ``names`` lists before their modules load."""
+        self._complete: Callable[[], None] | None = None
+
+    def defer(self, index: dict[str, dict[str, list[str]]], complete: Callable[[], None]) -> None:
+        """Know methods by name before their modules are imported: ``index`` maps a module to the ``names`` and
+        ``aliases`` it declares (``gateway.methods.index.json``). A module is imported at the first lookup of one
+        of its names, so a start imports none of them. ``complete`` imports every method module: it runs when
+        every spec is needed (``specs``, ``baseline_names``), or when a name is missing from the index (a
+        module changed since the index was written: slower once, never wrong)."""
+        for module, declared in index.items():
+            for name in (*declared.get("names", ()), *declared.get("aliases", ())):
+                if name not in self._specs and name not in self._aliases:
+                    self._deferred[name] = module
+            self._deferred_names.update(n for n in declared.get("names", ()) if n not in self._specs)
+        self._complete = complete
+
+    def _load_module(self, module: str) -> None:
+        importlib.import_module(module)
+        for name in [n for n, m in self._deferred.items() if m == module]:  # declared elsewhere now, or dropped
+            del self._deferred[name]
+            self._deferred_names.discard(name)
+
+    def load_deferred(self) -> None:
+        """Import every method module not imported yet, so every spec is registered."""
+        complete, self._complete = self._complete, None
+        for module in sorted(set(self._deferred.values())):
+            self._load_module(module)
+        if complete is not None:
+            complete()
 
     def add(self, spec: MethodSpec) -> None:
+        # A name still deferred is its module's: a plugin asks ``get`` first, which imports that module.
         for name in (spec.name, *spec.aliases):
             if name in self._specs or name in self._aliases:
                 raise ValueError(f"method registered twice: {name}")
         self._specs[spec.name] = spec
         for alias in spec.aliases:
             self._aliases[alias] = spec.name
+        for name in (spec.name, *spec.aliases):
+            self._deferred.pop(name, None)
+            self._deferred_names.discard(name)
 
     def remove(self, name: str) -> None:
         spec = self._specs.pop(name, None)
@@ -157,19 +194,36 @@ class Registry:
                 self._aliases.pop(alias, None)
 
     def get(self, name: str) -> MethodSpec | None:
+        spec = self._known(name)
+        if spec is None and name in self._deferred:
+            self._load_module(self._deferred[name])
+            spec = self._known(name)
+        if spec is None and self._complete is not None:  # not in the index: every module, once
+            self.load_deferred()
+            spec = self._known(name)
+        return spec
+
+    def declares(self, name: str) -> bool:
+        """Whether a method (or alias) of this name exists, deferred or not; imports nothing."""
+        return name in self._specs or name in self._aliases or name in self._deferred
+
+    def _known(self, name: str) -> MethodSpec | None:
         spec = self._specs.get(name)
         if spec is None and name in self._aliases:
             spec = self._specs[self._aliases[name]]
         return spec
 
     def names(self) -> list[str]:
-        return sorted(self._specs)
+        """Every method's name, deferred ones included (``hello-ok`` lists them without importing them)."""
+        return sorted(self._specs.keys() | self._deferred_names)
 
     def specs(self) -> list[MethodSpec]:
-        return [self._specs[n] for n in self.names()]
+        self.load_deferred()
+        return [self._specs[n] for n in sorted(self._specs)]
 
     def baseline_names(self) -> frozenset[str]:
         """The methods a non-owner agent run may call (declared ``baseline=True``), aliases included."""
+        self.load_deferred()
         return frozenset(n for spec in self._specs.values() if spec.baseline for n in (spec.name, *spec.aliases))
 
     def method(

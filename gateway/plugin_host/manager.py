@@ -254,7 +254,7 @@ class PluginManager:
                 raise RuntimeError(f"tool name {tool.name!r} is already taken by {by}")
             names.add(tool.name)
         for m in api.registration.methods:
-            if registry.get(m.name) is not None:
+            if registry.declares(m.name):
                 raise RuntimeError(f"method {m.name!r} already exists")
         for name in api.registration.channels:
             if name in CHANNELS:
