@@ -1,6 +1,6 @@
 """Build an image's filesystem from its Dockerfile without a container runtime, and run it.
 
-    sudo python3 deploy/rootfs.py --dockerfile deploy/Dockerfile --rootfs /tmp/rootfs [--run]
+    sudo python3 deploy/rootfs.py --dockerfile deploy/Dockerfile --rootfs /tmp/rootfs [--run] [--base-cache DIR]
 
 Where no container runtime works (these test machines: rootless podman cannot set rlimits), this proves the
 recipe with what does: the base image's Debian release from ``debootstrap`` with Python, then each of the
@@ -13,6 +13,7 @@ which is why this is a check of the recipe, not a container. Needs root, deboots
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -27,6 +28,7 @@ BASES = {"python:3.11-slim": ("bookworm", ["python3", "python3-venv", "python-is
 MIRROR = os.environ.get("REMOTECLAW_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+BASE_MAX_AGE_S = 7 * 24 * 3600
 
 
 def log(message: str) -> None:
@@ -53,9 +55,13 @@ def instructions(dockerfile: Path) -> list[tuple[str, str]]:
 class Image:
     """A root filesystem being built the way the Dockerfile says."""
 
-    def __init__(self, root: Path, context: Path) -> None:
+    def __init__(self, root: Path, context: Path, base_cache: Path | None = None) -> None:
         self.root = root
         self.context = context
+        self.base_cache = base_cache
+        """A folder keeping each debootstrapped base as a tar file, as a container runtime keeps pulled base
+        images: a later build unpacks it in seconds instead of running debootstrap again (about half a
+        minute). A base older than a week is made again, so security updates come in."""
         self.env: dict[str, str] = {"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8"}
         self.workdir = "/"
         self.user = "0:0"
@@ -72,12 +78,27 @@ class Image:
             raise SystemExit(f"rootfs: no Debian stand-in for base image {image} (known: {', '.join(BASES)})")
         suite, packages = BASES[image]
         if not (self.root / "usr" / "bin" / "python3").exists():
-            log(f"debootstrap {suite} into {self.root} (with {', '.join(packages)})")
-            subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", suite,
-                            str(self.root), MIRROR], check=True, stdout=subprocess.DEVNULL)
+            self._base(suite, packages)
         if HOST_CA.exists():  # this machine's TLS trust (a proxy CA, say) for pip and apt inside
             shutil.copy(HOST_CA, self.root / "etc/ssl/certs/ca-certificates.crt")
         shutil.copy("/etc/resolv.conf", self.root / "etc/resolv.conf")
+
+    def _base(self, suite: str, packages: list[str]) -> None:
+        key = hashlib.sha256(f"{suite} {MIRROR} {' '.join(packages)}".encode()).hexdigest()[:12]
+        cached = self.base_cache / f"debian-{suite}-{key}.tar" if self.base_cache else None
+        if cached and cached.exists() and time.time() - cached.stat().st_mtime < BASE_MAX_AGE_S:
+            log(f"base {suite} from {cached}")
+            self.root.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["tar", "-xpf", str(cached), "--numeric-owner", "-C", str(self.root)], check=True)
+            return
+        log(f"debootstrap {suite} into {self.root} (with {', '.join(packages)})")
+        subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", suite,
+                        str(self.root), MIRROR], check=True, stdout=subprocess.DEVNULL)
+        if cached:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_suffix(f".{os.getpid()}.partial")  # a concurrent build never reads half a file
+            subprocess.run(["tar", "-cpf", str(partial), "--numeric-owner", "-C", str(self.root), "."], check=True)
+            partial.replace(cached)
 
     def env_(self, args: str) -> None:
         for pair in shlex.split(args):
@@ -185,11 +206,12 @@ def main() -> int:
     parser.add_argument("--rootfs", type=Path, required=True)
     parser.add_argument("--run", action="store_true", help="start the CMD and wait for the HEALTHCHECK")
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--base-cache", type=Path, help="keep the debootstrapped base here and reuse it")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("rootfs: needs root (debootstrap and chroot)", file=sys.stderr)
         return 2
-    image = Image(args.rootfs.resolve(), args.context.resolve())
+    image = Image(args.rootfs.resolve(), args.context.resolve(), args.base_cache)
     try:
         image.build(args.dockerfile)
         if not args.run:

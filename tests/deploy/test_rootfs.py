@@ -1,7 +1,8 @@
 """The gateway image's recipe executed without a container runtime (``deploy/rootfs.py``): a Debian root
 filesystem from debootstrap, every instruction of ``deploy/Dockerfile`` in a chroot, then the image's ``CMD``
 started as its ``USER``, answering its ``HEALTHCHECK`` and serving the web chat. The slowest test (about a
-minute and a half: a Debian base, apt and pip installs).
+minute and a half: a Debian base, apt and pip installs); the base is kept in ``.cache/rootfs/`` as a container
+runtime keeps a pulled image, so later runs unpack it instead of running debootstrap.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def test_the_image_recipe_builds_and_runs(tmp_path: Path) -> None:
             "needs root, debootstrap and chroot")
     assert port_free(PORT), f"port {PORT} is taken; the image's CMD needs it"
     rootfs = load_builder()
-    image = rootfs.Image(tmp_path / "rootfs", ROOT)
+    image = rootfs.Image(tmp_path / "rootfs", ROOT, base_cache=ROOT / ".cache" / "rootfs")
     try:
         image.build(ROOT / "deploy" / "Dockerfile")
         assert image.user == "10001:10001" and image.volumes == ["/data"] and image.healthcheck
