@@ -70,8 +70,10 @@ class Database:
         BadDatabaseUrl: the URL's driver is not installed (e.g. asyncpg without the postgres extra).
     """
 
-    def __init__(self, url: str, *, migrations_dir: Path = _migrate.MIGRATIONS_DIR) -> None:
+    def __init__(self, url: str, *, migrations_dir: Path = _migrate.MIGRATIONS_DIR, snapshot: bool = True) -> None:
         self.url = url
+        self.snapshot = snapshot
+        """Make an empty SQLite database from the migrations' snapshot (``gateway.store.head_schema``)."""
         self.safe_url = describe_url(url)
         self.is_sqlite = url.startswith("sqlite")
         self.kind = "sqlite" if self.is_sqlite else "postgresql"
@@ -173,7 +175,8 @@ class Database:
         """
         try:
             await self.ping()
-            await _migrate.upgrade(self.engine, is_sqlite=self.is_sqlite, migrations_dir=self.migrations_dir)
+            await _migrate.upgrade(self.engine, is_sqlite=self.is_sqlite, migrations_dir=self.migrations_dir,
+                                   snapshot=self.snapshot)
         except StoreError:
             await self.close()
             raise

@@ -73,7 +73,8 @@ async def _is_current(engine: AsyncEngine, migrations_dir: Path) -> bool:
     return frozenset(rows) == heads
 
 
-async def upgrade(engine: AsyncEngine, *, is_sqlite: bool, migrations_dir: Path = MIGRATIONS_DIR) -> None:
+async def upgrade(engine: AsyncEngine, *, is_sqlite: bool, migrations_dir: Path = MIGRATIONS_DIR,
+                  snapshot: bool = True) -> None:
     """Bring the schema to every head revision, or leave it untouched and raise.
 
     A database already at the heads is recognised without importing Alembic (it costs ~0.5 s and
@@ -84,6 +85,8 @@ async def upgrade(engine: AsyncEngine, *, is_sqlite: bool, migrations_dir: Path 
         DatabaseUnavailable: the connection broke while migrating.
     """
     if await _is_current(engine, migrations_dir):
+        return
+    if is_sqlite and snapshot and await _made_from_snapshot(engine, migrations_dir):
         return
     try:
         async with engine.connect() as conn:
@@ -107,6 +110,30 @@ async def upgrade(engine: AsyncEngine, *, is_sqlite: bool, migrations_dir: Path 
         raise MigrationFailed(
             f"database migration failed and was rolled back (schema still at {before}): {one_line(exc)}"
         ) from exc
+
+
+async def _made_from_snapshot(engine: AsyncEngine, migrations_dir: Path) -> bool:
+    """An empty SQLite database made at the heads in one transaction from ``gateway.store.head_schema``'s
+    snapshot, without Alembic. False (nothing changed) when the snapshot does not apply or anything fails:
+    the migrations then run as usual and report what is wrong."""
+    from gateway.store import head_schema
+
+    statements = head_schema.load(migrations_dir, known_heads(migrations_dir))
+    if statements is None:
+        return False
+    try:
+        async with engine.connect() as conn:
+            await conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock: another process may be starting too
+            if (await conn.exec_driver_sql("SELECT count(*) FROM sqlite_master")).scalar():
+                await conn.rollback()
+                return False
+            for statement in statements:
+                await conn.exec_driver_sql(statement)
+            await conn.commit()
+    except Exception as exc:  # never worse than migrating: the transaction rolled back
+        log.warning("the schema snapshot did not apply; running the migrations", error=one_line(exc))
+        return False
+    return True
 
 
 async def _advisory_lock(conn: AsyncConnection) -> None:
