@@ -1,4 +1,5 @@
-"""A fresh SQLite database made in one step: the statements the migrations leave behind, replayed.
+"""Writes the snapshot a fresh SQLite database is made from in one step: the statements the migrations leave
+behind (read and replayed by ``gateway.store.migrate``).
 
 A new state dir (a first start, and every test gateway) would otherwise import Alembic and run every revision,
 about 0.15 s of CPU. ``migrations/sqlite_head.json`` holds the dump of an empty database migrated to the heads
@@ -18,26 +19,10 @@ import sqlite3
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import orjson
 
-__all__ = ["FILE_NAME", "dump_migrated", "load", "write"]
-
-FILE_NAME = "sqlite_head.json"
-
-
-def load(migrations_dir: Path, heads: frozenset[str]) -> list[str] | None:
-    """The statements that make a fresh database at ``heads``, or ``None`` when the snapshot is missing or was
-    written for other revisions."""
-    try:
-        data: dict[str, Any] = orjson.loads((migrations_dir / FILE_NAME).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    if frozenset(data.get("heads", ())) != heads or not heads:
-        return None
-    statements = data.get("statements")
-    return statements if isinstance(statements, list) else None
+__all__ = ["dump", "dump_migrated", "write"]
 
 
 def dump(path: Path) -> list[str]:
@@ -71,11 +56,11 @@ def dump_migrated(migrations_dir: Path) -> tuple[list[str], list[str]]:
 
 
 def write(migrations_dir: Path | None = None) -> Path:
-    from gateway.store.migrate import MIGRATIONS_DIR
+    from gateway.store.migrate import MIGRATIONS_DIR, SNAPSHOT_FILE
 
     where = migrations_dir or MIGRATIONS_DIR
     heads, statements = dump_migrated(where)
-    out = where / FILE_NAME
+    out = where / SNAPSHOT_FILE
     out.write_bytes(orjson.dumps({"heads": heads, "statements": statements}, option=orjson.OPT_INDENT_2) + b"\n")
     return out
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import structlog
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -27,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from gateway.store.errors import DatabaseUnavailable, MigrationFailed, StoreError, one_line
 
-__all__ = ["LOCK_KEY", "MIGRATIONS_DIR", "current_revisions", "upgrade"]
+__all__ = ["LOCK_KEY", "MIGRATIONS_DIR", "SNAPSHOT_FILE", "current_revisions", "snapshot_statements", "upgrade"]
 
 log = structlog.get_logger("gateway.store")
 
@@ -112,13 +113,28 @@ async def upgrade(engine: AsyncEngine, *, is_sqlite: bool, migrations_dir: Path 
         ) from exc
 
 
-async def _made_from_snapshot(engine: AsyncEngine, migrations_dir: Path) -> bool:
-    """An empty SQLite database made at the heads in one transaction from ``gateway.store.head_schema``'s
-    snapshot, without Alembic. False (nothing changed) when the snapshot does not apply or anything fails:
-    the migrations then run as usual and report what is wrong."""
-    from gateway.store import head_schema
+SNAPSHOT_FILE = "sqlite_head.json"
+"""Beside the scripts: a dump of an empty SQLite database at the heads (``gateway.store.head_schema`` writes it)."""
 
-    statements = head_schema.load(migrations_dir, known_heads(migrations_dir))
+
+def snapshot_statements(migrations_dir: Path, heads: frozenset[str]) -> list[str] | None:
+    """The statements that make a fresh database at ``heads``, or ``None`` when the snapshot is missing or was
+    written for other revisions."""
+    try:
+        data = orjson.loads((migrations_dir / SNAPSHOT_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not heads or not isinstance(data, dict) or frozenset(data.get("heads", ())) != heads:
+        return None
+    statements = data.get("statements")
+    return statements if isinstance(statements, list) else None
+
+
+async def _made_from_snapshot(engine: AsyncEngine, migrations_dir: Path) -> bool:
+    """An empty SQLite database made at the heads in one transaction from the snapshot, without Alembic. False
+    (nothing changed) when the snapshot does not apply or anything fails: the migrations then run as usual and
+    report what is wrong."""
+    statements = snapshot_statements(migrations_dir, known_heads(migrations_dir))
     if statements is None:
         return False
     try:

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 from gateway.store import head_schema
-from gateway.store.migrate import MIGRATIONS_DIR, known_heads
+from gateway.store.migrate import MIGRATIONS_DIR, SNAPSHOT_FILE, known_heads, snapshot_statements
 from tests.support.gateway_proc import ROOT
 
 
 def test_the_snapshot_is_what_the_migrations_make_now() -> None:
     heads, statements = head_schema.dump_migrated(MIGRATIONS_DIR)
-    written = json.loads((MIGRATIONS_DIR / head_schema.FILE_NAME).read_text())
+    written = json.loads((MIGRATIONS_DIR / SNAPSHOT_FILE).read_text())
     assert written == {"heads": heads, "statements": statements}, (
         "migrations/sqlite_head.json is out of date: run .venv/bin/python -m gateway.store.head_schema")
 
@@ -49,7 +49,7 @@ def test_a_fresh_database_made_from_it_equals_a_migrated_one_and_needs_no_alembi
 
 
 def test_a_snapshot_of_other_revisions_is_not_used(tmp_path: Path) -> None:
-    (tmp_path / head_schema.FILE_NAME).write_text(json.dumps({"heads": ["0001_core"], "statements": ["SELECT 1"]}))
-    assert head_schema.load(tmp_path, known_heads(MIGRATIONS_DIR)) is None
-    assert head_schema.load(tmp_path, frozenset({"0001_core"})) == ["SELECT 1"]
-    assert head_schema.load(tmp_path / "missing", frozenset({"0001_core"})) is None
+    (tmp_path / SNAPSHOT_FILE).write_text(json.dumps({"heads": ["0001_core"], "statements": ["SELECT 1"]}))
+    assert snapshot_statements(tmp_path, known_heads(MIGRATIONS_DIR)) is None
+    assert snapshot_statements(tmp_path, frozenset({"0001_core"})) == ["SELECT 1"]
+    assert snapshot_statements(tmp_path / "missing", frozenset({"0001_core"})) is None
