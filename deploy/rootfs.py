@@ -99,6 +99,9 @@ class Image:
             partial = cached.with_suffix(f".{os.getpid()}.partial")  # a concurrent build never reads half a file
             subprocess.run(["tar", "-cpf", str(partial), "--numeric-owner", "-C", str(self.root), "."], check=True)
             partial.replace(cached)
+            for stale in cached.parent.glob(f"debian-{suite}-*.tar"):  # the bases of other package lists
+                if stale != cached:
+                    stale.unlink(missing_ok=True)
 
     def env_(self, args: str) -> None:
         for pair in shlex.split(args):
