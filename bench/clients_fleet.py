@@ -1,0 +1,223 @@
+"""Ten thousand clients on one gateway (issue #45), from a load generator spread over several processes.
+
+One Python process cannot hold 10,000 WebSocket clients that each read every frame and still time anything:
+its own event loop becomes the bottleneck. Here the crowd is split over ``--procs`` worker processes, each with
+its own loop, all driven in lock step by this one over pipes:
+
+1. a fresh gateway starts (SQLite, default config);
+2. every worker connects its share of the crowd (batches of 50, as ``bench/clients_bench.py`` does);
+   ``watching`` clients present themselves as web chat pages (``client.mode: webchat``), so they watch
+   presence; ``reading`` clients are CLI clients, with no presence;
+3. every client sends ``health`` at the same moment (each worker starts at the same wall-clock instant);
+4. ``watching`` only: one more page joins with a known display name, and each worker notes when every one of its
+   clients has seen it in a ``presence`` event: the slowest worker's time is the presence change reaching all;
+5. the gateway's RSS with the crowd on it, and what the crowd received in all.
+
+Run from the repo root (not part of the tests)::
+
+    .venv/bin/python -m bench.clients_fleet --counts 10000 --scenarios watching,reading --procs 4
+    .venv/bin/python -m bench.clients_fleet --counts 1000 --openclaw     # OpenClaw's gateway, same clients
+
+Results are printed as a table, and as JSON with ``--out``; docs/benchmarks.md has them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import multiprocessing.connection
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.clients_bench import UI_CLIENT, Client, _crowd, _pct
+from bench.gateway_bench import _launch
+from bench.procs import stop_tree, tree_rss_mb
+from bench.targets import OpenClawTarget, RemoteClawTarget, Target
+
+MARK = "fleet-probe-"
+"""The display name the joining page of step 4 carries (its presence entry's ``host``), found in a frame's text."""
+
+
+class FleetClient(Client):
+    """A crowd client that also counts every byte and notices the probe page's arrival in presence."""
+
+    probe = ""
+    """The display name to look for (set by the worker before step 4)."""
+
+    def __init__(self, ws: Any) -> None:
+        super().__init__(ws)
+        self.saw_probe = asyncio.Event()
+
+    def _on_event(self, text: str) -> None:
+        super()._on_event(text)
+        if self.probe and text.startswith('{"type":"event","event":"presence"') and self.probe in text:
+            self.saw_probe.set()
+
+
+async def _worker(conn: multiprocessing.connection.Connection, url: str, token: str, count: int, mode: str) -> None:
+    """One worker process's crowd, doing what the coordinator says, one step at a time."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    loop = asyncio.get_running_loop()
+    crowd: list[FleetClient] = []
+    while True:
+        step, arg = await loop.run_in_executor(None, conn.recv)
+        if step == "join":
+            clients, errors, elapsed = await _crowd(url, token, count, mode, True, cls=FleetClient)
+            crowd = [c for c in clients if isinstance(c, FleetClient)]
+            conn.send({"connected": len(crowd), "errors": sorted(set(errors))[:3], "refused": len(errors),
+                       "done_at": time.time(), "elapsed": elapsed})
+        elif step == "health":
+            await asyncio.sleep(max(0.0, arg - time.time()))  # every worker starts at the same instant
+            latencies = await asyncio.gather(*(c.health_ms(f"h{i}") for i, c in enumerate(crowd)),
+                                             return_exceptions=True)
+            conn.send([x for x in latencies if isinstance(x, float)])
+        elif step == "watch":
+            FleetClient.probe = arg
+            conn.send("ready")
+        elif step == "seen":
+            try:
+                await asyncio.wait_for(asyncio.gather(*(c.saw_probe.wait() for c in crowd)), 60)
+                conn.send({"all_at": time.time(), "missing": 0})
+            except TimeoutError:
+                conn.send({"all_at": time.time(), "missing": sum(not c.saw_probe.is_set() for c in crowd)})
+        elif step == "bytes":
+            conn.send(sum(c.event_bytes for c in crowd))
+        elif step == "close":
+            await asyncio.gather(*(c.close() for c in crowd), return_exceptions=True)
+            conn.send("closed")
+            return
+
+
+def _worker_main(conn: multiprocessing.connection.Connection, url: str, token: str, count: int, mode: str) -> None:
+    asyncio.run(_worker(conn, url, token, count, mode))
+
+
+class Fleet:
+    """The worker processes and the pipes that drive them."""
+
+    def __init__(self, url: str, token: str, count: int, mode: str, procs: int) -> None:
+        ctx = multiprocessing.get_context("spawn")  # nothing of this process's loop or sockets is inherited
+        shares = [count // procs + (1 if i < count % procs else 0) for i in range(procs)]
+        self.pipes: list[multiprocessing.connection.Connection] = []
+        self.procs: list[Any] = []
+        for share in shares:
+            ours, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_worker_main, args=(theirs, url, token, share, mode), daemon=True)
+            proc.start()
+            self.pipes.append(ours)
+            self.procs.append(proc)
+
+    async def ask(self, step: str, arg: Any = None) -> list[Any]:
+        for pipe in self.pipes:
+            pipe.send((step, arg))
+        loop = asyncio.get_running_loop()
+        return list(await asyncio.gather(*(loop.run_in_executor(None, pipe.recv) for pipe in self.pipes)))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+
+
+async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw: bool = False) -> dict[str, Any]:
+    target: Target
+    if openclaw:
+        target = OpenClawTarget(name="openclaw", state=workdir / f"oc-{n}-{scenario}")
+    else:
+        target = RemoteClawTarget(name="remoteclaw", state=workdir / f"gw-{n}-{scenario}")
+    target.prepare()
+    proc, _ = await _launch(target, workdir / f"gw-{n}-{scenario}.log")
+    fleet = None
+    try:
+        await asyncio.sleep(1.0)
+        rss_before = tree_rss_mb(proc.pid)
+        mode = "webchat" if scenario == "watching" else "cli"
+        fleet = Fleet(target.url, target.token, n, mode, procs)
+        started = time.time()
+        joined = await fleet.ask("join")
+        connect_all_s = max(j["done_at"] for j in joined) - started
+        connected = sum(j["connected"] for j in joined)
+        await asyncio.sleep(2.0)  # the last presence deltas are out
+        rss_with = tree_rss_mb(proc.pid)
+        latencies = [x for share in await fleet.ask("health", time.time() + 1.0) for x in share]
+        presence_s = None
+        missing = None
+        if scenario == "watching":
+            probe = f"{MARK}{int(time.time() * 1000)}"
+            await fleet.ask("watch", probe)
+            UI_CLIENT["displayName"] = probe  # its presence entry's host
+            try:
+                joined_at = time.time()
+                page = await Client.join(target.url, target.token, "webchat")
+            finally:
+                UI_CLIENT.pop("displayName", None)
+            seen = await fleet.ask("seen")
+            presence_s = round(max(s["all_at"] for s in seen) - joined_at, 2)
+            missing = sum(s["missing"] for s in seen)
+            await page.close()
+        received = sum(await fleet.ask("bytes"))
+        rss_peak = max(rss_with, tree_rss_mb(proc.pid))
+        await fleet.ask("close")
+        return {"gateway": target.name, "clients": n, "scenario": scenario, "procs": procs,
+                "connected": connected, "refused": sum(j["refused"] for j in joined),
+                "errors": sorted({e for j in joined for e in j["errors"]})[:3],
+                "connect_all_s": round(connect_all_s, 1),
+                "health_p50_ms": _pct(latencies, 0.5), "health_p99_ms": _pct(latencies, 0.99),
+                "health_answered": len(latencies), "presence_to_all_s": presence_s, "presence_missing": missing,
+                "received_mb": round(received / 1e6, 1), "rss_before_mb": round(rss_before),
+                "rss_with_mb": round(rss_with), "rss_peak_mb": round(rss_peak)}
+    finally:
+        if fleet is not None:
+            fleet.stop()
+        stop_tree(proc)
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| gateway | clients | scenario | connected | time to connect all | `health` all at once p50 / p99 "
+             "| presence to all | received | RSS before → with |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        presence = "—" if r["presence_to_all_s"] is None else f"{r['presence_to_all_s']} s"
+        if r.get("presence_missing"):
+            presence += f" ({r['presence_missing']} never saw it)"
+        lines.append(f"| {r['gateway']} | {r['clients']:,} | {r['scenario']} | {r['connected']:,} "
+                     f"({r['refused']} refused) | {r['connect_all_s']} s | {r['health_p50_ms']} / "
+                     f"{r['health_p99_ms']} ms | {presence} | {r['received_mb']} MB "
+                     f"| {r['rss_before_mb']} → {r['rss_with_mb']} MiB |")
+    return "\n".join(lines)
+
+
+async def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--counts", default="1000,10000")
+    parser.add_argument("--scenarios", default="watching,reading")
+    parser.add_argument("--procs", type=int, default=4, help="load-generator processes (4)")
+    parser.add_argument("--openclaw", action="store_true", help="OpenClaw's gateway (after scripts/install-openclaw)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
+    args = parser.parse_args(argv)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the gateway inherits it
+    if args.openclaw:
+        UI_CLIENT.update(id="test", mode="test")  # OpenClaw wants a signed device from a real Control UI
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="clients-fleet-") as tmp:
+        for n in (int(c) for c in args.counts.split(",")):
+            for scenario in args.scenarios.split(","):
+                row = await measure(n, scenario, Path(tmp), procs=args.procs, openclaw=args.openclaw)
+                print(orjson.dumps(row).decode(), file=sys.stderr, flush=True)
+                rows.append(row)
+    print(_table(rows))
+    if args.out is not None:
+        args.out.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
