@@ -22,11 +22,15 @@ from gateway.audit.service import AUDIT_LOG
 from gateway.audit.store import Cursor, Filter
 from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
 
-__all__ = ["AuditListParams", "parse_when"]
+__all__ = ["LAST_MS", "AuditListParams", "parse_when"]
 
 _AGE = re.compile(r"^(\d{1,9})\s*(s|m|h|d|w)$")
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _WHEN = "ms since the epoch, an ISO 8601 time (2026-11-01T09:00:00Z) or an age (7d, 12h, 30m)"
+
+
+LAST_MS = 253_402_300_799_999
+"""The last millisecond of year 9999: a later time is a mistake, and past 2**63 SQLite cannot even store it."""
 
 
 def parse_when(value: int | str, now_ms: int | None = None) -> int:
@@ -34,6 +38,8 @@ def parse_when(value: int | str, now_ms: int | None = None) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"{value} is before 1970: give {_WHEN}")
+        if value > LAST_MS:
+            raise ValueError(f"{value} is after the year 9999: give {_WHEN}")
         return value
     text = value.strip()
     age = _AGE.match(text)
@@ -58,7 +64,7 @@ class AuditListParams(Params):
                               description="An actor or its prefix: cli, device:, agent-run:agent:main:")
     target: str | None = Field(None, min_length=1, max_length=512, description="Exactly this target.")
     limit: int = Field(100, ge=1, le=1000)
-    before: str | None = Field(None, max_length=40, pattern=r"^\d{1,16}:\d{1,19}$",
+    before: str | None = Field(None, max_length=40, pattern=r"^\d{1,16}:\d{1,18}$",
                                description="nextBefore of the previous page.")
 
     @field_validator("since", "until", mode="before")

@@ -51,7 +51,7 @@ class ListParams(Params):
     sortBy: Literal["nextRunAtMs", "updatedAtMs", "name"] = "nextRunAtMs"
     sortDir: Literal["asc", "desc"] = "asc"
     limit: int = Field(MAX_PAGE, ge=1, le=1000)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
 
 
 class AddParams(Params):
@@ -72,7 +72,7 @@ class RunsParams(Params):
     jobId: str | None = Field(None, min_length=1, max_length=64)
     scope: Literal["job", "all"] | None = None
     limit: int = Field(50, ge=1, le=1000)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
     status: Literal["all", "ok", "error", "skipped", "interrupted", "running"] | None = None
     statuses: list[Literal["ok", "error", "skipped"]] | None = Field(None, min_length=1, max_length=3)
     sortDir: Literal["asc", "desc"] = "desc"

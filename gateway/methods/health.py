@@ -60,7 +60,8 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
 
 
 class PresenceParams(Params):
-    offset: int | None = Field(None, ge=0, description="Ours: the first entry of a page (oldest first).")
+    offset: int | None = Field(None, ge=0, le=1_000_000_000,
+                               description="Ours: the first entry of a page (oldest first).")
     limit: int | None = Field(None, ge=1, le=10_000, description="Ours: entries per page.")
 
 

@@ -405,9 +405,9 @@ def describe_validation_error(exc: ValidationError) -> str:
     for err in errors[:3]:
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         kind = err["type"]
-        if kind == "missing":
+        if kind == "missing" and loc:
             parts.append(f"at {_pointer(loc[:-1])}: must have required property '{_clip(str(loc[-1]), 64)}'")
-        elif kind == "extra_forbidden":
+        elif kind == "extra_forbidden" and loc:
             parts.append(f"at {_pointer(loc[:-1])}: unexpected property '{_clip(str(loc[-1]), 64)}'")
         elif kind in _TYPE_WORDS:
             parts.append(f"at {_pointer(loc)}: {_TYPE_WORDS[kind]}")

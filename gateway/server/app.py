@@ -272,6 +272,9 @@ async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None
     async def handle(frame: RequestFrame) -> None:
         try:
             conn.send(await gw.dispatcher.dispatch(frame, caller, gw))
+        except Exception:  # a bug outside the handler: the caller still gets an answer, never silence
+            log.exception("request failed outside its handler", method=frame.method, request_id=frame.id)
+            conn.send(error_frame(frame.id, Unavailable(f"{frame.method} failed: internal error")))
         finally:
             limit.release()
 
