@@ -32,6 +32,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -286,15 +287,22 @@ async def main(argv: list[str] | None = None) -> None:
     if args.openclaw:
         # OpenClaw wants a signed device identity from a Control UI; its presence goes to every client anyway.
         UI_CLIENT.update(id="test", mode="test")
+    await run_grid(args, lambda n, scenario, tmp: measure(n, scenario, tmp, root=args.root, malloc=args.malloc,
+                                                           openclaw=args.openclaw), _table, "clients-bench-")
+
+
+async def run_grid(args: argparse.Namespace, measure_one: Callable[[int, str, Path], Awaitable[dict[str, Any]]],
+                   table: Callable[[list[dict[str, Any]]], str], prefix: str) -> None:
+    """Every count in ``args.counts`` with every scenario in ``args.scenarios``: each row printed as JSON as it
+    comes, then the table (and the rows to ``args.out``)."""
     rows = []
-    with tempfile.TemporaryDirectory(prefix="clients-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         for n in (int(c) for c in args.counts.split(",")):
             for scenario in args.scenarios.split(","):
-                row = await measure(n, scenario, Path(tmp), root=args.root, malloc=args.malloc,
-                                    openclaw=args.openclaw)
+                row = await measure_one(n, scenario, Path(tmp))
                 print(orjson.dumps(row).decode(), file=sys.stderr, flush=True)
                 rows.append(row)
-    print(_table(rows))
+    print(table(rows))
     if args.out is not None:
         args.out.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
 

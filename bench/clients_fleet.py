@@ -28,15 +28,11 @@ import asyncio
 import multiprocessing
 import multiprocessing.connection
 import resource
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from bench.clients_bench import UI_CLIENT, Client, _crowd, _pct
+from bench.clients_bench import UI_CLIENT, Client, _crowd, _pct, run_grid
 from bench.gateway_bench import _launch
 from bench.procs import stop_tree, tree_rss_mb
 from bench.targets import OpenClawTarget, RemoteClawTarget, Target
@@ -207,16 +203,8 @@ async def main(argv: list[str] | None = None) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the gateway inherits it
     if args.openclaw:
         UI_CLIENT.update(id="test", mode="test")  # OpenClaw wants a signed device from a real Control UI
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="clients-fleet-") as tmp:
-        for n in (int(c) for c in args.counts.split(",")):
-            for scenario in args.scenarios.split(","):
-                row = await measure(n, scenario, Path(tmp), procs=args.procs, openclaw=args.openclaw)
-                print(orjson.dumps(row).decode(), file=sys.stderr, flush=True)
-                rows.append(row)
-    print(_table(rows))
-    if args.out is not None:
-        args.out.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
+    await run_grid(args, lambda n, scenario, tmp: measure(n, scenario, tmp, procs=args.procs, openclaw=args.openclaw),
+                   _table, "clients-fleet-")
 
 
 if __name__ == "__main__":
