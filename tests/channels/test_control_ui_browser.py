@@ -162,6 +162,15 @@ async def go(page: Any, base: str, path: str) -> None:
                         base + path)
 
 
+async def open_chat(page: Any, wire: Wire) -> None:
+    """Go to the chat page and wait for its composer. Not ``textarea`` alone: the session menu keeps a hidden one
+    (its custom icon input), which can come first in the page, and then focusing "the first textarea" waited 30 s
+    for an element that never shows (seen on a loaded machine)."""
+    await go(page, "/openclaw", "/chat")
+    await settle(wire)
+    await page.locator("textarea:visible").first.wait_for(state="visible", timeout=20_000)
+
+
 async def settle(wire: Wire, quiet: float = 0.6, limit: float = 8) -> None:
     """Wait until the page has sent no request for ``quiet`` seconds."""
     waited, seen = 0.0, -1
@@ -213,10 +222,9 @@ async def test_chat_message_streams_its_reply(gw: GatewayProcess, browser: Any) 
     ctx, page, wire = await open_ui(browser, f"http://127.0.0.1:{gw.port}/openclaw/#token={gw.token}")
     try:
         await connected(page, wire)
-        await go(page, "/openclaw", "/chat")
-        await settle(wire)
+        await open_chat(page, wire)
         assert "No AI provider configured" not in await body_text(page)  # agents.list names each agent's model
-        await page.locator("textarea").first.focus()
+        await page.locator("textarea:visible").first.focus()
         await page.keyboard.type("hello from the control ui")
         await page.keyboard.press("Enter")
         await page.get_by_text("echo: hello from the control ui").first.wait_for(timeout=20_000)
@@ -400,9 +408,8 @@ async def test_a_member_signed_in_with_her_own_credential_sees_and_reaches_only_
         await connected(page, wire)
         assert wire.hello is not None and "deviceToken" not in wire.hello["auth"]  # no gateway-wide sign-in kept
         assert wire.hello["snapshot"]["sessionDefaults"]["mainSessionKey"] == "agent:main:person:alice-ui"
-        await go(page, "/openclaw", "/chat")
-        await settle(wire)
-        await page.locator("textarea").first.focus()
+        await open_chat(page, wire)
+        await page.locator("textarea:visible").first.focus()
         await page.keyboard.type("alice in the control ui")
         await page.keyboard.press("Enter")
         await page.get_by_text("echo: alice in the control ui").first.wait_for(timeout=20_000)
