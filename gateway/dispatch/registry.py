@@ -176,7 +176,7 @@ class Registry:
             complete()
 
     def add(self, spec: MethodSpec) -> None:
-        # A name still deferred is its module's: a plugin asks ``get`` first, which imports that module.
+        # A name still deferred is its module's: a plugin checks ``declares`` first and is refused such a name.
         for name in (spec.name, *spec.aliases):
             if name in self._specs or name in self._aliases:
                 raise ValueError(f"method registered twice: {name}")
