@@ -137,7 +137,8 @@ class MethodSpec:
 
 
 class Registry:
-    """Name -> MethodSpec. One process-wide instance, ``registry``, is filled at import time."""
+    """Name -> MethodSpec. One process-wide instance, ``registry``: filled as method modules are imported, which a
+    gateway start defers to each module's first call (``defer``); every name is known from the start."""
 
     def __init__(self) -> None:
         self._specs: dict[str, MethodSpec] = {}
