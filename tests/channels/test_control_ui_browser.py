@@ -168,7 +168,12 @@ async def open_chat(page: Any, wire: Wire) -> None:
     for an element that never shows (seen on a loaded machine)."""
     await go(page, "/openclaw", "/chat")
     await settle(wire)
-    await page.locator("textarea:visible").first.wait_for(state="visible", timeout=20_000)
+    try:
+        await page.locator("textarea:visible").first.wait_for(state="visible", timeout=20_000)
+    except Exception as exc:  # say what the page showed instead, so a failure in CI can be read from its log
+        await page.screenshot(path=shot("chat-without-composer"))
+        raise AssertionError(f"no chat composer at {page.url}; the page said: {(await body_text(page))[:1500]!r}; "
+                             f"errors: {wire.errors}; requests: {sorted(wire.methods())}") from exc
 
 
 async def settle(wire: Wire, quiet: float = 0.6, limit: float = 8) -> None:
