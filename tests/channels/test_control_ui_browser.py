@@ -163,17 +163,24 @@ async def go(page: Any, base: str, path: str) -> None:
 
 
 async def open_chat(page: Any, wire: Wire) -> None:
-    """Go to the chat page and wait for its composer. Not ``textarea`` alone: the session menu keeps a hidden one
-    (its custom icon input), which can come first in the page, and then focusing "the first textarea" waited 30 s
-    for an element that never shows (seen on a loaded machine)."""
-    await go(page, "/openclaw", "/chat")
-    await settle(wire)
-    try:
-        await page.locator("textarea:visible").first.wait_for(state="visible", timeout=20_000)
-    except Exception as exc:  # say what the page showed instead, so a failure in CI can be read from its log
-        await page.screenshot(path=shot("chat-without-composer"))
-        raise AssertionError(f"no chat composer at {page.url}; the page said: {(await body_text(page))[:1500]!r}; "
-                             f"errors: {wire.errors}; requests: {sorted(wire.methods())}") from exc
+    """Go to the chat page and wait for its composer.
+
+    Not ``textarea`` alone: the session menu keeps a hidden one (its custom icon input), which can come first in
+    the page. And the navigation is tried again: the UI may still be routing after its own start (its answers to
+    the first requests) and take the page elsewhere right after ours, which a loaded machine shows now and then.
+    """
+    composer = page.locator("textarea:visible").first
+    for _attempt in range(3):
+        await go(page, "/openclaw", "/chat")
+        await settle(wire)
+        try:
+            await composer.wait_for(state="visible", timeout=10_000)
+            return
+        except Exception:
+            continue
+    await page.screenshot(path=shot("chat-without-composer"))  # say what the page showed: CI's log is all we get
+    raise AssertionError(f"no chat composer at {page.url}; the page said: {(await body_text(page))[:1500]!r}; "
+                         f"errors: {wire.errors}; requests: {sorted(wire.methods())}")
 
 
 async def settle(wire: Wire, quiet: float = 0.6, limit: float = 8) -> None:

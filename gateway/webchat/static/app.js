@@ -67,7 +67,7 @@
     ws: null, ready: false, nextId: 1, pending: {}, backoffMs: 500, retryTimer: null, watchdog: null,
     tickMs: 30000, lastFrameAt: 0, sessionKey: load(SESSION_KEY), defaults: null, runs: {}, activeRun: null,
     authFailed: false, wasOnline: false, agents: [], sessions: [], listTimer: null,
-    newAgent: load(AGENT_KEY), sentKeys: {}, unread: {}, unseen: 0,
+    newAgent: load(AGENT_KEY), sentKeys: {}, unread: {}, unseen: 0, renaming: null,
     historySeq: 0, held: null
   };
 
@@ -999,6 +999,7 @@
 
   function renderSessions() {
     var nav = $('sessions');
+    if (state.renaming) state.renaming.moving = true;  // detaching its focused field blurs it: not "done"
     nav.textContent = '';
     var list = state.sessions.slice();
     if (!findSession(mainKey())) list.unshift({ key: mainKey(), kind: 'main' });
@@ -1006,6 +1007,22 @@
       list.unshift({ key: state.sessionKey, kind: 'webchat' });
     }
     list.forEach(function (s) { nav.appendChild(sessionItem(s)); });
+    keepRename(nav);
+  }
+
+  // A rename in progress outlives a refresh of the list (a turn ending anywhere refreshes it): its field, with
+  // what was typed and the focus, moves into the rebuilt item instead of being dropped with the old one.
+  function keepRename(nav) {
+    var r = state.renaming;
+    if (!r) return;
+    var item = null;
+    for (var i = 0; i < nav.children.length; i++) {
+      if (nav.children[i].dataset.key === r.key) { item = nav.children[i]; break; }
+    }
+    r.moving = false;
+    if (!item) { state.renaming = null; return; }  // deleted meanwhile: nothing left to name
+    item.textContent = ''; item.appendChild(r.field);
+    r.field.focus();
   }
 
   function sessionItem(s) {
@@ -1052,10 +1069,12 @@
     field.value = s.label || ''; field.placeholder = sessionTitle(s); field.maxLength = 256;
     field.setAttribute('aria-label', 'New name');
     item.textContent = ''; item.appendChild(field); field.focus();
+    var rename = state.renaming = { key: s.key, field: field, moving: false };
     var done = false;
     function finish(save) {
       if (done) return;
       done = true;
+      if (state.renaming === rename) state.renaming = null;
       if (!save) { renderSessions(); return; }
       request('sessions.patch', { key: s.key, label: field.value.trim() || null })
         .then(function () { loadSessions(); })
@@ -1065,7 +1084,7 @@
       if (ev.key === 'Enter') { ev.preventDefault(); finish(true); }
       else if (ev.key === 'Escape') { ev.preventDefault(); ev.stopPropagation(); finish(false); }
     });
-    field.addEventListener('blur', function () { finish(true); });
+    field.addEventListener('blur', function () { if (!rename.moving) finish(true); });
   }
 
   function switchSession(key, fresh) {

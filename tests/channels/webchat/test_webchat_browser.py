@@ -458,13 +458,23 @@ async def test_desktop_keys_copy_sessions_rename_switch_delete(
     await page.wait_for_selector(f"{item} .s-title >> text=which sessions exist now?")
     assert await page.text_content("#session-title") == "which sessions exist now?"
     await page.screenshot(path=str(shots_dir(tmp_path) / "webchat-desktop.png"))
-    await page.click(f"{item} button.rename")
-    await page.fill(f"{item} input", "Session survey")
-    await page.press(f"{item} input", "Enter")
-    await page.wait_for_selector(f"{item} .s-title >> text=Session survey")
-    await page.wait_for_function("() => document.getElementById('session-title').textContent === 'Session survey'")
     client = await operator(chat_gateway.url, chat_gateway.token or "")
     try:
+        await page.click(f"{item} button.rename")
+        await page.wait_for_selector(f"{item} input")
+        await page.keyboard.type("Session ")  # the field has the focus
+        # A turn ending in another conversation meanwhile rebuilds the list: the name being typed survives it.
+        sent = await client.call("chat.send", {"sessionKey": "agent:main:main", "message": "meanwhile elsewhere",
+                                               "idempotencyKey": "meanwhile-1"})
+        assert (await client.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 20_000}, timeout=25))[
+            "status"] == "ok"
+        await page.wait_for_selector('.session-item.unread[data-key="agent:main:main"]')  # the list was rebuilt
+        await page.keyboard.type("survey")
+        assert await page.input_value(f"{item} input") == "Session survey"
+        await page.keyboard.press("Enter")
+        await page.wait_for_selector(f"{item} .s-title >> text=Session survey")
+        await page.wait_for_function(
+            "() => document.getElementById('session-title').textContent === 'Session survey'")
         listed = {s["key"]: s for s in (await client.call("sessions.list", {}))["sessions"]}
         assert listed[key]["label"] == "Session survey"
 
