@@ -27,16 +27,21 @@ import argparse
 import asyncio
 import multiprocessing
 import multiprocessing.connection
+import os
 import resource
+import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.clients_bench import UI_CLIENT, Client, _crowd, _pct, run_grid
+from bench.clients_bench import UI_CLIENT, Client, _cpu_s, _crowd, _pct, run_grid
 from bench.gateway_bench import _launch
 from bench.procs import stop_tree, tree_rss_mb
 from bench.targets import OpenClawTarget, RemoteClawTarget, Target
 
+WATCHER_IDS = {"webchat": "webchat-ui", "control-ui": "openclaw-control-ui"}
+"""``--watchers``: the ``client.id`` the watching clients connect with (``client.mode`` is ``webchat`` for both)."""
 MARK = "fleet-probe-"
 """The display name the joining page of step 4 carries (its presence entry's ``host``), found in a frame's text."""
 
@@ -92,7 +97,10 @@ async def _worker(conn: multiprocessing.connection.Connection, url: str, token: 
             return
 
 
-def _worker_main(conn: multiprocessing.connection.Connection, url: str, token: str, count: int, mode: str) -> None:
+def _worker_main(conn: multiprocessing.connection.Connection, url: str, token: str, count: int, mode: str,
+                 ui_client: dict[str, str]) -> None:
+    UI_CLIENT.clear()
+    UI_CLIENT.update(ui_client)  # a spawned worker imports the module afresh: it gets the coordinator's choice
     asyncio.run(_worker(conn, url, token, count, mode))
 
 
@@ -106,7 +114,8 @@ class Fleet:
         self.procs: list[Any] = []
         for share in shares:
             ours, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_worker_main, args=(theirs, url, token, share, mode), daemon=True)
+            proc = ctx.Process(target=_worker_main, args=(theirs, url, token, share, mode, dict(UI_CLIENT)),
+                               daemon=True)
             proc.start()
             self.pipes.append(ours)
             self.procs.append(proc)
@@ -124,7 +133,18 @@ class Fleet:
                 proc.kill()
 
 
-async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw: bool = False) -> dict[str, Any]:
+def _profiler(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling the gateway (its folded stacks, ``--format raw``) until it is sent SIGINT."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spy = subprocess.Popen([os.environ.get("PY_SPY", "py-spy"), "record", "--pid", str(pid), "--rate", "250",
+                            "--format", "raw", "--gil", "--nonblocking", "--output", str(out)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # it attaches before the burst (which starts a second after it is asked for)
+    return spy
+
+
+async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw: bool = False,
+                  profile: Path | None = None) -> dict[str, Any]:
     target: Target
     if openclaw:
         target = OpenClawTarget(name="openclaw", state=workdir / f"oc-{n}-{scenario}")
@@ -144,7 +164,13 @@ async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw:
         connected = sum(j["connected"] for j in joined)
         await asyncio.sleep(2.0)  # the last presence deltas are out
         rss_with = tree_rss_mb(proc.pid)
+        spy = _profiler(proc.pid, profile / f"health-{n}-{scenario}.txt") if profile else None
+        cpu0 = _cpu_s(proc.pid)
         latencies = [x for share in await fleet.ask("health", time.time() + 1.0) for x in share]
+        health_cpu_s = _cpu_s(proc.pid) - cpu0  # the gateway's own share of the burst
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(30)
         presence_s = None
         missing = None
         if scenario == "watching":
@@ -164,11 +190,14 @@ async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw:
         rss_peak = max(rss_with, tree_rss_mb(proc.pid))
         await fleet.ask("close")
         return {"gateway": target.name, "clients": n, "scenario": scenario, "procs": procs,
+                "client_id": UI_CLIENT["id"] if scenario == "watching" else "cli",
                 "connected": connected, "refused": sum(j["refused"] for j in joined),
                 "errors": sorted({e for j in joined for e in j["errors"]})[:3],
                 "connect_all_s": round(connect_all_s, 1),
                 "health_p50_ms": _pct(latencies, 0.5), "health_p99_ms": _pct(latencies, 0.99),
-                "health_answered": len(latencies), "presence_to_all_s": presence_s, "presence_missing": missing,
+                "health_answered": len(latencies),
+                "health_gateway_cpu_us": round(health_cpu_s * 1e6 / max(1, len(latencies)), 1),
+                "presence_to_all_s": presence_s, "presence_missing": missing,
                 "received_mb": round(received / 1e6, 1), "rss_before_mb": round(rss_before),
                 "rss_with_mb": round(rss_with), "rss_peak_mb": round(rss_peak)}
     finally:
@@ -179,14 +208,15 @@ async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     lines = ["| gateway | clients | scenario | connected | time to connect all | `health` all at once p50 / p99 "
-             "| presence to all | received | RSS before → with |", "|---|---|---|---|---|---|---|---|---|"]
+             "| gateway CPU per `health` | presence to all | received | RSS before → with |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         presence = "—" if r["presence_to_all_s"] is None else f"{r['presence_to_all_s']} s"
         if r.get("presence_missing"):
             presence += f" ({r['presence_missing']} never saw it)"
-        lines.append(f"| {r['gateway']} | {r['clients']:,} | {r['scenario']} | {r['connected']:,} "
+        lines.append(f"| {r['gateway']} | {r['clients']:,} | {r['scenario']} ({r['client_id']}) | {r['connected']:,} "
                      f"({r['refused']} refused) | {r['connect_all_s']} s | {r['health_p50_ms']} / "
-                     f"{r['health_p99_ms']} ms | {presence} | {r['received_mb']} MB "
+                     f"{r['health_p99_ms']} ms | {r['health_gateway_cpu_us']} µs | {presence} | {r['received_mb']} MB "
                      f"| {r['rss_before_mb']} → {r['rss_with_mb']} MiB |")
     return "\n".join(lines)
 
@@ -197,13 +227,21 @@ async def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenarios", default="watching,reading")
     parser.add_argument("--procs", type=int, default=4, help="load-generator processes (4)")
     parser.add_argument("--openclaw", action="store_true", help="OpenClaw's gateway (after scripts/install-openclaw)")
+    parser.add_argument("--watchers", choices=sorted(WATCHER_IDS), default="webchat",
+                        help="who the watching clients say they are: our web chat's pages (deltas), or OpenClaw's "
+                             "Control UI (the bounded list, on a longer window)")
     parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="py-spy the gateway during the health burst; folded stacks into this folder "
+                             "(py-spy on PATH, or PY_SPY=/path/to/py-spy)")
     args = parser.parse_args(argv)
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the gateway inherits it
+    UI_CLIENT["id"] = WATCHER_IDS[args.watchers]
     if args.openclaw:
         UI_CLIENT.update(id="test", mode="test")  # OpenClaw wants a signed device from a real Control UI
-    await run_grid(args, lambda n, scenario, tmp: measure(n, scenario, tmp, procs=args.procs, openclaw=args.openclaw),
+    await run_grid(args, lambda n, scenario, tmp: measure(n, scenario, tmp, procs=args.procs, openclaw=args.openclaw,
+                                                   profile=args.profile),
                    _table, "clients-fleet-")
 
 

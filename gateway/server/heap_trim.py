@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
-import gc
 from collections.abc import Callable
 
 import structlog
+
+from gateway.server.collector import collect_all
 
 __all__ = ["QUIET_S", "ReleaseAfterCrowd", "trim"]
 
@@ -45,8 +46,9 @@ _TRIM = _malloc_trim()
 
 
 def trim() -> None:
-    """Collect cycles, then return the allocator's free pages to the system (glibc only)."""
-    gc.collect()
+    """Collect cycles (the frozen objects too: ``gateway.server.collector``), then return the allocator's free
+    pages to the system (glibc only)."""
+    collect_all()
     if _TRIM is not None:
         _TRIM(0)
 

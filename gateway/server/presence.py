@@ -20,7 +20,9 @@ board keeps the list, and sends out only what changed:
 * OpenClaw's Control UI (``client.id`` ``openclaw-control-ui``) takes a ``presence`` event's list for the whole
   list, as OpenClaw's gateway sends it: its devices page would drop everyone a delta does not name. It gets
   the bounded list instead (``latest``: the newest ``gateway.helloPresenceLimit`` entries and a summary entry),
-  encoded once per flush for all such pages. Its own load of the page (``system-presence``) is the full list.
+  encoded once for all such pages, on a longer window than the deltas (``panel_every_s``: a list weighs five
+  deltas, so it waits five times as long, at most 5 s). Its own load of the page (``system-presence``) is the
+  full list.
 * Only watchers get the events: UI clients (``client.mode`` ``ui`` or ``webchat``) and any operator
   that called ``system-presence`` (it asked). CLI, backend, node and probe clients that never asked
   get none, so an agent run's MCP shim connecting costs the others one small delta, not a list.
@@ -49,6 +51,8 @@ COALESCE_S = 0.05
 """Changes within this long go out as one delta event (with up to 1,000 watchers; see ``coalesce_s``)."""
 COALESCE_MAX_S = 0.5
 """The longest a change waits to go out, however many watch."""
+PANEL_MAX_S = 5.0
+"""The longest a change waits to reach OpenClaw's panels as a list (see ``panel_every_s``)."""
 DELTA_ENTRIES = 20
 """The most joined entries one delta names; more (a connect storm) go out as a summary entry with the count."""
 
@@ -114,6 +118,7 @@ class PresenceBoard:
         self._joined: dict[str, dict[str, Any]] = {}
         self._left: set[str] = set()
         self._flush: asyncio.TimerHandle | None = None
+        self._panel_flush: asyncio.TimerHandle | None = None
         self._health_version = health_version
         self.version = 1
         """Bumped once per delta sent (not per change): a client expects exactly ``version + 1`` next."""
@@ -210,9 +215,19 @@ class PresenceBoard:
         frames a second; a longer window keeps the frames per second flat as the crowd grows."""
         return min(COALESCE_MAX_S, COALESCE_S * max(1.0, len(self._watchers) / 1000))
 
+    def panel_every_s(self) -> float:
+        """How long changes gather before OpenClaw's panels get the list again: a list of ``helloPresenceLimit``
+        entries costs that many over ``DELTA_ENTRIES`` times a delta, so it waits as many times longer (at most
+        ``PANEL_MAX_S``). At 10,000 panels a 100-entry list every 0.5 s was 300 MB a second to write, and
+        connecting clients were refused; every 2.5 s it is a fifth of that."""
+        return min(PANEL_MAX_S, self.coalesce_s() * max(1.0, self._list_limit() / DELTA_ENTRIES))
+
     def _schedule(self) -> None:
+        loop = asyncio.get_running_loop()
         if self._flush is None:
-            self._flush = asyncio.get_running_loop().call_later(self.coalesce_s(), self._send)
+            self._flush = loop.call_later(self.coalesce_s(), self._send)
+        if self._panel_flush is None:
+            self._panel_flush = loop.call_later(self.panel_every_s(), self._send_panels)
 
     def _joined_payload(self) -> list[dict[str, Any]]:
         """The entries a delta names: all that joined, or in a storm (over ``DELTA_ENTRIES``) those with a device
@@ -246,22 +261,32 @@ class PresenceBoard:
         frame = {"type": "event", "event": "presence", "payload": payload, "stateVersion": version}
         head = encode(frame)[:-1] + ',"seq":'  # encoded once for every watcher; each appends its own seq
         self.deltas_sent += 1
-        deltas: list[Connection] = []
-        panels: list[Connection] = []  # OpenClaw's, which get the bounded list
-        for conn in list(self._watchers.values()):
-            if conn.closed:
-                self._watchers.pop(conn.conn_id, None)
-            elif conn.caller is not None and conn.caller.client_id in LIST_CLIENTS:
-                panels.append(conn)
-            else:
-                deltas.append(conn)
-        self._write(head, deltas)
+        self._write(head, self._receivers(panels=False))
+
+    def _send_panels(self) -> None:
+        """OpenClaw's panels: the bounded list as it is now, encoded once for all of them."""
+        self._panel_flush = None
+        if self._flush is not None:  # changes still gathering: out now, so the list carries their version
+            self._flush.cancel()
+            self._send()
+        panels = self._receivers(panels=True)
         if panels:
-            listed = encode({"type": "event", "event": "presence", "stateVersion": version,
+            listed = encode({"type": "event", "event": "presence", "stateVersion": self.state_version(),
                              "payload": {"presence": self.latest(self._list_limit())}})[:-1] + ',"seq":'
             self._write(listed, panels)
 
+    def _receivers(self, *, panels: bool) -> list[Connection]:
+        """The open watchers that are OpenClaw's panels (``panels``), or the others; forgets the closed."""
+        found: list[Connection] = []
+        for conn in list(self._watchers.values()):
+            if conn.closed:
+                self._watchers.pop(conn.conn_id, None)
+            elif (conn.caller is not None and conn.caller.client_id in LIST_CLIENTS) == panels:
+                found.append(conn)
+        return found
+
     def close(self) -> None:
-        if self._flush is not None:
-            self._flush.cancel()
-            self._flush = None
+        for timer in (self._flush, self._panel_flush):
+            if timer is not None:
+                timer.cancel()
+        self._flush = self._panel_flush = None

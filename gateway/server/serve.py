@@ -24,6 +24,7 @@ from gateway import logs, paths
 from gateway.composition.gateway import Gateway
 from gateway.config import ConfigError, ConfigStore
 from gateway.config.reload import register_secrets
+from gateway.server.collector import SurvivorFreezer
 from gateway.server.control_ui import find_root
 from gateway.server.loop_watch import LoopWatch
 from gateway.server.preauth import GatewayWebSocketProtocol
@@ -194,12 +195,15 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
             # the cyclic collector's reach, so a full collection under load scans only what requests made.
             gc.collect()
             gc.freeze()
+            freezer = SurvivorFreezer()  # and so do the crowd's objects, once a full collection gets slow
+            freezer.install()
             watch = _watch_loop(store)
             try:
                 # uvicorn closes the sockets it served; hand it a duplicate so ours outlives it.
                 await server.serve(sockets=[sock.dup()])
             finally:
                 watch.stop()
+                freezer.close()
                 await gw.stop()
             if gw.restart_reason is None:
                 break

@@ -9,7 +9,14 @@ from typing import Any
 import orjson
 
 from gateway.dispatch.callers import Caller
-from gateway.server.presence import COALESCE_MAX_S, COALESCE_S, DELTA_ENTRIES, SUMMARY_ID, PresenceBoard
+from gateway.server.presence import (
+    COALESCE_MAX_S,
+    COALESCE_S,
+    DELTA_ENTRIES,
+    PANEL_MAX_S,
+    SUMMARY_ID,
+    PresenceBoard,
+)
 
 
 class Conn:
@@ -91,4 +98,28 @@ async def test_openclaws_panel_gets_the_bounded_list_and_other_watchers_the_delt
     assert delta["payload"]["left"] == [crowd[0].conn_id]
     assert {e["instanceId"] for e in delta["payload"]["presence"]} == {c.conn_id for c in crowd[1:]}
     assert listed["stateVersion"] == delta["stateVersion"]
+    board.close()
+
+
+async def test_openclaws_panels_get_the_list_less_often_than_the_deltas_and_end_on_the_latest() -> None:
+    """Issue #45: a 100-entry list to every panel at each delta was 300 MB a second at 10,000 panels."""
+    board = PresenceBoard(list_limit=lambda: 100)
+    assert board.panel_every_s() == COALESCE_S * 100 / DELTA_ENTRIES
+    panel = join(board, Conn(0, mode="webchat", client_id="openclaw-control-ui"))
+    page = join(board, Conn(1))
+    await asyncio.sleep(board.panel_every_s() + 0.05)
+    panel.frames.clear()
+    page.frames.clear()
+    crowd = []
+    for n in range(2, 12):  # one join every 60 ms: a delta each, a list every 250 ms
+        crowd.append(join(board, Conn(n, mode="cli", client_id="cli")))
+        await asyncio.sleep(COALESCE_S + 0.01)
+    await asyncio.sleep(board.panel_every_s() + 0.05)
+    assert len(page.frames) >= 8 and 1 <= len(panel.frames) <= 4, (len(page.frames), len(panel.frames))
+    ids = {e["instanceId"] for e in panel.frames[-1]["payload"]["presence"]}
+    assert {c.conn_id for c in crowd} <= ids  # the last list is the list as it is now
+    assert panel.frames[-1]["stateVersion"] == page.frames[-1]["stateVersion"]
+    for n in range(20_000):
+        board.watch(Conn(n))  # type: ignore[arg-type]
+    assert board.panel_every_s() == min(PANEL_MAX_S, COALESCE_MAX_S * 100 / DELTA_ENTRIES)
     board.close()

@@ -1,0 +1,119 @@
+"""The collector's pauses at 10,000 clients (issue #45, ``gateway.server.collector``): the survivors of a slow full
+collection are frozen, a frozen object is still freed by its reference count, and one that died in a cycle is
+collected by ``reclaim`` (and by ``heap_trim.trim``, run when a crowd leaves)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from gateway.server.collector import SurvivorFreezer
+from gateway.server.heap_trim import trim
+
+
+class _Node:
+    """Something the cyclic collector tracks, which can point at itself."""
+
+    def __init__(self) -> None:
+        self.me: _Node | None = None
+
+
+class _Clock:
+    """Each full collection appears to take ``took`` seconds."""
+
+    def __init__(self, took: float) -> None:
+        self.took = took
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.took / 2
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def _thawed() -> Iterator[None]:
+    """Leave the worker's collector as it was: nothing frozen."""
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def _cycle() -> tuple[_Node, weakref.ref[_Node]]:
+    node = _Node()
+    node.me = node
+    return node, weakref.ref(node)
+
+
+def test_the_survivors_of_a_slow_full_collection_are_frozen() -> None:
+    freezer = SurvivorFreezer(slow_s=0.1, clock=_Clock(took=0.5))
+    freezer.install()
+    try:
+        kept = [_Node() for _ in range(1000)]
+        gc.collect()
+        assert freezer.freezes == 1
+        assert gc.get_freeze_count() >= len(kept)
+    finally:
+        freezer.close()
+
+
+def test_a_quick_collection_freezes_nothing() -> None:
+    freezer = SurvivorFreezer(slow_s=0.1, clock=_Clock(took=0.01))
+    freezer.install()
+    try:
+        gc.collect()
+        assert freezer.freezes == 0 and gc.get_freeze_count() == 0
+    finally:
+        freezer.close()
+
+
+def test_a_frozen_object_is_freed_by_its_last_reference_and_a_frozen_cycle_by_reclaim() -> None:
+    freezer = SurvivorFreezer(slow_s=0.1, clock=_Clock(took=0.5))
+    freezer.install()
+    try:
+        plain = _Node()
+        plain_ref = weakref.ref(plain)
+        cycle, cycle_ref = _cycle()
+        gc.collect()  # slow, so both are frozen now
+        assert freezer.freezes == 1
+        del plain, cycle
+        assert plain_ref() is None  # no cycle: gone at once, frozen or not
+        gc.collect()
+        assert cycle_ref() is not None  # dead, but out of the collector's reach until reclaimed
+        froze = freezer.freezes
+        freezer.reclaim()
+        assert cycle_ref() is None and freezer.reclaims == 1
+        assert freezer.freezes == froze  # reclaim's own (slow-looking) collection is not one to freeze after
+    finally:
+        freezer.close()
+
+
+def test_trim_after_a_crowd_left_collects_the_frozen_cycles_too() -> None:
+    cycle, cycle_ref = _cycle()
+    gc.collect()
+    gc.freeze()
+    del cycle
+    gc.collect()
+    assert cycle_ref() is not None
+    trim()
+    assert cycle_ref() is None
+
+
+async def test_a_freeze_on_the_loop_schedules_the_reclaim() -> None:
+    freezer = SurvivorFreezer(slow_s=0.1, reclaim_every_s=0.05, clock=_Clock(took=0.5))
+    freezer.install()
+    try:
+        cycle, cycle_ref = _cycle()
+        gc.collect()
+        del cycle
+        assert freezer.freezes == 1 and cycle_ref() is not None
+        for _ in range(100):
+            if freezer.reclaims:
+                break
+            await asyncio.sleep(0.02)
+        assert freezer.reclaims == 1 and cycle_ref() is None
+    finally:
+        freezer.close()
