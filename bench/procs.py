@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["children_of", "free_port", "stop_tree", "tree_rss_mb"]
+__all__ = ["children_of", "free_port", "rss_mb", "stop_tree", "tree_rss_mb"]
 
 
 def free_port() -> int:
@@ -54,6 +54,11 @@ def _rss_kb(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of the process alone, in MiB (not the agent CLIs and nodes it has running)."""
+    return _rss_kb(pid) / 1024
 
 
 def tree_rss_mb(pid: int) -> float:
