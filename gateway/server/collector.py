@@ -58,7 +58,7 @@ class SurvivorFreezer:
         self._timer: asyncio.TimerHandle | None = None
 
     def install(self) -> None:
-        """Start watching full collections (and, with a running loop, the periodic reclaim)."""
+        """Start timing full collections; the first freeze on a running loop schedules the reclaim."""
         if self._on_collection not in gc.callbacks:
             gc.callbacks.append(self._on_collection)
 

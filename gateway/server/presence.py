@@ -266,14 +266,15 @@ class PresenceBoard:
     def _send_panels(self) -> None:
         """OpenClaw's panels: the bounded list as it is now, encoded once for all of them."""
         self._panel_flush = None
+        panels = self._receivers(panels=True)
+        if not panels:
+            return
         if self._flush is not None:  # changes still gathering: out now, so the list carries their version
             self._flush.cancel()
             self._send()
-        panels = self._receivers(panels=True)
-        if panels:
-            listed = encode({"type": "event", "event": "presence", "stateVersion": self.state_version(),
-                             "payload": {"presence": self.latest(self._list_limit())}})[:-1] + ',"seq":'
-            self._write(listed, panels)
+        listed = encode({"type": "event", "event": "presence", "stateVersion": self.state_version(),
+                         "payload": {"presence": self.latest(self._list_limit())}})[:-1] + ',"seq":'
+        self._write(listed, panels)
 
     def _receivers(self, *, panels: bool) -> list[Connection]:
         """The open watchers that are OpenClaw's panels (``panels``), or the others; forgets the closed."""

@@ -167,7 +167,8 @@ async def open_chat(page: Any, wire: Wire) -> None:
 
     Not ``textarea`` alone: the session menu keeps a hidden one (its custom icon input), which can come first in
     the page. And the navigation is tried again: the UI may still be routing after its own start (its answers to
-    the first requests) and take the page elsewhere right after ours, which a loaded machine shows now and then.
+    the first requests) and take the page elsewhere right after ours. That is the likely cause of a CI failure
+    (no composer in 20 s) never seen here; if it comes back, the assertion below says what the page showed.
     """
     composer = page.locator("textarea:visible").first
     for _attempt in range(3):
