@@ -3,6 +3,8 @@
 A module shapes its gateway with module-level constants instead of a fixture of its own:
 ``GATEWAY_CONFIG`` (written to ``remoteclaw.json``) and ``GATEWAY_ENV`` (extra environment). Tests
 that need a gateway of their own (a restart, a kill) use ``fresh_gateway`` or ``GatewayProcess``.
+Gateways are forked from a fork server that has imported the gateway (``tests/support/gateway_forkserver.py``);
+``GATEWAY_EXEC = True`` in a module starts each of its gateways as a fresh interpreter instead.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ws
+from tests.support import gateway_proc, ws
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.openclaw_schema import FrameLog, require_schema
 from tests.support.ws import RawClient, operator
@@ -53,6 +55,15 @@ def openclaw_frames(request: pytest.FixtureRequest) -> Iterator[FrameLog | None]
     if problems:
         pytest.fail(f"{len(problems)} frame(s) break OpenClaw's protocol schema:\n" + "\n".join(problems[:40]),
                     pytrace=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def gateway_exec(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``GATEWAY_EXEC = True`` in a module: its gateways start as fresh interpreters, not forks (what a process
+    sees of the gateway, such as its command line, is then the real one)."""
+    gateway_proc.FORK_BY_DEFAULT = not getattr(request.module, "GATEWAY_EXEC", False)
+    yield
+    gateway_proc.FORK_BY_DEFAULT = True
 
 
 @pytest.fixture(scope="module")

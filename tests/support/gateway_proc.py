@@ -15,7 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests.support.gateway_forkserver import ForkedGateway, fork_server
+
 ROOT = Path(__file__).resolve().parents[2]
+
+FORK_BY_DEFAULT = True
+"""Cleared for a test module marked ``exec_gateway`` (tests/conftest.py): its gateways start as fresh interpreters."""
 
 
 _PORT_BASE = 20_000
@@ -89,15 +94,18 @@ class GatewayProcess:
 
     def __init__(self, state_dir: Path, *, config: dict[str, Any] | None = None,
                  env: dict[str, str] | None = None, token: str | None = "test-token-" + secrets.token_hex(8),
-                 port: int | None = None, python: str = sys.executable) -> None:
+                 port: int | None = None, python: str = sys.executable, fork: bool | None = None) -> None:
         self.state_dir = Path(state_dir)
         self.python = python
         """The interpreter that runs it (another venv's, for an install with other extras)."""
+        self.fork = fork
+        """Fork it from this worker's fork server (``gateway_forkserver``) rather than start an interpreter:
+        None decides by ``forkable`` (the default, unless the test module is marked ``exec_gateway``)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.token = token
         self.extra_env = env or {}
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedGateway | None = None
         self.log_path = self.state_dir / "stdout.log"
         if config is not None:
             (self.state_dir / "remoteclaw.json").write_text(json.dumps(config, indent=2))
@@ -118,13 +126,26 @@ class GatewayProcess:
         env.update(self.extra_env)
         return env
 
+    def forkable(self, env: dict[str, str]) -> bool:
+        """Whether a fork of this worker's fork server is the same gateway a fresh interpreter would be: the same
+        interpreter, and no ``PYTHON*`` variable that differs from ours (those act when an interpreter starts)."""
+        if self.fork is not None:
+            return self.fork
+        if not FORK_BY_DEFAULT or os.environ.get("REMOTECLAW_TEST_FORK", "1") == "0":
+            return False
+        names = {k for k in (*env, *os.environ) if k.startswith("PYTHON")}
+        return self.python == sys.executable and all(env.get(k) == os.environ.get(k) for k in names)
+
     def start(self, timeout: float = 20.0) -> GatewayProcess:
         show_observed_files(self.state_dir / "remoteclaw.json", self.extra_env)
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [self.python, "-m", "gateway.cli", "gateway", "run", "--port", str(self.port)],
-            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-        )
+        argv = ["gateway", "run", "--port", str(self.port)]
+        env = self.env()
+        if self.forkable(env):
+            self.proc = fork_server().spawn(argv, env=env, cwd=ROOT, log=self.log_path)
+        else:
+            with self.log_path.open("ab") as log:
+                self.proc = subprocess.Popen([self.python, "-m", "gateway.cli", *argv], cwd=ROOT, env=env,
+                                             stdout=log, stderr=subprocess.STDOUT)
         self.wait_healthy(timeout)
         token_file = self.state_dir / "gateway.token"
         if self.token is None and token_file.exists():  # absent when the config file sets the token

@@ -29,6 +29,8 @@ from tests.support.gitrepo import make_repo
 from tests.support.ws import operator
 
 PRY = str(SUPPORT / "prying_cli.py")
+GATEWAY_EXEC = True
+"""The agent looks for the gateway by its command line and its environment: both must be a real start's."""
 SERVICE_SECRET = "svc-secret-" + uuid.uuid4().hex
 """In the gateway's environment under a name that looks secret: no agent run may see it."""
 READ_WRITE = ["operator.read", "operator.write"]

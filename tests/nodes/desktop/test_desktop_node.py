@@ -53,11 +53,12 @@ async def _driver_schemas(desktop: DesktopSession) -> dict[str, Any]:
 
 async def test_an_owner_runs_shim_lists_the_driver_tools_inspects_and_acts(
         gateway: GatewayProcess, desk_node: tuple[NodeHostProcess, str], desktop: DesktopSession,
-        tmp_path: Path) -> None:
+        admin: RawClient, tmp_path: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     zen = desktop.zenity("Shim test")
+    await window_of(admin, zen.pid)  # on a loaded machine the dialog can take seconds to show
     oracle = await _driver_schemas(desktop)
     env = shim_env(gateway, tmp_path, session_key="agent:main:desk", profile="full")
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_shim"], env=env, cwd=str(ROOT))
@@ -219,10 +220,12 @@ async def test_without_a_display_or_the_driver_no_desktop_is_declared_and_the_no
 
 
 async def test_a_remote_mcp_client_with_an_owner_token_gets_the_desktop_tools(
-        gateway: GatewayProcess, desk_node: tuple[NodeHostProcess, str], desktop: DesktopSession) -> None:
+        gateway: GatewayProcess, desk_node: tuple[NodeHostProcess, str], desktop: DesktopSession,
+        admin: RawClient) -> None:
     from tests.gateway.mcp_http.test_remote_mcp import HEADERS, initialize, mcp_token, url
 
     zen = desktop.zenity("Remote")
+    await window_of(admin, zen.pid)
     owner = mcp_token(gateway, "--name", "desk-owner", "--owner")
     async with httpx.AsyncClient(timeout=60) as client:
         sid = await initialize(client, gateway, owner)
