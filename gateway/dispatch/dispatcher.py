@@ -304,7 +304,38 @@ class Dispatcher:
             exc.details = scrub_secrets(exc.details)
             raise
 
-    async def _call(self, name: str, raw_params: Any, caller: Caller, gateway: Gateway, *, request_id: str) -> Any:
+    def answer_now(self, frame: RequestFrame, caller: Caller, gateway: Gateway) -> dict[str, Any] | None:
+        """The response frame to a request for an ``inline`` method, computed right away, with no task: the
+        same authorization, validation and error mapping as ``dispatch``. None for any other method, and for an
+        inline handler that awaited after all (it is closed, and ``dispatch`` then runs it the ordinary way).
+
+        Why: a ``health`` burst from 10,000 clients spent most of its time on the way to the handler (a queue,
+        a task per request, the coroutines of ``dispatch``), not in it.
+        """
+        spec = self.registry.get(frame.method)
+        if spec is None or not spec.inline:
+            return None
+        try:
+            spec, params = self._prepare(frame.method, frame.params, caller)
+            running = spec.handler(params, CallContext(caller=caller, gateway=gateway, request_id=frame.id,
+                                                      method=spec.name))
+            try:
+                running.send(None)  # type: ignore[attr-defined]
+            except StopIteration as done:
+                return ok_frame(frame.id, done.value)
+            running.close()  # type: ignore[attr-defined]
+            log.warning("an inline method awaited; answered the ordinary way", method=spec.name)
+            return None
+        except RpcError as exc:
+            exc.message = scrub_secrets(exc.message)
+            exc.details = scrub_secrets(exc.details)
+            return error_frame(frame.id, exc)
+        except Exception:
+            log.exception("method failed", method=spec.name, request_id=frame.id)
+            return error_frame(frame.id, Unavailable(f"{spec.name} failed: internal error", retryable=True))
+
+    def _prepare(self, name: str, raw_params: Any, caller: Caller) -> tuple[MethodSpec, Any]:
+        """The method's spec and its validated params, once the caller may call it; raises ``RpcError``."""
         spec = self.registry.get(name)
         if spec is None:
             raise InvalidRequest(f"unknown method: {name}")
@@ -320,6 +351,10 @@ class Dispatcher:
             # orjson refuses two things here: integers past 64 bits, and nesting past its depth limit (255).
             problem = "they nest too deeply" if "ecursion" in str(exc) else "a number is out of range"
             raise InvalidRequest(f"invalid {name} params: {problem}", details={"method": name}) from None
+        return spec, params
+
+    async def _call(self, name: str, raw_params: Any, caller: Caller, gateway: Gateway, *, request_id: str) -> Any:
+        spec, params = self._prepare(name, raw_params, caller)
         ctx = CallContext(caller=caller, gateway=gateway, request_id=request_id, method=spec.name)
 
         async def invoke() -> Any:

@@ -134,6 +134,9 @@ class MethodSpec:
     """Callable by a non-owner agent run's token: a method behind one of the baseline MCP tools."""
     secret: tuple[str, ...] = ()
     """Fields of the answer never written to the idempotency store (a new token: shown once, stored as a hash)."""
+    inline: bool = False
+    """Answered as its frame is read, without a task (``Dispatcher.answer_now``): only for a handler that reads
+    and never awaits (``health``), the call thousands of clients make at once."""
 
 
 class Registry:
@@ -237,13 +240,17 @@ class Registry:
         aliases: tuple[str, ...] = (),
         baseline: bool = False,
         secret: tuple[str, ...] = (),
+        inline: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Declare a method. Unclassified means admin (default-deny, as OpenClaw does).
 
         ``baseline=True`` lets non-owner agent runs call it: say so only for a method behind a baseline MCP
         tool (a test keeps the two in agreement). Scopes alone are not enough there: node, browser and tts
         methods need only ``operator.write``, as OpenClaw classifies them, yet sit behind owner-only tools.
+        ``inline=True``: see ``MethodSpec.inline`` (never with ``idempotent``: a remembered answer is awaited).
         """
+        if inline and idempotent:
+            raise ValueError(f"{name}: an inline method cannot be idempotent")
 
         def deco(fn: Handler) -> Handler:
             doc = (fn.__doc__ or "").strip().splitlines()
@@ -258,6 +265,7 @@ class Registry:
                     description=doc[0] if doc else "",
                     baseline=baseline,
                     secret=secret,
+                    inline=inline,
                 )
             )
             return fn

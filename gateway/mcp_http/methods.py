@@ -95,9 +95,7 @@ async def _their_session(ctx: CallContext, person: PersonView, key: str | None) 
     """
     key = ctx.sessions.normalize_key(key or person_key(person.agent_id or ctx.sessions.default_agent_id, person.id))
     agent = ctx.sessions.agent(parse_key(key)[0], field="sessionKey")
-    if not ctx.people.may_use(person, agent.people):
-        raise Forbidden(f"sessionKey: agent '{agent.id}' is not open to {person.id} (agents.list[].people)",
-                        details={"code": "SESSION_FORBIDDEN", "field": "sessionKey"})
+    ctx.people.require_agent_open(person, agent.id, agent.people, who=person.id)
     async with ctx.db.reading() as s:
         row = await SessionRepo.get(s, key)
     if row is not None and row.person_id == person.id:

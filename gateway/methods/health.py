@@ -11,7 +11,7 @@ from pydantic import Field
 from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
 
 
-@method("health", scope=READ, baseline=True)
+@method("health", scope=READ, baseline=True, inline=True)
 async def health(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Is the gateway up, and how long has it been."""
     return ctx.gateway.health()

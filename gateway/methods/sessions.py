@@ -74,9 +74,7 @@ async def claim_session(ctx: CallContext, key: str) -> None:
     await check_visible(ctx, key)
     person = await ctx.people.get(person_id)
     agent = ctx.sessions.agent(parse_key(key)[0], field="sessionKey")
-    if not ctx.people.may_use(person, agent.people):
-        raise Forbidden(f"sessionKey: agent '{agent.id}' is not open to you (agents.list[].people)",
-                        details={"code": "SESSION_FORBIDDEN", "field": "sessionKey"})
+    ctx.people.require_agent_open(person, agent.id, agent.people, who="you")
     async with ctx.db.session() as s:
         row = await SessionRepo.get(s, key)
         if row is not None and row.person_id is not None:

@@ -24,7 +24,7 @@ from sqlalchemy import delete, func, select, update
 
 from gateway.people.roles import ROLES, confined
 from gateway.people.store import LinkCode, Person, PersonIdentity, Signin
-from gateway.protocol import InvalidRequest
+from gateway.protocol import Forbidden, InvalidRequest
 from gateway.store.transcripts import SessionRecord
 from gateway.store.usage import TurnUsage, day_start_ms
 
@@ -438,6 +438,16 @@ class PeopleService:
             return True
         return person.id in agent_people or f"role:{person.role}" in agent_people
 
+    def require_agent_open(self, person: PersonView, agent_id: str, agent_people: list[str] | None, *,
+                           who: str) -> None:
+        """``may_use``, refused as a request naming ``sessionKey`` (the session is of an agent not open to them).
+
+        Raises:
+            Forbidden: ``SESSION_FORBIDDEN``; ``who`` is how the message names the person ("you", their id).
+        """
+        if not self.may_use(person, agent_people):
+            raise Forbidden(f"sessionKey: agent '{agent_id}' is not open to {who} (agents.list[].people)",
+                            details={"code": "SESSION_FORBIDDEN", "field": "sessionKey"})
 
     def may_work_in(self, person: PersonView | None, project_people: list[str] | None, *, is_owner: bool) -> bool:
         """Whether a conversation of ``person`` (None: nobody's, e.g. a group) may work in a project whose

@@ -44,7 +44,7 @@ from gateway.protocol.events import EVENTS
 from gateway.server import control_ui, handshake
 from gateway.server.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
 from gateway.server.origins import origin_allowed
-from gateway.server.preauth import LIFT_FRAME_LIMIT, PEER_SPOKE
+from gateway.server.ws_protocol import ANSWER_INLINE, LIFT_FRAME_LIMIT, PEER_SPOKE
 from gateway.webchat.files import FILES_PATH, serve_file
 
 __all__ = ["build_app", "route_paths"]
@@ -266,6 +266,29 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
     )
 
 
+def _inline_answers(gw: Gateway, conn: Connection, caller: Caller) -> Callable[[str], bool]:
+    """What answers this connection's requests for ``inline`` methods as their frames are read
+    (``gateway.server.ws_protocol``); anything else, including a malformed frame, is left to ``_serve_requests``."""
+
+    def answer(text: str) -> bool:
+        if conn.closed:
+            return False
+        try:
+            frame = parse_request(text)
+            response = gw.dispatcher.answer_now(frame, caller, gw)
+        except ValueError:  # InvalidFrame too: _serve_requests answers it
+            return False
+        except Exception:
+            log.exception("inline answer failed", conn_id=conn.conn_id)
+            return False
+        if response is None:
+            return False
+        conn.send(response)
+        return True
+
+    return answer
+
+
 async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None:
     limit = asyncio.Semaphore(MAX_IN_FLIGHT)
 
@@ -418,7 +441,14 @@ def build_app(gateway: Gateway) -> ASGIApp:
             conn.send_event("health", gateway.health())
             log.debug("client connected", conn_id=conn.conn_id, client=caller.client_id, role=caller.role,
                      remote=remote)
-            await _serve_requests(gateway, conn, caller)
+            answer_inline = ws.scope.get("extensions", {}).get(ANSWER_INLINE)
+            if answer_inline is not None:
+                answer_inline(_inline_answers(gateway, conn, caller))
+            try:
+                await _serve_requests(gateway, conn, caller)
+            finally:
+                if answer_inline is not None:
+                    answer_inline(None)
         except WebSocketDisconnect:
             pass
         except Exception:

@@ -1,7 +1,7 @@
 """Limits for sockets that have not logged in yet: how big a frame, and how many of them.
 
 Before ``connect`` succeeds, a peer is a stranger. Its frames are capped at ``MAX_PREAUTH_FRAME_BYTES``
-by the WebSocket parser itself (``GatewayWebSocketProtocol``: a frame announcing more is refused from
+by the WebSocket parser itself (``gateway.server.ws_protocol``: a frame announcing more is refused from
 its header, close 1009, before its payload is read), and the limit is lifted to
 ``gateway.maxPayload`` once the handshake succeeds. How many strangers may wait at once is capped
 overall and per address (``PreAuthSockets``); at a cap the OLDEST waiting stranger is dropped, not the
@@ -23,45 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-
-from gateway.protocol import MAX_PREAUTH_FRAME_BYTES
-
-__all__ = ["GRACE_S", "LIFT_FRAME_LIMIT", "PEER_SPOKE", "GatewayWebSocketProtocol", "PreAuthSockets"]
-
-LIFT_FRAME_LIMIT = "remoteclaw.lift_frame_limit"
-"""ASGI scope extension: call it once the peer is authenticated to allow frames up to ``maxPayload``."""
-PEER_SPOKE = "remoteclaw.peer_spoke"
-"""ASGI scope extension: returns whether a whole message from the peer has arrived since the upgrade."""
+__all__ = ["GRACE_S", "PreAuthSockets"]
 
 GRACE_S = 2.0
 """A waiting stranger younger than this is never dropped to make room (its challenge may still be queued)."""
-
-
-class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's sans-I/O WebSocket protocol, with the pre-``connect`` frame limit enforced while reading."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._full_size = self.conn.max_message_size
-        self.conn.max_message_size = MAX_PREAUTH_FRAME_BYTES
-        self._spoke = False
-
-    def handle_connect(self, event: Any) -> None:
-        super().handle_connect(event)
-        extensions: dict[str, Any] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]
-        extensions[LIFT_FRAME_LIMIT] = self._lift
-        extensions[PEER_SPOKE] = self._has_spoken
-
-    def send_receive_event_to_app(self) -> None:
-        self._spoke = True  # a complete message, read off the wire even if the app has not taken it yet
-        super().send_receive_event_to_app()
-
-    def _has_spoken(self) -> bool:
-        return self._spoke
-
-    def _lift(self) -> None:
-        self.conn.max_message_size = self._full_size
 
 
 @dataclass(slots=True)

@@ -27,7 +27,7 @@ from gateway.config.reload import register_secrets
 from gateway.server.collector import SurvivorFreezer
 from gateway.server.control_ui import find_root
 from gateway.server.loop_watch import LoopWatch
-from gateway.server.preauth import GatewayWebSocketProtocol
+from gateway.server.ws_protocol import GatewayWebSocketProtocol
 from gateway.store import StoreError
 
 __all__ = ["resolve_token", "run", "serve"]

@@ -17,10 +17,11 @@ from gateway.dispatch.dispatcher import (
     IdempotencyCache,
     MethodSpec,
     Params,
+    Registry,
     registry,
 )
 from gateway.methods import load_all
-from gateway.protocol import InvalidRequest, Unavailable
+from gateway.protocol import InvalidRequest, RequestFrame, Unavailable
 from tests.support.devices import DeviceKey
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, connect_params, operator
@@ -206,6 +207,70 @@ def test_authorize(spec_scope: str, role: str, scopes: tuple[str, ...], code: st
     assert getattr(info.value, "details", {})["code"] == code
 
 
+# -- inline answers (Dispatcher.answer_now) ------------------------------------------------------
+
+
+class _Say(Params):
+    text: str = "hi"
+
+
+def _inline_dispatcher() -> tuple[Dispatcher, list[str]]:
+    """A registry of its own: an inline method, one that is not, and an inline one that awaits after all."""
+    reg = Registry()
+    ran: list[str] = []
+
+    @reg.method("echo", params=_Say, scope=READ, inline=True)
+    async def echo(p: _Say, _ctx: Any) -> dict[str, str]:
+        ran.append("echo")
+        return {"said": p.text}
+
+    @reg.method("later", scope=READ)
+    async def later(_p: Any, _ctx: Any) -> None:
+        ran.append("later")
+
+    @reg.method("waits", scope=READ, inline=True)
+    async def waits(_p: Any, _ctx: Any) -> str:
+        ran.append("waits")
+        await asyncio.sleep(0)
+        return "late"
+
+    @reg.method("boom", scope=READ, inline=True)
+    async def boom(_p: Any, _ctx: Any) -> None:
+        raise RuntimeError("a bug")
+
+    return Dispatcher(reg, IdempotencyCache()), ran
+
+
+def test_an_inline_method_is_answered_at_once_with_the_same_checks() -> None:
+    dispatcher, ran = _inline_dispatcher()
+    gw: Any = object()
+    assert dispatcher.answer_now(RequestFrame("1", "echo", {"text": "yo"}), _caller(), gw) == {
+        "type": "res", "id": "1", "ok": True, "payload": {"said": "yo"}}
+    bad = dispatcher.answer_now(RequestFrame("2", "echo", {"text": 5}), _caller(), gw)
+    assert bad is not None and bad["error"]["message"] == "invalid echo params: at /text: must be string"
+    node = dispatcher.answer_now(RequestFrame("3", "echo", None), _caller("node", ()), gw)
+    assert node is not None and node["error"]["details"]["code"] == "ROLE_FORBIDDEN"
+    crashed = dispatcher.answer_now(RequestFrame("4", "boom", None), _caller(), gw)
+    assert crashed is not None and crashed["error"] == {
+        "code": "UNAVAILABLE", "message": "boom failed: internal error", "retryable": True}
+    assert ran == ["echo"]  # refused calls never reached the handler
+
+
+def test_other_methods_and_an_inline_one_that_awaits_are_left_to_dispatch() -> None:
+    dispatcher, ran = _inline_dispatcher()
+    assert dispatcher.answer_now(RequestFrame("1", "later", None), _caller(), object()) is None  # type: ignore[arg-type]
+    assert dispatcher.answer_now(RequestFrame("2", "nope", None), _caller(), object()) is None  # type: ignore[arg-type]
+    assert dispatcher.answer_now(RequestFrame("3", "waits", None), _caller(), object()) is None  # type: ignore[arg-type]
+    assert ran == ["waits"]  # started, then closed: dispatch runs it again, in full
+    frame = asyncio.run(dispatcher.dispatch(RequestFrame("3", "waits", None), _caller(), object()))  # type: ignore[arg-type]
+    assert frame["payload"] == "late"
+
+
+def test_an_inline_method_cannot_be_idempotent() -> None:
+    with pytest.raises(ValueError, match="inline method cannot be idempotent"):
+        Registry().method("x", inline=True, idempotent=True)
+
+
 # -- over the wire --------------------------------------------------------------------------------
 
 
@@ -333,3 +398,14 @@ async def test_many_requests_in_flight_all_answered(admin: RawClient) -> None:
     results = await asyncio.gather(*(admin.req("health") for _ in range(200)))
     assert all(r["ok"] for r in results)
     assert len({r["id"] for r in results}) == 200
+
+
+async def test_health_answered_inline_keeps_the_checks_and_mixes_with_other_calls(admin: RawClient) -> None:
+    """``health`` is answered as its frame is read (``gateway.server.ws_protocol``): its params are still
+    validated, and answers interleave with ordinary calls on the same socket, every one answered once."""
+    bad = await admin.req("health", {"verbose": True})
+    assert bad["error"]["message"] == "invalid health params: at root: unexpected property 'verbose'"
+    calls = [admin.req("health" if i % 2 else "status") for i in range(100)]
+    results = await asyncio.gather(*calls)
+    assert all(r["ok"] for r in results) and len({r["id"] for r in results}) == 100
+    assert all(("uptimeMs" in r["payload"]) for r in results)
