@@ -8,7 +8,9 @@ its own loop, all driven in lock step by this one over pipes:
 2. every worker connects its share of the crowd (batches of 50, as ``bench/clients_bench.py`` does);
    ``watching`` clients present themselves as web chat pages (``client.mode: webchat``), so they watch
    presence; ``reading`` clients are CLI clients, with no presence;
-3. every client sends ``health`` at the same moment (each worker starts at the same wall-clock instant);
+3. every client sends ``health`` at the same moment (each worker starts at the same wall-clock instant); the
+   burst's wall time, the gateway's CPU in it and the load generators' own CPU in it are kept beside the
+   latencies (on one machine the crowd's clients compete with the gateway for the same cores);
 4. ``watching`` only: one more page joins with a known display name, and each worker notes when every one of its
    clients has seen it in a ``presence`` event: the slowest worker's time is the presence change reaching all;
 5. the gateway's RSS with the crowd on it, and what the crowd received in all.
@@ -77,9 +79,11 @@ async def _worker(conn: multiprocessing.connection.Connection, url: str, token: 
                        "done_at": time.time(), "elapsed": elapsed})
         elif step == "health":
             await asyncio.sleep(max(0.0, arg - time.time()))  # every worker starts at the same instant
+            cpu0 = time.process_time()
             latencies = await asyncio.gather(*(c.health_ms(f"h{i}") for i, c in enumerate(crowd)),
                                              return_exceptions=True)
-            conn.send([x for x in latencies if isinstance(x, float)])
+            conn.send({"latencies": [x for x in latencies if isinstance(x, float)], "done_at": time.time(),
+                       "cpu_s": time.process_time() - cpu0})
         elif step == "watch":
             FleetClient.probe = arg
             conn.send("ready")
@@ -166,8 +170,14 @@ async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw:
         rss_with = tree_rss_mb(proc.pid)
         spy = _profiler(proc.pid, profile / f"health-{n}-{scenario}.txt") if profile else None
         cpu0 = _cpu_s(proc.pid)
-        latencies = [x for share in await fleet.ask("health", time.time() + 1.0) for x in share]
+        burst_at = time.time() + 1.0
+        shares = await fleet.ask("health", burst_at)
+        latencies = [x for share in shares for x in share["latencies"]]
         health_cpu_s = _cpu_s(proc.pid) - cpu0  # the gateway's own share of the burst
+        # The load generators share the machine: what they spent sending and reading the burst is time the
+        # gateway did not have, and it is in every latency they measure.
+        loadgen_cpu_s = sum(share["cpu_s"] for share in shares)
+        burst_s = max(share["done_at"] for share in shares) - burst_at
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(30)
@@ -197,6 +207,8 @@ async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw:
                 "health_p50_ms": _pct(latencies, 0.5), "health_p99_ms": _pct(latencies, 0.99),
                 "health_answered": len(latencies),
                 "health_gateway_cpu_us": round(health_cpu_s * 1e6 / max(1, len(latencies)), 1),
+                "health_burst_s": round(burst_s, 2), "health_gateway_cpu_s": round(health_cpu_s, 2),
+                "health_loadgen_cpu_s": round(loadgen_cpu_s, 2),
                 "presence_to_all_s": presence_s, "presence_missing": missing,
                 "received_mb": round(received / 1e6, 1), "rss_before_mb": round(rss_before),
                 "rss_with_mb": round(rss_with), "rss_peak_mb": round(rss_peak)}
@@ -208,16 +220,18 @@ async def measure(n: int, scenario: str, workdir: Path, *, procs: int, openclaw:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     lines = ["| gateway | clients | scenario | connected | time to connect all | `health` all at once p50 / p99 "
-             "| gateway CPU per `health` | presence to all | received | RSS before → with |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| gateway CPU per `health` | burst: wall, gateway CPU, load generators' CPU | presence to all | received "
+             "| RSS before → with |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         presence = "—" if r["presence_to_all_s"] is None else f"{r['presence_to_all_s']} s"
         if r.get("presence_missing"):
             presence += f" ({r['presence_missing']} never saw it)"
         lines.append(f"| {r['gateway']} | {r['clients']:,} | {r['scenario']} ({r['client_id']}) | {r['connected']:,} "
                      f"({r['refused']} refused) | {r['connect_all_s']} s | {r['health_p50_ms']} / "
-                     f"{r['health_p99_ms']} ms | {r['health_gateway_cpu_us']} µs | {presence} | {r['received_mb']} MB "
-                     f"| {r['rss_before_mb']} → {r['rss_with_mb']} MiB |")
+                     f"{r['health_p99_ms']} ms | {r['health_gateway_cpu_us']} µs | {r['health_burst_s']} s, "
+                     f"{r['health_gateway_cpu_s']} s, {r['health_loadgen_cpu_s']} s | {presence} "
+                     f"| {r['received_mb']} MB | {r['rss_before_mb']} → {r['rss_with_mb']} MiB |")
     return "\n".join(lines)
 
 

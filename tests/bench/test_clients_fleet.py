@@ -15,3 +15,4 @@ async def test_a_small_fleet_in_two_processes_is_all_connected_answered_and_told
     assert watching["received_mb"] > 0  # the presence deltas of the crowd's own joins
     reading = await measure(30, "reading", tmp_path, procs=2)
     assert (reading["connected"], reading["health_answered"], reading["presence_to_all_s"]) == (30, 30, None)
+    assert reading["health_burst_s"] > 0 and reading["health_loadgen_cpu_s"] > 0, reading  # the burst's accounts
