@@ -1,4 +1,4 @@
-"""Limits for sockets that have not logged in yet: how big a frame, and how many of them.
+"""Limits for sockets that have not logged in yet: how many may wait (their frames' size: ``ws_protocol``).
 
 Before ``connect`` succeeds, a peer is a stranger. Its frames are capped at ``MAX_PREAUTH_FRAME_BYTES``
 by the WebSocket parser itself (``gateway.server.ws_protocol``: a frame announcing more is refused from

@@ -185,9 +185,12 @@ class ForkServer:
     """This worker's fork server, started on first use and stopped when the worker exits (its stdin closes)."""
 
     def __init__(self) -> None:
+        env = os.environ.copy()
+        self._python_env = {k: v for k, v in env.items() if k.startswith("PYTHON")}
+        """The ``PYTHON*`` variables our interpreter started with: a fork has these, whatever it is given."""
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "tests.support.gateway_forkserver"], cwd=Path(__file__).resolve().parents[2],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ.copy(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
         )
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -228,17 +231,38 @@ class ForkServer:
             raise RuntimeError(f"fork server: {answer['error']}")
         return ForkedGateway(self, answer["pid"])
 
+    def starts_like(self, env: dict[str, str]) -> bool:
+        """Whether a gateway forked with ``env`` is the one a fresh interpreter would start with it: no
+        ``PYTHON*`` variable differs from the fork server's (those act only when an interpreter starts)."""
+        names = {k for k in (*env, *self._python_env) if k.startswith("PYTHON")}
+        return all(env.get(k) == self._python_env.get(k) for k in names)
+
     def exit_code(self, pid: int) -> int | None:
         with self._changed:
-            return self._exits.get(pid)
+            return self._exit_of(pid)
 
     def wait_exit(self, pid: int, timeout: float | None) -> int | None:
         with self._changed:
             self._changed.wait_for(lambda: pid in self._exits or -1 in self._answers, timeout)
-            return self._exits.get(pid)
+            return self._exit_of(pid)
+
+    def _exit_of(self, pid: int) -> int | None:
+        if pid not in self._exits and -1 in self._answers and not _exists(pid):
+            self._exits[pid] = -signal.SIGKILL  # the fork server died, and killed its gateways as it went
+        return self._exits.get(pid)
 
     def alive(self) -> bool:
         return self._proc.poll() is None
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _server: ForkServer | None = None

@@ -128,13 +128,12 @@ class GatewayProcess:
 
     def forkable(self, env: dict[str, str]) -> bool:
         """Whether a fork of this worker's fork server is the same gateway a fresh interpreter would be: the same
-        interpreter, and no ``PYTHON*`` variable that differs from ours (those act when an interpreter starts)."""
+        interpreter, and no ``PYTHON*`` variable that differs from the fork server's (``starts_like``)."""
         if self.fork is not None:
             return self.fork
         if not FORK_BY_DEFAULT or os.environ.get("REMOTECLAW_TEST_FORK", "1") == "0":
             return False
-        names = {k for k in (*env, *os.environ) if k.startswith("PYTHON")}
-        return self.python == sys.executable and all(env.get(k) == os.environ.get(k) for k in names)
+        return self.python == sys.executable and fork_server().starts_like(env)
 
     def start(self, timeout: float = 20.0) -> GatewayProcess:
         show_observed_files(self.state_dir / "remoteclaw.json", self.extra_env)
