@@ -20,7 +20,7 @@ from tests.support.gateway_forkserver import ForkedGateway, fork_server
 ROOT = Path(__file__).resolve().parents[2]
 
 FORK_BY_DEFAULT = True
-"""Cleared for a test module marked ``exec_gateway`` (tests/conftest.py): its gateways start as fresh interpreters."""
+"""Cleared while a module that sets ``GATEWAY_EXEC = True`` runs (tests/conftest.py): its gateways start afresh."""
 
 
 _PORT_BASE = 20_000
@@ -100,7 +100,7 @@ class GatewayProcess:
         """The interpreter that runs it (another venv's, for an install with other extras)."""
         self.fork = fork
         """Fork it from this worker's fork server (``gateway_forkserver``) rather than start an interpreter:
-        None decides by ``forkable`` (the default, unless the test module is marked ``exec_gateway``)."""
+        None decides by ``forkable`` (the default, unless the test module sets ``GATEWAY_EXEC = True``)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.token = token
