@@ -137,8 +137,12 @@ class CronService:
             except Exception:
                 log.exception("cron timer pass failed; trying again shortly")
                 delay = 5.0
+            # ``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` returns normally when it is
+            # cancelled in the same moment its event is set (a run finishing as ``stop`` cancels this loop), the
+            # cancellation is lost and ``stop`` waits for this loop forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
 
     async def _seconds_to_next(self) -> float:
         if self.running >= self._config.config.cron.maxConcurrentRuns:

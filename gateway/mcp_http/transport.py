@@ -385,8 +385,9 @@ class McpHttp:
         async def events() -> AsyncIterator[bytes]:
             yield b": stream open\n\n"
             while not session.closed.is_set():
-                try:
-                    message = await asyncio.wait_for(session.notifications.get(), KEEPALIVE_S)
+                try:  # asyncio.timeout: a cancellation is never lost (3.11's wait_for can lose one)
+                    async with asyncio.timeout(KEEPALIVE_S):
+                        message = await session.notifications.get()
                 except TimeoutError:
                     session.touch()  # an open stream is a session in use
                     yield b": keepalive\n\n"

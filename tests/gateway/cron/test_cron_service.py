@@ -157,3 +157,20 @@ async def test_due_does_not_run_a_job_that_is_not_due(cron: Cron) -> None:
     assert await cron.service.run_now("nope", due_only=False) == {"ok": False, "ran": False, "reason": "not-found"}
     await asyncio.sleep(0.1)
     assert cron.agent.turns == []
+
+
+async def test_stop_ends_the_timer_even_when_a_wake_lands_as_it_is_cancelled(cron: Cron) -> None:
+    """A run finishing wakes the timer; ``stop`` cancelling it in that same moment must still end it (Python
+    3.11's ``wait_for`` returned normally there and the cancellation was lost: ``stop`` then hung for ever)."""
+    c = cron.service
+    for turns in range(8):  # the window is a few loop turns after ``wake``: cancel in each of them
+        timer = CronService(cron.db, c._config, "replica-b", c._sessions, c._runs, None, lambda *a, **k: 0,
+                            lambda: None)
+        await timer.start()
+        await asyncio.sleep(0.05)  # the timer is waiting for its next due time
+        timer.wake()
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        stopping = asyncio.create_task(timer.stop())
+        await asyncio.wait([stopping], timeout=5)  # not asyncio.timeout: stop() swallows a CancelledError
+        assert stopping.done(), f"stop() hung when cancelling {turns} loop turns after a wake"
