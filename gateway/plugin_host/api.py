@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-# jsonschema is imported where it is used: a start with no plugin schema to check never loads it.
+# jsonschema is imported only by gateway.plugin_host.schemas, when a check runs: a start never needs it.
 import structlog
 
 from gateway.dispatch.dispatcher import ADMIN, NODE, READ, WRITE
 from gateway.hooks import HOOKS
+from gateway.plugin_host.schemas import SchemaValidator, schema_error
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -68,7 +69,7 @@ class PluginTool:
     owner_only: bool = False
     agents: frozenset[str] | None = None
     timeout_s: float = 60.0
-    validator: Any = None
+    validator: SchemaValidator | None = None
     output_schema: dict[str, Any] | None = None
 
     def listing(self) -> dict[str, Any]:
@@ -127,14 +128,24 @@ class Loader(Protocol):
 class PluginApi:
     """The gateway as one plugin sees it (one instance per load of that plugin)."""
 
-    def __init__(self, manager: Loader, manifest: PluginManifest, config: dict[str, Any]) -> None:
+    def __init__(self, manager: Loader, manifest: PluginManifest, config: dict[str, Any], *,
+                 bundled: bool = False) -> None:
         self._manager = manager
+        self._bundled = bundled
         self.manifest = manifest
         self.id = manifest.id
         self.config = config
         """This plugin's settings (``plugins.entries.<id>.config``), already checked against its schema."""
         self.log = structlog.get_logger(f"plugin.{manifest.id}")
         self.registration = Registration()
+
+    def _check_schema(self, schema: dict[str, Any], what: str) -> None:
+        """Refuse a schema that is not valid JSON Schema (a bundled plugin's are checked by the test suite)."""
+        if self._bundled:
+            return
+        problem = schema_error(schema)
+        if problem is not None:
+            raise ValueError(f"{what} is not a valid JSON Schema: {problem}")
 
     # -- facts -----------------------------------------------------------------------------------
 
@@ -175,24 +186,23 @@ class PluginApi:
         object's shape, in the tool's listing). A tool that declares one must always return an object matching
         it (clients check).
         """
-        import jsonschema
         if not TOOL_NAME.match(name):
             raise ValueError(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
         schema = input_schema or {"type": "object", "properties": {}}
         if schema.get("type") != "object":
             raise ValueError(f"tool {name}: inputSchema must be a JSON Schema of type object")
-        jsonschema.Draft202012Validator.check_schema(schema)
+        self._check_schema(schema, f"tool {name}: inputSchema")
         if output_schema is not None:
             if output_schema.get("type") != "object":
                 raise ValueError(f"tool {name}: output_schema must be a JSON Schema of type object")
-            jsonschema.Draft202012Validator.check_schema(output_schema)
+            self._check_schema(output_schema, f"tool {name}: output_schema")
         hints = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
         hints.update(annotations or {})
 
         def add(fn: ToolHandler) -> ToolHandler:
             self.registration.tools.append(PluginTool(
                 self.id, name, description, schema, fn, hints, owner, frozenset(agents) if agents else None,
-                timeout_s, jsonschema.Draft202012Validator(schema), output_schema))
+                timeout_s, SchemaValidator(schema), output_schema))
             return fn
 
         return add(handler) if handler is not None else add
@@ -201,13 +211,12 @@ class PluginApi:
                params_schema: dict[str, Any] | None = None, description: str = "") -> Any:
         """Add a gateway RPC method ``name`` (``<something>.<verb>``), callable by operators holding
         ``scope``. ``handler(params, ctx)`` gets the params checked against ``params_schema``."""
-        import jsonschema
         if not METHOD_NAME.match(name):
             raise ValueError(f"method name {name!r} must look like 'prefix.verb'")
         if scope not in SCOPES or scope == NODE:
             raise ValueError(f"method {name}: scope must be one of {', '.join(sorted(SCOPES))}")
         if params_schema is not None:
-            jsonschema.Draft202012Validator.check_schema(params_schema)
+            self._check_schema(params_schema, f"method {name}: params_schema")
 
         def add(fn: MethodHandler) -> MethodHandler:
             doc = description or (fn.__doc__ or "").strip().split("\n")[0]

@@ -23,6 +23,8 @@ from gateway.plugin_host.manifest import MANIFEST_FILE, ManifestError, PluginMan
 __all__ = ["ENTRY_POINT_GROUP", "Candidate", "discover"]
 
 ENTRY_POINT_GROUP = "remoteclaw.plugins"
+DISTRIBUTION = "remoteclaw"
+"""Our own distribution: the plugins it declares are the bundled ones."""
 
 Register = Callable[[Any], Any]
 
@@ -38,16 +40,19 @@ class Candidate:
     error: str | None
     load_register: Callable[[], Register]
     default_enabled: bool = True
+    bundled: bool = False
+    """Shipped with remoteclaw (an entry point of its own distribution): its schemas are checked by the test
+    suite, not at every start (``gateway.plugin_host.schemas``)."""
 
 
-def _read_manifest(path: Path) -> PluginManifest:
+def _read_manifest(path: Path, *, bundled: bool = False) -> PluginManifest:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise ManifestError(f"{path} is not valid JSON: {exc}") from None
-    return parse_manifest(data, str(path))
+    return parse_manifest(data, str(path), bundled=bundled)
 
 
 def _register_of(obj: Any, where: str) -> Register:
@@ -65,7 +70,7 @@ def _import_ref(ref: str) -> Any:
     return obj
 
 
-def _from_entry_point(name: str, ref: str) -> Candidate:
+def _from_entry_point(name: str, ref: str, *, bundled: bool = False) -> Candidate:
     source = f"entry-point:{name}"
     module_name = ref.partition(":")[0]
 
@@ -77,15 +82,16 @@ def _from_entry_point(name: str, ref: str) -> Candidate:
         origin = Path(spec.origin) if spec and spec.origin else None
         manifest_path = origin.parent / MANIFEST_FILE if origin else None
         if manifest_path and manifest_path.is_file():
-            manifest = _read_manifest(manifest_path)
+            manifest = _read_manifest(manifest_path, bundled=bundled)
         else:  # no manifest file: the object carries a ``manifest`` dict (this imports its code)
-            manifest = parse_manifest(getattr(_import_ref(ref), "manifest", None), f"{ref} (manifest attribute)")
+            manifest = parse_manifest(getattr(_import_ref(ref), "manifest", None), f"{ref} (manifest attribute)",
+                                      bundled=bundled)
         if manifest.id != name:
             raise ManifestError(f"entry point {name!r} loads a plugin whose manifest id is {manifest.id!r}")
     except Exception as exc:  # ManifestError, ImportError, anything its import raised
         return Candidate(source, name, None, str(exc) if isinstance(exc, ManifestError)
-                         else f"{type(exc).__name__}: {exc}", load)
-    return Candidate(source, name, manifest, None, load, manifest.enabledByDefault)
+                         else f"{type(exc).__name__}: {exc}", load, bundled=bundled)
+    return Candidate(source, name, manifest, None, load, manifest.enabledByDefault, bundled)
 
 
 def _folder_module(manifest: PluginManifest, folder: Path) -> ModuleType:
@@ -143,7 +149,7 @@ def _folders(paths: list[str], base: Path) -> list[Path]:
 def discover(paths: list[str], base: Path) -> list[Candidate]:
     """Every plugin found, entry points first (sorted by name), then folders in config order. Relative
     paths are taken from ``base`` (the config file's folder)."""
-    found = [_from_entry_point(ep.name, ep.value)
+    found = [_from_entry_point(ep.name, ep.value, bundled=ep.dist is not None and ep.dist.name == DISTRIBUTION)
              for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)]
     found += [_from_folder(folder) for folder in _folders(paths, base)]
     return found

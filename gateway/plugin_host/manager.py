@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# jsonschema is imported where it is used: a start with no plugin schema to check never loads it.
+# jsonschema is imported only by gateway.plugin_host.schemas, when a check runs: a start never needs it.
 import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict
@@ -30,6 +30,7 @@ from gateway.dispatch.dispatcher import ADMIN, PAIRING, CallContext, Caller, Met
 from gateway.hooks import HookHandler
 from gateway.plugin_host.api import PluginApi, PluginMethod, PluginTool, ToolContext
 from gateway.plugin_host.discovery import Candidate, discover
+from gateway.plugin_host.schemas import SchemaValidator
 from gateway.protocol import Forbidden, InvalidRequest, RpcError, Unavailable
 from gateway.redaction import schema_secret_paths
 
@@ -58,19 +59,9 @@ class ToolFailed(Exception):
 
 
 class OpenParams(BaseModel):
-    """Params of a plugin method: any object; the plugin's JSON Schema checks it (``_schema_problem``)."""
+    """Params of a plugin method: any object; the plugin's JSON Schema checks it (``SchemaValidator``)."""
 
     model_config = ConfigDict(extra="allow")
-
-
-def _schema_problem(validator: Any, data: Any) -> str | None:
-    """The first schema violation as ``at /path: message`` (the wording of every other error)."""
-    import jsonschema
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-    if error is None:
-        return None
-    path = "/" + "/".join(str(p) for p in error.absolute_path)
-    return f"at {path}: {error.message}"
 
 
 @dataclass(slots=True)
@@ -143,14 +134,13 @@ class PluginManager:
 
     def config_problems(self, config: Config) -> list[dict[str, str]]:
         """Each plugin's settings checked against its schema (a ``gateway.config`` check)."""
-        import jsonschema
         problems = []
         for plugin_id, entry in config.plugins.entries.items():
             state = self.states.get(plugin_id)
             manifest = state.candidate.manifest if state else None
             if manifest is None:
                 continue
-            problem = _schema_problem(jsonschema.Draft202012Validator(manifest.configSchema), entry.config)
+            problem = SchemaValidator(manifest.configSchema).problem(entry.config)
             if problem:
                 where, _, message = problem.partition(": ")
                 problems.append({"path": f"/plugins/entries/{plugin_id}/config{where[3:].rstrip('/')}",
@@ -208,16 +198,17 @@ class PluginManager:
                     config_model.extra_secret_paths.add(("plugins", "entries", plugin_id, "config", *path))
 
     async def _load(self, state: PluginState, settings: dict[str, Any]) -> None:
-        import jsonschema
         cand = state.candidate
         try:
             if cand.manifest is None:
                 raise RuntimeError(cand.error or "no manifest")
-            problem = _schema_problem(jsonschema.Draft202012Validator(cand.manifest.configSchema), settings)
+            # A bundled plugin with no settings needs no check: the test suite checks that its schema takes {}.
+            problem = (SchemaValidator(cand.manifest.configSchema).problem(settings)
+                       if settings or not cand.bundled else None)
             if problem:
                 raise RuntimeError(f"invalid config plugins.entries.{cand.id}.config: {problem}")
             register = cand.load_register()
-            api = PluginApi(self, cand.manifest, settings)
+            api = PluginApi(self, cand.manifest, settings, bundled=cand.bundled)
             result = register(api)
             if inspect.isawaitable(result):
                 await asyncio.wait_for(result, LOAD_TIMEOUT_S)
@@ -360,7 +351,7 @@ class PluginManager:
             agent_id = parse_key(sessions.normalize_key(session_key))[0]
         if tool.agents is not None and agent_id not in tool.agents:
             raise Forbidden(f"{name} is not offered to agent {agent_id!r}")
-        problem = _schema_problem(tool.validator, params)
+        problem = tool.validator.problem(params) if tool.validator is not None else None
         if problem:
             raise InvalidRequest(f"invalid params for {name}: {problem}", details={"field": "params"})
         try:
@@ -408,12 +399,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def _method_handler(m: PluginMethod) -> Any:
-    import jsonschema
-    validator = jsonschema.Draft202012Validator(m.params_schema) if m.params_schema else None
+    validator = SchemaValidator(m.params_schema) if m.params_schema else None
 
     async def handler(params: OpenParams, ctx: CallContext) -> Any:
         data = dict(params.model_extra or {})
-        problem = _schema_problem(validator, data) if validator else None
+        problem = validator.problem(data) if validator else None
         if problem:
             raise InvalidRequest(f"invalid {m.name} params: {problem}", details={"method": m.name})
         try:

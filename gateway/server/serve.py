@@ -34,6 +34,9 @@ __all__ = ["resolve_token", "run", "serve"]
 
 log = structlog.get_logger("gateway.server.serve")
 
+SETTLE_AFTER_S = 1.0
+"""How long after it starts serving the gateway first collects its heap (``settle_heap``)."""
+
 
 _ENV_TOKEN: list[str] = []
 
@@ -191,17 +194,15 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
                 _announce(host, port, token, origin, state,
                           control_ui=cfg.gateway.controlUi.basePath if ui_root else None)
             first = False
-            # Everything loaded so far (modules, config, routes) lives as long as the process: move it out of
-            # the cyclic collector's reach, so a full collection under load scans only what requests made.
-            gc.collect()
-            gc.freeze()
-            freezer = SurvivorFreezer()  # and so do the crowd's objects, once a full collection gets slow
+            settling = asyncio.get_running_loop().call_later(SETTLE_AFTER_S, settle_heap)
+            freezer = SurvivorFreezer()  # the crowd's objects too, once a full collection gets slow
             freezer.install()
             watch = _watch_loop(store)
             try:
                 # uvicorn closes the sockets it served; hand it a duplicate so ours outlives it.
                 await server.serve(sockets=[sock.dup()])
             finally:
+                settling.cancel()
                 watch.stop()
                 freezer.close()
                 await gw.stop()
@@ -212,6 +213,19 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
         paths.clear_listen()
         sock.close()
         logs.shutdown()
+
+
+def settle_heap() -> None:
+    """Collect once, freeze what survived and turn the cyclic collector on.
+
+    Everything loaded by then (modules, config, routes) lives as long as the process: frozen, it is out of the
+    collector's reach, so a full collection under load scans only what requests made. It runs a moment after
+    the server started answering, not before: the collection takes tens of milliseconds of a start, and the
+    collector is off until then when ``remoteclaw gateway run`` started us (``gateway.cli``).
+    """
+    gc.collect()
+    gc.freeze()
+    gc.enable()
 
 
 def _announce(host: str, port: int, token: str, origin: str, state: Path, *, control_ui: str | None = None) -> None:

@@ -8,6 +8,8 @@
   A frame it answers never reaches uvicorn's ASGI queue, the connection's reading task or a task of its own:
   when 10,000 clients send ``health`` at once, that path was most of the cost of each call. It is used only
   while the app has taken every earlier frame of this socket, so a request never overtakes one sent before it.
+  The common shape of such a request (one whole, masked, unfragmented text frame, read at a frame boundary) is
+  read here without websockets' parser (``_read_whole_frames``); anything else goes through it as before.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
+from websockets.streams import StreamReader
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover - websockets without its C extension
+    from websockets.utils import apply_mask
 
 from gateway.protocol import MAX_PREAUTH_FRAME_BYTES
 
@@ -31,6 +40,11 @@ or with None to stop. ``answer`` must not raise."""
 
 INLINE_MAX_BYTES = 4096
 """Larger frames always go to the app: an inline request is small, and a large frame is not parsed twice."""
+
+_WHOLE_TEXT = 0x81
+"""A frame's first byte for a final text frame with no extension bits (RFC 6455 §5.2)."""
+_AT_EOF = StreamReader.at_eof.__code__
+"""What websockets' parser waits in between two frames (and only there)."""
 
 
 class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
@@ -49,6 +63,60 @@ class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
         extensions[LIFT_FRAME_LIMIT] = self._lift
         extensions[PEER_SPOKE] = self._has_spoken
         extensions[ANSWER_INLINE] = self._answer_with
+
+    def data_received(self, data: bytes) -> None:
+        if self._answer is not None and self._between_frames():
+            data = self._read_whole_frames(data)
+            if not data:
+                return
+        super().data_received(data)
+
+    def _between_frames(self) -> bool:
+        """websockets' parser holds nothing: no bytes, no message half read, no frame header read."""
+        conn = self.conn
+        if conn.reader.buffer or conn.current_size is not None or self.frames or self.close_sent:
+            return False
+        if conn.state is not State.OPEN or conn.extensions:
+            return False
+        waiting = conn.parser
+        while (inner := waiting.gi_yieldfrom) is not None:
+            waiting = inner
+        return waiting.gi_code is _AT_EOF
+
+    def _read_whole_frames(self, data: bytes) -> bytes:
+        """Read the whole small text frames at the head of ``data`` ourselves and answer them inline; a frame the
+        app must see is queued for it exactly as uvicorn would. Returns what is left for websockets' parser,
+        from a frame boundary: a frame of another kind, a partial one, or anything behind a queued frame."""
+        answer = self._answer
+        assert answer is not None
+        limit = min(INLINE_MAX_BYTES, self.conn.max_message_size or INLINE_MAX_BYTES)
+        pos, end_of_data = 0, len(data)
+        while pos + 6 <= end_of_data and data[pos] == _WHOLE_TEXT and self.queue.empty():
+            size = data[pos + 1] ^ 0x80  # a client's frame must be masked; unmasked ones are websockets' to refuse
+            if size == 126:
+                if pos + 8 > end_of_data:
+                    break
+                size = int.from_bytes(data[pos + 2:pos + 4], "big")
+                start = pos + 8
+            elif size < 126:
+                start = pos + 6
+            else:  # unmasked, or a 64-bit length: not a small request
+                break
+            end = start + size
+            if end > end_of_data or size > limit:
+                break
+            payload = apply_mask(data[start:end], data[start - 4:start])
+            try:
+                text = payload.decode()
+            except UnicodeDecodeError:
+                break  # websockets' parser closes with 1007
+            self._spoke = True
+            pos = end
+            if not answer(text):
+                self.curr_msg_data_type = "text"
+                self.frames = [payload]
+                WebSocketsSansIOProtocol.send_receive_event_to_app(self)
+        return data[pos:] if pos else data
 
     def send_receive_event_to_app(self) -> None:
         self._spoke = True  # a complete message, read off the wire even if the app has not taken it yet

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
+import orjson
 import pytest
 from pydantic import BaseModel
 
@@ -409,3 +411,36 @@ async def test_health_answered_inline_keeps_the_checks_and_mixes_with_other_call
     results = await asyncio.gather(*calls)
     assert all(r["ok"] for r in results) and len({r["id"] for r in results}) == 100
     assert all(("uptimeMs" in r["payload"]) for r in results)
+
+
+def _client_frame(request: dict[str, Any]) -> bytes:
+    """A request as a browser frames it: final text frame, masked with a random key (RFC 6455 §5.3)."""
+    payload = orjson.dumps(request)
+    key = os.urandom(4)
+    size = len(payload)
+    head = bytes((0x81, 0x80 | size)) if size < 126 else bytes((0x81, 0xFE)) + size.to_bytes(2, "big")
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+async def test_frames_coalesced_split_or_behind_another_call_are_each_answered_once(admin: RawClient) -> None:
+    """The gateway reads a whole small text frame itself (``GatewayWebSocketProtocol._read_whole_frames``) and
+    leaves the rest to websockets' parser. Written here byte by byte: several requests in one TCP write, a frame
+    split over two writes, a 16-bit length, a request the app must answer between inline ones, a ping."""
+    loop = asyncio.get_running_loop()
+    ids = [f"w{i}" for i in range(12)]
+    ids[3] += "-" + "x" * 300  # a frame past 125 bytes: its length in 16 bits
+    futures = {i: loop.create_future() for i in ids}
+    admin._pending.update(futures)
+    h = [_client_frame({"type": "req", "id": i, "method": "health"}) for i in ids]
+    status = _client_frame({"type": "req", "id": ids[4], "method": "status"})
+    ping = bytes((0x89, 0x80)) + os.urandom(4)  # an empty ping: websockets' parser answers it with a pong
+    transport = admin.ws.transport
+    transport.write(h[0] + h[1] + h[2] + h[3] + status + h[5] + ping + h[6] + h[7][:5])
+    await asyncio.sleep(0.05)
+    transport.write(h[7][5:] + h[8][:2])  # the rest of a frame, then a header cut in two
+    await asyncio.sleep(0.05)
+    transport.write(h[8][2:] + h[9] + h[10] + h[11])
+    answers = await asyncio.wait_for(asyncio.gather(*futures.values()), 10)
+    assert [a["id"] for a in answers] == ids and all(a["ok"] for a in answers), answers
+    assert "uptimeMs" in answers[0]["payload"] and "version" in answers[4]["payload"]
+    assert (await admin.req("health"))["ok"]  # the socket still reads what the client library frames

@@ -3,11 +3,13 @@ answered on the spot and which go to the app's queue (the wire path is in tests/
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 import uvicorn
 from uvicorn.server import ServerState
+from websockets.server import ServerProtocol
 
 from gateway.server.ws_protocol import ANSWER_INLINE, INLINE_MAX_BYTES, GatewayWebSocketProtocol
 
@@ -17,10 +19,17 @@ async def _app(_scope: Any, _receive: Any, _send: Any) -> None:
 
 
 class _Transport:
-    """What the protocol calls on its transport when it queues a message (it stops reading until the app asks)."""
+    """What the protocol calls on its transport: it stops reading when it queues a message, until the app asks;
+    it writes a pong."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
 
     def pause_reading(self) -> None:
         pass
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
 
 
 @pytest.fixture
@@ -73,3 +82,53 @@ async def test_a_message_is_answered_inline_only_when_nothing_earlier_waits_for_
     _message(protocol, "inline 6")
     assert answered == ["inline 2", "inline 5"] and _queued(protocol) == ["inline 6"]
     assert protocol._has_spoken()
+
+
+def _open(proto: GatewayWebSocketProtocol) -> None:
+    """Give the protocol a websockets connection past its opening handshake, as uvicorn's ``handle_connect`` does."""
+    conn = ServerProtocol()
+    conn.receive_data(b"GET / HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    [request] = conn.events_received()
+    conn.send_response(conn.accept(request))
+    conn.data_to_send()
+    proto.conn = conn
+
+
+def _masked(text: str, opcode: int = 0x81) -> bytes:
+    payload = text.encode()
+    key = os.urandom(4)
+    size = len(payload)
+    head = bytes((opcode, 0x80 | size)) if size < 126 else bytes((opcode, 0xFE)) + size.to_bytes(2, "big")
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+async def test_whole_frames_are_read_without_the_parser_and_the_rest_goes_through_it(
+        protocol: GatewayWebSocketProtocol) -> None:
+    _open(protocol)
+    answered: list[str] = []
+
+    def answer(text: str) -> bool:
+        if text.startswith("inline"):
+            answered.append(text)
+            return True
+        return False
+
+    protocol.scope["extensions"][ANSWER_INLINE](answer)
+    parsed: list[bytes] = []  # what reaches websockets' parser
+    receive_data = protocol.conn.receive_data
+    protocol.conn.receive_data = lambda data: (parsed.append(bytes(data)), receive_data(data))  # type: ignore
+    long = "inline " + "y" * 200  # a 16-bit length
+    third = _masked("inline 3")
+    protocol.data_received(_masked("inline 1") + _masked(long) + third[:4])
+    assert answered == ["inline 1", long]
+    assert parsed == [third[:4]]  # the whole frames were read by hand; the cut one went to the parser
+    protocol.data_received(third[4:])  # completed by the parser: answered on its usual path
+    assert parsed == [third[:4], third[4:]]
+    assert answered == ["inline 1", long, "inline 3"] and _queued(protocol) == []
+    protocol.data_received(_masked("slow 4") + _masked("inline 5") + _masked("inline 6"))
+    assert answered == ["inline 1", long, "inline 3"]  # behind "slow 4": the app takes them in order
+    assert _queued(protocol) == ["slow 4", "inline 5", "inline 6"]
+    protocol.data_received(_masked("inline 7") + bytes((0x89, 0x80)) + os.urandom(4) + _masked("inline 8"))
+    assert answered[-2:] == ["inline 7", "inline 8"]  # a ping between them went through websockets' parser
+    assert protocol.transport.written == [b"\x8a\x00"]  # type: ignore[attr-defined]  # and got its pong
