@@ -8,7 +8,8 @@ overall and per address (``PreAuthSockets``); at a cap the OLDEST waiting strang
 newcomer, so a flood cannot keep a real client (who logs in within milliseconds) from getting in.
 
 Only strangers that are idle on their side can be dropped (issue #28): one whose ``connect`` frame has
-arrived is waiting on US, and one younger than ``GRACE_S`` may simply not have had its challenge
+arrived (read, or still unread in its socket while the event loop is behind: ``ws_protocol``'s
+``PEER_SPOKE``) is waiting on US, and one younger than ``GRACE_S`` may simply not have had its challenge
 written yet, because the event loop is busy with a thousand others. Before that rule a connect storm
 of 1,000 real clients from one address (a proxy, a NAT, a benchmark) lost 301 of them to the
 per-address cap. Over a cap with nobody droppable, newcomers are let in and the count is checked

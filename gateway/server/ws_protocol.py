@@ -14,6 +14,9 @@
 
 from __future__ import annotations
 
+import fcntl
+import sys
+import termios
 from collections.abc import Callable
 from typing import Any
 
@@ -134,10 +137,25 @@ class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
         super().send_receive_event_to_app()
 
     def _has_spoken(self) -> bool:
-        return self._spoke
+        """A whole message was read, or bytes from the peer wait unread in the socket: when the event loop is
+        seconds behind (a storm of thousands joining), a connect frame can sit there past the strangers'
+        grace, and its sender is waiting on us, not idle."""
+        return self._spoke or _unread_bytes(self.transport) > 0
 
     def _lift(self) -> None:
         self.conn.max_message_size = self._full_size
 
     def _answer_with(self, answer: Callable[[str], bool] | None) -> None:
         self._answer = answer
+
+
+def _unread_bytes(transport: Any) -> int:
+    """Bytes received on the transport's socket that nobody has read yet (``FIONREAD``); 0 when unknown."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return 0
+    try:
+        out = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    except (OSError, ValueError):
+        return 0
+    return int.from_bytes(out, sys.byteorder)

@@ -4,6 +4,7 @@ answered on the spot and which go to the app's queue (the wire path is in tests/
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 import pytest
@@ -24,6 +25,10 @@ class _Transport:
 
     def __init__(self) -> None:
         self.written: list[bytes] = []
+        self.sock: socket.socket | None = None
+
+    def get_extra_info(self, name: str) -> Any:
+        return self.sock if name == "socket" else None
 
     def pause_reading(self) -> None:
         pass
@@ -132,3 +137,16 @@ async def test_whole_frames_are_read_without_the_parser_and_the_rest_goes_throug
     protocol.data_received(_masked("inline 7") + bytes((0x89, 0x80)) + os.urandom(4) + _masked("inline 8"))
     assert answered[-2:] == ["inline 7", "inline 8"]  # a ping between them went through websockets' parser
     assert protocol.transport.written == [b"\x8a\x00"]  # type: ignore[attr-defined]  # and got its pong
+
+
+async def test_a_stranger_whose_bytes_wait_unread_has_spoken(protocol: GatewayWebSocketProtocol) -> None:
+    """A peer is idle (droppable by ``PreAuthSockets``) only if nothing of its has arrived: a connect frame still
+    in the socket, because the event loop is behind a storm of joins, means it waits on us."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        protocol.transport.sock = ours  # type: ignore[attr-defined]
+        assert not protocol._has_spoken()
+        theirs.sendall(_masked('{"type":"req","id":"c","method":"connect"}'))
+        assert protocol._has_spoken()
+        ours.recv(4096)  # read (by the protocol, normally): nothing waits, and no whole message was handed over
+        assert not protocol._has_spoken()
