@@ -17,8 +17,8 @@ its own loop, all driven in lock step by this one over pipes:
 
 The crowd's clients are ``bench.lean_ws`` sockets by default: a plain RFC 6455 client written to cost its load
 generator little, because the generators share the gateway's cores and their CPU is inside every latency they
-measure. ``--client websockets`` uses the websockets library's asyncio client instead (100-200 µs of the load
-generator's CPU per call, against 10-20 µs).
+measure. ``--client websockets`` uses the websockets library's asyncio client instead (on one machine, 57-60 µs
+of the load generator's CPU per call against 20 µs; 100-200 µs on a slower one).
 
 Run from the repo root (not part of the tests)::
 

@@ -1,12 +1,13 @@
 """A WebSocket client that costs its load generator as little as possible: for 10,000 clients on one machine.
 
-The ``websockets`` asyncio client spends 100-200 µs of CPU per request and answer (a reader task, a message
-assembler, a lock and a future per call). When the crowd runs on the gateway's own cores, that is CPU the
-gateway does not get, and it sits inside every latency measured. This client is an ``asyncio.Protocol``
-speaking RFC 6455 directly: the opening handshake (checked: status 101 and the ``Sec-WebSocket-Accept`` of
-our key), masked text frames out, frames in parsed from one buffer (text, close, ping; a fragmented
-message is reassembled). No extension is offered, so no frame is compressed. It is a plain WebSocket client
-as far as the gateway can tell; what it skips is bookkeeping, not protocol.
+The ``websockets`` asyncio client spends about three times this one's CPU per request and answer (a reader
+task, a message assembler, a lock and a future per call; docs/benchmarks.md has the figures). When the crowd
+runs on the gateway's own cores, that is CPU the gateway does not get, and it sits inside every latency
+measured. This client is an ``asyncio.Protocol`` speaking RFC 6455 directly: the opening handshake (checked:
+status 101 and the ``Sec-WebSocket-Accept`` of our key), masked text frames out, frames in parsed from one
+buffer (text, close, ping; a fragmented message is reassembled). No extension is offered, so no frame is
+compressed. It is a plain WebSocket client as far as the gateway can tell; what it skips is bookkeeping, not
+protocol.
 """
 
 from __future__ import annotations

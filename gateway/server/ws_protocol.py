@@ -81,7 +81,7 @@ class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
             return False
         if conn.state is not State.OPEN or conn.extensions:
             return False
-        waiting = conn.parser
+        waiting: Any = conn.parser  # a generator: gi_yieldfrom and gi_code are not in its static type
         while (inner := waiting.gi_yieldfrom) is not None:
             waiting = inner
         return waiting.gi_code is _AT_EOF
