@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-# jsonschema is imported only by gateway.plugin_host.schemas, when a check runs: a start never needs it.
+# jsonschema is imported only by gateway.plugin_host.schemas, when a check runs (none for the bundled plugins).
 import structlog
 
 from gateway.dispatch.dispatcher import ADMIN, NODE, READ, WRITE

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# jsonschema is imported only by gateway.plugin_host.schemas, when a check runs: a start never needs it.
+# jsonschema is imported only by gateway.plugin_host.schemas, when a check runs (none for the bundled plugins).
 import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# jsonschema is imported only by gateway.plugin_host.schemas, when a check runs: a start never needs it.
+# jsonschema is imported only by gateway.plugin_host.schemas, when a check runs (none for the bundled plugins).
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from gateway.plugin_host.schemas import schema_error

@@ -53,12 +53,14 @@ class _Wire:
     implementation; with any other server ``of`` returns None and frames go through ASGI.
     """
 
-    __slots__ = ("conn", "proto", "transport")
+    __slots__ = ("by_hand", "conn", "proto", "transport")
 
     def __init__(self, proto: Any) -> None:
         self.proto = proto
         self.conn = proto.conn
         self.transport = proto.transport
+        self.by_hand = hasattr(self.conn, "writes") and hasattr(self.conn, "extensions")
+        """Frames made here (``write``); a websockets without those internals frames them itself."""
 
     @classmethod
     def of(cls, ws: WebSocket) -> _Wire | None:
@@ -79,7 +81,8 @@ class _Wire:
 
     def write(self, texts: list[str]) -> None:
         conn = self.conn
-        if conn.state is not State.OPEN or conn.extensions or conn.writes:  # websockets frames it (or refuses)
+        if not self.by_hand or conn.state is not State.OPEN or conn.extensions or conn.writes:
+            # websockets frames them (or refuses: the connection is closing)
             for text in texts:
                 conn.send_text(text.encode())
             self.transport.write(b"".join(conn.data_to_send()))

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -223,9 +224,12 @@ def settle_heap() -> None:
     the server started answering, not before: the collection takes tens of milliseconds of a start, and the
     collector is off until then when ``remoteclaw gateway run`` started us (``gateway.cli``).
     """
-    gc.collect()
+    started = time.perf_counter()
+    collected = gc.collect()
     gc.freeze()
     gc.enable()
+    log.info("heap settled", collected=collected, frozen=gc.get_freeze_count(),
+             ms=round((time.perf_counter() - started) * 1000, 1))
 
 
 def _announce(host: str, port: int, token: str, origin: str, state: Path, *, control_ui: str | None = None) -> None:

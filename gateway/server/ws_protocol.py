@@ -59,6 +59,9 @@ class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
         self.conn.max_message_size = MAX_PREAUTH_FRAME_BYTES
         self._spoke = False
         self._answer: Callable[[str], bool] | None = None
+        # Reading frames by hand relies on websockets' sans-I/O internals; a version without them reads every
+        # frame through its parser, as before.
+        self._by_hand = all(hasattr(self.conn, name) for name in ("reader", "current_size", "parser", "extensions"))
 
     def handle_connect(self, event: Any) -> None:
         super().handle_connect(event)
@@ -68,7 +71,7 @@ class GatewayWebSocketProtocol(WebSocketsSansIOProtocol):
         extensions[ANSWER_INLINE] = self._answer_with
 
     def data_received(self, data: bytes) -> None:
-        if self._answer is not None and self._between_frames():
+        if self._answer is not None and self._by_hand and self._between_frames():
             data = self._read_whole_frames(data)
             if not data:
                 return

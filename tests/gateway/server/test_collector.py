@@ -8,11 +8,14 @@ import asyncio
 import gc
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from gateway.server.collector import SurvivorFreezer
 from gateway.server.heap_trim import trim
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.waiting import until
 
 
 class _Node:
@@ -122,3 +125,13 @@ async def test_a_freeze_on_the_loop_schedules_the_reclaim() -> None:
         assert freezer.reclaims == 1 and cycle_ref() is None
     finally:
         freezer.close()
+
+
+async def test_a_gateway_settles_its_heap_after_it_starts_answering(tmp_path: Path) -> None:
+    """``remoteclaw gateway run`` loads the server with the cyclic collector off; a second after it serves, one
+    collection runs, what survived is frozen and the collector is back on (``gateway.server.serve.settle_heap``)."""
+    with GatewayProcess(tmp_path / "gw") as gw:
+        await until(lambda: "heap settled" in gw.output(), timeout=10, what="the heap settled")
+        line = next(x for x in gw.output().splitlines() if "heap settled" in x)
+        frozen = int(line.split("frozen=")[1].split()[0])
+        assert frozen > 10_000, line  # the modules, config and routes: out of the collector's reach
