@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 from typing import Any
 
 import orjson
@@ -152,3 +153,13 @@ async def operator(url: str, token: str, **kw: Any) -> RawClient:
     frame = await client.handshake(token, **kw)
     assert frame["ok"], frame
     return client
+
+
+def masked_frame(payload: str | bytes, opcode: int = 0x81) -> bytes:
+    """One final client frame as a browser writes it: masked with a random key (RFC 6455 §5.2-5.3); for tests that
+    write bytes to the socket themselves (several frames in one TCP write, a frame cut in two)."""
+    data = payload.encode() if isinstance(payload, str) else payload
+    key = os.urandom(4)
+    size = len(data)
+    head = bytes((opcode, 0x80 | size)) if size < 126 else bytes((opcode, 0xFE)) + size.to_bytes(2, "big")
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(data))

@@ -26,7 +26,7 @@ from gateway.methods import load_all
 from gateway.protocol import InvalidRequest, RequestFrame, Unavailable
 from tests.support.devices import DeviceKey
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.ws import RawClient, connect_params, operator
+from tests.support.ws import RawClient, connect_params, masked_frame, operator
 
 pytestmark = pytest.mark.openclaw_frames  # every frame received is checked against OpenClaw's schema
 
@@ -413,15 +413,6 @@ async def test_health_answered_inline_keeps_the_checks_and_mixes_with_other_call
     assert all(("uptimeMs" in r["payload"]) for r in results)
 
 
-def _client_frame(request: dict[str, Any]) -> bytes:
-    """A request as a browser frames it: final text frame, masked with a random key (RFC 6455 §5.3)."""
-    payload = orjson.dumps(request)
-    key = os.urandom(4)
-    size = len(payload)
-    head = bytes((0x81, 0x80 | size)) if size < 126 else bytes((0x81, 0xFE)) + size.to_bytes(2, "big")
-    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-
-
 async def test_frames_coalesced_split_or_behind_another_call_are_each_answered_once(admin: RawClient) -> None:
     """The gateway reads a whole small text frame itself (``GatewayWebSocketProtocol._read_whole_frames``) and
     leaves the rest to websockets' parser. Written here byte by byte: several requests in one TCP write, a frame
@@ -431,8 +422,8 @@ async def test_frames_coalesced_split_or_behind_another_call_are_each_answered_o
     ids[3] += "-" + "x" * 300  # a frame past 125 bytes: its length in 16 bits
     futures = {i: loop.create_future() for i in ids}
     admin._pending.update(futures)
-    h = [_client_frame({"type": "req", "id": i, "method": "health"}) for i in ids]
-    status = _client_frame({"type": "req", "id": ids[4], "method": "status"})
+    h = [masked_frame(orjson.dumps({"type": "req", "id": i, "method": "health"})) for i in ids]
+    status = masked_frame(orjson.dumps({"type": "req", "id": ids[4], "method": "status"}))
     ping = bytes((0x89, 0x80)) + os.urandom(4)  # an empty ping: websockets' parser answers it with a pong
     transport = admin.ws.transport
     transport.write(h[0] + h[1] + h[2] + h[3] + status + h[5] + ping + h[6] + h[7][:5])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from uvicorn.server import ServerState
 from websockets.server import ServerProtocol
 
 from gateway.server.ws_protocol import ANSWER_INLINE, INLINE_MAX_BYTES, GatewayWebSocketProtocol
+from tests.support.ws import masked_frame
 
 
 async def _app(_scope: Any, _receive: Any, _send: Any) -> None:
@@ -55,6 +57,19 @@ def _message(proto: GatewayWebSocketProtocol, text: str) -> None:
     proto.send_receive_event_to_app()
 
 
+def _answerer() -> tuple[list[str], Callable[[str], bool]]:
+    """An inline answer that takes the messages starting with ``inline``, and the list of those it took."""
+    answered: list[str] = []
+
+    def answer(text: str) -> bool:
+        if text.startswith("inline"):
+            answered.append(text)
+            return True
+        return False
+
+    return answered, answer
+
+
 def _queued(proto: GatewayWebSocketProtocol) -> list[str]:
     out = []
     while not proto.queue.empty():
@@ -64,13 +79,7 @@ def _queued(proto: GatewayWebSocketProtocol) -> list[str]:
 
 async def test_a_message_is_answered_inline_only_when_nothing_earlier_waits_for_the_app(
         protocol: GatewayWebSocketProtocol) -> None:
-    answered: list[str] = []
-
-    def answer(text: str) -> bool:
-        if text.startswith("inline"):
-            answered.append(text)
-            return True
-        return False
+    answered, answer = _answerer()
 
     _message(protocol, "inline 1")  # before the app asks for answers: it goes to the app
     assert _queued(protocol) == ["inline 1"]
@@ -100,41 +109,27 @@ def _open(proto: GatewayWebSocketProtocol) -> None:
     proto.conn = conn
 
 
-def _masked(text: str, opcode: int = 0x81) -> bytes:
-    payload = text.encode()
-    key = os.urandom(4)
-    size = len(payload)
-    head = bytes((opcode, 0x80 | size)) if size < 126 else bytes((opcode, 0xFE)) + size.to_bytes(2, "big")
-    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-
-
 async def test_whole_frames_are_read_without_the_parser_and_the_rest_goes_through_it(
         protocol: GatewayWebSocketProtocol) -> None:
     _open(protocol)
-    answered: list[str] = []
-
-    def answer(text: str) -> bool:
-        if text.startswith("inline"):
-            answered.append(text)
-            return True
-        return False
+    answered, answer = _answerer()
 
     protocol.scope["extensions"][ANSWER_INLINE](answer)
     parsed: list[bytes] = []  # what reaches websockets' parser
     receive_data = protocol.conn.receive_data
     protocol.conn.receive_data = lambda data: (parsed.append(bytes(data)), receive_data(data))  # type: ignore
     long = "inline " + "y" * 200  # a 16-bit length
-    third = _masked("inline 3")
-    protocol.data_received(_masked("inline 1") + _masked(long) + third[:4])
+    third = masked_frame("inline 3")
+    protocol.data_received(masked_frame("inline 1") + masked_frame(long) + third[:4])
     assert answered == ["inline 1", long]
     assert parsed == [third[:4]]  # the whole frames were read by hand; the cut one went to the parser
     protocol.data_received(third[4:])  # completed by the parser: answered on its usual path
     assert parsed == [third[:4], third[4:]]
     assert answered == ["inline 1", long, "inline 3"] and _queued(protocol) == []
-    protocol.data_received(_masked("slow 4") + _masked("inline 5") + _masked("inline 6"))
+    protocol.data_received(masked_frame("slow 4") + masked_frame("inline 5") + masked_frame("inline 6"))
     assert answered == ["inline 1", long, "inline 3"]  # behind "slow 4": the app takes them in order
     assert _queued(protocol) == ["slow 4", "inline 5", "inline 6"]
-    protocol.data_received(_masked("inline 7") + bytes((0x89, 0x80)) + os.urandom(4) + _masked("inline 8"))
+    protocol.data_received(masked_frame("inline 7") + bytes((0x89, 0x80)) + os.urandom(4) + masked_frame("inline 8"))
     assert answered[-2:] == ["inline 7", "inline 8"]  # a ping between them went through websockets' parser
     assert protocol.transport.written == [b"\x8a\x00"]  # type: ignore[attr-defined]  # and got its pong
 
@@ -146,7 +141,7 @@ async def test_a_stranger_whose_bytes_wait_unread_has_spoken(protocol: GatewayWe
     with ours, theirs:
         protocol.transport.sock = ours  # type: ignore[attr-defined]
         assert not protocol._has_spoken()
-        theirs.sendall(_masked('{"type":"req","id":"c","method":"connect"}'))
+        theirs.sendall(masked_frame('{"type":"req","id":"c","method":"connect"}'))
         assert protocol._has_spoken()
         ours.recv(4096)  # read (by the protocol, normally): nothing waits, and no whole message was handed over
         assert not protocol._has_spoken()
