@@ -35,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
@@ -48,6 +48,7 @@ from bench.targets import OpenClawTarget, RemoteClawTarget, Target
 
 SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
 BATCH, BATCH_PAUSE_S = 50, 0.02
+T = TypeVar("T")
 WATCHERS = 5
 UI_CLIENT = {"id": "openclaw-control-ui", "mode": "webchat"}
 """How the watchers and stalled clients present themselves (OpenClaw's: ``test``; see ``main``)."""
@@ -156,16 +157,23 @@ def _pct(values: list[float], q: float) -> float:
 
 async def _crowd(url: str, token: str, n: int, mode: str, read: bool, *, cls: type[Client] = Client
                  ) -> tuple[list[Client], list[str], float]:
+    return await paced_joins(n, lambda: cls.join(url, token, mode, read=read), cls)
+
+
+async def paced_joins(n: int, join: Callable[[], Awaitable[T]], kind: type[T]
+                      ) -> tuple[list[T], list[str], float]:
+    """``n`` clients joining in batches of 50 every 20 ms: those that got in (of type ``kind``), why the others
+    did not, and the seconds it all took."""
     started = time.perf_counter()
     tasks = []
     for i in range(n):
-        tasks.append(asyncio.create_task(cls.join(url, token, mode, read=read)))
+        tasks.append(asyncio.create_task(join()))
         if (i + 1) % BATCH == 0:
             await asyncio.sleep(BATCH_PAUSE_S)
     results = await asyncio.gather(*tasks, return_exceptions=True)
     elapsed = time.perf_counter() - started
-    clients = [r for r in results if isinstance(r, Client)]
-    errors = [f"{type(r).__name__}: {r}"[:120] for r in results if not isinstance(r, Client)]
+    clients = [r for r in results if isinstance(r, kind)]
+    errors = [f"{type(r).__name__}: {r}"[:120] for r in results if not isinstance(r, kind)]
     return clients, errors, elapsed
 
 

@@ -48,7 +48,7 @@ from typing import Any
 import orjson
 import uvloop
 
-from bench.clients_bench import BATCH, BATCH_PAUSE_S, SCOPES, UI_CLIENT, Client, _cpu_s, _crowd, _pct, run_grid
+from bench.clients_bench import SCOPES, UI_CLIENT, Client, _cpu_s, _crowd, _pct, paced_joins, run_grid
 from bench.gateway_bench import _launch
 from bench.lean_ws import LeanSocket, open_socket
 from bench.procs import stop_tree, tree_rss_mb
@@ -150,7 +150,7 @@ class LeanClient:
 
 async def _lean_crowd(url: str, token: str, n: int, mode: str, in_flight: int
                       ) -> tuple[list[LeanClient], list[str], float]:
-    """``_crowd``'s pace (batches of 50 every 20 ms), with lean clients, at most ``in_flight`` of them in their
+    """``paced_joins``'s pace (batches of 50 every 20 ms), with lean clients, at most ``in_flight`` of them in their
     handshake at once.
 
     Why the cap: the whole crowd comes from one address, and the gateway lets 64 sockets from one address wait
@@ -159,22 +159,13 @@ async def _lean_crowd(url: str, token: str, n: int, mode: str, in_flight: int
     challenges unanswered that long, and its clients were dropped as idle: the gateway defending itself
     against the benchmark's lag, not a limit of the gateway's.
     """
-    started = time.perf_counter()
     gate = asyncio.Semaphore(in_flight)
 
     async def join() -> LeanClient:
         async with gate:
             return await LeanClient.join(url, token, mode)
 
-    tasks = []
-    for i in range(n):
-        tasks.append(asyncio.create_task(join()))
-        if (i + 1) % BATCH == 0:
-            await asyncio.sleep(BATCH_PAUSE_S)
-    results = await asyncio.gather(*tasks, return_exceptions=True)
-    clients = [r for r in results if isinstance(r, LeanClient)]
-    errors = [f"{type(r).__name__}: {r}"[:120] for r in results if not isinstance(r, LeanClient)]
-    return clients, errors, time.perf_counter() - started
+    return await paced_joins(n, join, LeanClient)
 
 
 async def _lean_burst(crowd: list[LeanClient]) -> list[float]:
