@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from gateway.platforms import Inbound, InboundHandler, Media, Sent
+from gateway.platforms import FileBytes, Inbound, InboundHandler, Media, Sent
 from gateway.protocol import Forbidden, InvalidRequest, NotLinked, Unavailable
 
 if TYPE_CHECKING:
@@ -138,8 +138,10 @@ class Channel(ABC):
         from the presser with that text. None where the channel has no buttons (the caller sends plain text)."""
         return None
 
-    async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
+    async def send_attachment(self, to: str, file: str | FileBytes, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:
+        """Send an http(s) URL or a local file's bytes (``FileBytes``: read once by the manager, never again by
+        name; a path given to a channel directly is read through ``channels.files.upload_of``)."""
         self.require(Capability.ATTACHMENT)
         raise NotImplementedError
 

@@ -9,6 +9,7 @@ cannot do is refused naming it, and every message in and out is stored (the host
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -17,7 +18,7 @@ from channels.base import Capability, Channel, ChannelNotLinked, Sent
 from channels.chunking import split_text
 from channels.files import check_outbound_file
 from channels.progress import ProgressNote
-from gateway.platforms import Origin
+from gateway.platforms import FileBytes, Origin
 
 __all__ = ["ChannelOperations"]
 
@@ -110,15 +111,18 @@ class ChannelOperations:
             sent.append(out)
         return sent
 
-    async def send_attachment(self, channel: str, account_id: str | None, to: str, file: str, *,
+    async def send_attachment(self, channel: str, account_id: str | None, to: str, file: str | FileBytes, *,
                               caption: str | None = None, thread_id: str | None = None,
                               session_key: str | None = None) -> Sent:
         ch = self.get(channel, account_id)
         ch.require(Capability.ATTACHMENT)
-        file = check_outbound_file(file, state_dir=self.host.state_dir, config_path=self.host.config_path)
+        # A local file is read here, once, by descriptor: the channel gets its bytes, never a path to read again.
+        file = await asyncio.to_thread(check_outbound_file, file, state_dir=self.host.state_dir,
+                                       config_path=self.host.config_path)
         sent = await ch.send_attachment(to, file, caption=caption, thread_id=thread_id)
+        name = file if isinstance(file, str) else file.where or file.name
         await self.history.record_out(ch.name, ch.account_id, sent, caption or "",
-                                      media=[{"kind": "file", "name": file}], session_key=session_key)
+                                      media=[{"kind": "file", "name": name}], session_key=session_key)
         return sent
 
     async def react(self, channel: str, account_id: str | None, to: str, message_id: str, emoji: str) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 from pathlib import Path
 
-__all__ = ["OUTBOUND", "clear_listen", "config_path", "ensure_token", "link_shown_path", "listen_path", "logs_dir",
-           "outbound_dir", "running_url", "state_dir", "token_path", "write_listen"]
+__all__ = ["NO_SESSION", "OUTBOUND", "clear_listen", "config_path", "ensure_token", "link_shown_path", "listen_path",
+           "logs_dir", "outbound_dir", "outbound_session", "running_url", "state_dir", "token_path", "write_listen"]
 
 
 def state_dir() -> Path:
@@ -31,12 +32,24 @@ def logs_dir() -> Path:
 
 OUTBOUND = "outbound"
 """The one folder of the state dir whose files may be sent to chats: media the gateway made to be shared
-(voice notes, browser screenshots and PDFs). Nothing secret is ever written there."""
+(voice notes, browser screenshots and PDFs, desktop trajectories, turn diffs). Nothing secret is ever written
+there. Each file is in a folder of the session it was made for (``outbound_dir``) under a name with random bits:
+an agent run may send only its own session's (``gateway.sandbox.reach``)."""
+
+NO_SESSION = "_gateway"
+"""The folder of what the gateway made for nobody's session (the owner's own calls): no run may send it."""
 
 
-def outbound_dir(state: Path, kind: str) -> Path:
-    """``<state>/outbound/<kind>``, created private; ``message.sendAttachment`` accepts files from it."""
-    path = state / OUTBOUND / kind
+def outbound_session(session_key: str | None) -> str:
+    """The folder name of one session's outbound files (a hash: keys hold characters no folder name may)."""
+    if not session_key:
+        return NO_SESSION
+    return hashlib.sha256(session_key.encode()).hexdigest()[:32]
+
+
+def outbound_dir(state: Path, kind: str, session_key: str | None = None) -> Path:
+    """``<state>/outbound/<kind>/<session>``, created private; a run may send the files of its own session's."""
+    path = state / OUTBOUND / kind / outbound_session(session_key)
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
 

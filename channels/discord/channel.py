@@ -63,9 +63,10 @@ from channels.base import (
 from channels.chunking import split_text
 from channels.environment import ChannelEnvironment
 from channels.fetch import FetchRefused, fetch_public
+from channels.files import upload_of
 from channels.inbound import Payload
 from gateway.cli.extras import MissingExtra
-from gateway.platforms import ChatType
+from gateway.platforms import ChatType, FileBytes
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # discord.py warns about audioop (voice) on import; we never use voice
@@ -97,16 +98,16 @@ LABEL_LIMIT = 80
 MAX_BUTTONS = 25  # five rows of five
 
 
-def _read_upload(file: str) -> tuple[str, bytes]:
-    """Name and bytes of a local file to upload; refuses missing files and files over 25 MiB."""
-    path = Path(file).expanduser()
-    if not path.is_file():
-        raise ChannelError(f"discord sendAttachment: no such file: {file}", details={"field": "file"})
-    size = path.stat().st_size
-    if size > MAX_UPLOAD_BYTES:
-        raise ChannelError(f"discord sendAttachment: {path.name} is {size} bytes; the limit is 25 MiB",
+def _read_upload(file: str | FileBytes) -> tuple[str, bytes]:
+    """Name and bytes of a local file to upload (read once: ``upload_of``); refuses files over 25 MiB."""
+    try:
+        got = upload_of(file)
+    except ChannelError as exc:
+        raise ChannelError(f"discord sendAttachment: {exc.message}", details={"field": "file"}) from None
+    if len(got.data) > MAX_UPLOAD_BYTES:
+        raise ChannelError(f"discord sendAttachment: {got.name} is {len(got.data)} bytes; the limit is 25 MiB",
                            details={"field": "file"})
-    return path.name, path.read_bytes()
+    return got.name, got.data
 
 
 async def _download(url: str) -> tuple[str, bytes]:
@@ -501,12 +502,12 @@ class DiscordChannel(Channel):
         assert first is not None
         return Sent(message_id=str(first.id), chat_id=self._chat_id(to, channel_id, thread_id), thread_id=thread_id)
 
-    async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
+    async def send_attachment(self, to: str, file: str | FileBytes, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:
         if caption and len(caption) > self.text_limit:
             raise ChannelError(f"discord sendAttachment: caption longer than {self.text_limit} characters",
                                details={"field": "caption"})
-        if file.startswith(("http://", "https://")):
+        if isinstance(file, str) and file.startswith(("http://", "https://")):
             name, data = await _download(file)
         else:
             name, data = await asyncio.to_thread(_read_upload, file)

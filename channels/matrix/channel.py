@@ -57,10 +57,11 @@ from channels.base import (
     TargetNotFound,
 )
 from channels.environment import ChannelEnvironment
+from channels.files import upload_of
 from channels.inbound import Payload
 from channels.matrix.config import MatrixAccountConfig, parse_config
 from gateway.cli.extras import MissingExtra
-from gateway.platforms import ChatType, MediaKind
+from gateway.platforms import ChatType, FileBytes, MediaKind
 
 try:
     import aiohttp
@@ -875,18 +876,15 @@ class MatrixChannel(Channel):
         await self._close_choices(message_id)
 
     async def send_attachment(
-        self, to: str, file: str, *, caption: str | None = None, thread_id: str | None = None
+        self, to: str, file: str | FileBytes, *, caption: str | None = None, thread_id: str | None = None
     ) -> Sent:
-        if file.startswith(("http://", "https://")):
+        if isinstance(file, str) and file.startswith(("http://", "https://")):
             raise ChannelError(
                 "matrix: attachments are uploaded from a local file; download the URL first", details={"field": "file"}
             )
         room_id = await self._room_id(to)
-        try:
-            data = await asyncio.to_thread(Path(file).read_bytes)
-        except OSError as exc:
-            raise ChannelError(f"cannot read {file}: {exc.strerror}", details={"field": "file"}) from exc
-        name = Path(file).name or "file"
+        upload = await asyncio.to_thread(upload_of, file)  # read once, by descriptor
+        data, name = upload.data, upload.name
         voice = Path(name).suffix.lower() in VOICE_SUFFIXES
         mime = "audio/ogg" if voice else mimetypes.guess_type(name)[0] or "application/octet-stream"
         client = self._live()

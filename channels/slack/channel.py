@@ -51,11 +51,12 @@ from channels.base import (
     TargetNotFound,
 )
 from channels.environment import ChannelEnvironment
+from channels.files import upload_of
 from channels.inbound import Payload
 from channels.slack.config import SlackAccountConfig, parse_config
 from channels.slack.format import to_mrkdwn
 from gateway.cli.extras import MissingExtra
-from gateway.platforms import ChatType, MediaKind
+from gateway.platforms import ChatType, FileBytes, MediaKind
 
 try:
     import aiohttp
@@ -606,18 +607,15 @@ class SlackChannel(Channel):
         return out
 
     async def send_attachment(
-        self, to: str, file: str, *, caption: str | None = None, thread_id: str | None = None
+        self, to: str, file: str | FileBytes, *, caption: str | None = None, thread_id: str | None = None
     ) -> Sent:
-        if file.startswith(("http://", "https://")):
+        if isinstance(file, str) and file.startswith(("http://", "https://")):
             raise ChannelError(
                 "slack: attachments are uploaded from a local file; download the URL first", details={"field": "file"}
             )
         channel = await self._conversation(to)
-        try:
-            data = await asyncio.to_thread(Path(file).read_bytes)
-        except OSError as exc:
-            raise ChannelError(f"cannot read {file}: {exc.strerror}", details={"field": "file"}) from exc
-        name = Path(file).name or "file"
+        upload = await asyncio.to_thread(upload_of, file)  # read once, by descriptor
+        data, name = upload.data, upload.name
         thread = _ts(thread_id, "threadId") if thread_id else None
         args: dict[str, Any] = {"channel": channel, "file": data, "filename": name, "title": name}
         if caption:

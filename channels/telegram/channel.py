@@ -40,9 +40,10 @@ from channels.base import (
     TargetNotFound,
 )
 from channels.environment import ChannelEnvironment
+from channels.files import upload_of
 from channels.inbound import Payload
 from gateway.cli.extras import MissingExtra
-from gateway.platforms import COMMANDS, ChatType, MediaKind
+from gateway.platforms import COMMANDS, ChatType, FileBytes, MediaKind
 
 try:
     import telegram
@@ -443,23 +444,20 @@ class TelegramChannel(Channel):
         except ChannelError:
             return False
 
-    async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
+    async def send_attachment(self, to: str, file: str | FileBytes, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:
         bot, chat = self._bot(), _chat(to)
         if caption and len(caption) > CAPTION_LIMIT:
             raise ChannelError(f"telegram captions are at most {CAPTION_LIMIT} characters",
                                details={"field": "caption"})
-        is_url = file.startswith(("http://", "https://"))
-        name = Path(file.split("?", 1)[0]).name or "file"
-        kind = _KINDS.get(Path(name).suffix.lower(), "document")
-        if is_url:
+        if isinstance(file, str) and file.startswith(("http://", "https://")):
+            name = Path(file.split("?", 1)[0]).name or "file"
             payload: Any = file
         else:
-            try:
-                data = await asyncio.to_thread(Path(file).read_bytes)
-            except OSError as exc:
-                raise ChannelError(f"cannot read {file}: {exc.strerror}", details={"field": "file"}) from exc
-            payload = telegram.InputFile(data, filename=name)
+            upload = await asyncio.to_thread(upload_of, file)  # bytes read once; a run's path is never read again
+            name = upload.name
+            payload = telegram.InputFile(upload.data, filename=name)
+        kind = _KINDS.get(Path(name).suffix.lower(), "document")
         thread = _int_id(thread_id, "threadId") if thread_id else None
         send = getattr(bot, f"send_{kind}")
         async with self._errors(f"send{kind.title()}", to):

@@ -23,7 +23,7 @@ from channels.base import Capability, Channel, ChannelError, ChannelUnavailable,
 
 if TYPE_CHECKING:
     from channels.environment import ChannelEnvironment
-    from gateway.platforms import PlatformHost, WebchatPosts
+    from gateway.platforms import FileBytes, PlatformHost, WebchatPosts
 
 __all__ = ["WebchatChannel"]
 
@@ -76,7 +76,7 @@ class WebchatChannel(Channel):
         key, message_id = await posts.post(to, text, buttons=buttons)
         return Sent(message_id=message_id, chat_id=key, thread_id=thread_id)
 
-    async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
+    async def send_attachment(self, to: str, file: str | FileBytes, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:
         posts = self._posts(to)
         key, message_id = await posts.post(to, caption or "", reply_to=thread_id, thread=thread_id is not None,

@@ -58,10 +58,11 @@ from channels.base import (
     UnsupportedOperation,
 )
 from channels.environment import ChannelEnvironment
+from channels.files import upload_of
 from channels.inbound import Payload
 from channels.whatsapp.config import WhatsAppAccountConfig, parse_config
 from channels.whatsapp.format import to_whatsapp
-from gateway.platforms import MediaKind
+from gateway.platforms import FileBytes, MediaKind
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -494,23 +495,26 @@ class WhatsAppChannel(Channel):
                            "action": {"button": "Choose", "sections": [{"title": "Options", "rows": rows}]}}
         return await self._post(to, "sendButtons", {"type": "interactive", "interactive": interactive})
 
-    async def send_attachment(self, to: str, file: str, *, caption: str | None = None,
+    async def send_attachment(self, to: str, file: str | FileBytes, *, caption: str | None = None,
                               thread_id: str | None = None) -> Sent:
         if caption and len(caption) > CAPTION_LIMIT:
             raise ChannelError(f"whatsapp captions are at most {CAPTION_LIMIT} characters",
                                details={"field": "caption"})
         person = _wa_id(to)
-        name = Path(file.split("?", 1)[0]).name or "file"
+        url = file if isinstance(file, str) and file.startswith(("http://", "https://")) else None
+        upload: FileBytes | None = None
+        if url is not None:
+            name = Path(url.split("?", 1)[0]).name or "file"
+        else:
+            upload = await asyncio.to_thread(upload_of, file)  # read once, by descriptor
+            name = upload.name
         voice = Path(name).suffix.lower() in _VOICE_SUFFIXES
         mime = "audio/ogg" if voice else mimetypes.guess_type(name)[0] or "application/octet-stream"
         kind = _out_kind(mime)
-        if file.startswith(("http://", "https://")):
-            item: dict[str, Any] = {"link": file}  # WhatsApp fetches it itself
+        if upload is None:
+            item: dict[str, Any] = {"link": url}  # WhatsApp fetches it itself
         else:
-            try:
-                data = await asyncio.to_thread(Path(file).read_bytes)
-            except OSError as exc:
-                raise ChannelError(f"cannot read {file}: {exc.strerror}", details={"field": "file"}) from exc
+            data = upload.data
             if self._window_open(person) is False:  # refused before anything is uploaded
                 if not self.settings.reengageTemplate:
                     raise self._closed(person, self._last_seen.get(person))

@@ -11,14 +11,16 @@ The reference's colon names (``message:send`` ...) are accepted as aliases.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
-from gateway.paths import OUTBOUND
+from gateway.platforms import MAX_ATTACHMENT_BYTES
 from gateway.protocol import Forbidden, InvalidRequest, RpcError
-from gateway.sandbox.reach import run_file
+from gateway.sandbox.open_beneath import FileBytes
+from gateway.sandbox.reach import open_run_file
 
 __all__ = [
     "BroadcastParams",
@@ -139,16 +141,18 @@ def _sent(p: _Target, to: str, sent: list[Any]) -> dict[str, Any]:
     return out
 
 
-def _run_file(ctx: CallContext, file: str, field: str) -> str:
-    """A file an agent run names, only where the run itself can see it (``gateway.sandbox.reach``)."""
-    return run_file(ctx.caller, file, field=field, shareable=ctx.state_dir / OUTBOUND)
+async def _run_file(ctx: CallContext, file: str, field: str) -> str | FileBytes:
+    """A file an agent run names, only where the run itself can see it, as its bytes read once
+    (``gateway.sandbox.reach``): the channel never reads the run's path again."""
+    return await asyncio.to_thread(open_run_file, ctx.caller, file, field=field, state_dir=ctx.state_dir,
+                                   max_bytes=MAX_ATTACHMENT_BYTES)
 
 
 @method("message.send", params=SendParams, scope=WRITE, idempotent=True, aliases=("message:send",), baseline=True)
 async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send text (and optionally one attachment) to a chat."""
     mgr = ctx.platforms
-    media = _run_file(ctx, p.media, "media") if p.media else None  # refused before any of it is sent
+    media = await _run_file(ctx, p.media, "media") if p.media else None  # refused before any of it is sent
     sent = await mgr.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
                                session_key=p.sessionKey)
     if media:
@@ -233,7 +237,7 @@ async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
         aliases=("message:sendAttachment", "message:send_attachment"), baseline=True)
 async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str, Any]:
     """Send a file from a URL or a local path, with an optional caption."""
-    file = _run_file(ctx, p.file, "file")
+    file = await _run_file(ctx, p.file, "file")
     sent = await ctx.platforms.send_attachment(p.channel, p.accountId, p.to, file, caption=p.caption,
                                                thread_id=p.threadId, session_key=p.sessionKey)
     return _sent(p, p.to, [sent])

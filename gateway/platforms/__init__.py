@@ -15,20 +15,23 @@ from gateway.paths import OUTBOUND
 from gateway.platforms.history import MessageLog
 from gateway.platforms.host import PlatformHost
 from gateway.platforms.inbound import channel_section
-from gateway.platforms.interface import ChatPlatforms, ProgressSink
+from gateway.platforms.interface import MAX_ATTACHMENT_BYTES, ChatPlatforms, ProgressSink
 from gateway.platforms.journal import InboundJournal
 from gateway.platforms.messages import ChatType, Inbound, InboundHandler, Media, MediaKind, Sent
 from gateway.runs import Origin
+from gateway.sandbox.open_beneath import FileBytes
 from gateway.webchat.posts import WebchatPosts
 
 __all__ = [
     "COMMANDS",
+    "MAX_ATTACHMENT_BYTES",
     "OUTBOUND",
     "ChannelAccessConfig",
     "ChatPlatforms",
     "ChatType",
     "Command",
     "Config",
+    "FileBytes",
     "Inbound",
     "InboundHandler",
     "InboundJournal",

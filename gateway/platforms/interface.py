@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gateway.sandbox.open_beneath import MAX_READ_BYTES
+
 if TYPE_CHECKING:
     from gateway.platforms.messages import Sent
     from gateway.runs import Origin
+    from gateway.sandbox.open_beneath import FileBytes
 
-__all__ = ["ChatPlatforms", "ProgressSink"]
+__all__ = ["MAX_ATTACHMENT_BYTES", "ChatPlatforms", "ProgressSink"]
+
+MAX_ATTACHMENT_BYTES = MAX_READ_BYTES
+"""A local file sent as an attachment is read whole into memory: a huge one must not take the gateway down."""
 
 
 class ProgressSink(Protocol):
@@ -66,9 +72,11 @@ class ChatPlatforms(Protocol):
                         op: str = "send") -> list[Sent]:
         """Send ``text`` split at the channel's limit (reply and effect on the first piece)."""
 
-    async def send_attachment(self, channel: str, account_id: str | None, to: str, file: str, *,
+    async def send_attachment(self, channel: str, account_id: str | None, to: str, file: str | FileBytes, *,
                               caption: str | None = None, thread_id: str | None = None,
-                              session_key: str | None = None) -> Sent: ...
+                              session_key: str | None = None) -> Sent:
+        """Send an http(s) URL, a file's bytes already read (what an agent run named: never read again by
+        name), or a local path the gateway itself made or an operator gave (opened once by descriptor)."""
 
     async def react(self, channel: str, account_id: str | None, to: str, message_id: str, emoji: str) -> None: ...
 

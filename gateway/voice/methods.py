@@ -16,9 +16,9 @@ from pydantic import Field, model_validator
 
 from gateway.cli.extras import require
 from gateway.dispatch.dispatcher import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
-from gateway.paths import OUTBOUND
 from gateway.protocol import InvalidRequest
-from gateway.sandbox.reach import run_file
+from gateway.sandbox.open_beneath import FileBytes
+from gateway.sandbox.reach import open_run_file
 from gateway.voice.service import VOICE_SERVICE, VoiceService, format_for_channel
 
 MAX_AUDIO_BYTES = 25 * 1024 * 1024
@@ -113,7 +113,10 @@ async def stt_transcribe(p: TranscribeParams, ctx: CallContext) -> dict[str, Any
     """Transcribe an audio file on the gateway's disk (``path``: admin, since it reads any file the gateway
     can) or at a public ``url``."""
     if p.path is not None:
-        named = run_file(ctx.caller, p.path, field="path", shareable=ctx.state_dir / OUTBOUND)
+        named = await asyncio.to_thread(open_run_file, ctx.caller, p.path, field="path", state_dir=ctx.state_dir,
+                                        max_bytes=MAX_AUDIO_BYTES)
+        if isinstance(named, FileBytes):  # an agent run's file: read once, inside what the run sees
+            return (await _voice(ctx).transcribe(named.data, named.name)).to_dict()
         file = await asyncio.to_thread(Path(named).expanduser)
         if not await asyncio.to_thread(file.is_file):
             raise InvalidRequest(f"path: no such file: {p.path}", details={"field": "path"})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import mimetypes
+import os
 import secrets
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from sqlalchemy import BigInteger, Integer, LargeBinary, String, delete, select
 from sqlalchemy.orm import Mapped, mapped_column
 from starlette.responses import PlainTextResponse, Response
 
+from gateway.sandbox.open_beneath import MAX_READ_BYTES, FileBytes, read_fd
 from gateway.store.models import Base
 
 if TYPE_CHECKING:
@@ -55,11 +57,19 @@ def _mime(name: str) -> str:
     return mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
-async def store_file(db: Database, session_key: str, path: str, *, name: str | None = None) -> dict[str, Any]:
-    """Copy a checked local file (``check_outbound_file`` ran before) into the store; its attachment facts.
-    ``name`` is what the page shows (default: the file's name)."""
-    data = await asyncio.to_thread(Path(path).read_bytes)
-    name = (name or Path(path).name)[:255] or "file"
+def _read(path: str) -> FileBytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    return read_fd(fd, Path(path).name, max_bytes=MAX_READ_BYTES)
+
+
+async def store_file(db: Database, session_key: str, file: str | FileBytes, *,
+                     name: str | None = None) -> dict[str, Any]:
+    """Copy a file into the store: the bytes a channel was given (read once, ``channels.files``), or a file the
+    gateway wrote itself (an upload it saved); its attachment facts. ``name`` is what the page shows (default:
+    the file's name)."""
+    got = file if isinstance(file, FileBytes) else await asyncio.to_thread(_read, file)
+    data = got.data
+    name = (name or got.name)[:255] or "file"
     fid = secrets.token_hex(16)
     mime = _mime(name)
     async with db.session() as s:

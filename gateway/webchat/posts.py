@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.dispatch.callers import READ
 from gateway.protocol import InvalidRequest
+from gateway.sandbox.open_beneath import FileBytes
 from gateway.server.session_events import agent_of, openclaw_message
 from gateway.store.transcripts import SessionRepo, TranscriptEntry
 from gateway.webchat.files import delete_files, link_attachment, store_file
@@ -56,8 +57,9 @@ class WebchatPosts:
         return entry
 
     async def post(self, to: str, text: str, *, reply_to: str | None = None, thread: bool = False,
-                   file: str | None = None, buttons: list[tuple[str, str]] | None = None) -> tuple[str, str]:
-        """Add an agent's message (text, and ``file``: a checked local path or an http(s) URL; ``buttons``:
+                   file: str | FileBytes | None = None,
+                   buttons: list[tuple[str, str]] | None = None) -> tuple[str, str]:
+        """Add an agent's message (text, and ``file``: a file's bytes or an http(s) URL; ``buttons``:
         ``(label, what a press sends)``, shown under it, a press sent as the viewer's message).
 
         Returns:
@@ -73,7 +75,7 @@ class WebchatPosts:
             if thread:
                 meta["thread"] = True
         if file is not None:
-            attachment = (link_attachment(file) if file.startswith(("http://", "https://"))
+            attachment = (link_attachment(file) if isinstance(file, str) and file.startswith(("http://", "https://"))
                           else await store_file(self._db, key, file))
             meta["attachments"] = [attachment]
         if buttons:
