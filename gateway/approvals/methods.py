@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.approvals.pending import Decision, Pending
 from gateway.approvals.service import APPROVALS_SERVICE, ApprovalService
 from gateway.dispatch.dispatcher import APPROVALS, QUESTIONS, WRITE, CallContext, NoParams, Params, method
@@ -110,37 +111,37 @@ async def _tool(ctx: CallContext, approval_id: str) -> Pending:
     return item
 
 
-@method("exec.approval.list", scope=APPROVALS)
+@method("exec.approval.list", access=Access("approval", "read", each=True), scope=APPROVALS)
 async def exec_approval_list(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]]:
     """Tool uses waiting for a decision (OpenClaw's pending ``ApprovalSnapshot`` list)."""
     return [i.snapshot() for i in _service(ctx).pending("tool") if _theirs(ctx, i)]
 
 
-@method("plugin.approval.list", scope=APPROVALS)
+@method("plugin.approval.list", access=Access("approval", "read", each=True), scope=APPROVALS)
 async def plugin_approval_list(_p: NoParams, _ctx: CallContext) -> list[dict[str, Any]]:
     """Plugin actions waiting for approval: none (no plugin asks here)."""
     return []
 
 
-@method("openclaw.approval.list", scope=APPROVALS)
+@method("openclaw.approval.list", access=Access("approval", "read", each=True), scope=APPROVALS)
 async def openclaw_approval_list(_p: NoParams, _ctx: CallContext) -> list[dict[str, Any]]:
     """System-agent actions waiting for approval: none (there is no system agent here)."""
     return []
 
 
-@method("exec.approval.get", params=IdParams, scope=APPROVALS)
+@method("exec.approval.get", access=Access("approval", "read", ("id",)), params=IdParams, scope=APPROVALS)
 async def exec_approval_get(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     """One tool-use request, pending or decided: ``{approval}``."""
     return {"approval": (await _tool(ctx, p.id)).snapshot()}
 
 
-@method("approval.get", params=IdParams, scope=APPROVALS)
+@method("approval.get", access=Access("approval", "read", ("id",)), params=IdParams, scope=APPROVALS)
 async def approval_get(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     """One request, pending or decided: ``{approval}``."""
     return {"approval": (await _tool(ctx, p.id)).snapshot()}
 
 
-@method("approval.history", params=HistoryParams, scope=APPROVALS)
+@method("approval.history", access=Access("approval", "read", each=True), params=HistoryParams, scope=APPROVALS)
 async def approval_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]:
     """Decided tool-use requests, newest first (kept ``approvals.keepDays``)."""
     if p.kind not in (None, "exec"):
@@ -149,7 +150,7 @@ async def approval_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]
     return {"items": [i.snapshot() for i in items if not i.pending and _theirs(ctx, i)][: p.limit]}
 
 
-@method("exec.approval.resolve", params=ExecResolveParams, scope=APPROVALS)
+@method("exec.approval.resolve", access=Access("approval", "write", ("id",)), params=ExecResolveParams, scope=APPROVALS)
 async def exec_approval_resolve(p: ExecResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Decide a tool use: allow once, allow always (stored as a rule for the agent), or deny. First wins."""
     await _tool(ctx, p.id)
@@ -158,7 +159,7 @@ async def exec_approval_resolve(p: ExecResolveParams, ctx: CallContext) -> dict[
     return {"ok": True, "approval": item.snapshot()}
 
 
-@method("approval.resolve", params=ApprovalResolveParams, scope=APPROVALS)
+@method("approval.resolve", access=Access("approval", "write", ("id",)), params=ApprovalResolveParams, scope=APPROVALS)
 async def approval_resolve(p: ApprovalResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Decide a request by kind (only ``exec`` requests exist here): ``{applied, approval}``."""
     if p.kind != "exec":
@@ -176,7 +177,7 @@ def _audited(item: Pending, reviewer: Reviewer | None = None) -> tuple[str, str,
                             "resolvedBy": item.resolved_by}
 
 
-@method("exec.approval.waitDecision", params=WaitParams, scope=APPROVALS)
+@method("exec.approval.waitDecision", access=Access("approval", "read", ("id",)), params=WaitParams, scope=APPROVALS)
 async def exec_approval_wait(p: WaitParams, ctx: CallContext) -> dict[str, Any]:
     """Wait (at most ``timeoutMs``) for a tool use to be decided: ``{approval}``, still pending if not."""
     await _tool(ctx, p.id)
@@ -204,19 +205,19 @@ async def _question(ctx: CallContext, question_id: str) -> Pending:
     return item
 
 
-@method("question.list", scope=QUESTIONS)
+@method("question.list", access=Access("approval", "read", each=True), scope=QUESTIONS)
 async def question_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Agents' questions waiting for an answer (OpenClaw's ``QuestionListResult``)."""
     return {"questions": [i.question_record() for i in _service(ctx).pending("question") if _theirs(ctx, i)]}
 
 
-@method("question.get", params=IdParams, scope=QUESTIONS)
+@method("question.get", access=Access("approval", "read", ("id",)), params=IdParams, scope=QUESTIONS)
 async def question_get(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     """One question, pending or answered: ``{question}``."""
     return {"question": (await _question(ctx, p.id)).question_record()}
 
 
-@method("question.resolve", params=QuestionResolveParams, scope=QUESTIONS)
+@method("question.resolve", access=Access("approval", "write", ("id",)), params=QuestionResolveParams, scope=QUESTIONS)
 async def question_resolve(p: QuestionResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Answer a question (``answers.answers: {questionId: [labels or free text]}``) or cancel it."""
     if (p.answers is None) == (p.cancel is None):
@@ -232,7 +233,7 @@ async def question_resolve(p: QuestionResolveParams, ctx: CallContext) -> dict[s
     return {"status": "answered", "answers": {"answers": item.answers or {}}}
 
 
-@method("question.waitAnswer", params=WaitParams, scope=QUESTIONS)
+@method("question.waitAnswer", access=Access("approval", "read", ("id",)), params=WaitParams, scope=QUESTIONS)
 async def question_wait(p: WaitParams, ctx: CallContext) -> dict[str, Any]:
     """Wait (at most ``timeoutMs``) for a question's answer (OpenClaw's ``QuestionWaitAnswerResult``)."""
     await _question(ctx, p.id)
@@ -254,7 +255,7 @@ class RuleRevokeParams(Params):
     id: str = ID
 
 
-@method("approvals.rules.list", params=RulesListParams, scope=APPROVALS)
+@method("approvals.rules.list", access=Access("approval", "read", each=True), params=RulesListParams, scope=APPROVALS)
 async def rules_list(p: RulesListParams, ctx: CallContext) -> dict[str, Any]:
     """The "allow always" rules: per agent, a tool pattern that no longer asks."""
     rules = await _service(ctx).rules(p.agentId, include_revoked=p.includeRevoked)
@@ -277,7 +278,7 @@ async def rules_list(p: RulesListParams, ctx: CallContext) -> dict[str, Any]:
     }
 
 
-@method("approvals.rules.revoke", params=RuleRevokeParams, scope=APPROVALS)
+@method("approvals.rules.revoke", access=Access("config", "admin"), params=RuleRevokeParams, scope=APPROVALS)
 async def rules_revoke(p: RuleRevokeParams, ctx: CallContext) -> dict[str, Any]:
     """Revoke an "allow always" rule: the tool asks again. ``outcome``: revoked, already-revoked, not-found."""
     outcome = await _service(ctx).revoke_rule(p.id, _who(ctx))
@@ -333,7 +334,8 @@ def _own_session(ctx: CallContext, session_key: str) -> str:
     return parse_key(session_key)[0]
 
 
-@method("approvals.ask", params=AskParams, scope=WRITE, baseline=True)
+@method("approvals.ask", access=Access("session", "write", ("sessionKey",)),
+        params=AskParams, scope=WRITE, baseline=True)
 async def approvals_ask(p: AskParams, ctx: CallContext) -> dict[str, Any]:
     """An agent run asks whether it may use a tool; answers at once with the request's state."""
     agent = _own_session(ctx, p.sessionKey)
@@ -341,7 +343,8 @@ async def approvals_ask(p: AskParams, ctx: CallContext) -> dict[str, Any]:
     return item.state()
 
 
-@method("questions.ask", params=QuestionsAskParams, scope=WRITE, baseline=True)
+@method("questions.ask", access=Access("session", "write", ("sessionKey",)),
+        params=QuestionsAskParams, scope=WRITE, baseline=True)
 async def questions_ask(p: QuestionsAskParams, ctx: CallContext) -> dict[str, Any]:
     """An agent run puts 1-3 questions to its person; answers at once with the request's state."""
     agent = _own_session(ctx, p.sessionKey)
@@ -353,7 +356,8 @@ async def questions_ask(p: QuestionsAskParams, ctx: CallContext) -> dict[str, An
     return item.state()
 
 
-@method("approvals.wait", params=AgentWaitParams, scope=WRITE, baseline=True)
+@method("approvals.wait", access=Access("session", "read", ("sessionKey",)),
+        params=AgentWaitParams, scope=WRITE, baseline=True)
 async def approvals_wait(p: AgentWaitParams, ctx: CallContext) -> dict[str, Any]:
     """Wait (at most ``timeoutMs``) for the outcome of a request this session asked."""
     _own_session(ctx, p.sessionKey)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from gateway.access import Access
 from gateway.approvals.service import APPROVALS_SERVICE
 from gateway.dispatch.dispatcher import APPROVALS, CallContext, NoParams, method
 
@@ -30,7 +31,7 @@ _LEVELS: dict[str, tuple[str, str]] = {
 DEFAULTS = {"security": "allowlist", "ask": "off", "askFallback": "deny", "autoAllowSkills": False}
 
 
-@method("exec.approvals.get", scope=APPROVALS)
+@method("exec.approvals.get", access=Access("config", "read"), scope=APPROVALS)
 async def exec_approvals_get(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Each agent's permission mode and its "allow always" rules, as an exec-approvals snapshot."""
     agents: dict[str, dict[str, Any]] = {}

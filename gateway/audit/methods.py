@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from gateway.access import Access
 from gateway.audit.service import AUDIT_LOG
 from gateway.audit.store import Cursor, Filter
 from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
@@ -77,7 +78,7 @@ class AuditListParams(Params):
         return parse_when(value)
 
 
-@method("audit.log.list", params=AuditListParams, scope=ADMIN)
+@method("audit.log.list", access=Access("gateway", "admin"), params=AuditListParams, scope=ADMIN)
 async def audit_list(p: AuditListParams, ctx: CallContext) -> dict[str, Any]:
     """Who did what, newest first: ``{events: [{id, at, actor, actorKind, action, target, details}], count,
     nextBefore}`` (``nextBefore`` null on the last page)."""

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.browser.files import FileEnvelopeError, persist_files
 from gateway.browser.serve import BROWSER_FILES
 from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
@@ -73,7 +74,8 @@ async def _target(ctx: CallContext, wanted: str | None) -> dict[str, Any]:
     return connected[0]
 
 
-@method("browser.request", params=BrowserRequestParams, scope=ADMIN, aliases=("browser:request",))
+@method("browser.request", access=Access("node", "exec"),
+        params=BrowserRequestParams, scope=ADMIN, aliases=("browser:request",))
 async def browser_request(p: BrowserRequestParams, ctx: CallContext) -> Any:
     """Send one request to the browser control API of a node and return the route's answer."""
     target = await _target(ctx, p.node)

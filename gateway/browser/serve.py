@@ -23,6 +23,7 @@ from pydantic import Field
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from gateway.access import Access
 from gateway.composition.services import Key
 from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
 from gateway.paths import outbound_dir
@@ -123,7 +124,7 @@ class FileParams(Params):
     name: str = Field(min_length=1, max_length=200, description="A file name from browser.request's files[].name")
 
 
-@method("browser.file", params=FileParams, scope=ADMIN, aliases=("browser:file",))
+@method("browser.file", access=Access("node", "exec"), params=FileParams, scope=ADMIN, aliases=("browser:file",))
 async def browser_file(p: FileParams, ctx: CallContext) -> dict[str, Any]:
     """A saved browser file's bytes (base64), for tools that hand them to an MCP client as content."""
     path = ctx.service(BROWSER_FILES).find(p.name)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from gateway import __version__, paths
-from gateway.agents.tokens import RunTokens
+from gateway.agents.tokens import RunGrant, RunTokens
 from gateway.composition.services import Services
 from gateway.config import Config, ConfigStore
 from gateway.config.reload import ConfigChanges
@@ -27,7 +27,7 @@ from gateway.dispatch.dispatcher import READ, Dispatcher, IdempotencyCache, gran
 from gateway.hooks import HookRunner
 from gateway.protocol import event_head
 from gateway.server.auth import AuthThrottle
-from gateway.server.connection import CLOSE_RESTART, Connection
+from gateway.server.connection import CLOSE_POLICY, CLOSE_RESTART, Connection
 from gateway.server.fanout import FanOut
 from gateway.server.heap_trim import ReleaseAfterCrowd
 from gateway.server.preauth import PreAuthSockets
@@ -40,10 +40,12 @@ from gateway.store.idempotency import MISSING, DurableOutcomes
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
+    from gateway.access.doors import AccessControl
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
     from gateway.config.watch import ConfigWatcher
     from gateway.devices.service import NodeService
+    from gateway.dispatch.callers import Caller
     from gateway.people.service import PeopleService
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
@@ -74,6 +76,8 @@ class Gateway:
     """Runs agent turns and delivers their replies (``gateway.agents``)."""
     people: PeopleService
     """Who is talking and what is theirs (``gateway.people``)."""
+    access: AccessControl
+    """The one authorization model's doors (``gateway.access``)."""
 
     def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:
         self.state_dir = state_dir
@@ -108,7 +112,8 @@ class Gateway:
         """Which connections asked for ``sessions.changed`` and ``session.message``
         (``gateway.server.session_events``)."""
         self.run_tokens = RunTokens()
-        """Tokens of the agent runs in flight (checked by the handshake)."""
+        """Tokens of the agent runs in flight (checked by the handshake); a run's end closes its sockets."""
+        self.run_tokens.on_revoke(self._run_ended)
         self.bus: EventBus | None = None
         """Events between replicas, when Redis is configured (``gateway.bus``)."""
         self.platforms: ChatPlatforms | None = None
@@ -118,7 +123,7 @@ class Gateway:
         """Applies a validated config and tells the services that follow it (``gateway.config.reload``)."""
         self.http_routes: list[BaseRoute] = []
         """Routes the capabilities and platform packages add to the HTTP app (webhooks)."""
-        self.person_connections = 0
+        self.confined_connections = 0
         """Connections of people who see only their own things: while there are none, events skip the filter."""
         self.listen: tuple[str, int] = ("127.0.0.1", 0)
         """Where the server listens (set by ``gateway.server.serve`` once bound)."""
@@ -244,8 +249,8 @@ class Gateway:
     def add_connection(self, conn: Connection) -> None:
         """Deliver events to ``conn`` from now on (its ``hello-ok`` is queued: nothing may come before it)."""
         self.connections[conn.conn_id] = conn
-        if _sees_own_only(conn):
-            self.person_connections += 1
+        if _confined(conn):
+            self.confined_connections += 1
         if conn.caller is not None and conn.conn_id not in self.presence_board:
             self.presence_board.join(conn, conn.caller)
         self.memory.changed(len(self.connections))
@@ -254,9 +259,26 @@ class Gateway:
         self.subscriptions.drop(conn.conn_id)
         if self.connections.pop(conn.conn_id, None) is not None:
             self.memory.changed(len(self.connections))
-            if _sees_own_only(conn):
-                self.person_connections -= 1
+            if _confined(conn):
+                self.confined_connections -= 1
         self.presence_board.leave(conn.conn_id)
+
+    def close_connections(self, holds: Callable[[Caller], bool], reason: str) -> int:
+        """Close (1008, ``reason``) this replica's connections whose caller ``holds`` a credential that no longer
+        counts: a revoked sign-in, a removed person, an ended run's token. Closed at once, a socket reads no more
+        requests (``gateway.server.app``); returns how many."""
+        closed = 0
+        for conn in list(self.connections.values()):
+            if conn.caller is not None and not conn.closed and holds(conn.caller):
+                conn.close(CLOSE_POLICY, reason)
+                closed += 1
+        return closed
+
+    def _run_ended(self, grant: RunGrant) -> None:
+        """A run's token was revoked (the run ended): whatever connected with it is closed."""
+        run_id = grant.run_id
+        if run_id is not None:
+            self.close_connections(lambda caller: caller.extra.get("runId") == run_id, "agent run ended")
 
     def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
         """Send an event to every operator holding ``scope``, on every replica (``gateway.bus``).
@@ -273,10 +295,10 @@ class Gateway:
         receivers = [conn for conn in self.connections.values()
                      if (caller := conn.caller) is not None and caller.role == "operator"
                      and grants(caller.scopes, scope) and (only is None or conn.conn_id in only)]
-        if self.person_connections and receivers:  # a person who sees only their own things: only their events
-            whose = self.people.event_person(event, payload)
-            if whose != "*":
-                receivers = [conn for conn in receivers if not _sees_own_only(conn) or whose == _person(conn)]
+        if self.confined_connections and receivers:  # a confined caller (a person, a run): only what it may read
+            access = self.access
+            receivers = [conn for conn in receivers if not _confined(conn)
+                         or access.receives(conn.caller, event, payload)]  # type: ignore[arg-type]
         # the frame, encoded once for every socket (only its seq differs); sliced when there are many
         sent = self.fanout.send(event_head(event, payload), receivers, drop_if_slow=drop_if_slow) if receivers else 0
         for derived, body in self.subscriptions.derive(event, payload):
@@ -305,12 +327,8 @@ class Gateway:
                 self.fanout.send(event_head("tick", {"ts": int(time.time() * 1000)}), receivers, drop_if_slow=True)
 
 
-def _sees_own_only(conn: Connection) -> bool:
-    """A person signed in with their own credential who sees only their own sessions (``gateway.people``)."""
+def _confined(conn: Connection) -> bool:
+    """A caller that sees only some sessions (a person's own, a non-owner run's): its events are decided one by
+    one by the access model; everyone else's are not (the owner sees all, at no cost per event)."""
     caller = conn.caller
-    return caller is not None and caller.confined_to is not None and caller.confined_to.person_id is not None
-
-
-def _person(conn: Connection) -> str | None:
-    caller = conn.caller
-    return caller.person_id if caller is not None else None
+    return caller is not None and caller.confined_to is not None

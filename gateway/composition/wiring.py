@@ -78,6 +78,13 @@ async def _start_people(gw: Gateway) -> None:
     await gw.people.start()
 
 
+async def _start_access(gw: Gateway) -> None:
+    """The one authorization model's doors (``gateway.access``): every method, list and event asks it."""
+    from gateway.access.doors import AccessControl
+
+    gw.access = AccessControl(gw.db, gw.sessions, gw.people, gw.runs)
+
+
 def _tell_sandbox_problems(gw: Gateway) -> None:
     """Log, once at start and off the start's path, what ``doctor`` would say is wrong with the sandbox."""
     from gateway.sandbox.doctor import sandbox_report
@@ -151,6 +158,7 @@ CORE: list[Callable[[Gateway], Awaitable[None]]] = [
     _start_runs,
     _start_sessions,
     _start_people,
+    _start_access,
     _start_agents,
     _start_replicas,
     _start_nodes,

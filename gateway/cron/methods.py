@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from gateway.access import Access
 from gateway.cron import store
 from gateway.cron.jobs import KNOWN, validate_job, validate_patch
 from gateway.cron.service import CRON, CronService, now_ms, stored_schedule
@@ -105,7 +106,7 @@ async def _job(ctx: CallContext, job_id: str) -> CronJob:
     return job
 
 
-@method("cron.status", scope=READ, aliases=("cron:status",))
+@method("cron.status", access=Access("cron", "read"), scope=READ, aliases=("cron:status",))
 async def cron_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Scheduler state: enabled, job counts, next wake, runs in progress."""
     svc = _service(ctx)
@@ -116,7 +117,7 @@ async def cron_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
             "maxConcurrentRuns": ctx.config.cron.maxConcurrentRuns, "firedSinceStart": svc.fired}
 
 
-@method("cron.list", params=ListParams, scope=READ, aliases=("cron:list",))
+@method("cron.list", access=Access("cron", "read"), params=ListParams, scope=READ, aliases=("cron:list",))
 async def cron_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """One page of jobs (soonest first by default); ``query`` matches name, description, id and payload text.
 
@@ -139,13 +140,13 @@ async def cron_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
             "snapshotRevision": page.revision}
 
 
-@method("cron.get", params=JobRef, scope=READ, aliases=("cron:get",))
+@method("cron.get", access=Access("cron", "read"), params=JobRef, scope=READ, aliases=("cron:get",))
 async def cron_get(p: JobRef, ctx: CallContext) -> dict[str, Any]:
     _service(ctx)
     return (await _job(ctx, p.ref)).to_dict()
 
 
-@method("cron.add", params=AddParams, scope=ADMIN, aliases=("cron:add",))
+@method("cron.add", access=Access("cron", "admin"), params=AddParams, scope=ADMIN, aliases=("cron:add",))
 async def cron_add(p: AddParams, ctx: CallContext) -> dict[str, Any]:
     """Create a job from the job object; answers the stored job (with its ``id`` and next run)."""
     svc = _service(ctx)
@@ -167,7 +168,7 @@ async def cron_add(p: AddParams, ctx: CallContext) -> dict[str, Any]:
     return out
 
 
-@method("cron.update", params=UpdateParams, scope=ADMIN, aliases=("cron:update",))
+@method("cron.update", access=Access("cron", "admin"), params=UpdateParams, scope=ADMIN, aliases=("cron:update",))
 async def cron_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
     """Patch a job (a partial payload or delivery keeps its other fields); answers the stored job."""
     svc = _service(ctx)
@@ -196,7 +197,7 @@ async def cron_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
     return out
 
 
-@method("cron.remove", params=JobRef, scope=ADMIN, aliases=("cron:remove",))
+@method("cron.remove", access=Access("cron", "admin"), params=JobRef, scope=ADMIN, aliases=("cron:remove",))
 async def cron_remove(p: JobRef, ctx: CallContext) -> dict[str, Any]:
     """Delete a job and its history (a run in progress finishes, unrecorded)."""
     svc = _service(ctx)
@@ -214,7 +215,7 @@ async def cron_remove(p: JobRef, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True, "removed": removed, "id": p.ref}
 
 
-@method("cron.run", params=RunParams, scope=ADMIN, aliases=("cron:run",))
+@method("cron.run", access=Access("cron", "admin"), params=RunParams, scope=ADMIN, aliases=("cron:run",))
 async def cron_run(p: RunParams, ctx: CallContext) -> dict[str, Any]:
     """Fire a job now (``force``), or only if it is due (``due``)."""
     svc = _service(ctx)
@@ -222,7 +223,7 @@ async def cron_run(p: RunParams, ctx: CallContext) -> dict[str, Any]:
     return {**await svc.run_now(p.ref, due_only=p.mode == "due"), "id": p.ref}
 
 
-@method("cron.runs", params=RunsParams, scope=READ, aliases=("cron:runs",))
+@method("cron.runs", access=Access("cron", "read"), params=RunsParams, scope=READ, aliases=("cron:runs",))
 async def cron_runs(p: RunsParams, ctx: CallContext) -> dict[str, Any]:
     """Run history, newest first: one job's (``id``), or every job's (``scope: all``, or no ``id``)."""
     _service(ctx)

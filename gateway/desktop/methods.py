@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.composition.services import Key
 from gateway.desktop.service import DesktopService
 from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
@@ -68,7 +69,7 @@ def _service(ctx: CallContext) -> DesktopService:
     return ctx.service(DESKTOP)
 
 
-@method("desktop.tools.list", params=ListParams, scope=ADMIN)
+@method("desktop.tools.list", access=Access("node", "exec"), params=ListParams, scope=ADMIN)
 async def tools_list(_p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """The desktop nodes' tools as agents get them (``desktop_<tool>``, Cua Driver's schema)."""
     service = _service(ctx)
@@ -78,33 +79,33 @@ async def tools_list(_p: ListParams, ctx: CallContext) -> dict[str, Any]:
     return {"tools": tools, "nodes": nodes}
 
 
-@method("desktop.invoke", params=InvokeParams, scope=ADMIN)
+@method("desktop.invoke", access=Access("node", "exec"), params=InvokeParams, scope=ADMIN)
 async def desktop_invoke(p: InvokeParams, ctx: CallContext) -> dict[str, Any]:
     """Run one Cua Driver tool on a desktop node (an action of an asking agent waits for the person)."""
     return await _service(ctx).invoke(ctx.caller, p.tool, p.arguments, node=p.nodeId, session_key=p.sessionKey,
                                       timeout_ms=p.timeoutMs)
 
 
-@method("desktop.record.start", params=RecordStartParams, scope=ADMIN)
+@method("desktop.record.start", access=Access("node", "exec"), params=RecordStartParams, scope=ADMIN)
 async def record_start(p: RecordStartParams, ctx: CallContext) -> dict[str, Any]:
     """Start recording a trajectory on a desktop node (Cua Driver's ``start_recording``)."""
     return await _service(ctx).record_start(node=p.nodeId, session_key=p.sessionKey, record_video=p.recordVideo)
 
 
-@method("desktop.record.stop", params=RecordStopParams, scope=ADMIN)
+@method("desktop.record.stop", access=Access("node", "exec"), params=RecordStopParams, scope=ADMIN)
 async def record_stop(p: RecordStopParams, ctx: CallContext) -> dict[str, Any]:
     """Stop recording; the trajectory comes back zipped and is kept (its turns, zip path and page)."""
     saved = await _service(ctx).record_stop(node=p.nodeId)
     return _with_page(ctx, saved)
 
 
-@method("desktop.trajectories.list", params=ListParams, scope=ADMIN)
+@method("desktop.trajectories.list", access=Access("node", "exec"), params=ListParams, scope=ADMIN)
 async def trajectories_list(_p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """The trajectories kept on this gateway, newest first."""
     return {"trajectories": await asyncio.to_thread(_service(ctx).store.listing)}
 
 
-@method("desktop.trajectory.get", params=TrajectoryParams, scope=ADMIN)
+@method("desktop.trajectory.get", access=Access("node", "exec"), params=TrajectoryParams, scope=ADMIN)
 async def trajectory_get(p: TrajectoryParams, ctx: CallContext) -> dict[str, Any]:
     """One trajectory: its turns, what the agent was asked and which tools it called."""
     meta = await asyncio.to_thread(_service(ctx).store.meta, p.trajectoryId)
@@ -114,7 +115,7 @@ async def trajectory_get(p: TrajectoryParams, ctx: CallContext) -> dict[str, Any
     return _with_page(ctx, meta)
 
 
-@method("desktop.replay", params=ReplayParams, scope=ADMIN)
+@method("desktop.replay", access=Access("node", "exec"), params=ReplayParams, scope=ADMIN)
 async def desktop_replay(p: ReplayParams, ctx: CallContext) -> dict[str, Any]:
     """Replay a kept trajectory on a desktop node (Cua Driver's ``replay_trajectory``); each turn's result."""
     return await _service(ctx).replay(p.trajectoryId, node=p.nodeId, pid=p.pid, window_id=p.windowId,

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.access import Access
 from gateway.devices.service import NodeService
 from gateway.devices.store import APPROVED, REJECTED
 from gateway.dispatch.dispatcher import NODE, PAIRING, READ, WRITE, CallContext, NoParams, Params, method
@@ -48,7 +49,7 @@ class PairRequestParams(Params):
     requestId: str = _ID
 
 
-@method("node.list", scope=READ, aliases=("node:list",))
+@method("node.list", access=Access("node", "read"), scope=READ, aliases=("node:list",))
 async def node_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Paired, pending and rejected nodes, with whether each is connected and what it may be asked to run."""
     import time
@@ -56,13 +57,13 @@ async def node_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     return {"ts": int(time.time() * 1000), "nodes": await _nodes(ctx).list()}
 
 
-@method("node.describe", params=NodeIdParams, scope=READ, aliases=("node:describe",))
+@method("node.describe", access=Access("node", "read"), params=NodeIdParams, scope=READ, aliases=("node:describe",))
 async def node_describe(p: NodeIdParams, ctx: CallContext) -> dict[str, Any]:
     """One node: platform, capabilities, declared and allowed commands, its latest events."""
     return await _nodes(ctx).describe(p.nodeId)
 
 
-@method("node.invoke", params=NodeInvokeParams, scope=WRITE, aliases=("node:invoke",))
+@method("node.invoke", access=Access("node", "exec"), params=NodeInvokeParams, scope=WRITE, aliases=("node:invoke",))
 async def node_invoke(p: NodeInvokeParams, ctx: CallContext) -> dict[str, Any]:
     """Run a command on a node and wait for its answer (a repeated idempotencyKey gets the first answer)."""
     if p.command.startswith("desktop.") and ctx.caller.reach is not None:
@@ -73,7 +74,8 @@ async def node_invoke(p: NodeInvokeParams, ctx: CallContext) -> dict[str, Any]:
                                     idempotency_key=p.idempotencyKey)
 
 
-@method("node.rename", params=NodeRenameParams, scope=PAIRING, aliases=("node:rename",))
+@method("node.rename", access=Access("pairing", "admin"),
+        params=NodeRenameParams, scope=PAIRING, aliases=("node:rename",))
 async def node_rename(p: NodeRenameParams, ctx: CallContext) -> dict[str, Any]:
     """Give a node the owner's own name (kept when the node reconnects with another)."""
     node = await _nodes(ctx).rename(p.nodeId, p.displayName.strip())
@@ -81,13 +83,14 @@ async def node_rename(p: NodeRenameParams, ctx: CallContext) -> dict[str, Any]:
     return node
 
 
-@method("node.pair.list", scope=PAIRING, aliases=("node:pair:list",))
+@method("node.pair.list", access=Access("pairing", "admin"), scope=PAIRING, aliases=("node:pair:list",))
 async def node_pair_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Pending pairing requests, and the paired and rejected nodes."""
     return await _nodes(ctx).pairing_list()
 
 
-@method("node.pair.approve", params=PairRequestParams, scope=PAIRING, aliases=("node:pair:approve",))
+@method("node.pair.approve", access=Access("pairing", "admin"),
+        params=PairRequestParams, scope=PAIRING, aliases=("node:pair:approve",))
 async def node_pair_approve(p: PairRequestParams, ctx: CallContext) -> dict[str, Any]:
     """Approve a pending (or rejected) request: the node may take invocations and gets its node token."""
     node = await _nodes(ctx).resolve(p.requestId, APPROVED)
@@ -95,7 +98,8 @@ async def node_pair_approve(p: PairRequestParams, ctx: CallContext) -> dict[str,
     return {"requestId": p.requestId, "decision": "approved", "node": node}
 
 
-@method("node.pair.reject", params=PairRequestParams, scope=PAIRING, aliases=("node:pair:reject",))
+@method("node.pair.reject", access=Access("pairing", "admin"),
+        params=PairRequestParams, scope=PAIRING, aliases=("node:pair:reject",))
 async def node_pair_reject(p: PairRequestParams, ctx: CallContext) -> dict[str, Any]:
     """Reject a request (or unpair a node): it is disconnected and refused until approved."""
     node = await _nodes(ctx).resolve(p.requestId, REJECTED)
@@ -103,7 +107,8 @@ async def node_pair_reject(p: PairRequestParams, ctx: CallContext) -> dict[str, 
     return {"requestId": p.requestId, "decision": "rejected", "node": node}
 
 
-@method("node.pair.remove", params=NodeIdParams, scope=PAIRING, aliases=("node:pair:remove",))
+@method("node.pair.remove", access=Access("pairing", "admin"),
+        params=NodeIdParams, scope=PAIRING, aliases=("node:pair:remove",))
 async def node_pair_remove(p: NodeIdParams, ctx: CallContext) -> dict[str, Any]:
     """Forget a node (its pairing and token); it is disconnected and must ask again."""
     removed = await _nodes(ctx).remove(p.nodeId)
@@ -145,7 +150,7 @@ class OpenParams(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-@method("node.invoke.result", params=InvokeResultParams, scope=NODE)
+@method("node.invoke.result", access=Access("node", "write"), params=InvokeResultParams, scope=NODE)
 async def node_invoke_result(p: InvokeResultParams, ctx: CallContext) -> dict[str, Any]:
     """A node's answer to a ``node.invoke.request`` event."""
     nodes = _nodes(ctx)
@@ -157,7 +162,7 @@ async def node_invoke_result(p: InvokeResultParams, ctx: CallContext) -> dict[st
     return {"ok": True, "matched": nodes.result(session, p.id, answer)}
 
 
-@method("node.event", params=NodeEventParams, scope=NODE)
+@method("node.event", access=Access("node", "write"), params=NodeEventParams, scope=NODE)
 async def node_event(p: NodeEventParams, ctx: CallContext) -> dict[str, Any]:
     """An event a node reports (host stats, a finished background job...): kept as its latest, and relayed."""
     nodes = _nodes(ctx)
@@ -173,7 +178,7 @@ async def node_event(p: NodeEventParams, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True, "event": p.event, "handled": True}
 
 
-@method("node.invoke.progress", params=OpenParams, scope=NODE)
+@method("node.invoke.progress", access=Access("node", "write"), params=OpenParams, scope=NODE)
 async def node_invoke_progress(_p: OpenParams, ctx: CallContext) -> dict[str, Any]:
     """Progress of a long command; accepted (the caller gets the final answer only)."""
     nodes = _nodes(ctx)
@@ -189,19 +194,19 @@ async def _inventory(name: str, p: OpenParams, ctx: CallContext) -> dict[str, An
     return {"ok": True}
 
 
-@method("node.runnerInventory.update", params=OpenParams, scope=NODE)
+@method("node.runnerInventory.update", access=Access("node", "write"), params=OpenParams, scope=NODE)
 async def node_runner_inventory(p: OpenParams, ctx: CallContext) -> dict[str, Any]:
     """What agent runners the node offers (kept, shown by node.describe)."""
     return await _inventory("runners", p, ctx)
 
 
-@method("node.skills.update", params=OpenParams, scope=NODE)
+@method("node.skills.update", access=Access("node", "write"), params=OpenParams, scope=NODE)
 async def node_skills(p: OpenParams, ctx: CallContext) -> dict[str, Any]:
     """The node's skills (kept, shown by node.describe)."""
     return await _inventory("skills", p, ctx)
 
 
-@method("node.pluginTools.update", params=OpenParams, scope=NODE)
+@method("node.pluginTools.update", access=Access("node", "write"), params=OpenParams, scope=NODE)
 async def node_plugin_tools(p: OpenParams, ctx: CallContext) -> dict[str, Any]:
     """The node's plugin tools (kept, shown by node.describe)."""
     return await _inventory("pluginTools", p, ctx)

@@ -65,6 +65,7 @@ from gateway.protocol import (
 from gateway.store.errors import DiskFull, storage_failure
 
 if TYPE_CHECKING:
+    from gateway.access.doors import AccessControl, Located
     from gateway.agents.executor import AgentExecutor
     from gateway.composition.gateway import Gateway
     from gateway.composition.services import Key, Services
@@ -120,6 +121,14 @@ class CallContext:
     gateway: Gateway
     request_id: str
     method: str
+    target: Located | None = None
+    """The object the request named, as the access model found and allowed it (``gateway.access``)."""
+
+    @property
+    def access(self) -> AccessControl:
+        """The authorization model's doors: for a handler answering a list (``visible``) or meeting a second
+        object on its way (``check``)."""
+        return self.gateway.access
 
     @property
     def platforms(self) -> ChatPlatforms:
@@ -198,6 +207,16 @@ class CallContext:
         auditor = self.gateway.services.find(AUDIT)
         if auditor is not None:
             await auditor.record(self.caller, action, target, details)
+
+
+def _failure(spec: MethodSpec, exc: Exception, request_id: str) -> Unavailable:
+    """An unexpected failure as the caller sees it: a storage problem said as such, anything else as internal."""
+    if (storage := storage_failure(exc)) is not None:  # said as such, not as a bug
+        log.warning("method failed: storage", method=spec.name, request_id=request_id, error=storage.message)
+        code = "DISK_FULL" if isinstance(storage, DiskFull) else "DATABASE_UNAVAILABLE"
+        return Unavailable(f"{spec.name} failed: {storage.message}", retryable=True, details={"code": code})
+    log.exception("method failed", method=spec.name, request_id=request_id)
+    return Unavailable(f"{spec.name} failed: internal error", retryable=True)
 
 
 class IdempotencyCache:
@@ -317,6 +336,8 @@ class Dispatcher:
             return None
         try:
             spec, params = self._prepare(frame.method, frame.params, caller)
+            for access in spec.access:
+                gateway.access.authorize_now(access, caller)
             running = spec.handler(params, CallContext(caller=caller, gateway=gateway, request_id=frame.id,
                                                       method=spec.name))
             try:
@@ -355,7 +376,16 @@ class Dispatcher:
 
     async def _call(self, name: str, raw_params: Any, caller: Caller, gateway: Gateway, *, request_id: str) -> Any:
         spec, params = self._prepare(name, raw_params, caller)
-        ctx = CallContext(caller=caller, gateway=gateway, request_id=request_id, method=spec.name)
+        target = None
+        try:
+            for access in spec.access:  # the one authorization model decides, before the handler runs
+                found = await gateway.access.authorize(access, params, caller)
+                target = target or found
+        except RpcError:
+            raise
+        except Exception as exc:
+            raise _failure(spec, exc, request_id) from None
+        ctx = CallContext(caller=caller, gateway=gateway, request_id=request_id, method=spec.name, target=target)
 
         async def invoke() -> Any:
             try:
@@ -363,20 +393,15 @@ class Dispatcher:
             except RpcError:
                 raise
             except Exception as exc:
-                if (storage := storage_failure(exc)) is not None:  # said as such, not as a bug
-                    log.warning("method failed: storage", method=spec.name, request_id=request_id,
-                                error=storage.message)
-                    code = "DISK_FULL" if isinstance(storage, DiskFull) else "DATABASE_UNAVAILABLE"
-                    raise Unavailable(f"{spec.name} failed: {storage.message}", retryable=True,
-                                      details={"code": code}) from None
-                log.exception("method failed", method=spec.name, request_id=request_id)
-                raise Unavailable(f"{spec.name} failed: internal error", retryable=True) from None
+                raise _failure(spec, exc, request_id) from None
 
         key = getattr(params, "idempotencyKey", None) if spec.idempotent else None
-        if isinstance(key, str) and key and caller.person_id is not None:
-            # A person's keys are their own: another's same key must not answer them with that person's result
-            # (a run id, a new /mcp token). Hashed to fit the stored key's length.
-            key = f"person:{caller.person_id}:{hashlib.sha256(key.encode()).hexdigest()[:48]}"
+        owner = caller.person_id or caller.run_session
+        if isinstance(key, str) and key and owner is not None:
+            # A person's (or a run's) keys are their own: another's same key must not answer them with that one's
+            # result (a run id, a new /mcp token). Hashed to fit the stored key's length.
+            kind = "person" if caller.person_id is not None else "run"
+            key = f"{kind}:{hashlib.sha256(f'{owner}:{key}'.encode()).hexdigest()[:48]}"
         if isinstance(key, str) and key:
             durable = self.durable
             if durable is None:

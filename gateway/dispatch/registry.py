@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from gateway.access.objects import Access
 from gateway.dispatch.callers import ADMIN
 from gateway.protocol import InvalidRequest
 
@@ -127,6 +128,8 @@ class MethodSpec:
     params: type[BaseModel]
     scope: str
     handler: Handler
+    access: tuple[Access, ...]
+    """What it acts on (``gateway.access``): the dispatcher decides each before the handler runs."""
     idempotent: bool = False
     aliases: tuple[str, ...] = ()
     description: str = ""
@@ -180,6 +183,8 @@ class Registry:
             complete()
 
     def add(self, spec: MethodSpec) -> None:
+        if not spec.access:
+            raise TypeError(f"{spec.name}: a method must declare what it acts on (access)")
         # A name still deferred is its module's: a plugin checks ``declares`` first and is refused such a name.
         for name in (spec.name, *spec.aliases):
             if name in self._specs or name in self._aliases:
@@ -234,6 +239,7 @@ class Registry:
         self,
         name: str,
         *,
+        access: Access | tuple[Access, ...],
         params: type[BaseModel] = NoParams,
         scope: str = ADMIN,
         idempotent: bool = False,
@@ -244,6 +250,9 @@ class Registry:
     ) -> Callable[[Handler], Handler]:
         """Declare a method. Unclassified means admin (default-deny, as OpenClaw does).
 
+        ``access`` is required: the object the method acts on, the action, and the params fields naming it
+        (``gateway.access.Access``); a method that does not say cannot be declared, so it does not load.
+
         ``baseline=True`` lets non-owner agent runs call it: say so only for a method behind a baseline MCP
         tool (a test keeps the two in agreement). Scopes alone are not enough there: node, browser and tts
         methods need only ``operator.write``, as OpenClaw classifies them, yet sit behind owner-only tools.
@@ -251,6 +260,9 @@ class Registry:
         """
         if inline and idempotent:
             raise ValueError(f"{name}: an inline method cannot be idempotent")
+        declared = access if isinstance(access, tuple) else (access,)
+        if not declared or not all(isinstance(a, Access) for a in declared):
+            raise TypeError(f"{name}: declare what it acts on with access=Access(kind, action, fields)")
 
         def deco(fn: Handler) -> Handler:
             doc = (fn.__doc__ or "").strip().splitlines()
@@ -260,6 +272,7 @@ class Registry:
                     params=params,
                     scope=scope,
                     handler=fn,
+                    access=declared,
                     idempotent=idempotent,
                     aliases=aliases,
                     description=doc[0] if doc else "",

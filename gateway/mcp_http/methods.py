@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.access import Access, Obj
 from gateway.dispatch.dispatcher import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 from gateway.mcp_http import tokens
 from gateway.mcp_http.transport import MCP_HTTP
@@ -62,11 +63,11 @@ async def _signed_in(ctx: CallContext) -> PersonView | None:
 async def _whose(ctx: CallContext, person_id: str | None) -> PersonView | None:
     """The person a new token is for (None: the gateway's, an operator's token, as before people).
 
-    A person signed in with their own credential makes theirs (the owner: the gateway's); an operator with admin
-    (or an admin person) may name anyone else but the owner with ``personId``.
+    A person signed in with their own credential makes theirs (the owner: the gateway's); the owner may name anyone
+    else but the owner with ``personId`` (a token of someone's acts as them, so an admin makes only their own).
 
     Raises:
-        Forbidden: an operator without admin scope (``MISSING_SCOPE``), or a member naming someone else.
+        Forbidden: an operator without admin scope (``MISSING_SCOPE``), or anyone but the owner naming someone else.
     """
     me = await _signed_in(ctx)
     admin = ADMIN in ctx.caller.scopes
@@ -79,6 +80,8 @@ async def _whose(ctx: CallContext, person_id: str | None) -> PersonView | None:
     if not admin and (me is None or person_id != me.id):
         raise Forbidden("personId: you make tokens for yourself only", details={"code": "FORBIDDEN",
                                                                                "field": "personId"})
+    # A person's token acts as that person: for oneself, or made by the owner (an admin becomes nobody).
+    await ctx.access.check(ctx.caller, "become", Obj("person", person_id=person_id), "personId")
     target = await ctx.people.get(person_id, field="personId")
     if target.is_owner:
         raise InvalidRequest("personId: the owner's tokens are the gateway's; leave personId out",
@@ -113,7 +116,8 @@ async def _their_session(ctx: CallContext, person: PersonView, key: str | None) 
                     f"{mine}", details={"code": "SESSION_FORBIDDEN", "field": "sessionKey"})
 
 
-@method("mcp.tokens.create", params=CreateParams, scope=WRITE, idempotent=True, secret=("token",))
+@method("mcp.tokens.create", access=Access("token", "create", own=True),
+        params=CreateParams, scope=WRITE, idempotent=True, secret=("token",))
 async def tokens_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
     """A new remote MCP token; the answer is the only time the token is shown. A person's is their own: baseline
     tier, acting in a conversation of theirs (by default their own conversation), reaching their conversations."""
@@ -151,14 +155,14 @@ async def _only_own(ctx: CallContext) -> str | None:
     return me.id
 
 
-@method("mcp.tokens.list", scope=READ)
+@method("mcp.tokens.list", access=Access("token", "read", each=True), scope=READ)
 async def tokens_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Every remote MCP token (never the token itself), oldest first; a member's or guest's own only."""
     listed = await tokens.list_tokens(ctx.db, person_id=await _only_own(ctx))
     return {"tokens": listed, "count": len(listed)}
 
 
-@method("mcp.tokens.revoke", params=RevokeParams, scope=WRITE)
+@method("mcp.tokens.revoke", access=Access("token", "write", each=True), params=RevokeParams, scope=WRITE)
 async def tokens_revoke(p: RevokeParams, ctx: CallContext) -> dict[str, Any]:
     """Revoke a token by id or name: its next request is refused with 401. A member revokes their own only
     (another's is as unknown as one that never existed)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
 from gateway.methods.sessions import check_visible, claim_session, is_owner
 from gateway.runs import Origin, RunRequest
@@ -42,7 +43,8 @@ async def delivery_origin(ctx: CallContext, key: str, *, channel: str | None, ac
                   thread_id=thread_id or (row.thread_id if row else None))
 
 
-@method("agent", params=AgentParams, scope=WRITE, idempotent=True, baseline=True)
+@method("agent", access=(Access("session", "write", ("sessionKey", "label", "agentId")), Access("chat", "write")),
+        params=AgentParams, scope=WRITE, idempotent=True, baseline=True)
 async def agent(p: AgentParams, ctx: CallContext) -> dict[str, Any]:
     """Give an agent a message in a session (by key, label, or the agent's main session)."""
     svc = ctx.sessions
@@ -73,7 +75,7 @@ class WaitParams(Params):
     timeoutMs: int = Field(30_000, ge=0, le=24 * 3600 * 1000)
 
 
-@method("agent.wait", params=WaitParams, scope=WRITE, baseline=True)
+@method("agent.wait", access=Access("run", "read", ("runId",)), params=WaitParams, scope=WRITE, baseline=True)
 async def agent_wait(p: WaitParams, ctx: CallContext) -> dict[str, Any]:
     """Wait up to ``timeoutMs`` for a run to finish: ``status`` is ok, error or timeout.
 

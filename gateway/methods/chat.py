@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from pydantic import Field, model_validator
 
+from gateway.access import Access
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.composition.ports import CHAT_DECISIONS, VOICE
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
@@ -120,7 +121,8 @@ async def _run_id_from(idempotency_key: str, ctx: CallContext) -> str | None:
         return None if await SessionRepo.get_run(s, idempotency_key) is not None else idempotency_key
 
 
-@method("chat.send", params=SendParams, scope=WRITE, idempotent=True)
+@method("chat.send", access=Access("session", "write", ("sessionKey",)),
+        params=SendParams, scope=WRITE, idempotent=True)
 async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send a message into a session; ``queued`` when it joins the turn after the running one."""
     svc = ctx.sessions
@@ -186,7 +188,8 @@ class HistoryParams(Params):
                                                          "in this many bytes of JSON (OpenClaw's Control UI sends it).")
 
 
-@method("chat.history", params=HistoryParams, scope=READ, baseline=True)
+@method("chat.history", access=Access("session", "read", ("sessionKey",)),
+        params=HistoryParams, scope=READ, baseline=True)
 async def chat_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]:
     """The session's transcript, oldest first (the last ``limit`` entries, within ``maxBytes``)."""
     key = ctx.sessions.normalize_key(p.sessionKey)
@@ -209,7 +212,7 @@ class AbortParams(Params):
     runId: str | None = Field(None, min_length=1, max_length=64)
 
 
-@method("chat.abort", params=AbortParams, scope=WRITE)
+@method("chat.abort", access=Access("session", "write", ("sessionKey",)), params=AbortParams, scope=WRITE)
 async def chat_abort(p: AbortParams, ctx: CallContext) -> dict[str, Any]:
     """Stop the session's running turn (or the given run) and drop messages waiting for the next turn.
 

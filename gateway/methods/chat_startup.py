@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 from gateway.methods.sessions import check_visible
 from gateway.protocol import InvalidRequest
@@ -40,7 +41,7 @@ def _message(entry: dict[str, Any]) -> dict[str, Any]:
     return openclaw_message(entry["role"], entry.get("text") or "", ts=entry.get("ts"), **extra)
 
 
-@method("chat.startup", params=StartupParams, scope=READ)
+@method("chat.startup", access=Access("session", "read", ("sessionKey", "agentId")), params=StartupParams, scope=READ)
 async def chat_startup(p: StartupParams, ctx: CallContext) -> dict[str, Any]:
     """The session's latest messages and row, to open a chat; also subscribes to ``sessions.changed``."""
     svc = ctx.sessions
@@ -73,7 +74,7 @@ class MetadataParams(Params):
     sessionKey: str | None = Field(None, min_length=1, max_length=512)
 
 
-@method("chat.metadata", params=MetadataParams, scope=READ)
+@method("chat.metadata", access=Access("session", "read", ("sessionKey", "agentId")), params=MetadataParams, scope=READ)
 async def chat_metadata(p: MetadataParams, ctx: CallContext) -> dict[str, Any]:
     """Which agent a chat talks to, its CLI and model; no per-user auth profiles here."""
     svc = ctx.sessions

@@ -13,11 +13,13 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from gateway.access import Access, is_owner
 from gateway.composition.ports import PLUGIN_TOOLS
 from gateway.config import Config, ConfigStore, env_overrides
 from gateway.config.model import load_json5, secret_paths
+from gateway.config.owner_only import owner_only_changes
 from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
-from gateway.protocol import InvalidRequest
+from gateway.protocol import Forbidden, InvalidRequest
 from gateway.redaction import redact
 
 
@@ -37,7 +39,7 @@ def _lookup(data: Any, key: str) -> Any:
     return node
 
 
-@method("config.get", params=ConfigGetParams, scope=READ)
+@method("config.get", access=Access("config", "read"), params=ConfigGetParams, scope=READ)
 async def config_get(p: ConfigGetParams, ctx: CallContext) -> dict[str, Any]:
     """The effective config with secrets redacted, and the hash to pass back as ``baseHash``."""
     store = ctx.config_store
@@ -56,7 +58,7 @@ async def config_get(p: ConfigGetParams, ctx: CallContext) -> dict[str, Any]:
     return out
 
 
-@method("config.schema", scope=READ)
+@method("config.schema", access=Access("config", "read"), scope=READ)
 async def config_schema(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """JSON Schema of the config file (with each plugin's settings schema under its entry)."""
     schema = Config.model_json_schema()
@@ -129,6 +131,7 @@ async def _write(ctx: CallContext, base_hash: str, prepare: Prepare, note: str |
     async with store.lock:
         store.check_base_hash(base_hash)
         data, config = prepare(store)
+        _refuse_owner_only(ctx, store.config, config)
         result = await ctx.config_changes.apply(data, config, source=ctx.method, note=note,
                                        delay_ms=delay_ms)
     await ctx.audit(ctx.method, target, {"sections": result["changed"], "restart": result["restart"], "note": note,
@@ -136,7 +139,23 @@ async def _write(ctx: CallContext, base_hash: str, prepare: Prepare, note: str |
     return {"ok": True, "hash": store.hash, "path": str(store.path), **result}
 
 
-@method("config.patch", params=ConfigPatchParams, scope=ADMIN)
+def _refuse_owner_only(ctx: CallContext, old: Config, new: Config) -> None:
+    """An admin's write that changes a setting only the owner may (``gateway.config.owner_only``) is refused
+    whole, naming the first such path; the owner's and unchanged values pass.
+
+    Raises:
+        Forbidden: ``OWNER_ONLY`` naming the config path (``details.paths``: every one the write touched).
+    """
+    if is_owner(ctx.caller, ctx.people.role_of):
+        return
+    paths = owner_only_changes(old, new)
+    if paths:
+        raise Forbidden(f"{paths[0]}: only the owner changes this setting (it widens who reaches what, or runs "
+                        "code); nothing was written", details={"code": "OWNER_ONLY", "field": paths[0],
+                                                               "paths": paths})
+
+
+@method("config.patch", access=Access("config", "admin"), params=ConfigPatchParams, scope=ADMIN)
 async def config_patch(p: ConfigPatchParams, ctx: CallContext) -> dict[str, Any]:
     """Merge-patch the config (RFC 7396); refused whole if the result does not validate."""
     patch = p.patch if p.patch is not None else _parse_raw(p.raw or "", "raw")
@@ -144,14 +163,14 @@ async def config_patch(p: ConfigPatchParams, ctx: CallContext) -> dict[str, Any]
                         change=patch)
 
 
-@method("config.apply", params=ConfigApplyParams, scope=ADMIN)
+@method("config.apply", access=Access("config", "admin"), params=ConfigApplyParams, scope=ADMIN)
 async def config_apply(p: ConfigApplyParams, ctx: CallContext) -> dict[str, Any]:
     """Replace the whole config; refused whole if it does not validate."""
     new = p.config if p.config is not None else _parse_raw(p.raw or "", "raw")
     return await _write(ctx, p.baseHash, lambda store: store.prepare_replace(new), p.note, p.restartDelayMs)
 
 
-@method("config.set", params=ConfigSetParams, scope=ADMIN)
+@method("config.set", access=Access("config", "admin"), params=ConfigSetParams, scope=ADMIN)
 async def config_set(p: ConfigSetParams, ctx: CallContext) -> dict[str, Any]:
     """Set one dotted key (``null`` removes it), or replace the whole config from ``raw``."""
     if p.raw is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from gateway.access import Access
 from gateway.devices import operators as devices
 from gateway.devices.store import APPROVED as NODE_APPROVED
 from gateway.devices.store import REJECTED as NODE_REJECTED
@@ -44,7 +45,7 @@ def _unknown(device_id: str) -> InvalidRequest:
     return InvalidRequest(f"unknown device: {device_id}", details={"code": "UNKNOWN_DEVICE", "deviceId": device_id})
 
 
-@method("device.pair.list", scope=PAIRING, aliases=("device:pair:list",))
+@method("device.pair.list", access=Access("pairing", "admin"), scope=PAIRING, aliases=("device:pair:list",))
 async def device_pair_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Known devices, split into pending, paired (approved) and rejected; nodes waiting for approval are
     pending devices with role ``node`` too, as OpenClaw lists them (its Control UI approves nodes here)."""
@@ -96,7 +97,7 @@ def _device(dev: dict[str, Any]) -> dict[str, Any]:
             "remote": dev.get("remote"), "scopes": dev.get("scopes")}
 
 
-@method("device.pair.approve", params=DeviceIdParams, scope=PAIRING, idempotent=True,
+@method("device.pair.approve", access=Access("pairing", "admin"), params=DeviceIdParams, scope=PAIRING, idempotent=True,
         aliases=("device:pair:approve",))
 async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, Any]:
     """Approve a pending (or previously rejected) device so it can connect."""
@@ -111,7 +112,7 @@ async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, 
             "resolvedAtMs": int(time.time() * 1000), "device": dev}
 
 
-@method("device.pair.reject", params=DeviceIdParams, scope=PAIRING, idempotent=True,
+@method("device.pair.reject", access=Access("pairing", "admin"), params=DeviceIdParams, scope=PAIRING, idempotent=True,
         aliases=("device:pair:reject",))
 async def device_pair_reject(p: DeviceIdParams, ctx: CallContext) -> dict[str, Any]:
     """Reject a device: it is refused from now on, and its open sockets are closed."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
 
 
@@ -14,7 +15,7 @@ class RestartParams(Params):
     delayMs: int = Field(0, ge=0, le=60_000)
 
 
-@method("gateway.restart", params=RestartParams, scope=ADMIN,
+@method("gateway.restart", access=Access("gateway", "exec"), params=RestartParams, scope=ADMIN,
         aliases=("gateway.restart.request", "gateway:restart"))
 async def restart(p: RestartParams, ctx: CallContext) -> dict[str, Any]:
     """Restart the gateway in place: clients get a ``shutdown`` event, then close 1012, then it is back."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
 from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
@@ -22,7 +23,7 @@ class HandoffParams(Params):
     key: str = Field(min_length=1, description="The session to continue at the desk.")
 
 
-@method("sessions.handoff", params=HandoffParams, scope=WRITE)
+@method("sessions.handoff", access=Access("session", "write", ("key",)), params=HandoffParams, scope=WRITE)
 async def sessions_handoff(p: HandoffParams, ctx: CallContext) -> dict[str, Any]:
     """``{key, runtime, sessionId, cwd, command}``; ``command`` is None for a runtime without a resume line."""
     try:

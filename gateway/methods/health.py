@@ -8,10 +8,11 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
 
 
-@method("health", scope=READ, baseline=True, inline=True)
+@method("health", access=Access("gateway", "read"), scope=READ, baseline=True, inline=True)
 async def health(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Is the gateway up, and how long has it been."""
     return ctx.gateway.health()
@@ -21,7 +22,8 @@ class StatusParams(Params):
     sessionKey: str | None = Field(None, min_length=1, max_length=512)
 
 
-@method("status", params=StatusParams, scope=READ, baseline=True)
+@method("status", access=(Access("gateway", "read"), Access("session", "read", ("sessionKey",))),
+        params=StatusParams, scope=READ, baseline=True)
 async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """Gateway status; with ``sessionKey``, that session's status (``gateway.sessions``)."""
     gw = ctx.gateway
@@ -35,7 +37,7 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         out["projects"] = open_projects(ctx, agent, out.get("personId"))  # what the web chat's picker offers
         return out
     host, port = gw.listen
-    return {
+    out: dict[str, Any] = {
         "version": gw.version,
         "instanceId": gw.instance_id,  # this start of the gateway (hello-ok server.bootId)
         "replicaId": gw.replica_id,  # the replica across restarts: what its session leases are held as
@@ -57,6 +59,21 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         "adoptedFromReplicas": dict(gw.replicas.adopted) if gw.replicas else {},  # of replicas that died
         "eventBus": gw.bus.status() if gw.bus else None,  # Redis between replicas: outages, events not relayed
     }
+    if not _the_owner(ctx):  # where the config, token and database are is the owner's to know
+        del out["stateDir"]
+    return out
+
+
+def _the_owner(ctx: CallContext) -> bool:
+    """The owner at the controls: the gateway token or a device, or the owner's own sign-in; never an agent run
+    (whose workspace must not learn where the state dir is), nor another person."""
+    caller = ctx.caller
+    if caller.reach is not None or caller.run_session is not None:
+        return False
+    if caller.person_id is None:
+        return True
+    person = ctx.people.peek(caller.person_id)
+    return person is not None and person.is_owner
 
 
 class PresenceParams(Params):
@@ -65,7 +82,7 @@ class PresenceParams(Params):
     limit: int | None = Field(None, ge=1, le=10_000, description="Ours: entries per page.")
 
 
-@method("system-presence", params=PresenceParams, scope=READ)
+@method("system-presence", access=Access("gateway", "read"), params=PresenceParams, scope=READ)
 async def system_presence(p: PresenceParams, ctx: CallContext) -> list[dict[str, Any]] | dict[str, Any]:
     """Who is connected right now (OpenClaw ``PresenceEntry`` list); with ``offset``/``limit``, one page of it
     as ``{presence, total, offset, limit, stateVersion}`` (a crowd too large for one answer).

@@ -14,6 +14,7 @@ from typing import Any
 import structlog
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
 from gateway.protocol import RpcError
 from gateway.sessions import parse_key
@@ -57,7 +58,8 @@ def _agent_id(ctx: CallContext, session_key: str | None) -> str | None:
         return None
 
 
-@method("hooks.tool.before", params=ToolBeforeParams, scope=WRITE, aliases=("hooks:tool:before",), baseline=True)
+@method("hooks.tool.before", access=Access("session", "write", ("sessionKey",)),
+        params=ToolBeforeParams, scope=WRITE, aliases=("hooks:tool:before",), baseline=True)
 async def tool_before(p: ToolBeforeParams, ctx: CallContext) -> dict[str, Any]:
     """An agent is about to run a tool. Plugins' ``before_tool_call`` hooks may block it (``block`` and
     ``reason`` in the answer) or rewrite its params (``params``); the shim waits for this answer only when
@@ -78,7 +80,8 @@ async def tool_before(p: ToolBeforeParams, ctx: CallContext) -> dict[str, Any]:
     return out
 
 
-@method("hooks.tool.after", params=ToolAfterParams, scope=WRITE, aliases=("hooks:tool:after",), baseline=True)
+@method("hooks.tool.after", access=Access("session", "write", ("sessionKey",)),
+        params=ToolAfterParams, scope=WRITE, aliases=("hooks:tool:after",), baseline=True)
 async def tool_after(p: ToolAfterParams, ctx: CallContext) -> dict[str, Any]:
     """An agent's tool call finished (``error`` set when it failed)."""
     log.info("tool call", phase="after", tool=p.toolName, session_key=p.sessionKey,
@@ -88,7 +91,8 @@ async def tool_after(p: ToolAfterParams, ctx: CallContext) -> dict[str, Any]:
     return _emit(ctx, "after", payload)
 
 
-@method("heartbeat.report", params=HeartbeatParams, scope=WRITE, aliases=("heartbeat:report",), baseline=True)
+@method("heartbeat.report", access=Access("session", "write", ("sessionKey",)),
+        params=HeartbeatParams, scope=WRITE, aliases=("heartbeat:report",), baseline=True)
 async def heartbeat_report(p: HeartbeatParams, ctx: CallContext) -> dict[str, Any]:
     """A heartbeat run reports whether it did anything worth telling the user."""
     log.info("heartbeat report", session_key=p.sessionKey, anything_done=p.anythingDone, summary=p.summary)

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 
 
@@ -14,7 +15,7 @@ class IdentityParams(Params):
     sessionKey: str | None = Field(None, description="Picks the session's agent when agentId is not given.")
 
 
-@method("agent.identity.get", params=IdentityParams, scope=READ)
+@method("agent.identity.get", access=Access("agent", "read"), params=IdentityParams, scope=READ)
 async def agent_identity_get(p: IdentityParams, ctx: CallContext) -> dict[str, Any]:
     """The agent's configured ``name`` (its id when unset); we keep no avatars or emoji."""
     svc = ctx.sessions

@@ -17,6 +17,7 @@ import orjson
 from pydantic import Field
 
 from gateway import logs
+from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 
 
@@ -28,7 +29,7 @@ class LogsTailParams(Params):
     search: str | None = Field(None, max_length=500)
 
 
-@method("logs.tail", params=LogsTailParams, scope=READ)
+@method("logs.tail", access=Access("gateway", "admin"), params=LogsTailParams, scope=READ)
 async def logs_tail(p: LogsTailParams, ctx: CallContext) -> dict[str, Any]:
     """The newest log records (or those since ``cursor``), oldest first, filtered by level and text."""
     await asyncio.to_thread(logs.flush)  # what was logged before this call must be in the answer

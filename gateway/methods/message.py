@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.platforms import MAX_ATTACHMENT_BYTES
 from gateway.protocol import Forbidden, InvalidRequest, RpcError
@@ -148,7 +149,8 @@ async def _run_file(ctx: CallContext, file: str, field: str) -> str | FileBytes:
                                    max_bytes=MAX_ATTACHMENT_BYTES)
 
 
-@method("message.send", params=SendParams, scope=WRITE, idempotent=True, aliases=("message:send",), baseline=True)
+@method("message.send", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
+        params=SendParams, scope=WRITE, idempotent=True, aliases=("message:send",), baseline=True)
 async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send text (and optionally one attachment) to a chat."""
     mgr = ctx.platforms
@@ -161,7 +163,8 @@ async def send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     return _sent(p, p.to, sent)
 
 
-@method("message.reply", params=ReplyParams, scope=WRITE, idempotent=True, aliases=("message:reply",), baseline=True)
+@method("message.reply", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
+        params=ReplyParams, scope=WRITE, idempotent=True, aliases=("message:reply",), baseline=True)
 async def reply(p: ReplyParams, ctx: CallContext) -> dict[str, Any]:
     """Reply in a chat, quoting ``replyToId`` when given."""
     sent = await ctx.platforms.send_text(p.channel, p.accountId, p.to, p.message, thread_id=p.threadId,
@@ -169,7 +172,8 @@ async def reply(p: ReplyParams, ctx: CallContext) -> dict[str, Any]:
     return _sent(p, p.to, sent)
 
 
-@method("message.threadReply", params=ThreadReplyParams, scope=WRITE, idempotent=True,
+@method("message.threadReply", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
+        params=ThreadReplyParams, scope=WRITE, idempotent=True,
         aliases=("message:threadReply", "message:thread_reply"), baseline=True)
 async def thread_reply(p: ThreadReplyParams, ctx: CallContext) -> dict[str, Any]:
     """Reply inside a thread (a Telegram forum topic, a Discord thread)."""
@@ -178,7 +182,8 @@ async def thread_reply(p: ThreadReplyParams, ctx: CallContext) -> dict[str, Any]
     return _sent(p, p.to, sent)
 
 
-@method("message.broadcast", params=BroadcastParams, scope=WRITE, idempotent=True,
+@method("message.broadcast", access=(Access("chat", "write", each=True), Access("session", "write", ("sessionKey",))),
+        params=BroadcastParams, scope=WRITE, idempotent=True,
         aliases=("message:broadcast",), baseline=True)
 async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
     """Send the same text to several chats; one failing target does not stop the others."""
@@ -216,7 +221,8 @@ def _own_chat(p: ReactParams | DeleteParams | PinParams, ctx: CallContext) -> No
                         details={"code": "SESSION_FORBIDDEN", "field": "to"})
 
 
-@method("message.react", params=ReactParams, scope=WRITE, idempotent=True, aliases=("message:react",), baseline=True)
+@method("message.react", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
+        params=ReactParams, scope=WRITE, idempotent=True, aliases=("message:react",), baseline=True)
 async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
     """Set (or with an empty emoji, remove) the bot's reaction on a message."""
     _own_chat(p, ctx)
@@ -225,7 +231,8 @@ async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
             "removed": p.emoji == ""}
 
 
-@method("message.delete", params=DeleteParams, scope=WRITE, idempotent=True, aliases=("message:delete",), baseline=True)
+@method("message.delete", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
+        params=DeleteParams, scope=WRITE, idempotent=True, aliases=("message:delete",), baseline=True)
 async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
     """Delete a message (the bot's own, or any where it has the right)."""
     _own_chat(p, ctx)
@@ -233,7 +240,8 @@ async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "deleted": True}
 
 
-@method("message.sendAttachment", params=SendAttachmentParams, scope=WRITE, idempotent=True,
+@method("message.sendAttachment", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
+        params=SendAttachmentParams, scope=WRITE, idempotent=True,
         aliases=("message:sendAttachment", "message:send_attachment"), baseline=True)
 async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str, Any]:
     """Send a file from a URL or a local path, with an optional caption."""
@@ -243,7 +251,8 @@ async def send_attachment(p: SendAttachmentParams, ctx: CallContext) -> dict[str
     return _sent(p, p.to, [sent])
 
 
-@method("message.sendWithEffect", params=SendWithEffectParams, scope=WRITE, idempotent=True,
+@method("message.sendWithEffect", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
+        params=SendWithEffectParams, scope=WRITE, idempotent=True,
         aliases=("message:sendWithEffect", "message:send_with_effect"), baseline=True)
 async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[str, Any]:
     """Send text with a visual message effect (where the platform has them)."""
@@ -254,7 +263,8 @@ async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[st
     return out
 
 
-@method("message.pin", params=PinParams, scope=WRITE, idempotent=True, aliases=("message:pin",), baseline=True)
+@method("message.pin", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
+        params=PinParams, scope=WRITE, idempotent=True, aliases=("message:pin",), baseline=True)
 async def pin(p: PinParams, ctx: CallContext) -> dict[str, Any]:
     """Pin a message in its chat."""
     _own_chat(p, ctx)
@@ -262,7 +272,8 @@ async def pin(p: PinParams, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "pinned": True}
 
 
-@method("message.read", params=ReadParams, scope=READ, aliases=("message:read",), baseline=True)
+@method("message.read", access=(Access("chat", "read"), Access("session", "read", ("sessionKey",))),
+        params=ReadParams, scope=READ, aliases=("message:read",), baseline=True)
 async def read(p: ReadParams, ctx: CallContext) -> dict[str, Any]:
     """Recent messages of a chat, oldest first, from the gateway's store (inbound and outbound)."""
     if p.to is None:  # pragma: no cover - the validator guarantees it

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.agents.invocation import cli_facts
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 
@@ -74,7 +75,7 @@ class ModelsListParams(Params):
     sessionKey: str | None = Field(None, min_length=1, description="Sent by the Control UI; accepted and ignored.")
 
 
-@method("models.list", params=ModelsListParams, scope=READ)
+@method("models.list", access=Access("agent", "read"), params=ModelsListParams, scope=READ)
 async def models_list(p: ModelsListParams, ctx: CallContext) -> dict[str, Any]:
     """One entry per agent CLI and model the config names; unavailable when the CLI is not installed."""
     out: list[dict[str, Any]] = []
@@ -97,7 +98,7 @@ class AuthStatusParams(Params):
     agentId: str | None = None
 
 
-@method("models.authStatus", params=AuthStatusParams, scope=READ)
+@method("models.authStatus", access=Access("agent", "read"), params=AuthStatusParams, scope=READ)
 async def models_auth_status(p: AuthStatusParams, ctx: CallContext) -> dict[str, Any]:
     """Per agent CLI (provider = runtime): whether it is installed and what shows it is logged in."""
     providers: dict[str, dict[str, Any]] = {}

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 
 
@@ -22,7 +23,7 @@ class BrowseParams(Params):
     pageSize: int | None = Field(None, ge=1, le=500)
 
 
-@method("plugins.catalog.browse", params=BrowseParams, scope=READ)
+@method("plugins.catalog.browse", access=Access("plugin", "read"), params=BrowseParams, scope=READ)
 async def plugins_catalog_browse(_p: BrowseParams, _ctx: CallContext) -> dict[str, Any]:
     """No marketplace: an empty page of catalog items."""
     return {"items": []}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import Field, model_validator
 
+from gateway.access import Access
 from gateway.agents.diffs import EMPTY_TREE, file_entries, snapshot
 from gateway.agents.project_commands import switch_project
 from gateway.agents.projects import GitError, branch_of, describe, git, git_toplevel
@@ -41,7 +42,7 @@ def open_projects(ctx: CallContext, agent: AgentConfig, session_person: str | No
     return [p.name for p in agent.projects if ctx.people.may_work_in(person, p.people, is_owner=owner)]
 
 
-@method("sessions.project", params=ProjectParams, scope=WRITE)
+@method("sessions.project", access=Access("session", "write", ("sessionKey",)), params=ProjectParams, scope=WRITE)
 async def sessions_project(p: ProjectParams, ctx: CallContext) -> dict[str, Any]:
     """Set the session's project; the agent starts a fresh conversation there (CLIs file sessions by folder)."""
     sessions = ctx.sessions
@@ -86,7 +87,7 @@ async def _commit_ref(root: Path, ref: str) -> dict[str, str]:
     return {"sha": sha, "subject": subject}
 
 
-@method("sessions.diff", params=DiffParams, scope=READ)
+@method("sessions.diff", access=Access("session", "read", ("sessionKey", "agentId")), params=DiffParams, scope=READ)
 async def sessions_diff(p: DiffParams, ctx: CallContext) -> dict[str, Any]:
     """What the session's project holds that its base does not (OpenClaw's ``sessions.diff``): per file, with
     its patch. In a worktree project the base is the branch the repository itself has checked out."""

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import structlog
 from pydantic import Field, model_validator
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import PAIRING, READ, CallContext, Params, method
 from gateway.platforms import sender_pairing
 from gateway.platforms.interface import ChatPlatforms
@@ -75,7 +76,8 @@ def _request(r: dict[str, Any]) -> dict[str, Any]:
             "expiresAt": _iso(r["expiresAtMs"]), "notifySupported": True}
 
 
-@method("channels.pairing.list", params=PairingListParams, scope=PAIRING, aliases=("pairing.list",))
+@method("channels.pairing.list", access=Access("pairing", "admin"),
+        params=PairingListParams, scope=PAIRING, aliases=("pairing.list",))
 async def pairing_list(p: PairingListParams, ctx: CallContext) -> dict[str, Any]:
     """Pending sender pairing requests (unexpired), oldest first, and the accounts that can have them."""
     rows = await sender_pairing.list_requests(ctx.db, p.channel)
@@ -101,7 +103,8 @@ async def _tell_approved(platforms: ChatPlatforms, request: dict[str, Any]) -> b
     return True
 
 
-@method("channels.pairing.approve", params=PairingResolveParams, scope=PAIRING, aliases=("pairing.approve",))
+@method("channels.pairing.approve", access=Access("pairing", "admin"),
+        params=PairingResolveParams, scope=PAIRING, aliases=("pairing.approve",))
 async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Let the sender behind the code talk to the agent; they are told so on their channel (unless
     ``notify: false``). Answers OpenClaw's ``{requestId, senderId, notification, commandOwnerBootstrap}``."""
@@ -115,7 +118,8 @@ async def pairing_approve(p: PairingResolveParams, ctx: CallContext) -> dict[str
             "commandOwnerBootstrap": "not-requested"}
 
 
-@method("channels.pairing.reject", params=PairingResolveParams, scope=PAIRING, aliases=("pairing.reject",))
+@method("channels.pairing.reject", access=Access("pairing", "admin"),
+        params=PairingResolveParams, scope=PAIRING, aliases=("pairing.reject",))
 async def pairing_reject(p: PairingResolveParams, ctx: CallContext) -> dict[str, Any]:
     """Refuse a pending request (the sender gets nothing; a later message asks again)."""
     request = await sender_pairing.reject(ctx.db, p.channel, p.the_code)
@@ -133,7 +137,7 @@ def _audited(request: dict[str, Any]) -> dict[str, Any]:
             "chatId": request["chatId"]}
 
 
-@method("channels.status", params=StatusParams, scope=READ)
+@method("channels.status", access=Access("pairing", "read"), params=StatusParams, scope=READ)
 async def channels_status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """Each configured channel account and its state: starting, running, or error (with why).
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
 from gateway.methods.sessions import check_visible
 from gateway.runs.model import Run
@@ -28,7 +29,7 @@ class DescribeParams(Params):
     includeLastMessage: bool = False
 
 
-@method("sessions.describe", params=DescribeParams, scope=READ)
+@method("sessions.describe", access=Access("session", "read", ("key", "agentId")), params=DescribeParams, scope=READ)
 async def sessions_describe(p: DescribeParams, ctx: CallContext) -> dict[str, Any]:
     """One session's row (as ``sessions.list`` shows it), or ``session: null`` when it does not exist yet."""
     key = ctx.sessions.normalize_key(p.key)
@@ -83,7 +84,7 @@ def _task(run: Run) -> dict[str, Any]:
     return out
 
 
-@method("tasks.list", params=TasksListParams, scope=READ)
+@method("tasks.list", access=Access("session", "read", ("sessionKey",)), params=TasksListParams, scope=READ)
 async def tasks_list(p: TasksListParams, ctx: CallContext) -> dict[str, Any]:
     """The agent runs this replica's queue knows of (running, queued and recent), newest first, as tasks."""
     wanted = {p.status} if isinstance(p.status, str) else set(p.status or [])
@@ -110,14 +111,16 @@ class SessionKeyParams(Params):
     agentId: str | None = Field(None, min_length=1)
 
 
-@method("sessions.branches.list", params=SessionKeyParams, scope=READ)
+@method("sessions.branches.list", access=Access("session", "read", ("sessionKey", "agentId")),
+        params=SessionKeyParams, scope=READ)
 async def sessions_branches_list(p: SessionKeyParams, ctx: CallContext) -> dict[str, Any]:
     """Transcript branches: ours are linear (one branch, none to switch to), so the list is empty."""
     await check_visible(ctx, ctx.sessions.normalize_key(p.sessionKey))
     return {"branches": []}
 
 
-@method("sessions.companion.state", params=SessionKeyParams, scope=READ)
+@method("sessions.companion.state", access=Access("session", "read", ("sessionKey", "agentId")),
+        params=SessionKeyParams, scope=READ)
 async def sessions_companion_state(p: SessionKeyParams, ctx: CallContext) -> dict[str, Any]:
     """The side-chat beside a session: we have none, so no exchanges."""
     await check_visible(ctx, ctx.sessions.normalize_key(p.sessionKey))
@@ -128,7 +131,7 @@ class ProgressCardParams(Params):
     sessionKey: str = Key
 
 
-@method("progressCard.get", params=ProgressCardParams, scope=READ)
+@method("progressCard.get", access=Access("session", "read", ("sessionKey",)), params=ProgressCardParams, scope=READ)
 async def progress_card_get(p: ProgressCardParams, ctx: CallContext) -> dict[str, Any]:
     """A session's progress card: our agents keep none (their progress streams as ``agent`` events)."""
     await check_visible(ctx, ctx.sessions.normalize_key(p.sessionKey))
@@ -139,7 +142,7 @@ class ObserverVisibilityParams(Params):
     visible: bool = Field(strict=True)
 
 
-@method("sessions.observer.visibility", params=ObserverVisibilityParams, scope=READ)
+@method("sessions.observer.visibility", access=Access("gateway", "read"), params=ObserverVisibilityParams, scope=READ)
 async def sessions_observer_visibility(_p: ObserverVisibilityParams, _ctx: CallContext) -> dict[str, Any]:
     """Whether the page is in view (OpenClaw then throttles observer digests); we send none, so just ok."""
     return {"ok": True}

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
+from gateway.access import Access
+from gateway.access import is_owner as owner_authority
+from gateway.agents.context import is_owner_run
+from gateway.agents.spawn import SpawnParent, wider_than
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, NoParams, Params, method
 from gateway.people.service import person_key
 from gateway.protocol import Forbidden, InvalidRequest
@@ -18,29 +22,22 @@ from gateway.store.models import utcnow
 from gateway.store.transcripts import SessionRepo, SessionWithin
 from gateway.webchat.files import delete_files
 
+if TYPE_CHECKING:
+    from gateway.config import AgentConfig
+
 Key = Field(None, min_length=1, max_length=512)
 _FILE_MARKER = re.compile(r"\[attachment: (?:image|file) [^\]]*\]")
 
 
 async def check_visible(ctx: CallContext, key: str, field: str = "sessionKey") -> None:
-    """Refuse a confined caller (a non-owner agent run) a session outside its scope.
-
-    Non-owner runs see their own session, the sub-agents they spawned and the sessions of the chat they
-    came from; never, say, the owner's main session. A session that does not exist yet holds nothing to see.
+    """Refuse the caller a session it may not read, as the access model decides (``gateway.access``): for a
+    handler that meets a session besides the one its request named. A session that does not exist yet holds
+    nothing to see.
 
     Raises:
         Forbidden: ``SESSION_FORBIDDEN``, naming ``field``.
     """
-    scope = ctx.caller.confined_to
-    if scope is None:
-        return
-    async with ctx.db.reading() as s:  # a read: it need not wait its turn behind SQLite's writer
-        row = await SessionRepo.get(s, key)
-    if row is None or scope.allows(key, channel=row.channel, peer_id=row.peer_id, parent_key=row.parent_key,
-                                   person_id=row.person_id):
-        return
-    raise Forbidden(f"{field} '{key}' is not a conversation this agent run may see",
-                    details={"code": "SESSION_FORBIDDEN", "field": field})
+    await ctx.access.check_session(ctx.caller, "read", key, field)
 
 
 def _shorten(text: str | None, limit: int) -> str | None:
@@ -52,10 +49,9 @@ def _shorten(text: str | None, limit: int) -> str | None:
 
 
 def is_owner(ctx: CallContext) -> bool:
-    """Runs an operator starts are the owner's only when the operator holds admin (and, for a person signed in
-    with their own credential, sees everything: the owner, or an admin allowed to read every transcript)."""
-    caller = ctx.caller
-    return "operator.admin" in caller.scopes and (caller.person_id is None or caller.confined_to is None)
+    """Runs an operator starts are the owner's tier only when the caller is the owner (``gateway.access.is_owner``):
+    an admin the owner lets read every transcript still runs at their own tier, so their run's token is no owner's."""
+    return owner_authority(ctx.caller, ctx.people.role_of)
 
 
 async def claim_session(ctx: CallContext, key: str) -> None:
@@ -105,7 +101,7 @@ class ListParams(Params):
     hasBoard: bool | None = None  # sent by OpenClaw's Control UI (not in its schema); we have no boards: ignored
 
 
-@method("sessions.list", params=ListParams, scope=READ, baseline=True)
+@method("sessions.list", access=Access("session", "read", each=True), params=ListParams, scope=READ, baseline=True)
 async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels; the global and
     unknown sessions only when asked for (see ``gateway/sessions.py``)."""
@@ -151,7 +147,8 @@ class KeyParams(Params):
         return self.key or self.sessionKey
 
 
-@method("sessions.resolve", params=KeyParams, scope=READ)
+@method("sessions.resolve", access=Access("session", "read", ("key", "sessionKey", "label")),
+        params=KeyParams, scope=READ)
 async def sessions_resolve(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Find a session by key or label."""
     key = await ctx.sessions.resolve(key=p.target, label=p.label)
@@ -171,7 +168,8 @@ class PatchParams(Params):
         return self
 
 
-@method("sessions.patch", params=PatchParams, scope=WRITE, aliases=("sessions:patch",))
+@method("sessions.patch", access=Access("session", "write", ("key", "sessionKey", "label")),
+        params=PatchParams, scope=WRITE, aliases=("sessions:patch",))
 async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
     """Change a session's label or model; creates the session if its key is new but well-formed."""
     svc = ctx.sessions
@@ -200,7 +198,8 @@ async def sessions_patch(p: PatchParams, ctx: CallContext) -> dict[str, Any]:
     return out
 
 
-@method("sessions.reset", params=KeyParams, scope=WRITE)
+@method("sessions.reset", access=Access("session", "write", ("key", "sessionKey", "label")),
+        params=KeyParams, scope=WRITE)
 async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Start the session over: stop its run, clear its transcript and forget the CLI's resume ids."""
     sessions = ctx.sessions
@@ -211,7 +210,8 @@ async def sessions_reset(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True, "key": key, "removedMessages": removed}
 
 
-@method("sessions.delete", params=KeyParams, scope=WRITE)
+@method("sessions.delete", access=Access("session", "write", ("key", "sessionKey", "label")),
+        params=KeyParams, scope=WRITE)
 async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     """Stop the session's run and delete the session with its transcript."""
     sessions = ctx.sessions
@@ -227,7 +227,7 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True, "key": key, "deleted": deleted, "archived": []}  # we delete; nothing is archived
 
 
-@method("agents.list", scope=READ, baseline=True)
+@method("agents.list", access=Access("agent", "read"), scope=READ, baseline=True)
 async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """The configured agents and which one is the default, in OpenClaw's shape (``AgentsListResult``): each
     agent's CLI is its ``agentRuntime.id`` (``claude``, ``codex``...); ``status`` says where the CLI is."""
@@ -255,25 +255,77 @@ class SpawnParams(Params):
     idempotencyKey: str | None = Field(None, max_length=256)
 
 
+async def spawning_parent(ctx: CallContext) -> SpawnParent:
+    """Who the caller spawns for (``gateway.agents.spawn``): an agent run, for its session's person at its tier; a
+    person signed in, for themselves; anyone else (the gateway token, a device) for nobody, at the baseline tier.
+
+    Raises:
+        Forbidden: the calling run has ended (its token dies with it).
+    """
+    caller = ctx.caller
+    run_id = caller.extra.get("runId")
+    if run_id is not None:
+        run = ctx.runs.runs.get(run_id)
+        if run is None or run.ended_at is not None:
+            raise Forbidden("this agent run has ended: its token spawns nothing", details={"code": "RUN_ENDED"})
+        row = await ctx.sessions.get(run.session_key)
+        return SpawnParent(row.person_id if row is not None else None, is_owner_run(run),
+                           ctx.sessions.agent(run.agent_id), run.session_key)
+    return SpawnParent(caller.person_id, False)
+
+
+async def _check_spawn_agent(ctx: CallContext, parent: SpawnParent, agent: AgentConfig) -> None:
+    """A child only on an agent its person may use; for a non-owner run, one confined no more loosely than its own.
+
+    Raises:
+        Forbidden: ``SPAWN_FORBIDDEN`` naming ``agentId``.
+    """
+    if parent.is_owner:
+        return
+    if agent.people is not None:
+        person = None
+        if parent.person_id is not None:
+            try:
+                person = await ctx.people.get(parent.person_id)
+            except InvalidRequest:  # removed since
+                person = None
+        if person is None or not ctx.people.may_use(person, agent.people):
+            raise Forbidden(f"agentId: agent '{agent.id}' is not open to this conversation's person "
+                            "(agents.list[].people)", details={"code": "SPAWN_FORBIDDEN", "field": "agentId"})
+    if parent.agent is not None and parent.agent.id != agent.id:
+        wider = wider_than(agent, parent.agent, ctx.config)
+        if wider:
+            raise Forbidden(f"agentId: agent '{agent.id}' is confined more loosely than agent '{parent.agent.id}' "
+                            f"this run is on ({', '.join(wider)}): a non-owner run spawns only on agents confined "
+                            "at least as tightly as its own", details={"code": "SPAWN_FORBIDDEN", "field": "agentId"})
+
+
 async def spawn_child(ctx: CallContext, *, task: str, agent_id: str | None, label: str | None,
                       parent: str | None) -> dict[str, Any]:
+    """A child session working on ``task``, for the spawner's person at its tier (``spawning_parent``): nothing is
+    created or run unless the agent is one the spawner may use."""
     svc = ctx.sessions
-    agent = svc.agent(agent_id or (parse_key(parent)[0] if parent else None))
+    spawner = await spawning_parent(ctx)
+    parent = parent or spawner.session_key  # a run's child hangs on the run's own session
+    agent = svc.agent(agent_id or (parse_key(parent)[0] if parent else None), field="agentId")
     if parent:
         parent = await svc.resolve(key=parent)
+        await check_visible(ctx, parent, field="parent")
+    await _check_spawn_agent(ctx, spawner, agent)
     if label:
         async with ctx.db.session() as s:
             if await SessionRepo.by_label(s, label) is not None:
                 raise InvalidRequest(f"invalid sessions.spawn params: at /label: '{label}' is already used",
                                      details={"field": "label"})
     key = f"agent:{agent.id}:subagent:{uuid.uuid4()}"
-    await svc.ensure(key, kind="subagent", parent_key=parent, label=label)
+    await svc.ensure(key, kind="subagent", parent_key=parent, label=label, person_id=spawner.person_id)
     run, status = await ctx.runs.submit(RunRequest(
-        session_key=key, agent_id=agent.id, message=task, source="spawn", is_owner=False))
+        session_key=key, agent_id=agent.id, message=task, source="spawn", is_owner=spawner.is_owner))
     return {"sessionKey": key, "runId": run.id, "status": status, "parent": parent, "label": label}
 
 
-@method("sessions.spawn", params=SpawnParams, scope=WRITE, idempotent=True, aliases=("sessions:spawn",), baseline=True)
+@method("sessions.spawn", access=Access("session", "write", ("parent",)),
+        params=SpawnParams, scope=WRITE, idempotent=True, aliases=("sessions:spawn",), baseline=True)
 async def sessions_spawn(p: SpawnParams, ctx: CallContext) -> dict[str, Any]:
     """Start a child session that works on ``task``; the parent manages it with ``sessions.subagents``."""
     return await spawn_child(ctx, task=p.task, agent_id=p.agentId, label=p.label, parent=p.parent)
@@ -308,7 +360,8 @@ async def _child(ctx: CallContext, p: SubagentsParams, parent: str) -> dict[str,
     raise InvalidRequest(f"unknown target: '{wanted}' is not a sub-agent of {parent}", details={"field": "target"})
 
 
-@method("sessions.subagents", params=SubagentsParams, scope=WRITE, aliases=("subagents",), baseline=True)
+@method("sessions.subagents", access=Access("session", "write", ("sessionKey",)),
+        params=SubagentsParams, scope=WRITE, aliases=("subagents",), baseline=True)
 async def sessions_subagents(p: SubagentsParams, ctx: CallContext) -> dict[str, Any]:
     """List a parent's sub-agents, or check on, cancel, message or add one."""
     svc, runs = ctx.sessions, ctx.runs

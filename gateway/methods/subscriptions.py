@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import APPROVALS, READ, CallContext, Params, grants, method
 from gateway.methods.sessions import check_visible
 from gateway.protocol import Forbidden
@@ -26,7 +27,7 @@ class SubscribeParams(Params):
     model_config = ConfigDict(extra="allow")
 
 
-@method("sessions.subscribe", params=SubscribeParams, scope=READ)
+@method("sessions.subscribe", access=Access("session", "read", each=True), params=SubscribeParams, scope=READ)
 async def sessions_subscribe(p: SubscribeParams, ctx: CallContext) -> dict[str, Any]:
     """Get ``sessions.changed`` events on this connection from now on; with list params, the list too."""
     ctx.subscriptions.subscribe_sessions(ctx.caller.conn_id)
@@ -49,7 +50,8 @@ def _session_key(ctx: CallContext, key: str) -> str:
     return ctx.sessions.normalize_key(key)
 
 
-@method("sessions.messages.subscribe", params=MessagesSubscribeParams, scope=READ)
+@method("sessions.messages.subscribe", access=Access("session", "read", ("key", "agentId")),
+        params=MessagesSubscribeParams, scope=READ)
 async def sessions_messages_subscribe(p: MessagesSubscribeParams, ctx: CallContext) -> dict[str, Any]:
     """Get ``session.message`` events for one session on this connection, until unsubscribed or closed."""
     key = _session_key(ctx, p.key)
@@ -71,7 +73,8 @@ class MessagesUnsubscribeParams(Params):
     agentId: str | None = Field(None, min_length=1)
 
 
-@method("sessions.messages.unsubscribe", params=MessagesUnsubscribeParams, scope=READ)
+@method("sessions.messages.unsubscribe", access=Access("session", "read", ("key", "agentId")),
+        params=MessagesUnsubscribeParams, scope=READ)
 async def sessions_messages_unsubscribe(p: MessagesUnsubscribeParams, ctx: CallContext) -> dict[str, Any]:
     """Stop ``session.message`` events for one session on this connection."""
     key = _session_key(ctx, p.key)

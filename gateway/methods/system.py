@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.composition.ports import VOICE
 from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 
@@ -82,7 +83,7 @@ def host_facts(state_dir: Path) -> dict[str, Any]:
     return out
 
 
-@method("system.info", scope=READ)
+@method("system.info", access=Access("gateway", "read"), scope=READ)
 async def system_info(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """The gateway's host: OS, CPU, memory, disk of the state dir, process id and uptime."""
     import asyncio
@@ -97,7 +98,7 @@ class UpdateStatusParams(Params):
     refreshCheckout: bool | None = Field(None, description="Accepted and ignored: there is no checkout to refresh.")
 
 
-@method("update.status", params=UpdateStatusParams, scope=ADMIN)
+@method("update.status", access=Access("gateway", "admin"), params=UpdateStatusParams, scope=ADMIN)
 async def update_status(_p: UpdateStatusParams, ctx: CallContext) -> dict[str, Any]:
     """No update channel: never an update available; installed as a package at ``server.version``."""
     return {"sentinel": None, "updateAvailable": None,
@@ -108,7 +109,7 @@ class EnvironmentsListParams(Params):
     includeDesktopSetup: bool | None = Field(None, description="Sent by the Control UI; accepted and ignored.")
 
 
-@method("environments.list", params=EnvironmentsListParams, scope=READ)
+@method("environments.list", access=Access("gateway", "read"), params=EnvironmentsListParams, scope=READ)
 async def environments_list(_p: EnvironmentsListParams, ctx: CallContext) -> dict[str, Any]:
     """Where agent runs happen: this gateway's host (paired nodes are listed by ``node.list``)."""
     slots = ctx.config.agents.maxConcurrentRuns
@@ -121,7 +122,7 @@ async def environments_list(_p: EnvironmentsListParams, ctx: CallContext) -> dic
     }]}
 
 
-@method("talk.catalog", scope=READ)
+@method("talk.catalog", access=Access("gateway", "read"), scope=READ)
 async def talk_catalog(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Speech providers we have (for voice notes); no talk modes, since there is no live talk session."""
     speech: list[dict[str, Any]] = []

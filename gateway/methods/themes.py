@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, NoParams, method
 
 BUILTIN_THEMES: Final = (("claw", "Claw"), ("knot", "Knot"), ("dash", "Dash"), ("absolutely", "Absolutely"),
@@ -22,7 +23,7 @@ def _theme(theme_id: str, name: str) -> dict[str, Any]:
             "source": "builtin", "modes": ["light", "dark"]}
 
 
-@method("themes.list", scope=READ)
+@method("themes.list", access=Access("gateway", "read"), scope=READ)
 async def themes_list(_p: NoParams, _ctx: CallContext) -> dict[str, Any]:
     """The built-in themes, the default one selected for the whole gateway."""
     themes = [_theme(i, n) for i, n in BUILTIN_THEMES]

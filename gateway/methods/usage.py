@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.store.transcripts import SessionRepo
@@ -31,7 +32,7 @@ def _totals() -> dict[str, float]:
                           "outputCost", "cacheReadCost", "cacheWriteCost", "missingCostEntries"), 0)
 
 
-@method("usage.status", params=NoParams, scope=READ)
+@method("usage.status", access=Access("usage", "read", each=True), params=NoParams, scope=READ)
 async def usage_status(_p: NoParams, _ctx: CallContext) -> dict[str, Any]:
     """Provider quota windows: none known (the CLIs hold their own accounts)."""
     return {"updatedAt": int(time.time() * 1000), "providers": []}
@@ -62,7 +63,7 @@ def _window(p: SessionsUsageParams) -> tuple[date, date]:
     return (end - timedelta(days=days - 1) if days else date(1970, 1, 1)), end
 
 
-@method("sessions.usage", params=SessionsUsageParams, scope=READ)
+@method("sessions.usage", access=Access("usage", "read", ("key",)), params=SessionsUsageParams, scope=READ)
 async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, Any]:
     """Token totals of the sessions active in the date range, overall, per agent and per channel."""
     start, end = _window(p)
@@ -125,7 +126,7 @@ def _days(start: date, end: date) -> list[date]:
     return [start + timedelta(days=i) for i in range((end - start).days + 1)]
 
 
-@method("usage.cost", params=UsageCostParams, scope=READ)
+@method("usage.cost", access=Access("usage", "read", each=True), params=UsageCostParams, scope=READ)
 async def usage_cost(p: UsageCostParams, ctx: CallContext) -> dict[str, Any]:
     """OpenClaw's cost summary over UTC days: one ``daily`` row per day (zeros included) and the ``totals``."""
     if p.agentScope == "all" and p.agentId:

@@ -7,22 +7,18 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
+from gateway.access import Access, Obj, is_owner
+from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, Caller, NoParams, Params, method
 from gateway.people.roles import Role
 from gateway.people.signin import signin_base
 from gateway.protocol import Forbidden, InvalidRequest
-from gateway.server.connection import CLOSE_POLICY
 
 PersonId = Field(min_length=1, max_length=64, description="The person's id (a slug such as alice).")
 
 
 def _acting_owner(ctx: CallContext) -> bool:
-    """The gateway token or an owner's device, or a person who is an owner: who may make or unmake owners."""
-    caller = ctx.caller
-    if caller.person_id is None:
-        return ADMIN in caller.scopes
-    person = ctx.people.peek(caller.person_id)
-    return person is not None and person.is_owner
+    """Who may make or unmake owners: the owner (``gateway.access.is_owner``)."""
+    return is_owner(ctx.caller, ctx.people.role_of)
 
 
 def _guard_owner_role(ctx: CallContext, *roles: str | None) -> None:
@@ -74,14 +70,14 @@ class RevokeParams(Params):
     signinId: str = Field(min_length=1, max_length=32)
 
 
-@method("people.list", params=NoParams, scope=ADMIN)
+@method("people.list", access=Access("person", "admin"), params=NoParams, scope=ADMIN)
 async def people_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Everyone on record with their role, limits and linked chat identities."""
     people = await ctx.people.describe()
     return {"people": people, "count": len(people)}
 
 
-@method("people.get", params=IdParams, scope=ADMIN)
+@method("people.get", access=Access("person", "read", ("id",)), params=IdParams, scope=ADMIN)
 async def people_get(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     found = await ctx.people.describe(p.id)
     if not found:
@@ -89,7 +85,7 @@ async def people_get(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     return {"person": found[0]}
 
 
-@method("people.create", params=CreateParams, scope=ADMIN)
+@method("people.create", access=Access("person", "admin", ("id",)), params=CreateParams, scope=ADMIN)
 async def people_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
     _guard_owner_role(ctx, p.role)
     if p.agentId is not None:
@@ -100,7 +96,7 @@ async def people_create(p: CreateParams, ctx: CallContext) -> dict[str, Any]:
     return {"person": (await ctx.people.describe(person.id))[0]}
 
 
-@method("people.update", params=UpdateParams, scope=ADMIN)
+@method("people.update", access=Access("person", "admin", ("id",)), params=UpdateParams, scope=ADMIN)
 async def people_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
     current = await ctx.people.get(p.id)
     if p.role is not None and p.role != current.role:
@@ -115,7 +111,7 @@ async def people_update(p: UpdateParams, ctx: CallContext) -> dict[str, Any]:
     return {"person": (await ctx.people.describe(p.id))[0]}
 
 
-@method("people.remove", params=IdParams, scope=ADMIN)
+@method("people.remove", access=Access("person", "admin", ("id",)), params=IdParams, scope=ADMIN)
 async def people_remove(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     current = await ctx.people.get(p.id)
     _guard_owner_role(ctx, current.role)
@@ -125,17 +121,22 @@ async def people_remove(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True, "id": p.id, "closedConnections": closed}
 
 
-@method("people.link", params=LinkParams, scope=ADMIN)
+@method("people.link", access=Access("person", "become", ("id",)), params=LinkParams, scope=ADMIN)
 async def people_link(p: LinkParams, ctx: CallContext) -> dict[str, Any]:
-    """Make a chat sender (``channel`` + ``senderId``) one of the person's identities."""
+    """Make a chat sender (``channel`` + ``senderId``) one of the person's identities (moving it from whoever held
+    it). Whoever writes from that chat is then that person, so it is decided as becoming them: one's own, or the
+    owner's for anyone; nor may an admin take another person's chat for themselves."""
     current = await ctx.people.get(p.id)
     _guard_owner_role(ctx, current.role)
+    holder = await ctx.people.by_identity(p.channel.strip().lower(), p.senderId.strip())
+    if holder is not None and holder.id != p.id:
+        await ctx.access.check(ctx.caller, "become", Obj("person", person_id=holder.id), "senderId")
     await ctx.people.link(p.id, p.channel, p.senderId, by=f"admin:{_who(ctx)}")
     await ctx.audit("people.link", p.id, {"channel": p.channel, "senderId": p.senderId})
     return {"person": (await ctx.people.describe(p.id))[0]}
 
 
-@method("people.unlink", params=UnlinkParams, scope=ADMIN)
+@method("people.unlink", access=Access("person", "admin"), params=UnlinkParams, scope=ADMIN)
 async def people_unlink(p: UnlinkParams, ctx: CallContext) -> dict[str, Any]:
     owner = await ctx.people.by_identity(p.channel.strip().lower(), p.senderId.strip())
     if owner is not None:
@@ -147,16 +148,17 @@ async def people_unlink(p: UnlinkParams, ctx: CallContext) -> dict[str, Any]:
     return {"ok": True}
 
 
-@method("people.linkCode", params=IdParams, scope=ADMIN)
+@method("people.linkCode", access=Access("person", "become", ("id",)), params=IdParams, scope=ADMIN)
 async def people_link_code(p: IdParams, ctx: CallContext) -> dict[str, Any]:
-    """A code the person sends (``/link <code>``) from a chat to make it theirs."""
+    """A code the person sends (``/link <code>``) from a chat to make it theirs: whoever sends it becomes them, so
+    it is for oneself, or made by the owner (a person gets their own with ``/link`` in a chat of theirs)."""
     await ctx.people.get(p.id)
     code = await ctx.people.new_code(p.id, "link")
     await ctx.audit("people.linkCode", p.id)
     return {"code": code, "send": f"/link {code}"}
 
 
-@method("people.loginLink", params=IdParams, scope=ADMIN)
+@method("people.loginLink", access=Access("person", "become", ("id",)), params=IdParams, scope=ADMIN)
 async def people_login_link(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     """A one-time web sign-in link for the person (what ``/login`` gives them in a chat)."""
     person = await ctx.people.get(p.id)
@@ -167,7 +169,7 @@ async def people_login_link(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     return {"url": f"{base.rstrip('/')}/#signin={code}"}
 
 
-@method("people.me", params=NoParams, scope=READ)
+@method("people.me", access=Access("person", "read", own=True), params=NoParams, scope=READ)
 async def people_me(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Who the caller is signed in as: a person (with their identities, main session and the id of the web sign-in
     they came with, so a page can mark its own among their sign-ins), or nobody (the gateway token, a device, an
@@ -185,7 +187,7 @@ async def people_me(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
             "signinId": ctx.caller.extra.get("signinId")}
 
 
-@method("people.signins.list", params=SigninsParams, scope=READ)
+@method("people.signins.list", access=Access("person", "read", ("id",)), params=SigninsParams, scope=READ)
 async def signins_list(p: SigninsParams, ctx: CallContext) -> dict[str, Any]:
     """Web sign-ins: your own, or (admins) a person's, or everyone's with ``id`` given as ``*``."""
     whose = _whose(ctx, p.id)
@@ -193,7 +195,7 @@ async def signins_list(p: SigninsParams, ctx: CallContext) -> dict[str, Any]:
     return {"signins": signins, "count": len(signins)}
 
 
-@method("people.signins.revoke", params=RevokeParams, scope=READ)
+@method("people.signins.revoke", access=Access("token", "write", own=True), params=RevokeParams, scope=READ)
 async def signins_revoke(p: RevokeParams, ctx: CallContext) -> dict[str, Any]:
     """Revoke a web sign-in (your own; admins anyone's): it no longer signs in, and its open pages are closed."""
     mine = ctx.caller.person_id if ADMIN not in ctx.caller.scopes else None
@@ -226,14 +228,11 @@ def _who(ctx: CallContext) -> str:
 
 def _close_connections(ctx: CallContext, *, person_id: str | None = None, signin_id: str | None = None) -> int:
     """Close this replica's connections of a removed person or a revoked sign-in (they sign in no more)."""
-    closed = 0
-    for conn in list(ctx.gateway.connections.values()):
-        caller = conn.caller
-        if caller is None or caller.person_id is None:
-            continue
-        if (person_id is not None and caller.person_id == person_id) or (
-                signin_id is not None and caller.extra.get("signinId") == signin_id):
-            conn.close(CLOSE_POLICY, "signed out")
-            closed += 1
-    return closed
+
+    def holds(caller: Caller) -> bool:
+        return caller.person_id is not None and (
+            (person_id is not None and caller.person_id == person_id)
+            or (signin_id is not None and caller.extra.get("signinId") == signin_id))
+
+    return ctx.gateway.close_connections(holds, "signed out")
 

@@ -182,6 +182,16 @@ class PeopleService:
         """A session became ``person_id``'s (its events go to them from now on)."""
         self._session_person[key] = person_id
 
+    def role_of(self, person_id: str) -> str | None:
+        """A person's role as this replica last read it (None: no such person): what the access model asks."""
+        person = self._people.get(person_id)
+        return person.role if person is not None else None
+
+    def person_of_chat(self, channel: str, chat_id: str) -> str | None:
+        """The person a chat belongs to: the one whose identity on ``channel`` it is (a DM's chat is its sender)."""
+        person = self._by_identity.get((channel, chat_id))
+        return person.id if person is not None else None
+
     def owner_of(self, session_key: str) -> str | None:
         """The person a session belongs to (None: nobody's), as this replica last read it."""
         return self._session_person.get(session_key)

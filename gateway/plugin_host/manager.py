@@ -22,13 +22,14 @@ from pydantic import BaseModel, ConfigDict
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Router
 
+from gateway.access import Access
 from gateway.composition.entry_points import CHANNELS
 from gateway.composition.ports import PLUGIN_TOOLS
 from gateway.composition.services import Key
 from gateway.config import model as config_model
-from gateway.dispatch.dispatcher import ADMIN, PAIRING, CallContext, Caller, MethodSpec, registry
+from gateway.dispatch.dispatcher import ADMIN, PAIRING, READ, CallContext, Caller, MethodSpec, registry
 from gateway.hooks import HookHandler
-from gateway.plugin_host.api import PluginApi, PluginMethod, PluginTool, ToolContext
+from gateway.plugin_host.api import PluginApi, PluginMethod, PluginTool, ToolContext, whose_for
 from gateway.plugin_host.discovery import Candidate, discover
 from gateway.plugin_host.schemas import SchemaValidator
 from gateway.protocol import Forbidden, InvalidRequest, RpcError, Unavailable
@@ -257,7 +258,7 @@ class PluginManager:
             self.tools[tool.name] = tool
         for m in reg.methods:
             registry.add(MethodSpec(name=m.name, params=OpenParams, scope=m.scope, handler=_method_handler(m),
-                                    description=m.description))
+                                    access=(plugin_access(m.scope),), description=m.description))
         for hook, fn, priority, timeout_s in reg.hooks:
             self.hooks.add(HookHandler(api.id, hook, fn, priority, timeout_s))
         for name, channel_type in reg.channels.items():
@@ -355,7 +356,8 @@ class PluginManager:
         if problem:
             raise InvalidRequest(f"invalid params for {name}: {problem}", details={"field": "params"})
         try:
-            result = await asyncio.wait_for(tool.handler(params, ToolContext(session_key, agent_id, is_owner)),
+            result = await asyncio.wait_for(tool.handler(
+                params, ToolContext(session_key, agent_id, is_owner, whose_for(caller, session_key))),
                                             tool.timeout_s)
         except ToolFailed as exc:
             raise InvalidRequest(f"{name}: {exc}") from None
@@ -396,6 +398,12 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, RuntimeError | ValueError) and text:
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def plugin_access(scope: str) -> Access:
+    """What a plugin's method acts on: the plugin itself, read or changed as its scope says (a plugin acting
+    on sessions or people answers only what its caller may see, through the tool context it is given)."""
+    return Access("plugin", "read" if scope == READ else "admin" if scope == ADMIN else "write")
 
 
 def _method_handler(m: PluginMethod) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from gateway.access import Access
 from gateway.dispatch.dispatcher import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 from gateway.plugin_host.manager import PLUGINS, PluginManager
 from gateway.protocol import InvalidRequest, Unavailable
@@ -67,7 +68,7 @@ def _listing(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@method("plugins.list", scope=READ)
+@method("plugins.list", access=Access("plugin", "read"), scope=READ)
 async def plugins_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Every plugin found: loaded, disabled, denied, or failed (with its error).
 
@@ -78,7 +79,7 @@ async def plugins_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     return {"plugins": [_listing(r) for r in rows], "diagnostics": rows, "mutationAllowed": True}
 
 
-@method("plugins.setEnabled", params=SetEnabledParams, scope=ADMIN)
+@method("plugins.setEnabled", access=Access("plugin", "exec"), params=SetEnabledParams, scope=ADMIN)
 async def plugins_set_enabled(p: SetEnabledParams, ctx: CallContext) -> dict[str, Any]:
     """Switch a plugin on or off: written to config (``plugins.entries.<id>.enabled``) and applied at once.
 
@@ -103,7 +104,8 @@ async def plugins_set_enabled(p: SetEnabledParams, ctx: CallContext) -> dict[str
     return out
 
 
-@method("plugin.tools.list", params=ToolsListParams, scope=READ, aliases=("plugin:tools:list",), baseline=True)
+@method("plugin.tools.list", access=Access("plugin", "read"),
+        params=ToolsListParams, scope=READ, aliases=("plugin:tools:list",), baseline=True)
 async def tools_list(p: ToolsListParams, ctx: CallContext) -> dict[str, Any]:
     """Tools the loaded plugins offer to agents: ``{tools: [{name, description, inputSchema, annotations}]}``."""
     manager = ctx.services.find(PLUGINS)
@@ -112,7 +114,8 @@ async def tools_list(p: ToolsListParams, ctx: CallContext) -> dict[str, Any]:
     return manager.tool_listing(p.agentId)
 
 
-@method("plugin.tools.invoke", params=InvokeParams, scope=WRITE, aliases=("plugin:tools:invoke",), baseline=True)
+@method("plugin.tools.invoke", access=(Access("plugin", "write"), Access("session", "write", ("sessionKey",))),
+        params=InvokeParams, scope=WRITE, aliases=("plugin:tools:invoke",), baseline=True)
 async def tools_invoke(p: InvokeParams, ctx: CallContext) -> dict[str, Any]:
     """Run one plugin tool; answers ``{content: [text | image], details?}``."""
     result: dict[str, Any] = await _manager(ctx).invoke(p.toolName, p.params, ctx.caller, p.sessionKey)

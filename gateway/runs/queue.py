@@ -344,6 +344,16 @@ class RunQueue:
     def active_count(self) -> int:
         return self._active
 
+    async def session_of(self, run_id: str) -> str | None:
+        """The session a run belongs to, wherever it runs or ran (None: no such run): what ``agent.wait`` by
+        ``runId`` is decided by."""
+        run = self.runs.get(run_id)
+        if run is not None:
+            return run.session_key
+        async with self._db.reading() as s:
+            row = await SessionRepo.get_run(s, run_id)
+        return row.session_key if row is not None else None
+
     async def wait(self, run_id: str, timeout_ms: int) -> dict[str, Any]:
         """The run's result, or ``status: "timeout"`` if it has not finished within ``timeout_ms``."""
         run = self.runs.get(run_id)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from gateway.access import Access
 from gateway.cli.extras import require
 from gateway.dispatch.dispatcher import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 from gateway.protocol import InvalidRequest
@@ -49,19 +50,19 @@ class TranscribeParams(Params):
         return self
 
 
-@method("tts.status", scope=READ, aliases=("tts:status",))
+@method("tts.status", access=Access("voice", "read"), scope=READ, aliases=("tts:status",))
 async def tts_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Enabled or not, the active provider, its fallbacks, the auto mode."""
     return await _voice(ctx).status()
 
 
-@method("tts.providers", scope=READ, aliases=("tts:providers",))
+@method("tts.providers", access=Access("voice", "read"), scope=READ, aliases=("tts:providers",))
 async def tts_providers(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Every provider, whether it is configured (and what is missing), and its settings (never keys)."""
     return await _voice(ctx).providers()
 
 
-@method("tts.convert", params=ConvertParams, scope=WRITE, aliases=("tts:convert",))
+@method("tts.convert", access=Access("voice", "write"), params=ConvertParams, scope=WRITE, aliases=("tts:convert",))
 async def tts_convert(p: ConvertParams, ctx: CallContext) -> dict[str, Any]:
     """Speak text into a file in the channel's format, with fallback across providers."""
     fmt = format_for_channel(p.channel)  # before any synthesis: a bad channel costs nothing
@@ -69,25 +70,26 @@ async def tts_convert(p: ConvertParams, ctx: CallContext) -> dict[str, Any]:
     return {**speech.to_dict(), **({"channel": p.channel} if p.channel else {})}
 
 
-@method("tts.setProvider", params=SetProviderParams, scope=WRITE, aliases=("tts:setProvider",))
+@method("tts.setProvider", access=Access("voice", "admin"),
+        params=SetProviderParams, scope=WRITE, aliases=("tts:setProvider",))
 async def tts_set_provider(p: SetProviderParams, ctx: CallContext) -> dict[str, Any]:
     """Choose the active provider (kept across restarts)."""
     return await _voice(ctx).set_provider(p.provider.strip().lower())
 
 
-@method("tts.enable", scope=WRITE, aliases=("tts:enable",))
+@method("tts.enable", access=Access("voice", "admin"), scope=WRITE, aliases=("tts:enable",))
 async def tts_enable(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Turn spoken replies on (kept across restarts)."""
     return await _voice(ctx).set_enabled(True)
 
 
-@method("tts.disable", scope=WRITE, aliases=("tts:disable",))
+@method("tts.disable", access=Access("voice", "admin"), scope=WRITE, aliases=("tts:disable",))
 async def tts_disable(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Turn spoken replies off."""
     return await _voice(ctx).set_enabled(False)
 
 
-@method("stt.status", scope=READ, aliases=("stt:status",))
+@method("stt.status", access=Access("voice", "read"), scope=READ, aliases=("stt:status",))
 async def stt_status(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Whether voice messages are transcribed, and by which provider."""
     return (await _voice(ctx).status())["stt"]
@@ -108,7 +110,8 @@ async def _fetch(url: str) -> bytes:
         return response.content
 
 
-@method("stt.transcribe", params=TranscribeParams, scope=ADMIN, aliases=("stt:transcribe",))
+@method("stt.transcribe", access=Access("voice", "write"),
+        params=TranscribeParams, scope=ADMIN, aliases=("stt:transcribe",))
 async def stt_transcribe(p: TranscribeParams, ctx: CallContext) -> dict[str, Any]:
     """Transcribe an audio file on the gateway's disk (``path``: admin, since it reads any file the gateway
     can) or at a public ``url``."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 import pytest
 from pydantic import BaseModel
 
+from gateway.access import Access
+from gateway.access.doors import AccessControl
 from gateway.dispatch.dispatcher import (
     ADMIN,
     NODE,
@@ -200,7 +203,7 @@ async def _noop(_p: Any, _ctx: Any) -> None:
     ],
 )
 def test_authorize(spec_scope: str, role: str, scopes: tuple[str, ...], code: str | None) -> None:
-    spec = MethodSpec(name="x", params=Params, scope=spec_scope, handler=_noop)
+    spec = MethodSpec(name="x", params=Params, scope=spec_scope, handler=_noop, access=(Access("gateway", "read"),))
     if code is None:
         Dispatcher._authorize(spec, _caller(role, scopes))
         return
@@ -216,27 +219,43 @@ class _Say(Params):
     text: str = "hi"
 
 
+class _NoPeople:
+    """Nobody on record: every caller here holds the gateway token."""
+
+    def role_of(self, person_id: str) -> None:
+        return None
+
+    def person_of_chat(self, channel: str, chat_id: str) -> None:
+        return None
+
+    def owner_of(self, session_key: str) -> None:
+        return None
+
+
+_GW: Any = SimpleNamespace(access=AccessControl(None, None, _NoPeople(), None))  # type: ignore[arg-type]
+
+
 def _inline_dispatcher() -> tuple[Dispatcher, list[str]]:
     """A registry of its own: an inline method, one that is not, and an inline one that awaits after all."""
     reg = Registry()
     ran: list[str] = []
 
-    @reg.method("echo", params=_Say, scope=READ, inline=True)
+    @reg.method("echo", access=Access("gateway", "read"), params=_Say, scope=READ, inline=True)
     async def echo(p: _Say, _ctx: Any) -> dict[str, str]:
         ran.append("echo")
         return {"said": p.text}
 
-    @reg.method("later", scope=READ)
+    @reg.method("later", access=Access("gateway", "read"), scope=READ)
     async def later(_p: Any, _ctx: Any) -> None:
         ran.append("later")
 
-    @reg.method("waits", scope=READ, inline=True)
+    @reg.method("waits", access=Access("gateway", "read"), scope=READ, inline=True)
     async def waits(_p: Any, _ctx: Any) -> str:
         ran.append("waits")
         await asyncio.sleep(0)
         return "late"
 
-    @reg.method("boom", scope=READ, inline=True)
+    @reg.method("boom", access=Access("gateway", "read"), scope=READ, inline=True)
     async def boom(_p: Any, _ctx: Any) -> None:
         raise RuntimeError("a bug")
 
@@ -245,7 +264,7 @@ def _inline_dispatcher() -> tuple[Dispatcher, list[str]]:
 
 def test_an_inline_method_is_answered_at_once_with_the_same_checks() -> None:
     dispatcher, ran = _inline_dispatcher()
-    gw: Any = object()
+    gw: Any = _GW
     assert dispatcher.answer_now(RequestFrame("1", "echo", {"text": "yo"}), _caller(), gw) == {
         "type": "res", "id": "1", "ok": True, "payload": {"said": "yo"}}
     bad = dispatcher.answer_now(RequestFrame("2", "echo", {"text": 5}), _caller(), gw)
@@ -260,17 +279,17 @@ def test_an_inline_method_is_answered_at_once_with_the_same_checks() -> None:
 
 def test_other_methods_and_an_inline_one_that_awaits_are_left_to_dispatch() -> None:
     dispatcher, ran = _inline_dispatcher()
-    assert dispatcher.answer_now(RequestFrame("1", "later", None), _caller(), object()) is None  # type: ignore[arg-type]
-    assert dispatcher.answer_now(RequestFrame("2", "nope", None), _caller(), object()) is None  # type: ignore[arg-type]
-    assert dispatcher.answer_now(RequestFrame("3", "waits", None), _caller(), object()) is None  # type: ignore[arg-type]
+    assert dispatcher.answer_now(RequestFrame("1", "later", None), _caller(), _GW) is None  # type: ignore[arg-type]
+    assert dispatcher.answer_now(RequestFrame("2", "nope", None), _caller(), _GW) is None  # type: ignore[arg-type]
+    assert dispatcher.answer_now(RequestFrame("3", "waits", None), _caller(), _GW) is None  # type: ignore[arg-type]
     assert ran == ["waits"]  # started, then closed: dispatch runs it again, in full
-    frame = asyncio.run(dispatcher.dispatch(RequestFrame("3", "waits", None), _caller(), object()))  # type: ignore[arg-type]
+    frame = asyncio.run(dispatcher.dispatch(RequestFrame("3", "waits", None), _caller(), _GW))  # type: ignore[arg-type]
     assert frame["payload"] == "late"
 
 
 def test_an_inline_method_cannot_be_idempotent() -> None:
     with pytest.raises(ValueError, match="inline method cannot be idempotent"):
-        Registry().method("x", inline=True, idempotent=True)
+        Registry().method("x", access=Access("gateway", "read"), inline=True, idempotent=True)
 
 
 # -- over the wire --------------------------------------------------------------------------------
