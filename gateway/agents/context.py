@@ -32,11 +32,11 @@ def issue_run_token(tokens: RunTokens, run: Run, reach: tuple[str, ...], *, pers
     """
     origin = run.last.origin
     if is_owner_run(run) and person_id is None:
-        return tokens.issue(frozenset(OPERATOR_SCOPES), reach=reach, session_key=run.session_key)
+        return tokens.issue(frozenset(OPERATOR_SCOPES), reach=reach, session_key=run.session_key, run_id=run.id)
     confine = SessionScope(run.session_key, origin.channel if origin else None, origin.to if origin else None,
                            person_id=person_id)
     return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names(), confine=confine, reach=reach,
-                        session_key=run.session_key)
+                        session_key=run.session_key, run_id=run.id)
 
 
 def context_env(run: Run, *, agent: AgentConfig, config: Config, listen: tuple[str, int], fx_path: Path,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.dispatch.callers import SessionScope
@@ -26,6 +27,8 @@ class RunGrant:
     """That sign-in's id (revoking it closes the connections it opened)."""
     session_key: str | None = None
     """The session whose turn holds the token (who did what, in the audit log)."""
+    run_id: str | None = None
+    """The run whose token it is: the connections opened with it are closed when the run ends (``on_revoke``)."""
 
 
 class RunTokens:
@@ -38,6 +41,7 @@ class RunTokens:
 
     def __init__(self) -> None:
         self._grants: dict[str, RunGrant] = {}
+        self._on_revoke: list[Callable[[RunGrant], object]] = []
 
     @staticmethod
     def _key(token: str) -> str:
@@ -51,13 +55,23 @@ class RunTokens:
         return token is not None and token.startswith(cls.PREFIX)
 
     def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None,
-              confine: SessionScope | None = None, reach: tuple[str, ...] = (), session_key: str | None = None) -> str:
+              confine: SessionScope | None = None, reach: tuple[str, ...] = (), session_key: str | None = None,
+              run_id: str | None = None) -> str:
         token = self.PREFIX + secrets.token_urlsafe(32)
-        self._grants[self._key(token)] = RunGrant(scopes, methods, confine, reach, session_key=session_key)
+        self._grants[self._key(token)] = RunGrant(scopes, methods, confine, reach, session_key=session_key,
+                                                  run_id=run_id)
         return token
 
+    def on_revoke(self, hook: Callable[[RunGrant], object]) -> None:
+        """Call ``hook`` with each grant as it is revoked (the gateway closes the sockets opened with it: a socket
+        kept from the run must not outlive it)."""
+        self._on_revoke.append(hook)
+
     def revoke(self, token: str) -> None:
-        self._grants.pop(self._key(token), None)
+        grant = self._grants.pop(self._key(token), None)
+        if grant is not None:
+            for hook in self._on_revoke:
+                hook(grant)
 
     def grant(self, given: str | None) -> RunGrant | None:
         """What ``given`` allows, or None when it is not a live run token."""

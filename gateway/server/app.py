@@ -294,6 +294,8 @@ async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None
 
     async def handle(frame: RequestFrame) -> None:
         try:
+            if conn.closed:  # read before its credential ended (a run's token revoked, a sign-in): not served
+                return
             conn.send(await gw.dispatcher.dispatch(frame, caller, gw))
         except Exception:  # a bug outside the handler: the caller still gets an answer, never silence
             log.exception("request failed outside its handler", method=frame.method, request_id=frame.id)

@@ -80,6 +80,9 @@ class RunGrantLike(Protocol):
     @property
     def session_key(self) -> str | None: ...
 
+    @property
+    def run_id(self) -> str | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
@@ -198,7 +201,10 @@ def caller_for(params: ConnectParams, accepted: Accepted, *, conn_id: str, remot
         extra={"version": params.client.version, "platform": params.client.platform,
                "caps": params.caps or [], "commands": params.commands or [],
                **({"signinId": accepted.run_grant.signin_id}
-                  if accepted.run_grant is not None and accepted.run_grant.signin_id else {})},
+                  if accepted.run_grant is not None and accepted.run_grant.signin_id else {}),
+               # the run whose token it is: the connection is closed when the run ends (RunTokens.on_revoke)
+               **({"runId": accepted.run_grant.run_id}
+                  if accepted.run_grant is not None and accepted.run_grant.run_id else {})},
         methods=accepted.run_grant.methods if accepted.run_grant is not None else None,
         confined_to=accepted.run_grant.confine if accepted.run_grant is not None else None,
         reach=accepted.run_grant.reach if accepted.run_grant is not None else None,
