@@ -7,7 +7,8 @@ board keeps the list, and sends out only what changed:
 * ``snapshot()`` is the whole list (``system-presence``, or a page of it with ``page``); a watcher's
   ``hello-ok`` carries ``snapshot_for``: the latest ``gateway.helloPresenceLimit`` entries and, when there are
   more, one summary entry saying how many (issue #45: a list in every handshake made connecting n watchers
-  cost n² entries, 8.4 GB at 8,000). Other clients get ``[]`` there. ``version`` is the presence half of
+  cost n² entries, 8.4 GB at 8,000). Other clients get ``[]`` there; a UI client that may not list everyone
+  (``may_list``: a member's page) gets its own entry alone, and no deltas. ``version`` is the presence half of
   ``snapshot.stateVersion``.
 * Changes made within ``coalesce_s()`` (50 ms, longer with thousands of watchers) are flushed together as
   ONE ``presence`` event, encoded once for all watchers, whose payload holds the entries that joined or
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from gateway.dispatch.callers import Caller
     from gateway.server.connection import Connection
 
-__all__ = ["COALESCE_S", "SUMMARY_ID", "WATCHING_MODES", "PresenceBoard", "entry_for"]
+__all__ = ["COALESCE_S", "SUMMARY_ID", "WATCHING_MODES", "PresenceBoard", "entry_for", "may_list"]
 
 COALESCE_S = 0.05
 """Changes within this long go out as one delta event (with up to 1,000 watchers; see ``coalesce_s``)."""
@@ -72,6 +73,12 @@ Send = Callable[[str, "Sequence[Connection]"], object]
 
 def _write_all(head: str, receivers: Sequence[Connection]) -> int:
     return sum(conn.send_event_head(head, drop_if_slow=True) for conn in receivers)
+
+
+def may_list(caller: Caller) -> bool:
+    """Whether ``caller`` may see everyone's entries (their addresses too): whoever may call ``system-presence``
+    (the owner, admins); not a member's or guest's sign-in, nor a non-owner agent run."""
+    return caller.methods is None or "system-presence" in caller.methods
 
 
 def entry_for(caller: Caller, connected_at_ms: int) -> dict[str, Any]:
@@ -115,6 +122,8 @@ class PresenceBoard:
         self._devices: dict[str, dict[str, Any]] = {}
         """The entries with a device identity: bounded lists always show them."""
         self._watchers: dict[str, Connection] = {}
+        self._own_only: set[str] = set()
+        """UI clients that may not list everyone (``may_list``): their ``hello-ok`` lists only themselves."""
         self._joined: dict[str, dict[str, Any]] = {}
         self._left: set[str] = set()
         self._flush: asyncio.TimerHandle | None = None
@@ -154,7 +163,8 @@ class PresenceBoard:
         row, "N more connected".
         """
         if conn_id not in self._watchers:
-            return []
+            own = self._entries.get(conn_id) if conn_id in self._own_only else None
+            return [own] if own is not None else []
         return self.latest(limit)
 
     def latest(self, limit: int) -> list[dict[str, Any]]:
@@ -187,12 +197,16 @@ class PresenceBoard:
         self._joined[key] = entry
         self._left.discard(key)
         if caller.role == "operator" and caller.client_mode in WATCHING_MODES:
-            self._watchers[conn.conn_id] = conn
+            if may_list(caller):
+                self._watchers[conn.conn_id] = conn
+            else:  # a member's page: its own entry, never the others' addresses
+                self._own_only.add(conn.conn_id)
         self._schedule()
 
     def leave(self, conn_id: str) -> None:
         """A connection is gone."""
         self._watchers.pop(conn_id, None)
+        self._own_only.discard(conn_id)
         self._devices.pop(conn_id, None)
         if self._entries.pop(conn_id, None) is None:
             return
@@ -203,7 +217,7 @@ class PresenceBoard:
 
     def watch(self, conn: Connection) -> None:
         """``conn`` asked for presence (it called ``system-presence``): send it the deltas from now on."""
-        if not conn.closed:
+        if not conn.closed and (conn.caller is None or may_list(conn.caller)):
             self._watchers[conn.conn_id] = conn
 
     def is_watching(self, conn_id: str) -> bool:
