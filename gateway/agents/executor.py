@@ -48,7 +48,14 @@ from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
-from gateway.agents.workspace import ATTACHMENTS_DIR, copy_attachments, private_dir, read_effects
+from gateway.agents.workspace import (
+    ATTACHMENTS_DIR,
+    copy_attachments,
+    own_folder,
+    private_dir,
+    read_effects,
+    remove_own,
+)
 from gateway.composition.ports import DESKTOP_TOOLS, PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
 from gateway.protocol import InvalidRequest, RpcError
 from gateway.runs import Origin, Run, RunOutcome
@@ -112,6 +119,15 @@ class _Turn:
     progress: ProgressSink | None = None
     stream: RunStream | None = None
     typing: asyncio.Task[None] | None = None
+
+
+def _drop_scratch(workspace: Path, scratch: Path) -> None:
+    """Our files of a turn gone: the throw-away workspace, or ``.remoteclaw/`` in a project, removed through no
+    link the run left there (a link to a folder it cannot see is removed itself, its target untouched)."""
+    if scratch == workspace:
+        shutil.rmtree(workspace, ignore_errors=True)
+    else:
+        remove_own(workspace, PRIVATE_DIR)
 
 
 def _steer_into(feed: StdinFeed, runtime: Runtime) -> Callable[[str], bool]:
@@ -296,9 +312,10 @@ class AgentExecutor:
             run.answer_facts["project"] = workdir.project
             if workdir.branch:
                 run.answer_facts["branch"] = workdir.branch
-            private_dir(scratch)  # .remoteclaw/ gets the MCP config with the run's token: ours, 0700, no symlink
+            own_folder(workspace, PRIVATE_DIR)  # .remoteclaw/ gets the MCP config with the run's token: 0700, no link
         if any(req.files for req in run.requests):
-            await asyncio.to_thread(copy_attachments, run, scratch / ATTACHMENTS_DIR)
+            dest = ATTACHMENTS_DIR if workdir is None else f"{PRIVATE_DIR}/{ATTACHMENTS_DIR}"
+            await asyncio.to_thread(copy_attachments, run, workspace, dest)
         before = await self._snapshot(workdir)
         tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
         cli_state = self._state_dir / "runtimes" / self.workspace_for(run.session_key).name
@@ -306,7 +323,7 @@ class AgentExecutor:
             confinement = await self._confine(run, agent, runtime, workspace, workdir, fx_path, tools_path,
                                               cli_state)
         except SandboxRefused as exc:
-            shutil.rmtree(scratch, ignore_errors=True)
+            _drop_scratch(workspace, scratch)
             fx_path.unlink(missing_ok=True)
             tools_path.unlink(missing_ok=True)
             log.warning("run refused: it cannot be sandboxed", session_key=run.session_key, why=str(exc))
@@ -401,7 +418,7 @@ class AgentExecutor:
             turn.typing.cancel()
         self._run_tokens.revoke(turn.token)
         run.side_effects = read_effects(turn.fx_path)
-        shutil.rmtree(turn.scratch, ignore_errors=True)  # the throw-away workspace, or .remoteclaw/ in a project
+        _drop_scratch(turn.workspace, turn.scratch)
         turn.fx_path.unlink(missing_ok=True)
         turn.tools_path.unlink(missing_ok=True)
         approvals = self._services.find(RUN_WATCHERS)

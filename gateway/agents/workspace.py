@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import structlog
 
+from gateway.sandbox.open_beneath import remove_tree_beneath, write_beneath
+
 if TYPE_CHECKING:
     from gateway.runs import Run
 
-__all__ = ["ATTACHMENTS_DIR", "copy_attachments", "private_dir", "read_effects", "runs_folder"]
+__all__ = ["ATTACHMENTS_DIR", "copy_attachments", "own_folder", "private_dir", "read_effects", "remove_own",
+           "runs_folder"]
 
 log = structlog.get_logger("gateway.agents")
 
@@ -40,12 +43,49 @@ def private_dir(path: Path) -> None:
         os.chmod(path, 0o700)
 
 
-def copy_attachments(run: Run, dest: Path) -> None:
-    """Copy every request's files into the workspace (CLIs may read only below their working directory)."""
+def own_folder(workspace: Path, name: str) -> None:
+    """``workspace/name`` as a 0700 folder of ours (a project's ``.remoteclaw/``). A run works in that project and
+    may have left a symlink (or a file) at the name, aimed where it cannot see: that is removed, logged, and a
+    real folder made; nothing is followed. Blocking: run in a thread."""
+    top = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            st = os.stat(name, dir_fd=top, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            log.warning("a link or file a run left in place of the gateway's folder is removed", folder=str(workspace),
+                        name=name, link=stat.S_ISLNK(st.st_mode))
+            os.unlink(name, dir_fd=top)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=top)
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top)
+        try:
+            if os.fstat(fd).st_uid != os.getuid():
+                raise RuntimeError(f"{workspace / name} is not a directory owned by this user: refusing to run "
+                                   "agents in it")
+            os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(top)
+
+
+def remove_own(workspace: Path, name: str) -> None:
+    """Remove ``workspace/name`` and all in it, following no link the run planted there (a link goes itself)."""
+    try:
+        remove_tree_beneath(workspace, name)
+    except OSError as exc:
+        log.warning("the gateway's per-run folder not removed", folder=str(workspace / name), error=str(exc))
+
+
+def copy_attachments(run: Run, workspace: Path, dest: str) -> None:
+    """Copy every request's files into ``dest`` below the workspace (CLIs may read only below their working
+    directory), through no link a run left on the way."""
     for source in (f for req in run.requests for f in req.files):
         try:
-            dest.mkdir(mode=0o700, exist_ok=True)
-            shutil.copyfile(source, dest / Path(source).name)
+            data = Path(source).read_bytes()  # the gateway's own copy of an upload
+            write_beneath(workspace, f"{dest}/{Path(source).name}", data, mode=0o600)
         except OSError as exc:
             log.warning("attachment not copied into the workspace", run_id=run.id, file=source, error=str(exc))
 

@@ -18,13 +18,15 @@ import ctypes
 import errno
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["MAX_READ_BYTES", "FileBytes", "LinkRefused", "dir_beneath", "fd_path", "open_beneath", "read_beneath",
-           "read_fd", "read_if_file", "remove_beneath", "write_beneath"]
+__all__ = ["MAX_READ_BYTES", "FileBytes", "LinkRefused", "dir_beneath", "fd_path", "link_beneath", "open_beneath",
+           "read_beneath", "read_fd", "read_if_file", "readlink_beneath", "remove_beneath", "remove_tree_beneath",
+           "write_beneath"]
 
 MAX_READ_BYTES = 50 * 1024 * 1024
 """What is read whole into memory (an attachment): a huge file must not take the gateway down."""
@@ -243,3 +245,53 @@ def remove_beneath(root: Path | str | int, rel: str) -> bool:
         return False
     finally:
         os.close(parent)
+
+
+@contextlib.contextmanager
+def _parent(root: Path | str | int, rel: str, *, create: bool) -> Iterator[tuple[int, str]]:
+    """The folder of ``rel`` (opened through no link) and the last name in it."""
+    parts = _parts(rel)
+    if not parts:
+        raise IsADirectoryError(errno.EISDIR, "no file name", rel)
+    fd = dir_beneath(root, "/".join(parts[:-1]), create=create)
+    try:
+        yield fd, parts[-1]
+    finally:
+        os.close(fd)
+
+
+def readlink_beneath(root: Path | str | int, rel: str) -> str | None:
+    """Where the symlink at ``rel`` points (None: no link there); its folders are never followed."""
+    try:
+        with _parent(root, rel, create=False) as (fd, name):
+            return os.readlink(name, dir_fd=fd)
+    except LinkRefused:
+        raise
+    except OSError:  # missing, or not a link
+        return None
+
+
+def link_beneath(root: Path | str | int, rel: str, target: str) -> None:
+    """Make ``rel`` a symlink to ``target`` (what was at the name goes); the gateway never follows it itself."""
+    with _parent(root, rel, create=True) as (fd, name):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=fd)
+        os.symlink(target, name, dir_fd=fd)
+
+
+def remove_tree_beneath(root: Path | str | int, rel: str) -> bool:
+    """Remove the name ``rel`` below ``root`` and, if it is a folder, all in it (``shutil.rmtree`` on a descriptor:
+    no link inside is followed; a link at ``rel`` is removed itself); whether something went."""
+    try:
+        with _parent(root, rel, create=False) as (fd, name):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return False
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+            return True
+    except FileNotFoundError:
+        return False

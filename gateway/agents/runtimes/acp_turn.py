@@ -253,7 +253,7 @@ async def run_acp_turn(inv: Invocation, spec: RunSpec, emit: Callable[[Event], N
     """Run one turn of the ACP agent ``inv`` (already confined) and return how its process ended.
 
     The per-run files are written first and given back afterwards, as ``process.run_process`` does."""
-    before = _write_files(inv.files)
+    before = _write_files(inv.files, inv.cwd)
     try:
         if inv.user is not None:
             await asyncio.to_thread(_hand_over, [*inv.hand_over, *inv.files], inv.user)
@@ -263,7 +263,7 @@ async def run_acp_turn(inv: Invocation, spec: RunSpec, emit: Callable[[Event], N
             on_spawn(time.monotonic())
         return await _talk(proc, spec, emit, meta=meta, modes=modes, no_output_timeout=no_output_timeout)
     finally:
-        _restore_files(before)
+        _restore_files(before, inv.cwd)
 
 
 async def _talk(proc: Child, spec: RunSpec, emit: Callable[[Event], None], *, meta: dict[str, Any],

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from gateway.sandbox.open_beneath import read_if_file
+
 if TYPE_CHECKING:
     from gateway.config import AgentConfig
 
@@ -192,9 +194,11 @@ class Runtime(ABC):
 def instructions_file(path: Path, ours: str) -> str:
     """The text of an instructions file the CLI reads from its folder (``AGENTS.md``, ``GEMINI.md``): our system
     prompt, then the file's own text when the folder already has one (a project's rules still apply). The file
-    is given back as it was after the run (``process.run_process``)."""
+    is given back as it was after the run (``process.run_process``). It is read through no link: a run that
+    made it a link to a file it cannot see would otherwise be handed that file's text."""
     try:
-        theirs = path.read_text() if path.is_file() else ""
-    except (OSError, UnicodeDecodeError):
+        raw = read_if_file(path.parent, path.name)
+        theirs = raw.decode() if raw is not None else ""
+    except (OSError, UnicodeDecodeError):  # LinkRefused too: a link is not the project's rules
         theirs = ""
     return ours + "\n" + (f"\n{theirs}" if theirs.strip() else "")

@@ -14,6 +14,7 @@ import contextlib
 import os
 import pwd
 import signal
+import stat
 import time
 from collections import deque
 from collections.abc import Callable
@@ -22,10 +23,23 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import structlog
 
 from gateway.agents.runtimes.base import Invocation
 from gateway.agents.runtimes.spawn import Child, spawn
 from gateway.sandbox.env import child_env
+from gateway.sandbox.open_beneath import (
+    MAX_READ_BYTES,
+    LinkRefused,
+    link_beneath,
+    open_beneath,
+    read_fd,
+    readlink_beneath,
+    remove_beneath,
+    write_beneath,
+)
+
+log = structlog.get_logger("gateway.agents")
 
 __all__ = ["LINGER_S", "ProcessResult", "StdinFeed", "run_process", "stop_process"]
 
@@ -127,29 +141,61 @@ async def run_process(inv: Invocation, on_object: Callable[[dict[str, Any]], Non
     new one is removed. In a throw-away workspace that changes nothing; in a project folder it keeps a
     project's own ``AGENTS.md`` or ``GEMINI.md`` and leaves no token-bearing config behind to be committed.
     """
-    before = _write_files(inv.files)
+    before = _write_files(inv.files, inv.cwd)
     try:
         if inv.user is not None:
             await asyncio.to_thread(_hand_over, [*inv.hand_over, *inv.files], inv.user)
         return await _run(inv, on_object, no_output_timeout=no_output_timeout, grace=grace, on_spawn=on_spawn,
                           feed=feed)
     finally:
-        _restore_files(before)
+        _restore_files(before, inv.cwd)
 
 
-def _write_files(files: dict[Path, str]) -> dict[Path, bytes | None]:
-    """Write the per-run files; what each path held before (None: nothing)."""
-    before: dict[Path, bytes | None] = {}
+@dataclass(frozen=True, slots=True)
+class _Was:
+    """What a per-run file's name held before the turn: a file's bytes, a symlink (kept, never followed), or
+    nothing."""
+
+    content: bytes | None = None
+    link: str | None = None
+    mode: int = 0o644
+
+
+def _below(root: Path, path: Path) -> str:
+    return str(path.relative_to(root))
+
+
+def _was(root: Path, rel: str) -> _Was:
+    link = readlink_beneath(root, rel)
+    if link is not None:
+        return _Was(link=link)
+    try:
+        fd = open_beneath(root, rel, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except LinkRefused:
+        raise
+    except OSError:
+        return _Was()
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    try:
+        return _Was(content=read_fd(fd, rel, max_bytes=MAX_READ_BYTES).data, mode=mode)
+    except OSError:  # a folder or a FIFO there: nothing of ours to give back
+        return _Was()
+
+
+def _write_files(files: dict[Path, str], root: Path) -> dict[Path, _Was]:
+    """Write the per-run files below ``root`` (the run's folder, where the run may have planted links): each is a
+    temp file renamed into a folder opened through no link, so a link at the name is replaced, never written
+    through. What each name held before (to give back). A folder on the way that is a link: refused, logged."""
+    before: dict[Path, _Was] = {}
     for path, text in files.items():
+        rel = _below(root, path)
         try:
-            before[path] = path.read_bytes() if path.is_file() else None
-        except OSError:
-            before[path] = None
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # 0600: these files (the per-run MCP config) carry the run's gateway token.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+            before[path] = _was(root, rel)
+            # 0600: these files (the per-run MCP config) carry the run's gateway token.
+            write_beneath(root, rel, text.encode(), mode=0o600)
+        except LinkRefused as exc:
+            log.warning("per-run file not written: a folder on its way is a symlink", path=str(path), link=exc.filename)
+            before.pop(path, None)
     return before
 
 
@@ -162,13 +208,22 @@ def _hand_over(paths: list[Path], user: str) -> None:
                 os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
-def _restore_files(before: dict[Path, bytes | None]) -> None:
-    for path, old in before.items():
-        with contextlib.suppress(OSError):
-            if old is None:
-                path.unlink(missing_ok=True)
+def _restore_files(before: dict[Path, _Was], root: Path) -> None:
+    """Give each per-run file's name back what it held (a new one removed), through no link the run planted."""
+    for path, was in before.items():
+        rel = _below(root, path)
+        try:
+            if was.link is not None:
+                link_beneath(root, rel, was.link)
+            elif was.content is not None:
+                write_beneath(root, rel, was.content, mode=was.mode)
             else:
-                path.write_bytes(old)
+                remove_beneath(root, rel)
+        except LinkRefused as exc:
+            log.warning("per-run file not given back: a folder on its way is now a symlink", path=str(path),
+                        link=exc.filename)
+        except OSError as exc:
+            log.warning("per-run file not given back", path=str(path), error=str(exc))
 
 
 async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, no_output_timeout: float,
