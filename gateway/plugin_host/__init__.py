@@ -10,7 +10,8 @@ services and channels to a running gateway.
 - ``methods``: ``plugins.list``, ``plugins.setEnabled``, ``plugin.tools.list``, ``plugin.tools.invoke``.
 - ``config``: the ``plugins`` config section.
 
-A plugin author imports ``PluginApi``, ``ToolContext``, ``ToolFailed``, ``text``, ``image`` and ``Database``
+A plugin author imports ``PluginApi``, ``ToolContext``, ``ToolFailed``, ``text``, ``image``, ``whose_for`` (whom a
+method's caller is, as ``ToolContext.whose``) and ``Database``
 (the type of ``api.db``) from here, and nothing else of the gateway.
 """
 
@@ -20,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.composition.capabilities import Capability
 
-__all__ = ["Database", "PluginApi", "ToolContext", "ToolFailed", "image", "text"]
+__all__ = ["Database", "PluginApi", "ToolContext", "ToolFailed", "image", "text", "whose_for"]
 
 if TYPE_CHECKING:
-    from gateway.plugin_host.api import PluginApi, ToolContext, image, text
+    from gateway.plugin_host.api import PluginApi, ToolContext, image, text, whose_for
     from gateway.plugin_host.manager import ToolFailed
     from gateway.store import Database
 
 
 def __getattr__(name: str) -> Any:
     # Lazy: ``gateway.config`` imports ``gateway.plugin_host.config``, which must not pull in the manager.
-    if name in ("PluginApi", "ToolContext", "image", "text"):
+    if name in ("PluginApi", "ToolContext", "image", "text", "whose_for"):
         from gateway.plugin_host import api
 
         return getattr(api, name)

@@ -25,11 +25,12 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from gateway.config import Config, ConfigStore
+    from gateway.dispatch.callers import Caller
     from gateway.plugin_host.manifest import PluginManifest
     from gateway.store import Database
 
 __all__ = ["Loader", "PluginApi", "PluginMethod", "PluginService", "PluginTool", "Registration", "ToolContext", "image",
-           "text"]
+           "text", "whose_for"]
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 METHOD_NAME = re.compile(r"^[a-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$")
@@ -51,11 +52,26 @@ def image(data: bytes, mime_type: str = "image/png") -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Who a plugin tool runs for: the run's session and agent, and whether the owner is behind it."""
+    """Who a plugin tool runs for: the run's session and agent, whether the owner is behind it, and whose state
+    the call acts on (``whose_for``), so a plugin keeps each person's things apart on an agent they share."""
 
     session_key: str | None
     agent_id: str
     is_owner: bool
+    whose: str | None = None
+
+
+def whose_for(caller: Caller, session_key: str | None) -> str | None:
+    """Whom a plugin call acts for: None for the owner (a caller held to no methods and no sessions),
+    ``person:<id>`` for a person on record (their runs, their sign-in), ``session:<key>`` for the run of a
+    conversation nobody on record owns (a paired stranger's, a group's): it has only itself."""
+    scope = caller.confined_to
+    if caller.methods is None and scope is None:
+        return None
+    person = (scope.person_id if scope is not None else None) or caller.person_id
+    if person is not None:
+        return f"person:{person}"
+    return f"session:{(scope.session_key if scope is not None else None) or session_key or ''}"
 
 
 @dataclass(slots=True)

@@ -3,8 +3,10 @@
 ``memory_search`` (full-text, or hybrid with embeddings), ``memory_get`` (lines of one memory),
 ``memory_remember`` (tiers ``core`` permanent, ``stable`` 7 days, ``notes`` 24 h), ``memory_forget`` (only
 with ``confirmed: true``), ``memory_stats`` and ``memory_flush`` (a summary kept before a context is
-compacted). Memories belong to the run's agent. The owner manages them with ``remoteclaw memory`` through
-the ``memory.*`` methods.
+compacted). Memories belong to the run's agent and to whom the run is for (``ToolContext.whose``): on an agent
+several people talk to, a person's run finds only that person's memories, a stranger's conversation only its
+own, the owner's run the owner's. The owner manages them all with ``remoteclaw memory`` through the ``memory.*``
+methods.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import time
 from typing import Any
 
 from gateway.cli.extras import MissingExtra, installed
-from gateway.plugin_host import PluginApi, ToolContext, ToolFailed
+from gateway.plugin_host import PluginApi, ToolContext, ToolFailed, whose_for
 from plugins.memory.recall import Embedder, Recall
-from plugins.memory.store import TIERS, MemoryStore
+from plugins.memory.store import EVERYONE, TIERS, MemoryStore
 
 __all__ = ["register"]
 
@@ -134,9 +136,9 @@ class MemoryPlugin:
 
     # -- tools -----------------------------------------------------------------------------------
 
-    async def search(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
+    async def search(self, p: dict[str, Any], agent_id: str, whose: str | None) -> dict[str, Any]:
         hits, mode, note = await self.recall.search(agent_id, p["query"], int(p.get("max_results", 5)),
-                                                    float(p.get("min_score", 0.3)))
+                                                    float(p.get("min_score", 0.3)), whose)
         results = []
         for memory, score in hits:
             snippet = memory.content if len(memory.content) <= 400 else memory.content[:400] + "…"
@@ -146,11 +148,11 @@ class MemoryPlugin:
             out["note"] = note or self.embeddings_missing
         return out
 
-    async def get(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
+    async def get(self, p: dict[str, Any], agent_id: str, whose: str | None) -> dict[str, Any]:
         ref = p.get("path") or p.get("id")
         if not ref:
             raise ToolFailed("give path (a memory id or path from memory_search)")
-        memory = await self.store.get(agent_id, ref)
+        memory = await self.store.get(agent_id, ref, whose)
         if memory is None:
             raise ToolFailed(f"no memory {ref!r} (it may have expired or been forgotten)")
         lines = memory.content.split("\n")
@@ -159,36 +161,37 @@ class MemoryPlugin:
         chosen = lines[start - 1:start - 1 + count]
         return {**memory.describe(), "fromLine": start, "totalLines": len(lines), "content": "\n".join(chosen)}
 
-    async def remember(self, p: dict[str, Any], agent_id: str, *, path: str | None = None) -> dict[str, Any]:
+    async def remember(self, p: dict[str, Any], agent_id: str, whose: str | None, *,
+                       path: str | None = None) -> dict[str, Any]:
         content = p["content"].strip()
         if not content:
             raise ToolFailed("content is empty")
         vector, note = await self.recall.embed_one(content)
         memory, created = await self.store.remember(agent_id, content, p.get("tier", "stable"), path=path,
-                                                    embedding=vector)
+                                                    embedding=vector, whose=whose)
         self.recall.changed()
         out = {**memory.describe(), "created": created}
         if note or self.embeddings_missing:
             out["note"] = note or self.embeddings_missing
         return out
 
-    async def forget(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
+    async def forget(self, p: dict[str, Any], agent_id: str, whose: str | None) -> dict[str, Any]:
         target = p["content_or_id"].strip()
         if p.get("confirmed") is not True:
             raise ToolFailed("memory_forget deletes for good: call it again with confirmed: true")
-        memory = await self.store.get(agent_id, target)
-        matches = [memory] if memory is not None else await self.store.find_content(agent_id, target)
+        memory = await self.store.get(agent_id, target, whose)
+        matches = [memory] if memory is not None else await self.store.find_content(agent_id, target, whose=whose)
         if not matches:
             raise ToolFailed(f"no memory matches {target[:80]!r}")
         if len(matches) > 1 and memory is None and matches[0].content != target:
             listed = "; ".join(f"{m.id}: {m.content[:60]}" for m in matches[:5])
             raise ToolFailed(f"{len(matches)} memories contain that text; forget one by id ({listed})")
-        removed = await self.store.forget(agent_id, [m.id for m in matches])
+        removed = await self.store.forget(agent_id, [m.id for m in matches], whose)
         self.recall.changed()
         return {"forgotten": removed, "ids": [m.id for m in matches]}
 
-    async def stats(self, agent_id: str) -> dict[str, Any]:
-        stats = await self.store.stats(agent_id)
+    async def stats(self, agent_id: str, whose: str | None) -> dict[str, Any]:
+        stats = await self.store.stats(agent_id, whose)
         embedder = self.recall.embedder
         stats["agentId"] = agent_id
         stats["embeddings"] = ({"model": embedder.model, "baseUrl": str(embedder.base_url or "api.openai.com")}
@@ -198,7 +201,7 @@ class MemoryPlugin:
             stats["embeddingsUnavailable"] = self.embeddings_missing
         return stats
 
-    async def flush(self, p: dict[str, Any], agent_id: str) -> dict[str, Any]:
+    async def flush(self, p: dict[str, Any], agent_id: str, whose: str | None) -> dict[str, Any]:
         parts = []
         if p.get("summary"):
             parts.append(f"Summary: {p['summary'].strip()}")
@@ -208,7 +211,15 @@ class MemoryPlugin:
         if not parts:
             raise ToolFailed("nothing to flush: give summary, topics, decisions or action_items")
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.store.clock()))
-        return await self.remember({"content": "\n".join(parts), "tier": "stable"}, agent_id, path=f"flush/{stamp}")
+        return await self.remember({"content": "\n".join(parts), "tier": "stable"}, agent_id, whose,
+                                   path=f"flush/{stamp}")
+
+
+def whose_of(ctx: Any) -> str | None:
+    """Whose memories a ``memory.*`` method reaches: everyone's for the owner, else what the caller's own tool
+    calls reach (``whose_for``)."""
+    whose = whose_for(ctx.caller, None)
+    return EVERYONE if whose is None else whose
 
 
 def register(api: PluginApi) -> None:
@@ -217,7 +228,7 @@ def register(api: PluginApi) -> None:
 
     def agent_tool(fn: Any) -> Any:
         async def handler(p: dict[str, Any], ctx: ToolContext) -> Any:
-            return await fn(p, ctx.agent_id)
+            return await fn(p, ctx.agent_id, ctx.whose)
         return handler
 
     api.tool("memory_search", "Search your long-term memories (hybrid semantic + keyword when embeddings are "
@@ -235,30 +246,31 @@ def register(api: PluginApi) -> None:
              output_schema=OUTPUT_SCHEMAS["memory_forget"])
     api.tool("memory_stats", "How many memories you have per tier, the index and the embedding model.",
              {"type": "object", "properties": {}, "additionalProperties": False},
-             agent_tool(lambda _p, agent_id: plugin.stats(agent_id)), annotations=READ_ONLY,
+             agent_tool(lambda _p, agent_id, whose: plugin.stats(agent_id, whose)), annotations=READ_ONLY,
              output_schema=OUTPUT_SCHEMAS["memory_stats"])
     api.tool("memory_flush", "Before your context is compacted, keep its key topics, decisions, action items "
              "and a summary as one memory (tier stable).", FLUSH_SCHEMA, agent_tool(plugin.flush),
              annotations=WRITES, output_schema=OUTPUT_SCHEMAS["memory_flush"])
 
-    # The owner's view, for ``remoteclaw memory`` (any agent's memories).
+    # The owner's view, for ``remoteclaw memory`` (any agent's memories, everyone's).
     agent = {"type": "string", "minLength": 1, "maxLength": 64}
 
     def agent_of(p: dict[str, Any], ctx: Any) -> str:
         return str(p.get("agentId") or ctx.sessions.default_agent_id)
 
     async def m_search(p: dict[str, Any], ctx: Any) -> Any:
-        return await plugin.search({k: v for k, v in p.items() if k != "agentId"}, agent_of(p, ctx))
+        return await plugin.search({k: v for k, v in p.items() if k != "agentId"}, agent_of(p, ctx), whose_of(ctx))
 
     async def m_list(p: dict[str, Any], ctx: Any) -> Any:
-        memories = await plugin.store.recent(agent_of(p, ctx), tier=p.get("tier"), limit=int(p.get("limit", 50)))
+        memories = await plugin.store.recent(agent_of(p, ctx), tier=p.get("tier"), limit=int(p.get("limit", 50)),
+                                             whose=whose_of(ctx))
         return {"agentId": agent_of(p, ctx), "memories": [{**m.describe(), "content": m.content} for m in memories]}
 
     async def m_forget(p: dict[str, Any], ctx: Any) -> Any:
-        return await plugin.forget({"content_or_id": p["id"], "confirmed": True}, agent_of(p, ctx))
+        return await plugin.forget({"content_or_id": p["id"], "confirmed": True}, agent_of(p, ctx), whose_of(ctx))
 
     async def m_stats(p: dict[str, Any], ctx: Any) -> Any:
-        return await plugin.stats(agent_of(p, ctx))
+        return await plugin.stats(agent_of(p, ctx), whose_of(ctx))
 
     api.method("memory.search", m_search, scope="operator.read", description="Search an agent's memories.",
                params_schema={**SEARCH_SCHEMA, "properties": {**SEARCH_SCHEMA["properties"], "agentId": agent}})

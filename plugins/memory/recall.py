@@ -2,7 +2,7 @@
 
 Embeddings come from any OpenAI-compatible ``/embeddings`` endpoint through the openai SDK (a local server
 works: set ``baseUrl``). Vectors are stored beside the text as float32 bytes; search compares the query's
-vector with every live memory's (numpy, kept in memory per agent until that agent's memories change).
+vector with every live memory's (numpy, kept in memory per agent and ``whose`` until memories change).
 Hybrid score = ``vectorWeight`` x cosine + (1 - ``vectorWeight``) x keyword score. When the embedding
 endpoint fails, search falls back to keywords and says so.
 """
@@ -50,7 +50,7 @@ class Recall:
         self.store = store
         self.embedder = embedder
         self.vector_weight = vector_weight
-        self._vectors: dict[str, tuple[int, list[str], dict[str, int], Any]] = {}
+        self._vectors: dict[tuple[str, str | None], tuple[int, list[str], dict[str, int], Any]] = {}
         self.generation = 0
         """Bumped on every write, so cached vector matrices are rebuilt after a change."""
 
@@ -65,14 +65,14 @@ class Recall:
         except Exception as exc:
             return None, f"embeddings unavailable ({type(exc).__name__}: {exc})"
 
-    async def _matrix(self, agent_id: str) -> tuple[list[str], dict[str, int], Any]:
-        """The agent's vectors as one matrix (rows in ``ids`` order), and each id's row."""
+    async def _matrix(self, agent_id: str, whose: str | None) -> tuple[list[str], dict[str, int], Any]:
+        """The vectors of the agent's memories of ``whose`` as one matrix (rows in ``ids`` order), and each id's row."""
         import numpy as np
 
-        cached = self._vectors.get(agent_id)
+        cached = self._vectors.get((agent_id, whose))
         if cached and cached[0] == self.generation:
             return cached[1], cached[2], cached[3]
-        rows = await self.store.with_embeddings(agent_id)
+        rows = await self.store.with_embeddings(agent_id, whose)
         if len({len(r[1]) for r in rows}) > 1:  # the model changed: keep the vectors of the newest size
             size = len(rows[-1][1])
             rows = [r for r in rows if len(r[1]) == size]
@@ -80,22 +80,23 @@ class Recall:
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1) \
             if rows else np.zeros((0, 0), dtype=np.float32)
         rows_of = {memory_id: n for n, memory_id in enumerate(ids)}
-        self._vectors[agent_id] = (self.generation, ids, rows_of, matrix)
+        self._vectors[(agent_id, whose)] = (self.generation, ids, rows_of, matrix)
         return ids, rows_of, matrix
 
-    async def search(self, agent_id: str, query: str, max_results: int, min_score: float
+    async def search(self, agent_id: str, query: str, max_results: int, min_score: float, whose: str | None = None
                      ) -> tuple[list[tuple[Memory, float]], str, str | None]:
-        """``(results, mode, note)``: best first, scores in [0, 1]; mode ``keyword`` or ``hybrid``."""
+        """``(results, mode, note)`` among the memories of ``whose`` (``MemoryStore``): best first, scores in
+        [0, 1]; mode ``keyword`` or ``hybrid``."""
         pool = max(max_results * 4, 20)
         # The keyword query (a database round trip) and the query's embedding (an HTTP round trip) at once.
-        keyword, (vector, note) = await asyncio.gather(self.store.keyword(agent_id, query, pool),
+        keyword, (vector, note) = await asyncio.gather(self.store.keyword(agent_id, query, pool, whose),
                                                        self.embed_one(query))
         if vector is None:
             hits = [(m, s) for m, s in keyword if s >= min_score][:max_results]
             return hits, "keyword", note
         import numpy as np
 
-        ids, rows_of, matrix = await self._matrix(agent_id)
+        ids, rows_of, matrix = await self._matrix(agent_id, whose)
         kw = {m.id: (m, s) for m, s in keyword}
         sims: dict[str, float] = {}
         if len(ids) and matrix.shape[1] * 4 == len(vector):
@@ -106,7 +107,7 @@ class Recall:
                 if memory_id not in sims and memory_id in rows_of:
                     sims[memory_id] = max(float(scores[rows_of[memory_id]]), 0.0)
         missing = [i for i in sims if i not in kw]
-        found = await self.store.by_ids(agent_id, missing)
+        found = await self.store.by_ids(agent_id, missing, whose)
         w = self.vector_weight
         ranked = []
         for memory_id in set(kw) | set(found):
