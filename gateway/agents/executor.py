@@ -46,6 +46,7 @@ from gateway.agents.runtimes.base import Approve, Runtime
 from gateway.agents.runtimes.driver import TurnResult, run_turn
 from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
+from gateway.agents.strangers import strangers_conversation
 from gateway.agents.stream import RunStream
 from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import (
@@ -286,7 +287,10 @@ class AgentExecutor:
                          person=person.id)
                 return RunOutcome(status="error", error=refused)
         project = agent.project(row.project if row is not None else None)
-        if project is not None and not self._people.may_work_in(person, project.people, is_owner=is_owner_run(run)):
+        strangers = strangers_conversation(is_owner=run.is_owner, person_id=person.id if person is not None else None,
+                                           chat_type=row.chat_type if row is not None else None)
+        if project is not None and (strangers or not self._people.may_work_in(person, project.people,
+                                                                              is_owner=is_owner_run(run))):
             log.info("turn refused: the project is not open to the session's person", session_key=run.session_key,
                      project=project.name, person=person.id if person is not None else None)
             return RunOutcome(status="error", error=f"project {project.name} is not open to this conversation "

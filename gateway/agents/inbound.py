@@ -17,13 +17,14 @@ import structlog
 from gateway.agents import commands, project_commands
 from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
+from gateway.agents.strangers import dm_scope_for, moves_route, strangers_conversation
 from gateway.agents.usage import usage_text
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.composition.ports import CHAT_DECISIONS, RECORDER, VOICE
 from gateway.people.service import person_key
 from gateway.protocol import InvalidRequest
 from gateway.runs import Origin, RunRequest
-from gateway.sessions import inbound_key, parse_key
+from gateway.sessions import inbound_key, main_key, parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
@@ -75,7 +76,9 @@ class InboundRouter:
 
         A direct chat of a known person is theirs (``sessions.person_id``): they alone see it, their budget pays
         for it. A person who chose one conversation has all their direct chats in ``agent:<id>:person:<them>``,
-        and so has everyone but the owner under ``dmScope: main`` (the owner keeps ``agent:<id>:main``).
+        and so has everyone but the owner under ``dmScope: main`` (the owner keeps ``agent:<id>:main``). A sender
+        nobody has on record never shares a session: theirs is keyed by channel and sender whatever ``dmScope`` says,
+        and only a session's owner moves where its deliveries go (``strangers``).
         """
         agent = self._agent_for(person)
         if agent.people is not None and not is_owner and (
@@ -95,7 +98,8 @@ class InboundRouter:
         if mine is not None and (mine.one_conversation or shared) and not msg.thread_id:
             key = person_key(agent.id, mine.id)
         else:
-            key = inbound_key(agent.id, dm_scope, channel=msg.channel,
+            scope = dm_scope_for(dm_scope, is_owner=is_owner, person=mine) if msg.chat_type == "dm" else dm_scope
+            key = inbound_key(agent.id, scope, channel=msg.channel,
                               account_id=msg.account_id, chat_type=msg.chat_type, chat_id=msg.chat_id,
                               sender_id=msg.sender_id, thread_id=msg.thread_id)
         await self._sessions.ensure(key, channel=msg.channel, account_id=msg.account_id, peer_id=msg.chat_id,
@@ -103,11 +107,17 @@ class InboundRouter:
                                  person_id=mine.id if mine is not None else None)
         async with self._db.session() as s:  # remember the latest route: where deliver:true replies go
             row = await SessionRepo.get(s, key)
-            if row is not None:
+            if row is not None and moves_route(key, agent_id=agent.id, chat_type=msg.chat_type, is_owner=is_owner,
+                                               person=mine, session_person=row.person_id):
                 row.channel, row.account_id, row.peer_id = msg.channel, msg.account_id, msg.chat_id
                 row.chat_type, row.thread_id = msg.chat_type, msg.thread_id
-                if mine is not None and row.person_id is None:  # a chat from before its sender was linked
-                    row.person_id = mine.id
+            if row is not None and mine is not None and row.person_id is None:  # from before its sender was linked
+                row.person_id = mine.id
+            main = await SessionRepo.get(s, main_key(agent.id)) if msg.chat_type == "dm" and not is_owner else None
+            if main is not None and (main.channel, main.peer_id) == (msg.channel, msg.chat_id):
+                # Someone else's chat was the owner's delivery target (a stranger who wrote last into a shared
+                # main session before #51): the owner's answers wait for the owner's next message instead.
+                main.channel = main.account_id = main.peer_id = main.chat_type = main.thread_id = None
         if mine is not None and self._people is not None:
             self._people.note_session(key, mine.id)
         self._hooks.fire("message_received", {
@@ -143,7 +153,8 @@ class InboundRouter:
                 answer = await self._project_command(cmd, rest, key, origin, is_owner=is_owner, person=mine)
                 await self._agents.notify(origin, answer, key)
                 return
-            await self._agents.notify(origin, await self._answer_command(cmd, key, rest), key)
+            answer = await self._answer_command(cmd, key, rest, is_owner=is_owner, person=mine)
+            await self._agents.notify(origin, answer, key)
             if cmd.name != "new" or not (rest or msg.media):
                 return
             text = rest  # "/new <text>": the first message of the new conversation
@@ -205,11 +216,14 @@ class InboundRouter:
                                                 "the agent gets the audio file instead.", key)
         return note
 
-    async def _answer_command(self, cmd: commands.Command, key: str, rest: str = "") -> str:
+    async def _answer_command(self, cmd: commands.Command, key: str, rest: str = "", *, is_owner: bool = False,
+                              person: PersonView | None = None) -> str:
         if cmd.name == "queue":
             return self._queue_text(key, rest)
         if cmd.name == "usage":
-            return await usage_text(self._db, key, self._sessions.agent(parse_key(key)[0]))
+            owner = is_owner or (person is not None and person.is_owner)
+            return await usage_text(self._db, key, self._sessions.agent(parse_key(key)[0]),
+                                    person_id=person.id if person is not None else None, everyone=owner)
         if cmd.name == "handoff":
             return await self._handoff_text(key)
         if cmd.name == "stop":
@@ -269,6 +283,9 @@ class InboundRouter:
             people = self._people
 
             def open_to(project: ProjectConfig) -> bool:
+                if strangers_conversation(is_owner=is_owner, person_id=person.id if person is not None else None,
+                                          chat_type=origin.chat_type):
+                    return False  # a project folder is someone's checkout: never a stranger's to work in
                 return people is None or people.may_work_in(person, project.people, is_owner=is_owner)
 
             return await project_commands.answer_project(self._db, agent, key, rest, open_to)
