@@ -34,15 +34,25 @@ def _line(label: str, t: Totals) -> str:
     )
 
 
-async def usage_text(db: Database, session_key: str, agent: AgentConfig) -> str:
-    """``/usage``: this agent today and this week, this conversation, and the budget if one is set."""
+async def usage_text(db: Database, session_key: str, agent: AgentConfig, *, person_id: str | None = None,
+                     everyone: bool = True) -> str:
+    """``/usage``: this agent today and this week, this conversation, and the budget if one is set.
+
+    On an agent several people talk to, the day and the week are the asker's: ``everyone`` (the owner) sees the agent's
+    totals; a person on record (``person_id``) their own turns; anyone else this conversation's alone. Someone
+    else's turns are their business, and their count tells what they do."""
     today = datetime.now(UTC).date()
+    mine: dict[str, str] = {}
+    if not everyone:
+        mine = {"person_id": person_id} if person_id is not None else {"session_key": session_key}
     async with db.session() as s:
-        day = await UsageRepo.totals(s, since_ms=day_start_ms(today), agent_id=agent.id)
-        week = await UsageRepo.totals(s, since_ms=day_start_ms(week_start(today)), agent_id=agent.id)
+        day = await UsageRepo.totals(s, since_ms=day_start_ms(today), agent_id=agent.id, **mine)
+        week = await UsageRepo.totals(s, since_ms=day_start_ms(week_start(today)), agent_id=agent.id, **mine)
         convo = await UsageRepo.totals(s, session_key=session_key)
     lines = [_line("Today", day), _line("This week", week), _line("This conversation", convo)]
-    if agent.maxCostPerDay is not None:
+    if not everyone:
+        lines.append("(your own turns: the owner sees the agent's)")
+    elif agent.maxCostPerDay is not None:
         lines.append(f"Budget: {_money(day.cost)} of {_money(agent.maxCostPerDay)} today (UTC)")
     if day.unpriced or week.unpriced or convo.unpriced:
         lines.append("(+: some turns ran on a CLI that reports tokens but no cost)")
