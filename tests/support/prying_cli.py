@@ -4,9 +4,12 @@ Its prompt is a JSON object ``{"paths": [...], "secrets": [...], "calls": [[meth
 It tries to read every path (a file's bytes, a folder's listing), looks through ``/proc`` for other processes and
 reads their environment, searches its own environment and those for each of ``secrets``, calls each gateway
 method with its run's token (through ``REMOTECLAW_GATEWAY_SOCKET`` when it has one), and writes ``keep`` to
-``~/kept.txt``. It answers with what it found, as JSON: ``{"read": {path: bool or a folder's names}, "pids": [...],
+``~/kept.txt``. A param given as ``"$<method>.<field>"`` is that field of an earlier call's answer (a hop: the
+run id ``sessions.spawn`` answered, for ``agent.wait``); ``"cat": [paths]`` reads files' text.
+It answers with what it found, as JSON: ``{"read": {path: bool or a folder's names}, "pids": [...],
 "cmdlines": [...], "leaked": [secret…], "env": {...}, "home": "...", "tmp": [...], "calls": {method: "ok" or
-the error message}, "wrote": {path: bool}}`` (``"write": [paths]`` in the prompt: appended to each).
+the error message}, "answers": {method: its answer}, "cat": {path: text or null}, "wrote": {path: bool}}``
+(``"write": [paths]`` in the prompt: appended to each).
 """
 
 from __future__ import annotations
@@ -64,8 +67,29 @@ def reaches(host: str, port: int) -> bool:
         return False
 
 
-def call_gateway(calls: list[list]) -> dict[str, str]:
-    """Each method called with the run's own token, as the MCP shim would (its answer: ok, or the error)."""
+def cat(path: str) -> str | None:
+    try:
+        with open(path, errors="replace") as fh:
+            return fh.read(65536)
+    except OSError:
+        return None
+
+
+def _hop(params: dict, answers: dict[str, object]) -> dict:
+    """``params`` with each ``"$<method>.<field>"`` value replaced by that field of an earlier answer."""
+    out = {}
+    for key, value in params.items():
+        if isinstance(value, str) and value.startswith("$") and "." in value:
+            method, _, name = value[1:].rpartition(".")
+            got = answers.get(method)
+            value = got.get(name) if isinstance(got, dict) else None
+        out[key] = value
+    return out
+
+
+def call_gateway(calls: list[list], answers: dict[str, object]) -> dict[str, str]:
+    """Each method called with the run's own token, as the MCP shim would (its answer: ok, or the error; what it
+    answered in ``answers``)."""
     from websockets.sync.client import connect, unix_connect
 
     url, sock = os.environ["REMOTECLAW_GATEWAY_URL"], os.environ.get("REMOTECLAW_GATEWAY_SOCKET")
@@ -78,13 +102,15 @@ def call_gateway(calls: list[list]) -> dict[str, str]:
             "client": {"id": "pry", "version": "1", "platform": "linux", "mode": "backend"}}}))
         for i, (method, params) in enumerate([["", {}], *calls]):
             if i:
-                ws.send(json.dumps({"type": "req", "id": str(i), "method": method, "params": params}))
+                ws.send(json.dumps({"type": "req", "id": str(i), "method": method,
+                                    "params": _hop(params, answers)}))
             while True:
-                frame = json.loads(ws.recv(timeout=10))
+                frame = json.loads(ws.recv(timeout=60))
                 if frame.get("type") == "res" and frame.get("id") == (str(i) if i else "c"):
                     break
             if i:
                 out[method] = "ok" if frame["ok"] else frame["error"]["message"]
+                answers[method] = frame.get("payload") if frame["ok"] else frame.get("error")
     return out
 
 
@@ -94,6 +120,7 @@ def main() -> int:
         with open(os.path.expanduser("~/kept.txt"), "w") as fh:
             fh.write(ask["keep"])
     pids, cmdlines, environs = processes()
+    answers: dict[str, object] = {}
     seen = b"\n".join([*environs, *(f"{k}={v}".encode() for k, v in os.environ.items())])
     found = {
         "read": {p: readable(p) for p in ask.get("paths", [])},
@@ -103,7 +130,9 @@ def main() -> int:
         "env": dict(os.environ),
         "home": os.path.expanduser("~"),
         "tmp": sorted(os.listdir("/tmp")),
-        "calls": call_gateway(ask["calls"]) if ask.get("calls") else {},
+        "calls": call_gateway(ask["calls"], answers) if ask.get("calls") else {},
+        "answers": answers,
+        "cat": {p: cat(p) for p in ask.get("cat", [])},
         "tcp": {f"{h}:{p}": reaches(h, p) for h, p in ask.get("tcp", [])},
         "wrote": {p: writes(p) for p in ask.get("write", [])},
     }
