@@ -42,12 +42,13 @@ async def usage_text(db: Database, session_key: str, agent: AgentConfig, *, pers
     totals; a person on record (``person_id``) their own turns; anyone else this conversation's alone. Someone
     else's turns are their business, and their count tells what they do."""
     today = datetime.now(UTC).date()
-    mine: dict[str, str] = {}
-    if not everyone:
-        mine = {"person_id": person_id} if person_id is not None else {"session_key": session_key}
+    whose = None if everyone else person_id
+    only = None if everyone or person_id is not None else session_key
     async with db.session() as s:
-        day = await UsageRepo.totals(s, since_ms=day_start_ms(today), agent_id=agent.id, **mine)
-        week = await UsageRepo.totals(s, since_ms=day_start_ms(week_start(today)), agent_id=agent.id, **mine)
+        day = await UsageRepo.totals(s, since_ms=day_start_ms(today), agent_id=agent.id, person_id=whose,
+                                     session_key=only)
+        week = await UsageRepo.totals(s, since_ms=day_start_ms(week_start(today)), agent_id=agent.id,
+                                      person_id=whose, session_key=only)
         convo = await UsageRepo.totals(s, session_key=session_key)
     lines = [_line("Today", day), _line("This week", week), _line("This conversation", convo)]
     if not everyone:
