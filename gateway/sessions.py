@@ -4,14 +4,17 @@ Every conversation an agent has is a session named ``agent:<agentId>:<rest>``. H
 messages map onto sessions is the operator's choice (``session.dmScope``):
 
 =========================  =====================================================
-``main``                   every DM shares ``agent:<id>:main`` (one continuous chat)
+``main``                   the owner's DMs share ``agent:<id>:main`` (one continuous chat)
 ``per-peer``               ``agent:<id>:direct:<peer>`` (same person, any channel)
 ``per-channel-peer``       ``agent:<id>:<channel>:direct:<peer>``
 ``per-account-channel-peer`` ``agent:<id>:<channel>:<account>:direct:<peer>``
 =========================  =====================================================
 
-Groups always get their own ``agent:<id>:<channel>:group:<chat>`` and a thread or topic inside
-a group or DM appends ``:thread:<thread>``. Keys are lower-cased so they compare reliably.
+A sender nobody has on record (neither the owner nor a person) never shares a session: ``main`` and
+``per-peer`` become ``per-channel-peer`` for them (``gateway.agents.strangers``).
+
+Groups always get their own ``agent:<id>:<channel>:group:<chat>`` and a thread or topic inside a group or DM
+appends ``:thread:<thread>``. Keys are lower-cased so they compare reliably.
 
 Two names are special, as in OpenClaw: ``agent:<id>:global`` (kind ``global``: one session shared by
 everyone, what OpenClaw's ``session.scope: global`` uses) and ``agent:<id>:unknown`` (kind ``unknown``: turns
