@@ -82,6 +82,15 @@ class AuthConfig(Section):
     )
 
 
+class RequestRateConfig(Section):
+    """Every connection's request rate, a token bucket over all of its methods (docs/configuration.md)."""
+
+    perSecond: float = Field(1000, ge=0, description="Requests per second one connection may keep up (0: no "
+                             "limit). Past it, a request is answered UNAVAILABLE with details.code RATE_LIMITED "
+                             "and retryAfterMs, without running.")
+    burst: int = Field(2000, ge=1, description="Requests one connection may send at once after a quiet while.")
+
+
 class ControlUiConfig(Section):
     """OpenClaw's Control UI, served by the gateway when its files are installed (see docs/control-ui.md)."""
 
@@ -113,6 +122,7 @@ class GatewayConfig(Section):
     controlUi: ControlUiConfig = ControlUiConfig()
     shutdownGraceSeconds: float = Field(5, ge=0, description="On stop or restart, how long running turns may "
                                         "finish before they are cut (and recovered at the next start).")
+    requestRate: RequestRateConfig = RequestRateConfig()
     maxUnauthenticated: int = Field(256, ge=1, description="Sockets that may be in their handshake at once.")
     maxUnauthenticatedPerAddress: int = Field(64, ge=1, description="The same, from one address.")
     allowedOrigins: list[str] = Field(

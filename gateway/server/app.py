@@ -44,6 +44,7 @@ from gateway.protocol.events import EVENTS
 from gateway.server import control_ui, handshake
 from gateway.server.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
 from gateway.server.origins import origin_allowed
+from gateway.server.request_rate import RequestRate, rate_limited
 from gateway.server.ws_protocol import ANSWER_INLINE, LIFT_FRAME_LIMIT, PEER_SPOKE
 from gateway.webchat.files import FILES_PATH, serve_file
 
@@ -53,6 +54,9 @@ log = structlog.get_logger("gateway.server.app")
 
 MAX_IN_FLIGHT = 256
 """Requests one connection may have running at once; past this we stop reading (backpressure)."""
+YIELD_EVERY = 64
+"""Requests refused for their rate in a row before ``_serve_requests`` lets the loop run others (they take no
+task, so nothing else would make it wait)."""
 
 LOOPBACK = ("127.", "::1", "localhost")
 
@@ -266,15 +270,26 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
     )
 
 
-def _inline_answers(gw: Gateway, conn: Connection, caller: Caller) -> Callable[[str], bool]:
+def _inline_answers(gw: Gateway, conn: Connection, caller: Caller, rate: RequestRate) -> Callable[[str], bool]:
     """What answers this connection's requests for ``inline`` methods as their frames are read
-    (``gateway.server.ws_protocol``); anything else, including a malformed frame, is left to ``_serve_requests``."""
+    (``gateway.server.ws_protocol``), and any request over the connection's rate (refused here, where it is
+    cheapest); anything else, including a malformed frame, is left to ``_serve_requests``, which counts it."""
+    registry = gw.dispatcher.registry
 
     def answer(text: str) -> bool:
         if conn.closed:
             return False
         try:
             frame = parse_request(text)
+            if frame.method == "connect":
+                return False
+            if wait := rate.wait():
+                conn.send(error_frame(frame.id, rate_limited(wait, rate)))
+                return True
+            spec = registry.get(frame.method)
+            if spec is None or not spec.inline:
+                return False
+            rate.take()
             response = gw.dispatcher.answer_now(frame, caller, gw)
         except ValueError:  # InvalidFrame too: _serve_requests answers it
             return False
@@ -289,8 +304,9 @@ def _inline_answers(gw: Gateway, conn: Connection, caller: Caller) -> Callable[[
     return answer
 
 
-async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None:
+async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller, rate: RequestRate) -> None:
     limit = asyncio.Semaphore(MAX_IN_FLIGHT)
+    unyielded = 0
 
     async def handle(frame: RequestFrame) -> None:
         try:
@@ -318,6 +334,14 @@ async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller) -> None
         if frame.method == "connect":
             conn.send(error_frame(frame.id, InvalidRequest("already connected: connect is only valid once")))
             continue
+        if wait := rate.take():  # refused without a task; a queue of them must not hold the loop either
+            conn.send(error_frame(frame.id, rate_limited(wait, rate)))
+            unyielded += 1
+            if unyielded >= YIELD_EVERY:
+                unyielded = 0
+                await asyncio.sleep(0)
+            continue
+        unyielded = 0
         await limit.acquire()
         task = asyncio.create_task(handle(frame))
         conn.tasks.add(task)
@@ -444,10 +468,12 @@ def build_app(gateway: Gateway) -> ASGIApp:
             log.debug("client connected", conn_id=conn.conn_id, client=caller.client_id, role=caller.role,
                      remote=remote)
             answer_inline = ws.scope.get("extensions", {}).get(ANSWER_INLINE)
+            limits = gateway.config.gateway.requestRate
+            rate = RequestRate(limits.perSecond, limits.burst)  # one bucket for both paths (request_rate)
             if answer_inline is not None:
-                answer_inline(_inline_answers(gateway, conn, caller))
+                answer_inline(_inline_answers(gateway, conn, caller, rate))
             try:
-                await _serve_requests(gateway, conn, caller)
+                await _serve_requests(gateway, conn, caller, rate)
             finally:
                 if answer_inline is not None:
                     answer_inline(None)

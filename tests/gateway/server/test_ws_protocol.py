@@ -3,6 +3,7 @@ answered on the spot and which go to the app's queue (the wire path is in tests/
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from collections.abc import Callable
@@ -13,7 +14,7 @@ import uvicorn
 from uvicorn.server import ServerState
 from websockets.server import ServerProtocol
 
-from gateway.server.ws_protocol import ANSWER_INLINE, INLINE_MAX_BYTES, GatewayWebSocketProtocol
+from gateway.server.ws_protocol import ANSWER_INLINE, INLINE_MAX_BYTES, INLINE_PER_TURN, GatewayWebSocketProtocol
 from tests.support.ws import masked_frame
 
 
@@ -28,12 +29,19 @@ class _Transport:
     def __init__(self) -> None:
         self.written: list[bytes] = []
         self.sock: socket.socket | None = None
+        self.paused = False
 
     def get_extra_info(self, name: str) -> Any:
         return self.sock if name == "socket" else None
 
     def pause_reading(self) -> None:
-        pass
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+    def is_closing(self) -> bool:
+        return False
 
     def write(self, data: bytes) -> None:
         self.written.append(data)
@@ -122,9 +130,9 @@ async def test_whole_frames_are_read_without_the_parser_and_the_rest_goes_throug
     third = masked_frame("inline 3")
     protocol.data_received(masked_frame("inline 1") + masked_frame(long) + third[:4])
     assert answered == ["inline 1", long]
-    assert parsed == [third[:4]]  # the whole frames were read by hand; the cut one went to the parser
-    protocol.data_received(third[4:])  # completed by the parser: answered on its usual path
-    assert parsed == [third[:4], third[4:]]
+    assert parsed == []  # the whole frames were read by hand; the cut one is kept until its rest arrives
+    protocol.data_received(third[4:])  # completed: read by hand too
+    assert parsed == []
     assert answered == ["inline 1", long, "inline 3"] and _queued(protocol) == []
     protocol.data_received(masked_frame("slow 4") + masked_frame("inline 5") + masked_frame("inline 6"))
     assert answered == ["inline 1", long, "inline 3"]  # behind "slow 4": the app takes them in order
@@ -132,6 +140,30 @@ async def test_whole_frames_are_read_without_the_parser_and_the_rest_goes_throug
     protocol.data_received(masked_frame("inline 7") + bytes((0x89, 0x80)) + os.urandom(4) + masked_frame("inline 8"))
     assert answered[-2:] == ["inline 7", "inline 8"]  # a ping between them went through websockets' parser
     assert protocol.transport.written == [b"\x8a\x00"]  # type: ignore[attr-defined]  # and got its pong
+
+
+async def test_inline_answers_are_bounded_per_turn_and_reading_pauses_until_the_rest_is_read(
+        protocol: GatewayWebSocketProtocol) -> None:
+    """A client pipelining small requests gets ``INLINE_PER_TURN`` answers per event loop turn: the rest of its
+    read waits, with reading paused, until the loop has run its other callbacks (issue #51, item 7)."""
+    _open(protocol)
+    answered, answer = _answerer()
+    protocol.scope["extensions"][ANSWER_INLINE](answer)
+    transport: Any = protocol.transport
+    texts = [f"inline {n}" for n in range(2 * INLINE_PER_TURN + 3)]
+    wire = b"".join(masked_frame(t) for t in texts)
+    protocol.data_received(wire[:-3])  # the last frame cut
+    assert answered == texts[:INLINE_PER_TURN] and transport.paused
+    await asyncio.sleep(0)  # the next turn
+    assert answered == texts[:2 * INLINE_PER_TURN] and transport.paused
+    protocol.data_received(wire[-3:])  # read anyway (the app resumed reading): kept behind the rest
+    await asyncio.sleep(0)
+    assert answered == texts and not transport.paused and _queued(protocol) == []
+    # On websockets' parser path (a frame the by-hand read leaves to it: a ping first), the same budget holds:
+    # past it, frames go to the app's queue, in order.
+    protocol.data_received(bytes((0x89, 0x80)) + os.urandom(4) + b"".join(masked_frame(t) for t in texts))
+    assert answered == texts + texts[:INLINE_PER_TURN]
+    assert _queued(protocol) == texts[INLINE_PER_TURN:]
 
 
 async def test_a_stranger_whose_bytes_wait_unread_has_spoken(protocol: GatewayWebSocketProtocol) -> None:
