@@ -122,7 +122,8 @@ async def topology(root: Path, db_url: str, replicas: int, args: Any) -> dict[st
     token = "bench-" + secrets.token_hex(12)
     env = {"REMOTECLAW_DATABASE_URL": db_url, "REMOTECLAW_REDIS_URL": REDIS_URL,
            "REMOTECLAW_REDIS_PREFIX": f"rc-bench-{secrets.token_hex(4)}"}
-    cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
+    cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
+           "gateway": {"requestRate": {"perSecond": 0}}}  # each client keeps 50 calls in flight: past 1,000/s
     gateways = [GatewayProcess(root / f"r{i}", config=cfg, env=env, token=token).start(30) for i in range(replicas)]
     try:
         urls = [g.url for g in gateways]
