@@ -37,7 +37,7 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         out["projects"] = open_projects(ctx, agent, out.get("personId"))  # what the web chat's picker offers
         return out
     host, port = gw.listen
-    out: dict[str, Any] = {
+    answer: dict[str, Any] = {
         "version": gw.version,
         "instanceId": gw.instance_id,  # this start of the gateway (hello-ok server.bootId)
         "replicaId": gw.replica_id,  # the replica across restarts: what its session leases are held as
@@ -60,8 +60,8 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
         "eventBus": gw.bus.status() if gw.bus else None,  # Redis between replicas: outages, events not relayed
     }
     if not _the_owner(ctx):  # where the config, token and database are is the owner's to know
-        del out["stateDir"]
-    return out
+        del answer["stateDir"]
+    return answer
 
 
 def _the_owner(ctx: CallContext) -> bool:
