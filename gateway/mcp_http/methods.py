@@ -80,12 +80,12 @@ async def _whose(ctx: CallContext, person_id: str | None) -> PersonView | None:
     if not admin and (me is None or person_id != me.id):
         raise Forbidden("personId: you make tokens for yourself only", details={"code": "FORBIDDEN",
                                                                                "field": "personId"})
-    # A person's token acts as that person: for oneself, or made by the owner (an admin becomes nobody).
-    await ctx.access.check(ctx.caller, "become", Obj("person", person_id=person_id), "personId")
     target = await ctx.people.get(person_id, field="personId")
     if target.is_owner:
         raise InvalidRequest("personId: the owner's tokens are the gateway's; leave personId out",
                              details={"field": "personId"})
+    # A person's token acts as that person: for oneself, or made by the owner (an admin becomes nobody).
+    await ctx.access.check(ctx.caller, "become", Obj("person", person_id=person_id), "personId")
     return target
 
 
