@@ -2,8 +2,9 @@
 
 =========  =====================================================================================================
 ``owner``  everything, as the gateway token: every session, config, people; their runs get the owner tools.
-``admin``  administers people, config, pairing and tokens (operator.admin), but reads only their own
-           transcripts unless ``people.adminsReadTranscripts`` is on.
+``admin``  administers people, pairing, channels and ordinary settings (operator.admin), but reads only their
+           own transcripts unless ``people.adminsReadTranscripts`` is on; never becomes someone else, nor changes
+           what is the owner's (``gateway.config.owner_only``, and the ``exec`` of ``gateway.access``).
 ``member`` their own sessions, transcripts, usage and approvals; their runs' tools reach all their own
            sessions (their other chats, their web chat) and nobody else's, and work in their own workspaces.
 ``guest``  as a member at the web chat; their runs' tools reach only the chat the run came from.
