@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sqlite3
 import sys
 import urllib.request
@@ -32,6 +33,9 @@ FAKE_CLI = str(SUPPORT / "fake_cli.py")
 READ_WRITE = ["operator.read", "operator.write"]
 VAULT_SECRET = "vault-secret-" + uuid.uuid4().hex
 """In the owner-only agent's config (its ``env``): what the spawn hop went for."""
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (non-owner runs "
+                                "are refused without a sandbox)")
 
 
 @pytest.fixture(scope="module")
