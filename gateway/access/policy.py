@@ -36,8 +36,8 @@ def may(p: Principal, action: Action, obj: Obj) -> bool:
     if kind == "chat":
         return _chat(p, obj)
     if kind in ("token", "memory"):
-        if p.is_owner:
-            return True
+        if p.is_owner or (p.kind == "owner" and p.scope is None):
+            return True  # the gateway token's holder, whatever scopes it asked for (they gate the method)
         if p.kind == "admin" and kind == "token" and action in ("read", "admin"):
             return True  # listing and revoking people's tokens is administering people
         if p.person_id is not None:
@@ -115,7 +115,8 @@ def refusal(p: Principal, action: Action, obj: Obj, field: str | None) -> Forbid
         code = "OWNER_ONLY"
     else:
         text = f"{named} is not {what} {who} may {action}"
-        code = "SESSION_FORBIDDEN" if obj.kind in ("session", "run", "approval", "usage") else "FORBIDDEN_OBJECT"
+        bound = obj.kind in ("session", "run", "approval", "usage", "chat")
+        code = "SESSION_FORBIDDEN" if bound else "FORBIDDEN_OBJECT"
     details: dict[str, str] = {"code": code}
     if field:
         details["field"] = field

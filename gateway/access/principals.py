@@ -96,9 +96,3 @@ def is_owner(caller: Caller, role_of: Callable[[str], str | None]) -> bool:
     ``/mcp`` token of the owner's tier): the one test of "is this the owner" for what only the owner may do. An
     admin is not, even one the owner lets read every transcript."""
     return principal_of(caller, role_of).is_owner
-
-
-def is_owner(caller: Caller, role_of: Callable[[str], str | None]) -> bool:
-    """Whether the caller holds the owner's authority (the owner, or a run or token of the owner's tier): what
-    only the owner may do, such as the settings that widen access or run code."""
-    return principal_of(caller, role_of).is_owner

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 
 from gateway.approvals.pending import Decision, Pending
+from gateway.composition.ports import DECISION_REFUSED
 from gateway.protocol import RpcError
 from gateway.runs import Origin
 from gateway.store.transcripts import SessionRepo
@@ -260,7 +261,7 @@ class ChatApprovals:
             item, rest = pending_questions[0], text.strip()
         if not (is_owner or (chat_type == "dm" and item.session_key == key)):
             # A typed message from someone else is just a message; a command is refused, saying why.
-            return "⛔ Only the session's owner may decide this." if m is not None else None
+            return DECISION_REFUSED if m is not None else None
         try:
             if item.kind == "tool":
                 decision = _DECISIONS.get(rest.lower())

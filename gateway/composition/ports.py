@@ -19,9 +19,9 @@ from gateway.composition.services import Key
 if TYPE_CHECKING:
     from gateway.dispatch.callers import Caller
 
-__all__ = ["AUDIT", "CHAT_DECISIONS", "DESKTOP_TOOLS", "PLUGIN_TOOLS", "RECORDER", "RUN_WATCHERS", "TOOL_APPROVALS",
-           "VOICE", "Auditor", "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard", "PluginTools",
-           "RunWatcher", "ToolApprover", "Voice"]
+__all__ = ["AUDIT", "CHAT_DECISIONS", "DECISION_REFUSED", "DESKTOP_TOOLS", "PLUGIN_TOOLS", "RECORDER", "RUN_WATCHERS",
+           "TOOL_APPROVALS", "VOICE", "Auditor", "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard",
+           "PluginTools", "RunWatcher", "ToolApprover", "Voice"]
 
 
 class Clip(Protocol):
@@ -123,6 +123,9 @@ class Auditor(Protocol):
 
 VOICE: Key[Voice] = Key("voice")
 CHAT_DECISIONS: Key[ChatDecisions] = Key("approvals in the chat")
+DECISION_REFUSED = "⛔ Only the session's owner may decide this."
+"""What ``ChatDecisions.handle`` answers a command deciding what is not the caller's: a door that is not a chat
+(``chat.send``) answers it as a refusal, never as a decision."""
 RUN_WATCHERS: Key[RunWatcher] = Key("approvals")
 TOOL_APPROVALS: Key[ToolApprover] = Key("approvals")
 """For a runtime that is asked by its CLI itself (Codex's app-server), not through the shim's ``approval_prompt``."""

@@ -64,6 +64,8 @@ async def agent(p: AgentParams, ctx: CallContext) -> dict[str, Any]:
     if p.deliver:
         origin = await delivery_origin(ctx, key, channel=p.channel, account_id=p.accountId, to=p.to,
                                        thread_id=p.threadId)
+        if origin is not None and (p.channel or p.to):  # a target given: decided like a message sent there
+            await ctx.access.check(ctx.caller, "write", ctx.access.chat(origin.channel, origin.to), "to")
     run, status = await ctx.runs.submit(RunRequest(
         session_key=key, agent_id=agent_id, message=p.message, source="agent", is_owner=is_owner(ctx),
         origin=origin, deliver=origin is not None))

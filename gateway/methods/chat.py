@@ -15,11 +15,11 @@ from pydantic import Field, model_validator
 
 from gateway.access import Access
 from gateway.agents.workspace import ATTACHMENTS_DIR
-from gateway.composition.ports import CHAT_DECISIONS, VOICE
+from gateway.composition.ports import CHAT_DECISIONS, DECISION_REFUSED, VOICE
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.methods.agent import delivery_origin
 from gateway.methods.sessions import check_visible, claim_session, is_owner
-from gateway.protocol import InvalidRequest
+from gateway.protocol import Forbidden, InvalidRequest
 from gateway.runs import Origin, RunRequest
 from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo
@@ -142,6 +142,8 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
         who = ctx.caller.display_name or ctx.caller.device_id or ctx.caller.client_id
         answer = await chat.handle(key, message, sender=who, channel="webchat", is_owner=is_owner(ctx),
                                    chat_type="dm")
+        if answer == DECISION_REFUSED:  # someone else's request: refused, not "decided"
+            raise Forbidden(answer, details={"code": "APPROVAL_FORBIDDEN", "field": "message"})
         if answer is not None:  # decided here: no turn; the outcome is told in the session's chat
             if answer and origin.channel == "webchat":
                 await ctx.agents.notify(origin, answer, key)

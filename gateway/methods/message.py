@@ -19,7 +19,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.platforms import MAX_ATTACHMENT_BYTES
-from gateway.protocol import Forbidden, InvalidRequest, RpcError
+from gateway.protocol import InvalidRequest, RpcError
 from gateway.sandbox.open_beneath import FileBytes
 from gateway.sandbox.reach import open_run_file
 
@@ -192,6 +192,7 @@ async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
     first_error: RpcError | None = None
     for target in dict.fromkeys(p.targets):
         try:
+            await ctx.access.check(ctx.caller, "write", ctx.access.chat(p.channel, target), "targets")
             sent = await mgr.send_text(p.channel, p.accountId, target, p.message, session_key=p.sessionKey)
         except RpcError as err:
             first_error = first_error or err
@@ -212,20 +213,10 @@ async def broadcast(p: BroadcastParams, ctx: CallContext) -> dict[str, Any]:
     }
 
 
-def _own_chat(p: ReactParams | DeleteParams | PinParams, ctx: CallContext) -> None:
-    """A confined caller (a non-owner agent run) may change messages only in the chat its turn came from:
-    a stranger's agent must not delete or pin messages in the owner's conversations."""
-    scope = ctx.caller.confined_to
-    if scope is not None and not scope.allows_chat(p.channel, p.to):
-        raise Forbidden(f"chat '{p.to}' on {p.channel} is not the conversation this agent run came from",
-                        details={"code": "SESSION_FORBIDDEN", "field": "to"})
-
-
 @method("message.react", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),
         params=ReactParams, scope=WRITE, idempotent=True, aliases=("message:react",), baseline=True)
 async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
     """Set (or with an empty emoji, remove) the bot's reaction on a message."""
-    _own_chat(p, ctx)
     await ctx.platforms.react(p.channel, p.accountId, p.to, p.messageId, p.emoji)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "emoji": p.emoji,
             "removed": p.emoji == ""}
@@ -235,7 +226,6 @@ async def react(p: ReactParams, ctx: CallContext) -> dict[str, Any]:
         params=DeleteParams, scope=WRITE, idempotent=True, aliases=("message:delete",), baseline=True)
 async def delete(p: DeleteParams, ctx: CallContext) -> dict[str, Any]:
     """Delete a message (the bot's own, or any where it has the right)."""
-    _own_chat(p, ctx)
     await ctx.platforms.delete(p.channel, p.accountId, p.to, p.messageId)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "deleted": True}
 
@@ -267,7 +257,6 @@ async def send_with_effect(p: SendWithEffectParams, ctx: CallContext) -> dict[st
         params=PinParams, scope=WRITE, idempotent=True, aliases=("message:pin",), baseline=True)
 async def pin(p: PinParams, ctx: CallContext) -> dict[str, Any]:
     """Pin a message in its chat."""
-    _own_chat(p, ctx)
     await ctx.platforms.pin(p.channel, p.accountId, p.to, p.messageId)
     return {"ok": True, "channel": p.channel, "to": p.to, "messageId": p.messageId, "pinned": True}
 
@@ -278,9 +267,5 @@ async def read(p: ReadParams, ctx: CallContext) -> dict[str, Any]:
     """Recent messages of a chat, oldest first, from the gateway's store (inbound and outbound)."""
     if p.to is None:  # pragma: no cover - the validator guarantees it
         raise InvalidRequest("invalid message.read params: at /to: required")
-    scope = ctx.caller.confined_to
-    if scope is not None and not scope.allows_chat(p.channel, p.to):
-        raise Forbidden(f"chat '{p.to}' on {p.channel} is not a conversation this agent run may read",
-                        details={"code": "SESSION_FORBIDDEN", "field": "to"})
     messages = await ctx.platforms.read(p.channel, p.accountId, p.to, limit=p.limit, thread_id=p.threadId)
     return {"channel": p.channel, "to": p.to, "messages": messages, "count": len(messages)}
