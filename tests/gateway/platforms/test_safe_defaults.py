@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -71,12 +72,17 @@ async def set_scope(c: RawClient, scope: str) -> None:
     await c.call("config.patch", {"patch": {"session": {"dmScope": scope}}, "baseHash": base})
 
 
-async def paired(gw: GatewayProcess, tg: FakeTelegram, c: RawClient) -> None:
+@pytest.fixture(scope="module")
+async def paired(gw: GatewayProcess, tg: FakeTelegram) -> None:
     """The stranger asks, the owner approves their code, as ``remoteclaw pairing approve`` does."""
     await tg.wait_polling()
     text = await say(tg, STRANGER, "hello, may I?", "pairing code")
     code = text.split("pairing code: ", 1)[1].split("\n", 1)[0]
-    await c.call("channels.pairing.approve", {"channel": "telegram", "code": code})
+    c = await operator(gw.url, gw.token or "")
+    try:
+        await c.call("channels.pairing.approve", {"channel": "telegram", "code": code})
+    finally:
+        await c.close()
 
 
 def run_of(gw: GatewayProcess, marker: str) -> dict[str, Any]:
@@ -84,11 +90,10 @@ def run_of(gw: GatewayProcess, marker: str) -> dict[str, Any]:
 
 
 async def test_a_paired_stranger_gets_a_session_of_their_own_under_every_dm_scope(
-        gw: GatewayProcess, tg: FakeTelegram) -> None:
+        gw: GatewayProcess, tg: FakeTelegram, paired: None) -> None:
     c = await operator(gw.url, gw.token or "")
     try:
-        await paired(gw, tg, c)
-        assert "Now working in home" in await say(tg, OWNER, "/project home", "home")  # the owner works in their project
+        assert "Now working in home" in await say(tg, OWNER, "/project home", "home")  # the owner's own project
         for scope in SCOPES:
             await set_scope(c, scope)
             secret = f"owner-secret-{scope}"
@@ -119,7 +124,7 @@ async def test_a_paired_stranger_gets_a_session_of_their_own_under_every_dm_scop
 
 
 async def test_the_owners_announce_to_the_last_chat_reaches_the_owner_not_the_stranger_who_wrote_last(
-        gw: GatewayProcess, tg: FakeTelegram) -> None:
+        gw: GatewayProcess, tg: FakeTelegram, paired: None) -> None:
     c = await operator(gw.url, gw.token or "")
     try:
         await set_scope(c, "main")
@@ -210,5 +215,32 @@ async def test_a_members_memory_search_finds_none_of_another_members_memories(te
     try:  # the owner's view (``remoteclaw memory``) still has every memory of the agent
         listed = await c.call("memory.list", {"agentId": "main"})
         assert any("falcon-seven" in m["content"] for m in listed["memories"]), listed
+    finally:
+        await c.close()
+
+
+async def test_a_main_target_an_older_gateway_left_at_a_strangers_chat_is_forgotten_at_their_next_message(
+        gw: GatewayProcess, tg: FakeTelegram, paired: None) -> None:
+    c = await operator(gw.url, gw.token or "")
+    try:
+        await set_scope(c, "main")
+        await say(tg, OWNER, "owner is here", "echo: owner is here")
+        with sqlite3.connect(gw.state_dir / "remoteclaw.db") as db:  # as a stranger's message left it before #51
+            db.execute("UPDATE sessions SET peer_id = ? WHERE key = 'agent:main:main'", (str(STRANGER),))
+        await say(tg, STRANGER, "stranger again", "echo: stranger again")
+        before = len(tg.calls)
+        job = await c.call("cron.add", {"name": "late brief", "schedule": {"kind": "at", "at": "2020-01-01T00:00Z"},
+                                        "payload": {"kind": "agentTurn", "message": "the owner's late brief"},
+                                        "delivery": {"mode": "announce", "channel": "last"}})
+        runs: list[dict[str, Any]] = []
+        for _ in range(300):
+            runs = (await c.call("cron.runs", {"id": job["id"]}))["entries"]
+            if runs and runs[0]["status"] != "running":
+                break
+            await asyncio.sleep(0.1)
+        assert runs and runs[0]["status"] == "ok" and runs[0]["deliveryStatus"] == "transcript", runs
+        assert not [x for x in tg.calls[before:] if x.method == "sendMessage"
+                    and "late brief" in x.params["text"] and x.params["chat_id"] == str(STRANGER)]
+        await c.call("cron.remove", {"id": job["id"]})
     finally:
         await c.close()
