@@ -31,6 +31,8 @@ def may(p: Principal, action: Action, obj: Obj) -> bool:
     if p.kind == "node":  # a node calls the node methods only (their scope says so), about itself
         return obj.kind == "node" and action == "write"
     kind = obj.kind
+    if kind == "node" and action == "write":
+        return False  # what a node reports about itself: only nodes do (above)
     if kind in SESSION_BOUND:
         return _session(p, action, obj)
     if kind == "chat":
