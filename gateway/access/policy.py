@@ -30,6 +30,10 @@ def may(p: Principal, action: Action, obj: Obj) -> bool:
     """Whether ``p`` may do ``action`` to ``obj``."""
     if p.kind == "node":  # a node calls the node methods only (their scope says so), about itself
         return obj.kind == "node" and action == "write"
+    if p.kind == "owner" and p.scope is None and obj.kind != "node":
+        # The gateway token (or a device paired with it): its scopes decide, and what only the owner may do
+        # needs the owner's tier (operator.admin).
+        return p.is_owner or not (action == "exec" or obj.owner_only)
     kind = obj.kind
     if kind == "node" and action == "write":
         return False  # what a node reports about itself: only nodes do (above)
@@ -38,8 +42,8 @@ def may(p: Principal, action: Action, obj: Obj) -> bool:
     if kind == "chat":
         return _chat(p, obj)
     if kind in ("token", "memory"):
-        if p.is_owner or (p.kind == "owner" and p.scope is None):
-            return True  # the gateway token's holder, whatever scopes it asked for (they gate the method)
+        if p.is_owner:
+            return True
         if p.kind == "admin" and kind == "token" and action in ("read", "admin"):
             return True  # listing and revoking people's tokens is administering people
         if p.person_id is not None:

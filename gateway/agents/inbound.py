@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
+from gateway.access import Obj, Principal, may
 from gateway.agents import commands, project_commands
 from gateway.agents.handoff import handoff
 from gateway.agents.projects import GitError
@@ -146,6 +147,10 @@ class InboundRouter:
         if command is not None:
             cmd, rest = command
             log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
+            refused = command_refusal(cmd, key, msg, is_owner=is_owner, person=mine)
+            if refused is not None:  # decided by the one authorization model, as a method would be
+                await self._agents.notify(origin, refused, key)
+                return
             if cmd.name == "record":
                 await self._record_command(rest, key, origin, is_owner=is_owner)
                 return
@@ -307,3 +312,14 @@ class InboundRouter:
         return "\n".join(lines)
 
 
+def command_refusal(cmd: commands.Command, key: str, msg: Inbound, *, is_owner: bool,
+                    person: PersonView | None) -> str | None:
+    """Why the sender may not use ``cmd`` in their chat, as the access model decides (None: they may). A chat's
+    commands act on its own session (``key``), so what is refused is what needs more: the owner's node."""
+    speaker = Principal.for_chat(key, msg.channel, msg.chat_id, person_id=person.id if person else None,
+                                 owner=is_owner or (person is not None and person.is_owner))
+    target = Obj(cmd.access.kind, key=key, person_id=person.id if person else None, channel=msg.channel,
+                 peer_id=msg.chat_id)
+    if may(speaker, cmd.access.action, target):
+        return None
+    return f"⛔ /{cmd.name} is the owner's only."
