@@ -65,8 +65,8 @@ class Principal:
     def for_chat(cls, session_key: str, channel: str, chat_id: str, *, person_id: str | None,
                  owner: bool) -> Principal:
         """Who speaks in a chat: a chat command is decided as the run of that chat's session would be."""
-        if owner and person_id is None:
-            return cls("run", sees_all=True, owner_tier=True, scopes=frozenset({ADMIN}))
+        if owner:
+            return cls("run", person_id=person_id, sees_all=True, owner_tier=True, scopes=frozenset({ADMIN}))
         return cls("run", person_id=person_id,
                    scope=SessionScope(session_key, channel, chat_id, person_id=person_id))
 
