@@ -13,17 +13,21 @@ from __future__ import annotations
 import hmac
 from typing import TYPE_CHECKING, Protocol
 
+from gateway.access.policy import may
 from gateway.access.principals import MCP_CLIENT
 from gateway.dispatch.callers import ADMIN, OPERATOR_SCOPES, Caller, SessionScope
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from starlette.requests import Request
 
     from gateway.agents.tokens import RunGrant
+    from gateway.composition.gateway import Gateway
     from gateway.people.service import PeopleService
     from gateway.store import Database
 
-__all__ = ["HttpCredentials", "request_token"]
+__all__ = ["HttpCredentials", "credentials_of", "may_read_session", "request_token"]
 
 
 class RunTokenTable(Protocol):
@@ -46,7 +50,7 @@ class HttpCredentials:
     """Turns an HTTP request's credential into a ``Caller`` (None: no credential, or not a live one)."""
 
     def __init__(self, *, gateway_token: str, run_tokens: RunTokenTable, people: PeopleService, db: Database,
-                 default_agent: str) -> None:
+                 default_agent: Callable[[], str]) -> None:
         self._token = gateway_token
         self._run_tokens = run_tokens
         self._people = people
@@ -60,11 +64,12 @@ class HttpCredentials:
         remote = request.client.host if request.client else ""
         conn_id = f"http-{remote}"
         if self._token and hmac.compare_digest(self._token.encode(), given.encode()):
-            return Caller(conn_id=conn_id, role="operator", scopes=OPERATOR_SCOPES, client_id="http",
+            return Caller(conn_id=conn_id, role="operator", scopes=frozenset(OPERATOR_SCOPES), client_id="http",
                           client_mode="backend", remote=remote)
         grant = self._run_tokens.grant(given)
         if grant is None:
-            from gateway.people.signin import SIGNIN_PREFIX, person_grant
+            from gateway.people.service import SIGNIN_PREFIX
+            from gateway.people.signin import person_grant
 
             if given.startswith(SIGNIN_PREFIX):
                 grant = await person_grant(self._people, given)
@@ -83,9 +88,25 @@ class HttpCredentials:
             return None
         owner = grant.owner and grant.person_id is None
         reach_person = grant.person_id if grant.person_role != "guest" else None
-        key = grant.session_key or f"agent:{self._default_agent}:main"
+        key = grant.session_key or f"agent:{self._default_agent()}:main"
         return Caller(conn_id=conn_id, role="operator", scopes=frozenset({ADMIN}) if owner else frozenset(),
                       client_id=MCP_CLIENT, client_mode="backend", remote=remote,
                       methods=None if owner else frozenset(),
                       confined_to=None if owner else SessionScope(key, person_id=reach_person),
                       person_id=grant.person_id)
+
+
+def credentials_of(gw: Gateway) -> HttpCredentials:
+    """The gateway's HTTP credentials (cheap: it holds only references)."""
+    return HttpCredentials(gateway_token=gw.token, run_tokens=gw.run_tokens, people=gw.people, db=gw.db,
+                           default_agent=lambda: gw.sessions.default_agent_id)
+
+
+async def may_read_session(gw: Gateway, request: Request, session_key: str, *, query: bool = False) -> int:
+    """The HTTP door's decision on a conversation's thing: 200 (serve it), 401 (no live credential) or 403
+    (a credential that may not read that conversation), as ``may(principal, "read", session)`` says."""
+    caller = await credentials_of(gw).caller(request, query=query)
+    if caller is None:
+        return 401
+    obj = await gw.access.session(session_key)
+    return 200 if may(gw.access.principal(caller), "read", obj) else 403

@@ -26,7 +26,7 @@ from gateway.access import Access
 from gateway.approvals.pending import Decision, Pending
 from gateway.approvals.service import APPROVALS_SERVICE, ApprovalService
 from gateway.dispatch.dispatcher import APPROVALS, QUESTIONS, WRITE, CallContext, NoParams, Params, method
-from gateway.protocol import ApprovalNotFound, Forbidden, InvalidRequest
+from gateway.protocol import ApprovalNotFound, InvalidRequest
 from gateway.sessions import parse_key
 
 __all__: list[str] = []
@@ -95,26 +95,26 @@ class HistoryParams(Params):
     kind: Literal["exec", "plugin", "system-agent"] | None = None
 
 
-def _theirs(ctx: CallContext, item: Pending) -> bool:
-    """Whether the caller may see and decide ``item``: everyone may, but a person who sees only their own things
-    (``gateway.people``) only what their own runs asked. Another's request is answered as unknown."""
-    scope = ctx.caller.confined_to
-    if scope is None or scope.person_id is None:
-        return True
-    return ctx.people.owner_of(item.session_key) == scope.person_id
-
-
 async def _tool(ctx: CallContext, approval_id: str) -> Pending:
+    """The tool-use request the id names. Whether the caller may read or decide it was decided before the handler
+    ran (``gateway.access``, the ``approval`` finder: as the session that asked); unknown: ``APPROVAL_NOT_FOUND``."""
     item = await _service(ctx).get(approval_id)
-    if item is None or item.kind != "tool" or not _theirs(ctx, item):
+    if item is None or item.kind != "tool":
         raise ApprovalNotFound(f"unknown approval id: {approval_id}", details={"field": "id"})
     return item
+
+
+async def _readable(ctx: CallContext, items: list[Pending]) -> list[Pending]:
+    """The requests the caller may read, as the access model decides each one's session (a list never shows
+    what a get would refuse)."""
+    sessions = {key: await ctx.access.session(key, "approval") for key in {i.session_key for i in items}}
+    return ctx.access.visible(ctx.caller, items, lambda i: sessions[i.session_key])
 
 
 @method("exec.approval.list", access=Access("approval", "read", each=True), scope=APPROVALS)
 async def exec_approval_list(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]]:
     """Tool uses waiting for a decision (OpenClaw's pending ``ApprovalSnapshot`` list)."""
-    return [i.snapshot() for i in _service(ctx).pending("tool") if _theirs(ctx, i)]
+    return [i.snapshot() for i in await _readable(ctx, _service(ctx).pending("tool"))]
 
 
 @method("plugin.approval.list", access=Access("approval", "read", each=True), scope=APPROVALS)
@@ -147,7 +147,7 @@ async def approval_history(p: HistoryParams, ctx: CallContext) -> dict[str, Any]
     if p.kind not in (None, "exec"):
         return {"items": []}
     items = await _service(ctx).history("tool", p.limit * 2)
-    return {"items": [i.snapshot() for i in items if not i.pending and _theirs(ctx, i)][: p.limit]}
+    return {"items": [i.snapshot() for i in await _readable(ctx, [i for i in items if not i.pending])][: p.limit]}
 
 
 @method("exec.approval.resolve", access=Access("approval", "write", ("id",)), params=ExecResolveParams, scope=APPROVALS)
@@ -200,7 +200,7 @@ class QuestionResolveParams(Params):
 
 async def _question(ctx: CallContext, question_id: str) -> Pending:
     item = await _service(ctx).get(question_id)
-    if item is None or item.kind != "question" or not _theirs(ctx, item):
+    if item is None or item.kind != "question":  # whose it is was decided before (the approval finder)
         raise ApprovalNotFound(f"unknown question id: {question_id}", details={"field": "id"})
     return item
 
@@ -208,7 +208,7 @@ async def _question(ctx: CallContext, question_id: str) -> Pending:
 @method("question.list", access=Access("approval", "read", each=True), scope=QUESTIONS)
 async def question_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Agents' questions waiting for an answer (OpenClaw's ``QuestionListResult``)."""
-    return {"questions": [i.question_record() for i in _service(ctx).pending("question") if _theirs(ctx, i)]}
+    return {"questions": [i.question_record() for i in await _readable(ctx, _service(ctx).pending("question"))]}
 
 
 @method("question.get", access=Access("approval", "read", ("id",)), params=IdParams, scope=QUESTIONS)
@@ -327,10 +327,8 @@ class AgentWaitParams(Params):
 
 
 def _own_session(ctx: CallContext, session_key: str) -> str:
-    """The asking session's agent; a confined run (non-owner) asks only for its own session."""
-    scope = ctx.caller.confined_to
-    if scope is not None and session_key != scope.session_key:
-        raise Forbidden("sessionKey: a run asks only for its own session", details={"field": "sessionKey"})
+    """The asking session's agent. Whether the caller may ask as that session was decided before the handler ran
+    (``write`` on the session named by ``sessionKey``: a run its own session and the ones it spawned)."""
     return parse_key(session_key)[0]
 
 

@@ -34,6 +34,8 @@ from gateway.dispatch.dispatcher import APPROVALS, QUESTIONS
 from gateway.protocol import ApprovalNotFound, InvalidRequest
 
 if TYPE_CHECKING:
+    from gateway.access.doors import AccessControl, ObjectFinder
+    from gateway.access.objects import Obj
     from gateway.approvals.chat import ChatApprovals
     from gateway.composition.gateway_functions import Broadcast, Spawn
     from gateway.composition.hosts import CapabilityHost
@@ -466,6 +468,18 @@ def _question_resolved(item: Pending) -> dict[str, Any]:
 APPROVALS_SERVICE: Key[ApprovalService] = Key("approvals")
 
 
+def approval_finder(service: ApprovalService, access: AccessControl) -> ObjectFinder:
+    """An approval or question id, as the access model decides it: the session that asked (its person, chat and
+    parent), so ``approval.*``, ``exec.approval.*`` and ``question.*`` by id are decided as that conversation.
+    None for an unknown id: the handler answers ``APPROVAL_NOT_FOUND``."""
+
+    async def find(request_id: str) -> Obj | None:
+        item = await service.get(request_id)
+        return None if item is None else await access.session(item.session_key, "approval")
+
+    return find
+
+
 async def start(host: CapabilityHost) -> None:
     """Capability entry: the pending requests, told and decided in the chats; the agents see them as
     ``gateway.composition.ports`` (a typed ``/approve`` or answer, the end of a run)."""
@@ -475,6 +489,7 @@ async def start(host: CapabilityHost) -> None:
                               waiting=host.agents.waiting)
     service.chat = ChatApprovals(host.db, host.config_store, host.platforms, service, audit=host.services.find(AUDIT))
     service.add_presenter(service.chat.present)
+    host.access.add_finder("approval", approval_finder(service, host.access))
     host.services.provide(APPROVALS_SERVICE, service)
     host.services.provide(RUN_WATCHERS, service)
     host.services.provide(TOOL_APPROVALS, service)

@@ -4,8 +4,9 @@ reading the gateway's disk.
 ``browser.request`` answers name each saved file (``files: [{name, path, mimeType, size, url}]``). A remote MCP
 client (``/mcp``) cannot open ``path``, so the browser tool turns each file into MCP content: images through
 ``browser.file`` (the bytes, base64) as image content, other files as an embedded resource (small ones) or a
-resource link to ``url``: ``GET /__remoteclaw__/browser/files/<name>``, which answers to a bearer token, the
-gateway token or an owner MCP token (the browser tool is owner-only). The route serves files of
+resource link to ``url``: ``GET /__remoteclaw__/browser/files/<name>``, which answers to a bearer token whose
+principal the access model lets ``exec`` on a node, as ``browser.file`` (the gateway token, an owner MCP token:
+the browser tool is owner-only). The route serves files of
 ``<state dir>/outbound/browser/`` only, as downloads that never run as a page.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hmac
 import mimetypes
 import re
 from pathlib import Path
@@ -23,10 +23,11 @@ from pydantic import Field
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from gateway.access import Access
+from gateway.access import Access, may
+from gateway.access.objects import Obj
 from gateway.composition.services import Key
 from gateway.dispatch.dispatcher import ADMIN, CallContext, Params, method
-from gateway.paths import outbound_dir
+from gateway.paths import OUTBOUND
 from gateway.protocol import InvalidRequest
 
 if TYPE_CHECKING:
@@ -34,9 +35,10 @@ if TYPE_CHECKING:
 
     from starlette.requests import Request
 
+    from gateway.access.doors import AccessControl
+    from gateway.access.http import HttpCredentials
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
-    from gateway.store import Database
 
 __all__ = ["BROWSER_FILES", "FILES_PATH", "MAX_INLINE_BYTES", "BrowserFiles", "browser_file", "start"]
 
@@ -53,13 +55,13 @@ def _mime(name: str) -> str:
 class BrowserFiles:
     """The saved browser files: their URLs in answers, the ``browser.file`` bytes, and the HTTP route."""
 
-    def __init__(self, config: ConfigStore, db: Database, state_dir: Path, token: str,
-                 listen: Callable[[], tuple[str, int]]) -> None:
+    def __init__(self, config: ConfigStore, state_dir: Path, listen: Callable[[], tuple[str, int]],
+                 access: AccessControl, credentials: HttpCredentials) -> None:
         self._config = config
-        self._db = db
         self._state_dir = state_dir
-        self._token = token
         self._listen = listen
+        self._access = access
+        self._credentials = credentials
         """Where the server listens (known once it is bound, after this is built)."""
 
     def base_url(self) -> str:
@@ -86,26 +88,25 @@ class BrowserFiles:
     def find(self, name: str) -> Path | None:
         if not _NAME.match(name) or name.startswith("."):
             return None
-        path = outbound_dir(self._state_dir, "browser") / name
-        return path if path.is_file() else None
+        folders = (self._state_dir / OUTBOUND / "browser").glob("*/")  # one per session (``outbound_dir``)
+        return next((f / name for f in folders if (f / name).is_file() and not (f / name).is_symlink()), None)
 
-    async def _authorized(self, request: Request) -> bool:
-        scheme, _, value = request.headers.get("authorization", "").partition(" ")
-        token = value.strip()
-        if scheme.lower() != "bearer" or not token:
-            return False
-        if self._token and hmac.compare_digest(self._token.encode(), token.encode()):
-            return True
-        from gateway.mcp_http import tokens
-
-        grant = await tokens.verify(self._db, token)
-        return grant is not None and not grant.expired() and grant.owner
+    async def _decision(self, request: Request) -> int:
+        """The access model's answer (``gateway.access``): the browser runs on the owner's machine, so its files
+        are an owner's ``exec`` of a node, as ``browser.file`` is declared; 200, 401 (no live credential), 403."""
+        caller = await self._credentials.caller(request)
+        if caller is None:
+            return 401
+        return 200 if may(self._access.principal(caller), "exec", Obj("node")) else 403
 
     def route(self) -> Route:
         async def serve(request: Request) -> Response:
-            if not await self._authorized(request):
+            status = await self._decision(request)
+            if status == 401:
                 return PlainTextResponse("unauthorized: send Authorization: Bearer <gateway token or owner MCP token>",
                                          status_code=401, headers={"www-authenticate": "Bearer"})
+            if status != 200:
+                return PlainTextResponse("browser files are the owner's", status_code=403)
             path = self.find(request.path_params["name"])
             if path is None:
                 return PlainTextResponse("no such browser file", status_code=404)
@@ -141,6 +142,6 @@ async def browser_file(p: FileParams, ctx: CallContext) -> dict[str, Any]:
 
 async def start(host: CapabilityHost) -> None:
     """Capability entry: the saved files, and their route."""
-    files = BrowserFiles(host.config_store, host.db, host.state_dir, host.token, host.listen)
+    files = BrowserFiles(host.config_store, host.state_dir, host.listen, host.access, host.http_credentials())
     host.services.provide(BROWSER_FILES, files)
     host.add_route(files.route())

@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
     from starlette.routing import BaseRoute
 
+    from gateway.access.doors import AccessControl
+    from gateway.access.http import HttpCredentials
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
     from gateway.composition.gateway import Gateway
@@ -64,6 +67,24 @@ class GatewayHost:
     def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Clean-up when this gateway stops (last registered runs first)."""
         self._gw.on_stop(hook)
+
+    @property
+    def access(self) -> AccessControl:
+        """The one authorization model's doors (``gateway.access``): a capability's finders, lists, routes."""
+        return self._gw.access
+
+    def http_credentials(self) -> HttpCredentials:
+        """How an HTTP route turns a request's credential into a caller (``gateway.access.http``)."""
+        from gateway.access.http import credentials_of
+
+        return credentials_of(self._gw)
+
+    async def may_read_session(self, request: Request, session_key: str, *, query: bool = False) -> int:
+        """An HTTP route's decision on a conversation's thing: 200, 401 (no live credential) or 403
+        (``gateway.access.http``)."""
+        from gateway.access.http import may_read_session
+
+        return await may_read_session(self._gw, request, session_key, query=query)
 
 
 class CapabilityHost(GatewayHost):

@@ -37,7 +37,7 @@ async def start(host: CapabilityHost) -> None:
     host.services.provide(DESKTOP_TOOLS, service)
     host.services.provide(RECORDER, ChatRecorder(service, host.config_store))
     set_listen(host.listen)
-    for route in routes(service.store):
+    for route in routes(service.store, lambda request, key: host.may_read_session(request, key, query=True)):
         host.add_route(route)
 
     async def ready(node_id: str, _payload: Any) -> None:

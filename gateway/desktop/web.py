@@ -1,9 +1,11 @@
 """A trajectory as a web page: turn by turn, the action, its result and the screenshots after it.
 
-``GET /__remoteclaw__/desktop/trajectories/<viewKey>/`` and the pictures under it. As with the web chat's
-files, the address carries 128 random bits and is handed only to the owner (method answers, the ``/record``
-reply), so an ``<img>`` or a phone's browser can open it without the gateway token. The page has no script
-and every answer forbids one (``content-security-policy``).
+``GET /__remoteclaw__/desktop/trajectories/<viewKey>/`` and the pictures under it. The address carries 128
+random bits and is handed only to the owner (method answers, the ``/record`` reply), but it is no authorization
+of its own: the request presents a credential (``Authorization: Bearer``, or ``?token=`` for a browser opening
+the link) and is served only when its principal may read the recorded session (``gateway.access.http``). The
+page's pictures carry the same ``?token=`` on, so they load. The page has no script and every answer forbids one
+(``content-security-policy``).
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import html
 import json
 import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from gateway.access.http import request_token
+
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from starlette.requests import Request
 
@@ -49,12 +54,13 @@ def page_url(config: Config, view_key: str) -> str:
     return f"{base}{PAGES_PATH}/{view_key}/"
 
 
-def _render(meta: dict[str, Any]) -> str:
+def _render(meta: dict[str, Any], token: str | None) -> str:
     e = html.escape
     key = meta["viewKey"]
+    carry = f"?token={quote(token, safe='')}" if token else ""
     rows = []
     for turn in meta.get("turns") or []:
-        images = "".join(f'<figure><img src="{PAGES_PATH}/{key}/{e(turn["turn"])}/{e(name)}" alt="{e(name)}">'
+        images = "".join(f'<figure><img src="{PAGES_PATH}/{key}/{e(turn["turn"])}/{e(name)}{e(carry)}" alt="{e(name)}">'
                          f"<figcaption>{e(name)}</figcaption></figure>"
                          for name in turn.get("images") or [] if name in ("screenshot.png", "click.png", "before.png"))
         status = "failed" if turn.get("error") else "ok"
@@ -75,18 +81,33 @@ def _render(meta: dict[str, Any]) -> str:
             f"{''.join(rows) or '<p>No action was recorded.</p>'}</body></html>")
 
 
-def routes(store: TrajectoryStore) -> list[Route]:
+def _refused(status: int) -> Response:
+    if status == 401:
+        return PlainTextResponse("unauthorized: open the link with ?token=<gateway token or your sign-in>, or send "
+                                 "Authorization: Bearer", status_code=401, headers={"www-authenticate": "Bearer"})
+    return PlainTextResponse("this trajectory is of a conversation you may not read", status_code=403)
+
+
+def routes(store: TrajectoryStore, decide: Callable[[Request, str], Awaitable[int]]) -> list[Route]:
+    """The page and its pictures; ``decide(request, session_key)``: the access model's answer (200, 401, 403)."""
+
     async def page(request: Request) -> Response:
         meta = await asyncio.to_thread(store.by_view_key, request.path_params["key"])
         if meta is None:
             return PlainTextResponse("no such trajectory", status_code=404)
-        return HTMLResponse(_render(meta), headers=_HEADERS)
+        status = await decide(request, str(meta.get("sessionKey") or ""))
+        if status != 200:
+            return _refused(status)
+        return HTMLResponse(_render(meta, request_token(request, query=True)), headers=_HEADERS)
 
     async def image(request: Request) -> Response:
         meta = await asyncio.to_thread(store.by_view_key, request.path_params["key"])
         turn, name = request.path_params["turn"], request.path_params["name"]
         if meta is None or not _TURN.match(turn) or not _IMAGE.match(name):
             return PlainTextResponse("not found", status_code=404)
+        status = await decide(request, str(meta.get("sessionKey") or ""))
+        if status != 200:
+            return _refused(status)
         folder = store.folder(meta["trajectoryId"])
         path = folder / turn / name if folder is not None else None
         if path is None or not path.is_file():

@@ -5,8 +5,10 @@ uploads it; the web chat stores it). The database, not the state dir, holds the 
 then serve a file another one stored, and ``remoteclaw backup`` takes them along with the transcript.
 
 The address ``/__remoteclaw__/webchat/files/<id>/<name>`` carries 128 random bits and is only ever handed
-to authenticated viewers (in ``chat`` events and ``chat.history``), as a link an ``<img>`` can load
-without the gateway token. Only raster images are shown inline; everything else is served as a download,
+to authenticated viewers (in ``chat`` events and ``chat.history``); the secret address is no authorization of
+its own: a request must present a credential (``Authorization: Bearer``, as the page fetches it) whose principal
+may read the file's conversation (``gateway.access.http``), so a leaked address serves nobody else. Only
+raster images are shown inline; everything else is served as a download,
 and every response forbids scripts (``sandbox``), so an HTML or SVG file sent by an agent never runs as
 the gateway's page.
 """
@@ -30,6 +32,8 @@ from gateway.sandbox.open_beneath import MAX_READ_BYTES, FileBytes, read_fd
 from gateway.store.models import Base
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from starlette.requests import Request
 
     from gateway.store import Database
@@ -101,8 +105,11 @@ async def delete_files(db: Database, *, ids: list[str] | None = None, session_ke
     return int(getattr(res, "rowcount", 0) or 0)
 
 
-async def serve_file(request: Request, db: Database) -> Response:
-    """``GET FILES_PATH/<id>/<name>``: the file, inline only for raster images, never as active content."""
+async def serve_file(request: Request, db: Database, decide: Callable[[str], Awaitable[int]]) -> Response:
+    """``GET FILES_PATH/<id>/<name>``: the file, inline only for raster images, never as active content.
+
+    ``decide``: the access model's answer for the file's session (200, or 401/403: refused, nothing served).
+    """
     fid = str(request.path_params.get("fid", ""))
     if len(fid) != 32 or not all(c in "0123456789abcdef" for c in fid):
         return PlainTextResponse("no such file", status_code=404)
@@ -110,13 +117,19 @@ async def serve_file(request: Request, db: Database) -> Response:
         row = (await s.execute(select(WebchatFile).where(WebchatFile.id == fid))).scalar_one_or_none()
         if row is None:
             return PlainTextResponse("no such file", status_code=404)
-        data, name, mime = row.data, row.name, row.mime_type
+        data, name, mime, key = row.data, row.name, row.mime_type, row.session_key
+    status = await decide(key)
+    if status == 401:
+        return PlainTextResponse("unauthorized: send Authorization: Bearer <your sign-in or token>", status_code=401,
+                                 headers={"www-authenticate": "Bearer"})
+    if status != 200:
+        return PlainTextResponse("this file is not in a conversation you may read", status_code=403)
     inline = mime in INLINE_TYPES
     disposition = "inline" if inline else "attachment"
     return Response(data, media_type=mime if inline else "application/octet-stream", headers={
         "Content-Disposition": f"{disposition}; filename*=UTF-8''{quote(name)}",
         "Content-Security-Policy": "sandbox; default-src 'none'",
         "X-Content-Type-Options": "nosniff",
-        "Cache-Control": "private, max-age=31536000, immutable",
+        "Cache-Control": "private, no-store",  # per credential: not kept for the next sign-in
         "Referrer-Policy": "no-referrer",
     })

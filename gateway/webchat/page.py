@@ -42,7 +42,7 @@ def _sha256(text: str) -> str:
 def index_html() -> str:
     """The assembled page (cached: the assets do not change while the process runs)."""
     return stitch("gateway.webchat", "index.html", "style.css", "app.js",
-                  ["connect-src 'self'", "img-src 'self' data:", "media-src data:", "base-uri 'none'",
+                  ["connect-src 'self'", "img-src 'self' data: blob:", "media-src data:", "base-uri 'none'",
                    "form-action 'none'"])
 
 

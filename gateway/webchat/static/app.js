@@ -247,10 +247,17 @@
     }
     (facts.attachments || []).forEach(function (a) {
       var link = el('a', a.inline && !a.external ? 'attachment' : 'file');
-      link.href = a.url; link.rel = 'noopener noreferrer nofollow';
+      link.href = a.external ? a.url : '#'; link.rel = 'noopener noreferrer nofollow';
+      if (!a.external) {  // the gateway serves a stored file only to a credential that may read its conversation
+        storedFile(a.url).then(function (blobUrl) {
+          link.href = blobUrl;
+          if (img) img.src = blobUrl;
+        }, function () { link.classList.add('unavailable'); });
+      }
+      var img = null;
       if (a.inline && !a.external) {
         link.target = '_blank';
-        var img = el('img'); img.src = a.url; img.alt = a.name || 'image'; img.loading = 'lazy';
+        img = el('img'); img.alt = a.name || 'image';
         img.addEventListener('load', function () { scrollDown(); });
         link.appendChild(img);
       } else {
@@ -294,6 +301,17 @@
     node.textContent = ''; node.plainText = '';
     node.className = node.className.replace(/\b(streaming|pinned|reacted)\b/g, '').trim() + ' deleted';
     node.appendChild(document.createTextNode('message deleted'));
+  }
+
+  // A stored file, fetched with this page's credential (its address alone gets nothing): a blob: URL to show.
+  function storedFile(url) {
+    var token = load(TOKEN_KEY);
+    return fetch(url, { headers: token ? { Authorization: 'Bearer ' + token } : {}, credentials: 'omit' })
+      .then(function (res) {
+        if (!res.ok) throw new Error('file: ' + res.status);
+        return res.blob();
+      })
+      .then(function (blob) { return URL.createObjectURL(blob); });
   }
 
   // The "[attachment: … attachments/…]" lines are for the agent; the page shows the files themselves.

@@ -73,6 +73,6 @@ async def test_screenshots_and_pdfs_come_back_as_mcp_content_over_http(
             assert (await client.get(embedded["uri"], headers={"authorization": "Bearer rcm_wrong"})).status_code == 401
             baseline = mcp_token(gateway, "--name", "not-owner")
             assert (await client.get(embedded["uri"],
-                                     headers={"authorization": f"Bearer {baseline}"})).status_code == 401
+                                     headers={"authorization": f"Bearer {baseline}"})).status_code == 403
             escape = embedded["uri"].rsplit("/", 1)[0] + "/..%2F..%2Fgateway.token"
             assert (await client.get(escape, headers={"authorization": f"Bearer {token}"})).status_code == 404

@@ -58,6 +58,7 @@ async def test_record_start_and_stop_in_the_chat_sends_the_trajectory(
     page = re.search(r"(http://[^\s\"<>]+?/__remoteclaw__/desktop/trajectories/\w+/)", stopped)
     assert page, stopped
     async with httpx.AsyncClient(timeout=30) as http:
-        shown = await http.get(page.group(1))
+        assert (await http.get(page.group(1))).status_code == 401  # the address alone: nothing
+        shown = await http.get(page.group(1), params={"token": gw.token})
     assert shown.status_code == 200 and "turn-00002" in shown.text
     zen.terminate()

@@ -136,23 +136,29 @@ async def test_a_recording_of_three_actions_arrives_and_replays_on_a_fresh_app(
     assert action["tool"] == "type_text" and action["arguments"]["text"] == "cd"
     assert (folder / "turn-00003" / "screenshot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     zip_path = Path(saved["zipPath"])
-    assert zip_path.parent == gateway.state_dir / "outbound" / "desktop"
+    assert zip_path.parent.parent == gateway.state_dir / "outbound" / "desktop"  # in its session's folder
     with zipfile.ZipFile(zip_path) as zf:
         assert {"turn-00001/action.json", "turn-00001/screenshot.png"} <= set(zf.namelist())
     # Beside it, the gateway's own record: each desktop call with its result.
     assert [c["tool"] for c in saved["desktopCalls"]].count("type_text") == 3
     assert saved["sessionKey"] == "agent:main:rec"
 
-    # The page shows it turn by turn, with the screenshots, to whoever holds its address.
+    # The page shows it turn by turn, with the screenshots, to a credential that may read the session (the
+    # address alone gets nothing: gateway.access decides).
     async with httpx.AsyncClient(timeout=30) as http:
-        page = await http.get(saved["pageUrl"])
+        bare = await http.get(saved["pageUrl"])
+        assert bare.status_code == 401 and "turn-00003" not in bare.text
+        assert (await http.get(saved["pageUrl"], params={"token": "rcp_not-a-sign-in"})).status_code == 401
+        page = await http.get(saved["pageUrl"], params={"token": gateway.token})
         assert page.status_code == 200 and "turn-00003" in page.text and "type_text" in page.text
         assert "script-src" not in page.headers["content-security-policy"]
-        shot = re.search(r'src="([^"]+/turn-00001/screenshot\.png)"', page.text)
+        shot = re.search(r'src="([^"]+/turn-00001/screenshot\.png)\?token=[^"]+"', page.text)
         assert shot, page.text
-        img = await http.get(f"http://127.0.0.1:{gateway.port}{shot.group(1)}")
+        assert (await http.get(f"http://127.0.0.1:{gateway.port}{shot.group(1)}")).status_code == 401
+        img = await http.get(f"http://127.0.0.1:{gateway.port}{shot.group(1)}", params={"token": gateway.token})
         assert img.status_code == 200 and img.content[:4] == b"\x89PNG"
-        assert (await http.get(saved["pageUrl"].replace(saved["viewKey"], "0" * 32))).status_code == 404
+        assert (await http.get(saved["pageUrl"].replace(saved["viewKey"], "0" * 32),
+                               params={"token": gateway.token})).status_code == 404
 
     # Replayed on a fresh zenity, the same state: the field holds what was typed.
     fresh = desktop.zenity("Replay here")
