@@ -92,13 +92,11 @@ async def tasks_list(p: TasksListParams, ctx: CallContext) -> dict[str, Any]:
     if key is not None:
         await check_visible(ctx, key)
     runs = list(ctx.runs.runs.values()) if ctx.runs is not None else []
-    scope = ctx.caller.confined_to
+    runs = [r for r in runs if not (key and r.session_key != key) and not (p.agentId and r.agent_id != p.agentId)]
+    sessions = {k: await ctx.access.session(k, "run") for k in {r.session_key for r in runs}}
+    runs = ctx.access.visible(ctx.caller, runs, lambda r: sessions[r.session_key])  # the runs it may read
     tasks = []
     for run in sorted(runs, key=lambda r: r.created_at, reverse=True):
-        if (key and run.session_key != key) or (p.agentId and run.agent_id != p.agentId):
-            continue
-        if scope is not None and not scope.allows(run.session_key):
-            continue
         task = _task(run)
         if wanted and task["status"] not in wanted:
             continue

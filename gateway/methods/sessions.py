@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 
 from gateway.access import Access
 from gateway.access import is_owner as owner_authority
+from gateway.access.rows import session_obj
 from gateway.agents.context import is_owner_run
 from gateway.agents.spawn import SpawnParent, wider_than
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, NoParams, Params, method
@@ -116,11 +117,7 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
         titles = await SessionRepo.first_user_texts(s, keys) if p.includeDerivedTitles else {}
         latest = await SessionRepo.last_texts(s, keys) if p.includeLastMessage else {}
     out = []
-    for row in rows:
-        # the query filtered already; the rule itself has the last word
-        if scope is not None and not scope.allows(row.key, channel=row.channel, peer_id=row.peer_id,
-                                                  parent_key=row.parent_key, person_id=row.person_id):
-            continue
+    for row in ctx.access.visible(ctx.caller, rows, session_obj):  # the query prefiltered; the model decides
         d = row.to_dict()
         if runs is not None:
             d["run"] = runs.lane_state(row.key)

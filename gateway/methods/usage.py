@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from gateway.access import Access
+from gateway.access.rows import session_obj
 from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.store.transcripts import SessionRepo
@@ -72,7 +73,7 @@ async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, 
     totals, count = _totals(), 0
     by_agent: dict[str, dict[str, float]] = {}
     by_channel: dict[str, dict[str, float]] = {}
-    scope = ctx.caller.confined_to
+    rows = ctx.access.visible(ctx.caller, rows, lambda r: session_obj(r, "usage"))  # only what it may read
     async with ctx.db.session() as s:
         turns = await UsageRepo.totals(s, since_ms=day_start_ms(start), until_ms=day_start_ms(end + timedelta(days=1)),
                                        agent_id=p.agentId)
@@ -80,8 +81,7 @@ async def sessions_usage(p: SessionsUsageParams, ctx: CallContext) -> dict[str, 
         day = row.updated_at.date() if row.updated_at else None
         if day is None or not start <= day <= end or (p.key and row.key != p.key):
             continue
-        if (p.agentId and row.agent_id != p.agentId) or (scope is not None and not scope.allows(
-                row.key, channel=row.channel, peer_id=row.peer_id, parent_key=row.parent_key, person_id=row.person_id)):
+        if p.agentId and row.agent_id != p.agentId:
             continue
         count += 1
         used: dict[str, float] = {
