@@ -40,7 +40,7 @@ def _read(file: str) -> FileBytes:
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
         return read_fd(fd, Path(file).name or "file", max_bytes=MAX_ATTACHMENT_BYTES)
     except FileNotFoundError:
-        raise ChannelError(f"no such file: {file}", details={"field": "file"}) from None
+        raise ChannelError(f"file not found: {file}", details={"field": "file"}) from None
     except IsADirectoryError:
         raise ChannelError(f"not a file: {file}", details={"field": "file"}) from None
     except OSError as exc:
@@ -57,9 +57,12 @@ def check_outbound_file(file: str | FileBytes, *, state_dir: Path, config_path: 
             raise ChannelError(f"file must be an http(s) URL or an absolute path, got {file!r}",
                                details={"field": "file"})
         lexical = Path(os.path.abspath(Path(file).expanduser()))
-        if lexical.parts[1:2] in (("proc",), ("sys",), ("dev",)):  # never opened at all (a device may act on it)
-            raise ChannelError(f"refusing to send {lexical}: it is a system or gateway file",
-                               details={"field": "file"})
+        # Refused by name before anything is opened (a device may act on an open), and again below on what the
+        # descriptor is, whatever was renamed in between.
+        why = _refused(lexical, state_dir=state_dir, config_path=config_path) or \
+            _refused(lexical.resolve(), state_dir=state_dir, config_path=config_path)
+        if why:
+            raise ChannelError(why, details={"field": "file"})
         file = _read(str(lexical))
     why = _refused(Path(file.where), state_dir=state_dir, config_path=config_path) if file.where else None
     if why:

@@ -100,6 +100,8 @@ MAX_BUTTONS = 25  # five rows of five
 
 def _read_upload(file: str | FileBytes) -> tuple[str, bytes]:
     """Name and bytes of a local file to upload (read once: ``upload_of``); refuses files over 25 MiB."""
+    if isinstance(file, str) and not Path(file).expanduser().exists():  # a path given to the channel directly
+        raise ChannelError(f"discord sendAttachment: no such file: {file}", details={"field": "file"})
     try:
         got = upload_of(file)
     except ChannelError as exc:

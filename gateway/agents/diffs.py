@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.agents.projects import GitError, git, session_slug
-from gateway.paths import OUTBOUND, outbound_dir
+from gateway.paths import OUTBOUND, outbound_dir, outbound_session
 
 __all__ = ["EMPTY_TREE", "Diff", "diff_trees", "file_entries", "last_diff", "save_diff", "snapshot", "uncommitted"]
 
@@ -140,10 +141,9 @@ async def uncommitted(path: Path) -> Diff:
 
 
 def _diff_dir(state_dir: Path, session_key: str) -> Path:
-    """``<state>/outbound/diffs/<session-slug>``: in the one state folder whose files may be sent to a chat."""
-    path = outbound_dir(state_dir, "diffs") / session_slug(session_key)
-    path.mkdir(mode=0o700, exist_ok=True)
-    return path
+    """``<state>/outbound/diffs/<session>``: in the one state folder whose files may be sent to a chat, in the
+    session's own folder (a run may send only its own session's)."""
+    return outbound_dir(state_dir, "diffs", session_key)
 
 
 def _turn_of(path: Path) -> int:
@@ -152,18 +152,21 @@ def _turn_of(path: Path) -> int:
 
 
 def save_diff(state_dir: Path, session_key: str, diff: Diff, *, name: str | None = None) -> Path:
-    """Keep a turn's diff as ``<session-slug>-<turn>.diff`` (turns of the session counted from 1), or another
-    diff as ``<session-slug>-<name>.diff``."""
+    """Keep a turn's diff as ``<random>-<session-slug>-<turn>.diff`` (turns of the session counted from 1), or
+    another diff as ``<random>-<session-slug>-<name>.diff``: 64 random bits, so no name is guessed."""
     folder = _diff_dir(state_dir, session_key)
     if name is None:
         name = str(max((_turn_of(p) for p in folder.glob("*.diff")), default=0) + 1)
-    path = folder / f"{session_slug(session_key)}-{name}.diff"
+    slug = session_slug(session_key)
+    for old in folder.glob(f"*-{slug}-{name}.diff"):  # a named diff (``uncommitted``) is replaced, not piled up
+        old.unlink(missing_ok=True)
+    path = folder / f"{secrets.token_hex(8)}-{slug}-{name}.diff"
     path.write_text(diff.text)
     return path
 
 
 def last_diff(state_dir: Path, session_key: str) -> Path | None:
     """The newest saved turn diff of the session, if any turn changed files."""
-    folder = state_dir / OUTBOUND / "diffs" / session_slug(session_key)
+    folder = state_dir / OUTBOUND / "diffs" / outbound_session(session_key)
     turns = [p for p in folder.glob("*.diff") if _turn_of(p)] if folder.is_dir() else []
     return max(turns, key=_turn_of, default=None)

@@ -625,7 +625,7 @@ class AgentExecutor:
             return
         try:
             # MP3, not OGG/Opus: the page must play it in Safari too (see gateway/voice/codec.py)
-            speech = await voice.speak_for(text, "webchat")
+            speech = await voice.speak_for(text, "webchat", session_key=run.session_key)
             data = await asyncio.to_thread(Path(speech.path).read_bytes)
         except (RpcError, OSError) as exc:
             log.warning("spoken reply not made for the web chat", run_id=run.id, error=str(exc))
@@ -640,7 +640,7 @@ class AgentExecutor:
         if platforms is None:
             return
         try:
-            speech = await voice.speak_for(text, origin.channel)  # in the format that chat app plays
+            speech = await voice.speak_for(text, origin.channel, session_key=run.session_key)  # as that app plays
             await platforms.send_attachment(origin.channel, origin.account_id, origin.to, speech.path,
                                             thread_id=origin.thread_id, session_key=run.session_key)
         except RpcError as exc:

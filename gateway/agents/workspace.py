@@ -45,18 +45,19 @@ def private_dir(path: Path) -> None:
 
 def own_folder(workspace: Path, name: str) -> None:
     """``workspace/name`` as a 0700 folder of ours (a project's ``.remoteclaw/``). A run works in that project and
-    may have left a symlink (or a file) at the name, aimed where it cannot see: that is removed, logged, and a
-    real folder made; nothing is followed. Blocking: run in a thread."""
+    may have left a symlink (or a file) at the name, aimed where it cannot see: it is never followed, and the turn
+    is refused with a message that says so (``RuntimeError``). The end of every turn removes a link left there."""
     top = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
             st = os.stat(name, dir_fd=top, follow_symlinks=False)
         except FileNotFoundError:
             st = None
-        if st is not None and not stat.S_ISDIR(st.st_mode):
-            log.warning("a link or file a run left in place of the gateway's folder is removed", folder=str(workspace),
+        if st is not None and not stat.S_ISDIR(st.st_mode):  # a link a run (or a cloned repository) put there
+            log.warning("the gateway's per-run folder is a link or a file: refusing the turn", folder=str(workspace),
                         name=name, link=stat.S_ISLNK(st.st_mode))
-            os.unlink(name, dir_fd=top)
+            raise RuntimeError(f"{workspace / name} is not a directory owned by this user (a symlink or a file): "
+                               "refusing to run agents in it; remove it")
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=top)
         fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top)

@@ -48,21 +48,22 @@ def _named_paths(result: Any) -> list[tuple[dict[str, Any], str]]:
     return spots
 
 
-def _folder(state: Path) -> Path:
-    folder = outbound_dir(state, "browser")
+def _folder(state: Path, session_key: str | None) -> Path:
+    folder = outbound_dir(state, "browser", session_key)
     kept = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime)
     for stale in kept[:-KEEP_FILES]:
         stale.unlink(missing_ok=True)
     return folder
 
 
-def persist(result: Any, files: Any, state: Path) -> Any:
+def persist(result: Any, files: Any, state: Path, session_key: str | None = None) -> Any:
     """Write the files of a proxied answer and point the answer at them (blocking: run in a thread)."""
-    return persist_files(result, files, state)[0]
+    return persist_files(result, files, state, session_key)[0]
 
 
-def persist_files(result: Any, files: Any, state: Path) -> tuple[Any, list[str]]:
-    """``persist``, also returning the paths of the files written (in the order the answer names them)."""
+def persist_files(result: Any, files: Any, state: Path, session_key: str | None = None) -> tuple[Any, list[str]]:
+    """``persist``, also returning the paths of the files written (in the order the answer names them), in
+    ``session_key``'s outbound folder (an agent run's: the one it may send from)."""
     spots = _named_paths(result)
     if files is None and not spots:
         return result, []
@@ -84,13 +85,13 @@ def persist_files(result: Any, files: Any, state: Path) -> tuple[Any, list[str]]
         by_path[entry["path"]] = data
     if {path for owner, key in spots for path in [owner[key]]} != set(by_path):
         raise FileEnvelopeError("the browser node's files do not match the paths in its answer")
-    folder = _folder(state)
+    folder = _folder(state, session_key)
     saved: dict[str, str] = {}
     for path, data in by_path.items():
         name = re.sub(r"[^\w.\-]", "_", PurePath(path.replace("\\", "/")).name)[-80:] or "file"
         if "." not in name:
             name += mimetypes.guess_extension("application/octet-stream") or ".bin"
-        target = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}-{name}"
+        target = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(8)}-{name}"
         target.write_bytes(data)
         target.chmod(0o600)
         saved[path] = str(target)

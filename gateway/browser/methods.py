@@ -100,7 +100,7 @@ async def browser_request(p: BrowserRequestParams, ctx: CallContext) -> Any:
         raise Unavailable("the browser node answered without a result", details={"nodeId": target["nodeId"]})
     try:
         result, saved = await asyncio.to_thread(persist_files, payload["result"], payload.get("files"),
-                                                ctx.state_dir)
+                                                ctx.state_dir, ctx.caller.run_session)
     except FileEnvelopeError as exc:
         raise Unavailable(str(exc), details={"nodeId": target["nodeId"]}) from None
     if saved and isinstance(result, dict) and "files" not in result:

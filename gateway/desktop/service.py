@@ -270,7 +270,11 @@ class DesktopService:
         target = await self.tools.target(node or meta.get("nodeId"), "replay_trajectory")
         await self._approve(caller, target.name, "replay_trajectory", {"trajectoryId": trajectory_id},
                             session_key)
-        data = await asyncio.to_thread(self.store.zip_path(trajectory_id).read_bytes)
+        zipped = await asyncio.to_thread(self.store.zip_path, trajectory_id)
+        if zipped is None:
+            raise InvalidRequest(f"trajectoryId: the recording of {trajectory_id!r} is no longer kept",
+                                 details={"field": "trajectoryId"})
+        data = await asyncio.to_thread(zipped.read_bytes)
         params: dict[str, Any] = {"zipBase64": base64.b64encode(data).decode(), "delayMs": delay_ms,
                                   "stopOnError": stop_on_error}
         if pid is not None:

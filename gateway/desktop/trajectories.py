@@ -40,8 +40,11 @@ class TrajectoryStore:
         path = self.root / trajectory_id
         return path if (path / META).is_file() else None
 
-    def zip_path(self, trajectory_id: str) -> Path:
-        return outbound_dir(self.state_dir, "desktop") / f"{trajectory_id}.zip"
+    def zip_path(self, trajectory_id: str) -> Path | None:
+        """The kept recording's zip (in its session's outbound folder, under a name with random bits)."""
+        meta = self.meta(trajectory_id)
+        path = Path(str(meta.get("zipPath"))) if meta and meta.get("zipPath") else None
+        return path if path is not None and path.is_file() else None
 
     def save(self, trajectory_id: str, data: bytes, meta: dict[str, Any]) -> dict[str, Any]:
         """Keep a recording (blocking: run it in a thread); returns its ``trajectory.json``."""
@@ -60,9 +63,11 @@ class TrajectoryStore:
                 if not target.is_relative_to(folder.resolve()):
                     raise ValueError(f"the recording holds a path outside its folder: {info.filename}")
             zf.extractall(folder)
-        self.zip_path(trajectory_id).write_bytes(data)
+        zipped = outbound_dir(self.state_dir, "desktop", meta.get("sessionKey")) / \
+            f"{secrets.token_hex(8)}-{trajectory_id}.zip"  # a run may send its own session's, by a name not guessed
+        zipped.write_bytes(data)
         meta = {**meta, "trajectoryId": trajectory_id, "viewKey": secrets.token_hex(16),
-                "turns": self.turns(folder), "zipPath": str(self.zip_path(trajectory_id)), "size": len(data)}
+                "turns": self.turns(folder), "zipPath": str(zipped), "size": len(data)}
         (folder / META).write_text(json.dumps(meta, indent=2, ensure_ascii=False))
         return meta
 

@@ -66,7 +66,7 @@ async def tts_providers(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
 async def tts_convert(p: ConvertParams, ctx: CallContext) -> dict[str, Any]:
     """Speak text into a file in the channel's format, with fallback across providers."""
     fmt = format_for_channel(p.channel)  # before any synthesis: a bad channel costs nothing
-    speech = await _voice(ctx).speak(p.text, fmt)
+    speech = await _voice(ctx).speak(p.text, fmt, session_key=ctx.caller.run_session)  # a run's own folder
     return {**speech.to_dict(), **({"channel": p.channel} if p.channel else {})}
 
 

@@ -156,9 +156,10 @@ class VoiceService:
 
     # -- speaking ------------------------------------------------------------------------------
 
-    async def speak(self, text: str, fmt: codec.AudioFormat | None = None) -> Speech:
+    async def speak(self, text: str, fmt: codec.AudioFormat | None = None, *,
+                    session_key: str | None = None) -> Speech:
         """Text -> an audio file in ``fmt`` (OGG/Opus unless told), from the first provider that works
-        (``Unavailable`` lists every reason)."""
+        (``Unavailable`` lists every reason), in ``session_key``'s outbound folder (the one its runs may send)."""
         fmt = fmt or codec.FORMATS["ogg-opus"]
         require("tts", "text to speech")
         if not text.strip():
@@ -186,29 +187,29 @@ class VoiceService:
             else:
                 if attempts:
                     log.info("tts fell back", provider=name, passed_over=[a["provider"] for a in attempts])
-                path = await asyncio.to_thread(self._write, encoded.data, fmt.extension)
+                path = await asyncio.to_thread(self._write, encoded.data, fmt.extension, session_key)
                 return Speech(str(path), name, encoded.duration_s, attempts,
                               (time.perf_counter() - started) * 1000, summarized, fmt)
         reasons = "; ".join(f"{a['provider']}: {a['reason']}" for a in attempts) or "no provider is configured"
         raise Unavailable(f"text-to-speech failed with every provider ({reasons})",
                           details={"capability": "tts", "attempts": attempts})
 
-    def _write(self, data: bytes, extension: str) -> Path:
-        folder = outbound_dir(self.state_dir, "voice")
+    def _write(self, data: bytes, extension: str, session_key: str | None) -> Path:
+        folder = outbound_dir(self.state_dir, "voice", session_key)
         cutoff = time.time() - KEEP_AUDIO_S
         for fmt in codec.FORMATS.values():
             for old in folder.glob(f"*.{fmt.extension}"):
                 if old.stat().st_mtime < cutoff:
                     old.unlink(missing_ok=True)
-        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}.{extension}"
+        path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(8)}.{extension}"
         path.write_bytes(data)
         return path
 
-    async def speak_for(self, text: str, channel: str | None = None) -> Speech:
+    async def speak_for(self, text: str, channel: str | None = None, *, session_key: str | None = None) -> Speech:
         """``text`` as audio in the format ``channel`` plays (``FORMAT_FOR_CHANNEL``); a voice note (OGG/Opus) for
         no channel or one that names no format of its own (a plugin's)."""
         known = channel is not None and channel.strip().lower() in FORMAT_FOR_CHANNEL
-        return await self.speak(text, format_for_channel(channel if known else None))
+        return await self.speak(text, format_for_channel(channel if known else None), session_key=session_key)
 
     async def auto_reply(self, reply: str, *, inbound_voice: bool) -> tuple[str, bool]:
         """Auto-TTS: the reply's text to send (``[[tts]]`` removed) and whether it is also to be spoken."""

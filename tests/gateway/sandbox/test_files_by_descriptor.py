@@ -173,8 +173,50 @@ async def test_links_left_at_the_per_run_files_before_a_turn_are_not_written_thr
     before = snapshot(planted)
     done = await turn(gw, f"agent:{agent}:left-{uuid.uuid4().hex[:6]}", {}, owner=True, project="svc")
     assert snapshot(planted) == before, done
-    if name == ".remoteclaw":
-        assert done["status"] == "ok", done
+    if name == ".remoteclaw":  # refused, saying why (the project's owner removes the link)
+        assert done["status"] == "error" and "not a directory owned by this user" in done["error"], done
     else:
         assert done["status"] in ("ok", "error") and "the victim's notes" not in json.dumps(done), done
     clean_project(gw)
+
+
+def found_in(done: dict[str, Any]) -> dict[str, Any]:
+    """The prying agent's answer (a turn that changed a project ends with its diff after it)."""
+    assert done["status"] == "ok", done
+    found, _ = json.JSONDecoder().raw_decode(done["reply"])
+    return dict(found)
+
+
+async def test_another_sessions_run_cannot_send_the_owners_diff(gw: GatewayProcess) -> None:
+    """The owner's turn changes the project and its diff is kept; a stranger's run that names it (found or
+    guessed) is refused, while the owner's own run still sends it."""
+    clean_project(gw)
+    owner_key = f"agent:main:owner-{uuid.uuid4().hex[:6]}"
+    app = project_of(gw) / "app.py"
+    found_in(await turn(gw, owner_key, {"write": [str(app)]}, owner=True, project="svc"))
+    from gateway.agents.projects import session_slug
+
+    slug = session_slug(owner_key)
+    diffs = [p for p in (gw.state_dir / "outbound" / "diffs").rglob("*.diff") if slug in p.name]
+    assert len(diffs) == 1, diffs
+    ours = diffs[0]
+    assert "pwned" in ours.read_text()  # the owner's change is in it
+    guessed = gw.state_dir / "outbound" / "diffs" / slug / f"{slug}-1.diff"  # where diffs were kept before
+    stranger = f"agent:main:guess-{uuid.uuid4().hex[:6]}"
+    target = {"channel": "webchat", "to": stranger}
+    for path in (ours, guessed):
+        got = found_in(await turn(gw, stranger, {"calls": [["message.sendAttachment", {**target, "file": str(path)}]]},
+                                  owner=False))
+        assert "outside what this agent run can see" in got["calls"]["message.sendAttachment"], got["calls"]
+    assert webchat_files(gw, stranger) == []
+    mine = found_in(await turn(gw, owner_key, {"calls": [["message.sendAttachment", {
+        "channel": "webchat", "to": owner_key, "file": str(ours)}]]}, owner=True))
+    assert mine["calls"]["message.sendAttachment"] == "ok", mine["calls"]
+    assert any(b"pwned" in data for data in webchat_files(gw, owner_key))
+    git_restore(project_of(gw))
+
+
+def git_restore(repo: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "checkout", "--", "app.py"], cwd=repo, check=True, capture_output=True)
