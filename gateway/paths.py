@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -86,25 +87,37 @@ def link_shown_path() -> Path:
     return state_dir() / "gateway.token.link-shown"
 
 
+_CLAIMED: dict[Path, tuple[int, str]] = {}
+"""The replica-id file this process holds locked per state dir (for its whole life: a restart in place keeps it)."""
+
+
 def replica_id(state: Path) -> str:
     """This replica's lasting name (``<state dir>/replica-id``, made on first start).
 
     Session leases carry it (``gateway.runs.lease``), so a gateway restarted after a crash recognises the
-    leases its dead process held and takes them back at once instead of waiting for them to expire. Each
-    replica has its own state dir, so the name is its own too.
+    leases its dead process held and takes them back at once instead of waiting for them to expire. The name is
+    claimed with a lock held while the process lives: processes that share one state dir (``docker compose up
+    --scale gateway=3`` on one volume) each take a free one (``replica-id``, ``replica-id.1``, ...), never the same.
     """
-    path = state / "replica-id"
-    try:
-        found = path.read_text().strip()
-    except FileNotFoundError:
-        found = ""
-    if found:
+    held = _CLAIMED.get(state.resolve())
+    if held is not None:
+        return held[1]
+    for slot in range(64):
+        path = state / ("replica-id" if slot == 0 else f"replica-id.{slot}")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # a live process of this state dir holds it
+            continue
+        found = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+        if not found:
+            found = secrets.token_hex(6)
+            os.pwrite(fd, (found + "\n").encode(), 0)
+            os.fsync(fd)
+        _CLAIMED[state.resolve()] = (fd, found)
         return found
-    made = secrets.token_hex(6)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(made + "\n")
-    os.replace(tmp, path)
-    return made
+    raise RuntimeError(f"64 gateway processes already run with the state dir {state}")
 
 
 def listen_path(state: Path | None = None) -> Path:

@@ -56,6 +56,9 @@ __all__ = ["Gateway"]
 
 log = structlog.get_logger("gateway.composition.gateway")
 
+READY_CACHE_S = 1.0
+"""How long ``/readyz`` reuses its last database check."""
+
 StopHook = Callable[[], Awaitable[None]]
 
 
@@ -143,6 +146,8 @@ class Gateway:
         """Broadcasts to many sockets, a slice at a time (``gateway.server.fanout``)."""
         self.restart_reason: str | None = None
         self.stopping = False
+        self._db_checked_at = -READY_CACHE_S
+        self._db_problem: str | None = None
         self._tick_task: asyncio.Task[None] | None = None
         self._stop_hooks: list[StopHook] = []
         self._exit: Callable[[], None] = lambda: None
@@ -317,6 +322,33 @@ class Gateway:
             "connections": len(self.connections),
             "database": "sqlite" if self.db.is_sqlite else "postgresql",
         }
+
+    async def readiness(self) -> dict[str, Any]:
+        """Whether this replica should be sent new clients (``/readyz``): not draining, its database answering,
+        and Redis connected when one is configured. ``/healthz`` says only that the process is alive.
+
+        The database is asked at most once per ``READY_CACHE_S`` (health checks and balancers poll this door
+        without a token), with a short timeout, so a database that hangs answers "not ready" within seconds.
+        """
+        now = time.monotonic()
+        if now - self._db_checked_at >= READY_CACHE_S:
+            self._db_checked_at = now
+            try:
+                await self.db.ping(timeout=2.0)
+                self._db_problem = None
+            except Exception as exc:
+                self._db_problem = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        reasons: list[str] = []
+        if self.stopping:
+            reasons.append("draining: the gateway is stopping or restarting")
+        if self._db_problem is not None:
+            reasons.append(f"database unreachable: {self._db_problem}")
+        bus = self.bus
+        if bus is not None and bus.url and not bus.connected:
+            reasons.append("Redis unreachable: events would not reach the other replicas")
+        return {"ready": not reasons, "reasons": reasons, "version": self.version, "replicaId": self.replica_id,
+                "database": "sqlite" if self.db.is_sqlite else "postgresql",
+                "eventBus": "local" if bus is None or not bus.url else ("connected" if bus.connected else "down")}
 
     async def _tick_loop(self) -> None:
         interval = self.config.gateway.tickIntervalMs / 1000

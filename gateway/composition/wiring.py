@@ -43,8 +43,17 @@ async def _start_bus(gw: Gateway) -> None:
 
 
 async def _start_config_watch(gw: Gateway) -> None:
-    """Edits of the config file, applied as the config methods apply theirs."""
+    """Edits of the config file, applied as the config methods apply theirs; on a shared database, first the
+    deployment's one config (``gateway.config.shared``), before any service reads the config."""
+    from gateway.config.shared import shared_config_for
     from gateway.config.watch import ConfigWatcher
+
+    shared = shared_config_for(gw.db, gw.config_store, gw.replica_id)
+    if shared is not None:
+        await shared.join(gw.config_changes)
+        gw.config_changes.shared = shared
+        shared.start(gw.config_changes, lambda: gw.stopping)
+        gw.on_stop(shared.stop)
 
     watcher = ConfigWatcher(gw.config_store, gw.config_changes, lambda: gw.stopping)
     gw.config_watch = watcher

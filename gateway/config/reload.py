@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gateway.config import ConfigStore
+    from gateway.config.shared import SharedConfig
 
 __all__ = ["RESTART_SECTIONS", "ConfigChanges", "Listener", "changed_sections", "register_secrets"]
 
@@ -65,6 +66,8 @@ class ConfigChanges:
         self._restart = restart
         self._logs_dir = logs_dir
         self._listeners: list[Listener] = []
+        self.shared: SharedConfig | None = None
+        """The deployment's one config on a shared database (``gateway.config.shared``); None on one machine."""
 
     def listen(self, listener: Listener) -> None:
         """Call ``listener(old, new, changed_sections)`` after every live config change."""
@@ -79,6 +82,8 @@ class ConfigChanges:
         """
         store = self._store
         old = store.config
+        if self.shared is not None and source != "replica":
+            await self.shared.publish(data)  # first: refused if another replica changed it (nothing written)
         register_secrets(data, config)
         if write:
             await asyncio.to_thread(store.commit, data, config)

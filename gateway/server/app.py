@@ -493,6 +493,12 @@ def build_app(gateway: Gateway) -> ASGIApp:
     async def healthz(_request: Request) -> Response:
         return JSONResponse(gateway.health())
 
+    async def readyz(_request: Request) -> Response:
+        """Readiness, beside liveness: 503 while the database or Redis is unreachable or the gateway drains, so a
+        balancer sends new clients elsewhere (``Gateway.readiness``)."""
+        answer = await gateway.readiness()
+        return JSONResponse(answer, status_code=200 if answer["ready"] else 503)
+
     async def index(_request: Request) -> Response:
         from gateway.webchat import page
 
@@ -505,6 +511,7 @@ def build_app(gateway: Gateway) -> ASGIApp:
 
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
+        Route("/readyz", readyz),
         Route("/", index),
         Route(FILES_PATH + "/{fid}/{name:path}", webchat_file),
         Route(SIGNIN_PATH, redeem_endpoint(gateway.people), methods=["POST"]),  # a /login link's code (people)
