@@ -35,7 +35,8 @@ from gateway.store.urls import ENV_VAR, database_url
 __all__ = ["BackupError", "create", "restore"]
 
 FORMAT = 1
-_MEMBERS = {"manifest.json", "db.sqlite", "db.pgdump", "remoteclaw.json", "gateway.token"}
+_FILES = {"remoteclaw.json", "gateway.token"}
+_MEMBERS = {"manifest.json", "db.sqlite", "db.pgdump", *_FILES}
 
 
 class BackupError(Exception):
@@ -131,10 +132,35 @@ def _read(archive: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         raise BackupError(f"cannot read {archive}: {exc}") from None
     if "manifest.json" not in members:
         raise BackupError(f"{archive} is not a remoteclaw backup (no manifest.json)")
-    manifest = json.loads(members["manifest.json"])
+    try:
+        manifest = json.loads(members["manifest.json"])
+    except ValueError:
+        raise BackupError(f"{archive}: manifest.json is not valid JSON") from None
+    if not isinstance(manifest, dict):
+        raise BackupError(f"{archive}: manifest.json is not an object")
     if manifest.get("format") != FORMAT:
         raise BackupError(f"{archive} is backup format {manifest.get('format')}; this remoteclaw reads {FORMAT}")
     return manifest, members
+
+
+def _check_whole(archive: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> None:
+    """Everything a restore will write must be in the archive and named right, checked before anything is
+    written: a restore stops before it starts, never half-way (the database written, the files not)."""
+    kind = manifest.get("database")
+    if kind not in ("sqlite", "postgresql"):
+        raise BackupError(f"{archive}: the manifest's database is {kind!r}, not sqlite or postgresql")
+    dump = "db.sqlite" if kind == "sqlite" else "db.pgdump"
+    if dump not in members:
+        raise BackupError(f"{archive} is incomplete: the manifest says {kind} but the archive has no {dump}")
+    files = manifest.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise BackupError(f"{archive}: the manifest's files must be a list of names")
+    for name in files:
+        if name not in _FILES:
+            raise BackupError(f"{archive}: the manifest names {name!r}, which is not a file a backup holds "
+                              f"({', '.join(sorted(_FILES))})")
+        if name not in members:
+            raise BackupError(f"{archive} is incomplete: the manifest names {name} but the archive lacks it")
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -158,6 +184,7 @@ def _pg_has_schema(url: Any) -> bool:
 def restore(archive: Path, state: Path, *, force: bool = False) -> dict[str, Any]:
     """Put a backup back into ``state`` (the gateway must be stopped); returns the manifest."""
     manifest, members = _read(archive)
+    _check_whole(archive, manifest, members)
     kind, where = _database(state)
     if manifest["database"] != kind:
         raise BackupError(f"the backup holds a {manifest['database']} database but this state dir uses {kind} "

@@ -67,7 +67,8 @@ def _probe() -> BwrapProbe:
     detail = err[-1] if err else f"exit code {done.returncode}"
     fix = ("allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
            "kernel.apparmor_restrict_unprivileged_userns=0); in Docker run the container with "
-           "--security-opt seccomp=deploy/seccomp-bwrap.json --security-opt apparmor=unconfined; or set "
+           "--security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt "
+           "systempaths=unconfined (deploy/compose.yaml sets all three; the last lets bwrap mount /proc); or set "
            "agents.defaults.sandbox.user to a Unix user of its own for agent runs")
     return BwrapProbe(path, False, f"bwrap cannot create a sandbox here: {detail}", fix)
 

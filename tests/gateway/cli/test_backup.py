@@ -91,3 +91,41 @@ def test_a_file_that_is_not_a_backup_is_refused_whole(tmp_path: Path) -> None:
     out = cli(tmp_path / "state", "restore", str(evil))
     assert out.returncode == 1 and "not part of a remoteclaw backup" in out.stderr
     assert not (tmp_path / "state" / "remoteclaw.db").exists()
+
+
+def rewrite(archive: Path, out: Path, *, manifest: dict[str, Any] | None = None, drop: str | None = None) -> Path:
+    """A copy of a real backup with its manifest replaced and/or one member left out."""
+    import io
+    import json
+
+    with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:
+        for info in src.getmembers():
+            if info.name == drop:
+                continue
+            data = src.extractfile(info).read()  # type: ignore[union-attr]
+            if info.name == "manifest.json" and manifest is not None:
+                data = json.dumps({**json.loads(data), **manifest}).encode()
+                info.size = len(data)
+            dst.addfile(info, io.BytesIO(data))
+    return out
+
+
+async def test_a_restore_checks_the_whole_archive_before_writing_anything(tmp_path: Path) -> None:
+    archive = tmp_path / "backup.tar.gz"
+    with GatewayProcess(tmp_path / "a", config=CONFIG, token=None) as a:
+        made = cli(a.state_dir, "backup", "--output", str(archive))
+        assert made.returncode == 0, made.stderr
+    cases = {
+        "lacks": (rewrite(archive, tmp_path / "lacks.tar.gz", drop="gateway.token"), "lacks it"),
+        "unknown": (rewrite(archive, tmp_path / "unknown.tar.gz",
+                            manifest={"files": ["remoteclaw.json", "gateway.token", "authorized_keys"]}),
+                    "'authorized_keys'"),
+        "no-db": (rewrite(archive, tmp_path / "nodb.tar.gz", drop="db.sqlite"), "has no db.sqlite"),
+    }
+    for name, (crafted, says) in cases.items():
+        state = tmp_path / f"state-{name}"
+        out = cli(state, "restore", str(crafted))
+        assert out.returncode == 1, (name, out.stdout, out.stderr)
+        assert says in out.stderr and "Traceback" not in out.stderr, (name, out.stderr)
+        assert not (state / "remoteclaw.db").exists(), name  # nothing written: no half-done restore
+        assert not (state / "remoteclaw.json").exists(), name
