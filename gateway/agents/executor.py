@@ -42,7 +42,7 @@ from gateway.agents.invocation import cli_argv
 from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
-from gateway.agents.runtimes.base import Approve, Runtime
+from gateway.agents.runtimes.base import Approve, Fronted, Runtime
 from gateway.agents.runtimes.driver import TurnResult, run_turn
 from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
@@ -57,7 +57,15 @@ from gateway.agents.workspace import (
     read_effects,
     remove_own,
 )
-from gateway.composition.ports import DESKTOP_TOOLS, PLUGIN_TOOLS, RUN_WATCHERS, TOOL_APPROVALS, VOICE, Voice
+from gateway.composition.ports import (
+    DESKTOP_TOOLS,
+    MODEL_GATEWAY,
+    PLUGIN_TOOLS,
+    RUN_WATCHERS,
+    TOOL_APPROVALS,
+    VOICE,
+    Voice,
+)
 from gateway.protocol import InvalidRequest, RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
@@ -117,6 +125,10 @@ class _Turn:
     started: float
     person_id: str | None = None
     """Whose session the turn is in (``gateway.people``): their usage and budget."""
+    models: Any = None
+    """The model gateway's stand-in for this run and what its CLI is given (``gateway.credentials``), or None."""
+    model_drop: tuple[str, ...] = ()
+    """The agent's ``env`` names that hold real credentials (never given to the run when fronted)."""
     progress: ProgressSink | None = None
     stream: RunStream | None = None
     typing: asyncio.Task[None] | None = None
@@ -252,7 +264,9 @@ class AgentExecutor:
             spec = await self._spec(turn)
             res = await self._run(turn, spec)
         finally:
-            await self._end(turn)
+            used = await self._end(turn)
+        if used is not None:  # what the model API stated at the wire: the turn's usage, and a budget's stop
+            res = self._wire_usage(res, used)
         # The answer exists now, outside the database: a database restart delays writing it, never drops it.
         reply = await self._db.persist(lambda s: self._record(s, turn, res), what="the agent's answer")
         self._hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
@@ -323,9 +337,22 @@ class AgentExecutor:
         before = await self._snapshot(workdir)
         tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
         cli_state = self._state_dir / "runtimes" / self.workspace_for(run.session_key).name
+        models = self._services.find(MODEL_GATEWAY)
+        plan = models.plan(agent, runtime) if models is not None and models.enabled else None
+        refused = models.refusal(plan, agent, owner=is_owner_run(run)) if models is not None and (
+            plan is None or plan.unfronted) else None
+        if refused is None and plan is not None and plan.unfronted and agent.credentials == "shared" \
+                and not is_owner_run(run):
+            log.warning("a run holds the owner's model credentials (credentials: shared)", agent_id=agent.id,
+                        session_key=run.session_key, why=plan.unfronted)
+        fronted = plan if plan is not None and not plan.unfronted else None
+        if refused is not None:
+            _drop_scratch(workspace, scratch)
+            log.warning("run refused: its credentials cannot be fronted", session_key=run.session_key, why=refused)
+            return RunOutcome(status="error", error=refused)
         try:
             confinement = await self._confine(run, agent, runtime, workspace, workdir, fx_path, tools_path,
-                                              cli_state)
+                                              cli_state, hide=fronted.hide if fronted is not None else None)
         except SandboxRefused as exc:
             _drop_scratch(workspace, scratch)
             fx_path.unlink(missing_ok=True)
@@ -337,10 +364,16 @@ class AgentExecutor:
                            else None)  # a guest's run reaches its own chat only, as any non-owner run
         token = issue_run_token(self._run_tokens, run, tuple(str(p) for p in confinement.visible),
                                 person_id=confined_person)
+        issued = None
+        if fronted is not None and models is not None:  # a stand-in, issued and revoked with the run token
+            issued = await models.issue(fronted, run_id=run.id, agent=agent, session_key=run.session_key,
+                                        person_id=person.id if person is not None else None,
+                                        owner=is_owner_run(run), isolated=confinement.socket is not None)
         return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=workdir, workspace=workspace,
                      scratch=scratch, fx_path=fx_path, tools_path=tools_path, cli_state=cli_state, before=before,
                      confinement=confinement, token=token, started=time.monotonic(),
-                     person_id=person.id if person is not None else None)
+                     person_id=person.id if person is not None else None, models=issued,
+                     model_drop=fronted.drop if fronted is not None else ())
 
     async def _person(self, person_id: str | None) -> PersonView | None:
         """The person a session belongs to (None: nobody's, or a person since removed)."""
@@ -384,11 +417,32 @@ class AgentExecutor:
                                               source=run.first.source),
             workspace=turn.workspace,
             mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
-            resume_id=turn.resume_id, model=agent.model, command=agent.command, env=dict(agent.env),
+            resume_id=turn.resume_id, model=agent.model, command=agent.command, env=self._run_env(turn),
             state_dir=turn.cli_state, permissions=agent.permissions, approve=self._approver(run),
             confine=confinement.confine, pass_env=tuple(confinement.settings.passEnv),
             sandboxed=confinement.how == "bwrap",
+            fronted=Fronted(turn.models.token, turn.models.base_urls) if turn.models is not None else None,
         )
+
+    @staticmethod
+    def _run_env(turn: _Turn) -> dict[str, str]:
+        """The agent's ``env`` as the run gets it: fronted, its real credentials out and the stand-in and the
+        model gateway's base URLs in (``gateway.credentials``)."""
+        if turn.models is None:
+            return dict(turn.agent.env)
+        return {**{k: v for k, v in turn.agent.env.items() if k not in turn.model_drop}, **turn.models.env}
+
+    def _wire_usage(self, res: TurnResult, used: Any) -> TurnResult:
+        """The turn's usage as the model API stated it (what the CLI reported is kept where the wire saw none),
+        and the budget's stop as the turn's error."""
+        if any(used.usage.values()):
+            res.usage = dict(used.usage)
+            res.model = res.model or used.model
+            if res.cost_usd is None and used.cost_usd:
+                res.cost_usd = used.cost_usd
+        if used.stopped:
+            res.ok, res.error = False, used.stopped
+        return res
 
     async def _run(self, turn: _Turn, spec: RunSpec) -> TurnResult:
         """The CLI's turn: the live note, the events streamed to the operators and the transcript, typing kept
@@ -413,14 +467,17 @@ class AgentExecutor:
                               no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds,
                               on_spawn=on_spawn, feed=feed)
 
-    async def _end(self, turn: _Turn) -> None:
+    async def _end(self, turn: _Turn) -> Any:
         """Whatever the turn took, given back. What must happen comes first, without an await that a cancellation
-        could cut short: steering off, typing stopped, the token revoked, the side effects read, the files gone."""
+        could cut short: steering off, typing stopped, the token and stand-in revoked, the side effects read, the
+        files gone. Returns what the model gateway saw the run use (None: not fronted)."""
         run = turn.run
         run.steer = None
         if turn.typing is not None:
             turn.typing.cancel()
         self._run_tokens.revoke(turn.token)
+        models = self._services.find(MODEL_GATEWAY) if turn.models is not None else None
+        used = models.revoke(turn.models.token) if models is not None else None
         run.side_effects = read_effects(turn.fx_path)
         _drop_scratch(turn.workspace, turn.scratch)
         turn.fx_path.unlink(missing_ok=True)
@@ -434,6 +491,7 @@ class AgentExecutor:
             await turn.progress.close()
         if turn.stream is not None:
             await turn.stream.save()
+        return used
 
     async def _record(self, s: AsyncSession, turn: _Turn, res: TurnResult) -> str:
         """The turn in the database (one unit, retried through a database restart): the CLI's session id, the
@@ -465,7 +523,8 @@ class AgentExecutor:
         return reply
 
     async def _confine(self, run: Run, agent: AgentConfig, runtime: Runtime, workspace: Path, workdir: Workdir | None,
-                       fx_path: Path, tools_path: Path, cli_state: Path) -> RunConfinement:
+                       fx_path: Path, tools_path: Path, cli_state: Path,
+                       hide: tuple[str, ...] | None = None) -> RunConfinement:
         """The run's sandbox (``gateway.sandbox``), with the files it hands back made ready to be shown in it."""
 
         # The hand-back files are bound into the sandbox, so they must exist first. Made here on the loop's
@@ -485,8 +544,9 @@ class AgentExecutor:
         write, owner_paths = await asyncio.to_thread(prepare)
         return await self._sandbox.confinement(
             agent, owner=is_owner_run(run), session_key=run.session_key, workspace=workspace, write=write,
-            read=[tools_path], owner_paths=owner_paths, logins=runtime.logins, credentials=runtime.credentials,
-            cli_settings=runtime.settings)
+            read=[tools_path], owner_paths=owner_paths, logins=runtime.logins,
+            credentials=runtime.credentials if hide is None else (),  # fronted: the gateway holds the login
+            cli_settings=runtime.settings, hide=hide or ())
 
     def _approver(self, run: Run) -> Approve | None:
         """How a CLI that asks its client (Codex's app-server) puts a tool use to this run's person."""

@@ -33,6 +33,7 @@ CAPABILITIES: tuple[str, ...] = (
     "gateway.desktop",
     "gateway.voice",
     "gateway.mcp_http",
+    "gateway.credentials",
 )
 """Capability packages, in start order (the audit log first: every other one may record when it starts; approvals
 before cron: a cron run may ask; plugins before the canvas and browser routes; ``/mcp`` last, when every method is

@@ -38,6 +38,7 @@ from gateway.audit.config import AuditConfig
 from gateway.config.acp import ACP_AGENTS, AcpAgentCommand
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
+from gateway.credentials.config import CredentialsConfig
 from gateway.cron.config import CronConfig, HeartbeatConfig
 from gateway.devices.config import NodesConfig
 from gateway.mcp_http.config import McpHttpConfig
@@ -202,6 +203,10 @@ class AgentConfig(Section):
         "ask), bypass (everything runs). Asking needs a runtime that supports it (docs/approvals.md).")
     sandbox: SandboxOverride | None = Field(None, description="This agent's changes to agents.defaults.sandbox "
                                             "(docs/sandbox.md).")
+    credentials: Literal["fronted", "shared"] = Field(
+        "fronted", description="fronted: runs hold a stand-in and the gateway adds the real credential "
+        "(docs/credentials.md); shared: where the CLI or its login cannot be fronted, other people's runs may "
+        "still use it, holding the owner's credential.")
     agent: str | None = Field(None, description="runtime acp: a known ACP agent (claude-acp, codex-acp, gemini, "
                               "opencode; docs/acp.md).")
     acp: AcpAgentCommand | None = Field(None, description="runtime acp: the agent's command, args and env (with "
@@ -323,6 +328,7 @@ class Config(BaseSettings):
     plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()
     logging: LoggingConfig = LoggingConfig()
+    credentials: CredentialsConfig = CredentialsConfig()
 
     @classmethod
     def settings_customise_sources(

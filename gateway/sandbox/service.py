@@ -18,6 +18,7 @@ import hashlib
 import os
 import pwd
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -29,6 +30,11 @@ import structlog
 from gateway.sandbox.layout import Layout, bwrap_argv, install_root, runtime_roots
 from gateway.sandbox.probe import probe_bwrap
 from gateway.sandbox.relay import GatewayRelay
+
+PORTAL_PORT = 4180
+"""Inside a sandbox without a network: the loopback port that leads to the gateway (its model gateway)."""
+EGRESS_PORT = 4181
+"""And the one that leads to the gateway's HTTPS proxy (``HTTPS_PROXY``), when it has an egress allowlist."""
 
 if TYPE_CHECKING:
     from gateway.agents.runtimes.base import Invocation
@@ -77,7 +83,8 @@ class Sandbox:
     async def confinement(self, agent: AgentConfig, *, owner: bool, session_key: str, workspace: Path,
                     write: list[Path], read: list[Path], owner_paths: list[Path],
                     logins: tuple[str, ...], credentials: tuple[str, ...],
-                          cli_settings: tuple[str, ...] = ()) -> RunConfinement:
+                          cli_settings: tuple[str, ...] = (), hide: tuple[str, ...] = (),
+                          egress: Path | None = None) -> RunConfinement:
         """How this run is confined, or ``SandboxRefused``.
 
         Args:
@@ -91,18 +98,22 @@ class Sandbox:
             logins: paths below HOME with the CLI's login, shown whole to owner runs.
             credentials: the login's credential files alone, shown to other runs.
             cli_settings: the CLI's configuration it needs, shown read-only to other runs.
+            hide: paths below HOME shown to no run (the login's credential files, when the model gateway holds
+                them: ``gateway.credentials``); a run shown its login folder finds them empty.
+            egress: the relay socket of the gateway's HTTPS proxy, for a run without a network (``HTTPS_PROXY``).
         """
         settings = self.settings_for(agent)
         wanted = settings.mode == "all" or (settings.mode == "non-owner" and not owner)
         relay = await self._relay.socket() if wanted and settings.network != "open" else None
         return await asyncio.to_thread(self._plan, agent, settings, relay, owner=owner, session_key=session_key,
                                        workspace=workspace, write=write, read=read, owner_paths=owner_paths,
-                                       logins=logins, credentials=credentials, cli_settings=cli_settings)
+                                       logins=logins, credentials=credentials, cli_settings=cli_settings,
+                                       hide=hide, egress=egress if relay is not None else None)
 
     def _plan(self, agent: AgentConfig, settings: SandboxConfig, relay: Path | None, *, owner: bool,
               session_key: str, workspace: Path, write: list[Path], read: list[Path], owner_paths: list[Path],
               logins: tuple[str, ...], credentials: tuple[str, ...],
-              cli_settings: tuple[str, ...]) -> RunConfinement:
+              cli_settings: tuple[str, ...], hide: tuple[str, ...] = (), egress: Path | None = None) -> RunConfinement:
         visible = (workspace, *[p for p in write if p.is_dir()], *(owner_paths if owner else []),
                    *[Path(b.path).expanduser() for b in settings.binds])
         if settings.mode == "off" or (settings.mode == "non-owner" and owner):
@@ -115,11 +126,16 @@ class Sandbox:
             home = self._home(agent.id, owner, session_key)
             real_home = Path(agent.env.get("HOME") or Path.home()).expanduser()  # where the CLI's login is
             layout = Layout(cwd=workspace, home=home, home_at=real_home, isolated_net=settings.network != "open",
-                            hide=list(self._private))
+                            hide=[*self._private, *(real_home / rel for rel in hide)])
             layout.write = [workspace, *write, *(owner_paths if owner else [])]
             layout.read = [*runtime_roots(), *read]
-            if relay is not None:
+            portal: list[str] = []
+            if relay is not None:  # the model gateway over loopback inside (``portal``), MCP over the socket
                 layout.write.append(relay)
+                portal = [f"{PORTAL_PORT}={relay}"]
+                if egress is not None:
+                    layout.write.append(egress)
+                    portal.append(f"{EGRESS_PORT}={egress}")
             for bind in settings.binds:
                 path = Path(bind.path).expanduser()
                 (layout.write if bind.writable else layout.read).append(path)
@@ -135,7 +151,7 @@ class Sandbox:
             bwrap = probe_bwrap().path
             assert bwrap is not None
             return RunConfinement("bwrap", settings, visible=visible, socket=relay,
-                                  confine=lambda inv: self._wrap(inv, bwrap, layout))
+                                  confine=lambda inv: self._wrap(inv, bwrap, layout, portal))
         if settings.user:
             why = user_problem(settings.user)
             if why is None:
@@ -168,7 +184,7 @@ class Sandbox:
         return home if home.is_dir() and any(home.iterdir()) else None
 
     @staticmethod
-    def _wrap(inv: Invocation, bwrap: str, layout: Layout) -> Invocation:
+    def _wrap(inv: Invocation, bwrap: str, layout: Layout, portal: list[str] | None = None) -> Invocation:
         argv = list(inv.argv)
         exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=inv.env.get("PATH") or os.environ.get(
             "PATH"))
@@ -179,6 +195,11 @@ class Sandbox:
         extra = [Path(d) for d in path if os.path.isabs(d)]
         shown = replace(layout, read=[*layout.read, install_root(exe), *extra], cwd=inv.cwd)
         env = {**inv.env, "HOME": str(layout.home_at), "TMPDIR": "/tmp", "IS_SANDBOX": "1"}
+        if portal:  # loopback ports inside that lead to the gateway, then the CLI (``gateway.sandbox.portal``)
+            argv = [sys.executable, "-I", "-S", str(Path(__file__).with_name("portal.py")), *portal, "--", *argv]
+            if len(portal) > 1:
+                env["HTTPS_PROXY"] = env["https_proxy"] = f"http://127.0.0.1:{EGRESS_PORT}"
+                env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
         return replace(inv, argv=bwrap_argv(bwrap, shown, argv), env=env)
 
 

@@ -8,7 +8,7 @@ Scripted by the conversation itself, so one server serves every turn of a test:
   the result>``; else ``ok``;
 - ``SLOW <s>`` in the newest user message: answer after s seconds (a turn still under way when the next
   message arrives).
-Every request body is kept in ``requests`` for assertions.
+Every request body is kept in ``requests`` for assertions (and their headers in ``seen_headers``).
 """
 
 from __future__ import annotations
@@ -93,11 +93,17 @@ class FakeAnthropic(FakeHTTPServer):
     def __init__(self) -> None:
         super().__init__()
         self.requests: list[dict[str, Any]] = []
+        self.oauth_tokens: dict[str, Any] | None = None
+        """What ``POST /v1/oauth/token`` answers (a subscription login's refresh); each request is in ``refreshes``."""
+        self.refreshes: list[dict[str, Any]] = []
 
     def respond(self, method: str, path: str, raw: bytes) -> Reply | None:
         if method == "HEAD":
             return 200, b"", "text/plain"
         path = path.split("?")[0]
+        if method == "POST" and path.endswith("/v1/oauth/token") and self.oauth_tokens is not None:
+            self.record(self.refreshes, json.loads(raw or b"{}"))
+            return json_reply(self.oauth_tokens)
         if method == "POST" and path.endswith("/count_tokens"):
             return json_reply(b'{"input_tokens": 100}')
         if method != "POST" or not path.endswith("/v1/messages"):

@@ -69,6 +69,8 @@ class FakeHTTPServer:
 
     def __init__(self) -> None:
         self.paths: list[str] = []
+        self.seen_headers: list[dict[str, str]] = []
+        """Each request's headers (lower-case names): what credential arrived upstream."""
         self._lock = threading.Lock()
         fake = self
 
@@ -82,6 +84,7 @@ class FakeHTTPServer:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.command in ("GET", "POST"):
                     fake.record(fake.paths, f"{self.command} {self.path}")
+                    fake.record(fake.seen_headers, {k.lower(): v for k, v in self.headers.items()})
                 reply = fake.respond(self.command, self.path, raw)
                 if reply is None:
                     return self.send_error(501, f"Unsupported method ({self.command!r})")

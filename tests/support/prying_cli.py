@@ -8,8 +8,9 @@ method with its run's token (through ``REMOTECLAW_GATEWAY_SOCKET`` when it has o
 run id ``sessions.spawn`` answered, for ``agent.wait``); ``"cat": [paths]`` reads files' text.
 It answers with what it found, as JSON: ``{"read": {path: bool or a folder's names}, "pids": [...],
 "cmdlines": [...], "leaked": [secret…], "env": {...}, "home": "...", "tmp": [...], "calls": {method: "ok" or
-the error message}, "answers": {method: its answer}, "cat": {path: text or null}, "wrote": {path: bool}}``
-(``"write": [paths]`` in the prompt: appended to each).
+the error message}, "answers": {method: its answer}, "cat": {path: text or null}, "wrote": {path: bool},
+"http": ["<status> <body>"…]}`` (``"write": [paths]`` in the prompt: appended to each; ``"http": [{url, headers,
+body}]``: requests made, a ``$NAME`` url or header value taken from the environment).
 """
 
 from __future__ import annotations
@@ -65,6 +66,28 @@ def reaches(host: str, port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def fetch(ask: dict) -> str:
+    """One HTTP request (``{"url", "headers", "body"}``; a header value ``$NAME`` is that variable of the run's
+    environment, as its CLI would send it, wherever it is in the value): ``<status> <body>``, or the error."""
+    import re
+    import urllib.error
+    import urllib.request
+
+    headers = {k: re.sub(r"\$([A-Z_]+)", lambda m: os.environ.get(m.group(1), ""), v)
+               for k, v in ask.get("headers", {}).items()}
+    url = ask["url"]
+    url = os.environ.get(url[1:], "") + ask.get("path", "") if url.startswith("$") else url
+    req = urllib.request.Request(url, data=json.dumps(ask["body"]).encode() if "body" in ask else None,
+                                 headers={"content-type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as res:
+            return f"{res.status} {res.read().decode(errors='replace')}"
+    except urllib.error.HTTPError as exc:
+        return f"{exc.code} {exc.read().decode(errors='replace')}"
+    except OSError as exc:
+        return f"error {exc}"
 
 
 def cat(path: str) -> str | None:
@@ -134,6 +157,7 @@ def main() -> int:
         "answers": answers,
         "cat": {p: cat(p) for p in ask.get("cat", [])},
         "tcp": {f"{h}:{p}": reaches(h, p) for h, p in ask.get("tcp", [])},
+        "http": [fetch(a) for a in ask.get("http", [])],
         "wrote": {p: writes(p) for p in ask.get("write", [])},
     }
     reply = json.dumps(found)

@@ -18,8 +18,8 @@ from gateway.sandbox.open_beneath import read_if_file
 if TYPE_CHECKING:
     from gateway.config import AgentConfig
 
-__all__ = ["ASKING_MODES", "Approve", "Event", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime", "Stdin",
-           "instructions_file", "mcp_server_name"]
+__all__ = ["ASKING_MODES", "Approve", "Event", "Fronted", "Invocation", "McpServer", "Parser", "RunSpec", "Runtime",
+           "Stdin", "instructions_file", "mcp_server_name"]
 
 EventKind = Literal["text", "text_delta", "thinking", "tool_use", "tool_result", "error", "done"]
 
@@ -103,6 +103,18 @@ class RunSpec:
     """Secret-looking variables of the gateway's environment the CLI may still see (names or patterns)."""
     sandboxed: bool = False
     """The run is inside the gateway's bubblewrap sandbox (a CLI whose own sandbox cannot nest turns it off)."""
+    fronted: Fronted | None = None
+    """The model gateway fronts this run's model API (``gateway.credentials``): ``env`` holds a stand-in, not the
+    key; the CLI's credential variables do not pass and its login files are not copied."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fronted:
+    """For a CLI whose providers are in a config file it is given (Codex): the stand-in and, per provider, the base
+    URL at the model gateway."""
+
+    key: str
+    base_urls: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

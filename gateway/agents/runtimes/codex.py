@@ -125,6 +125,14 @@ class CodexRuntime(Runtime):
             cfg["sandbox_mode"] = "danger-full-access"
         cfg["analytics"] = {**(cfg.get("analytics") or {}), "enabled": False}
         cfg["features"] = {**(cfg.get("features") or {}), "plugins": False, "remote_plugin": False, "apps": False}
+        if spec.fronted is not None:  # the model gateway: each provider's base_url points there
+            providers = cfg.setdefault("model_providers", {})
+            for name, url in spec.fronted.base_urls.items():
+                if name == "openai":  # the built-in provider cannot be redefined: one of ours in its place
+                    cfg["model_provider"] = name = "remoteclaw"
+                    providers[name] = {"name": "OpenAI (remoteclaw)", "wire_api": "responses",
+                                       "env_key": "OPENAI_API_KEY"}
+                providers[name] = {**(providers.get(name) or {}), "base_url": url}
         cfg["mcp_servers"] = {spec.mcp.name: {
             "command": spec.mcp.command, "args": list(spec.mcp.args), "env": dict(spec.mcp.env),
             "required": True, "default_tools_approval_mode": "approve", "startup_timeout_sec": 30,
@@ -137,7 +145,7 @@ class CodexRuntime(Runtime):
                  spec.workspace / "AGENTS.md": instructions_file(spec.workspace / "AGENTS.md", spec.system_prompt)}
         base = _base_home(spec)
         home.mkdir(parents=True, exist_ok=True)
-        if (base / "auth.json").is_file():
+        if (base / "auth.json").is_file() and spec.fronted is None:  # fronted: the gateway holds the login
             shutil.copyfile(base / "auth.json", home / "auth.json")
         if spec.state_dir is not None:
             sessions = spec.state_dir / "codex-sessions"

@@ -78,7 +78,7 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
             emit(ev)
 
     inv = runtime.build(spec)
-    inv.pass_env = (*runtime.credential_env, *spec.pass_env)
+    inv.pass_env = (*(runtime.credential_env if spec.fronted is None else ()), *spec.pass_env)
     # a conversation with the CLI (JSON-RPC over stdio), not steering; a self-driven runtime holds its own
     if inv.keep_stdin and feed is None and not runtime.self_driven:
         feed = StdinFeed()

@@ -1,0 +1,158 @@
+"""How each agent CLI is fronted: where its model API is, which credential the gateway holds for it, and what the
+run is given instead (a base URL pointing at the gateway and a stand-in where the key was).
+
+One ``Plan`` per agent, read from what the CLI itself would read: the agent's ``env`` over the gateway's
+environment, and the login files below the agent's HOME. A plan whose CLI or login cannot be fronted says why
+(``unfronted``): ``doctor`` shows it, and the agent is then the owner's alone unless ``credentials: shared``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["STANDIN", "Credential", "Plan", "Upstream", "base_of", "plan_for"]
+
+STANDIN = "{standin}"
+"""In ``Plan.run_env``: the run's stand-in credential."""
+
+
+def base_of(name: str) -> str:
+    """In ``Plan.run_env``: the base URL the run is given for upstream ``name``."""
+    return "{base:" + name + "}"
+
+
+Wire = Literal["anthropic", "openai", "gemini"]
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """The real credential, as the gateway adds it upstream. ``login``: a subscription login's file, read (and
+    refreshed, ``oauth``) at each use instead of ``value``."""
+
+    how: Literal["x-api-key", "bearer", "x-goog-api-key", "none"]
+    value: str | None = None
+    login: Path | None = None
+    source: str = ""
+    """Where it was found (``doctor``): a variable's name, or the login file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    name: str
+    base_url: str
+    wire: Wire
+    credential: Credential
+    headers: dict[str, str] = field(default_factory=dict)
+    """More headers the real credential needs (an OAuth bearer's ``anthropic-beta``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    family: str
+    upstreams: tuple[Upstream, ...] = ()
+    run_env: dict[str, str] = field(default_factory=dict)
+    """What the run's environment gets (``STANDIN``, ``base_of(name)`` filled in per run)."""
+    drop: tuple[str, ...] = ()
+    """Variables of the agent's ``env`` and the gateway's that never reach the run (the real credentials)."""
+    hide: tuple[str, ...] = ()
+    """Paths below HOME with the credentials: shown to no run."""
+    providers: dict[str, str] = field(default_factory=dict)
+    """A CLI whose config file names its providers (Codex, OpenCode): provider -> upstream name."""
+    unfronted: str | None = None
+    """Why this CLI or login cannot be fronted (None: it is)."""
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _claude(env: Mapping[str, str], home: Path) -> Plan:
+    drop = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+    hide = (".claude/.credentials.json",)
+    if env.get("CLAUDE_CODE_USE_BEDROCK") or env.get("CLAUDE_CODE_USE_VERTEX"):
+        return Plan("claude", hide=hide, unfronted="Claude Code on Bedrock or Vertex (cloud credentials) is not "
+                    "fronted by the model gateway")
+    base = (env.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/")
+    oauth = {"anthropic-beta": "oauth-2025-04-20"}
+    headers: dict[str, str]
+    login = home / ".claude" / ".credentials.json"
+    if env.get("ANTHROPIC_API_KEY"):
+        cred, given, headers = Credential("x-api-key", env["ANTHROPIC_API_KEY"], source="ANTHROPIC_API_KEY"), \
+            "ANTHROPIC_API_KEY", {}
+    elif env.get("ANTHROPIC_AUTH_TOKEN"):
+        cred, given, headers = Credential("bearer", env["ANTHROPIC_AUTH_TOKEN"], source="ANTHROPIC_AUTH_TOKEN"), \
+            "ANTHROPIC_AUTH_TOKEN", {}
+    elif env.get("CLAUDE_CODE_OAUTH_TOKEN"):
+        cred, given, headers = Credential("bearer", env["CLAUDE_CODE_OAUTH_TOKEN"],
+                                          source="CLAUDE_CODE_OAUTH_TOKEN"), "ANTHROPIC_AUTH_TOKEN", oauth
+    elif (_json(login).get("claudeAiOauth") or {}).get("accessToken"):
+        cred, given, headers = Credential("bearer", login=login, source=str(login)), "ANTHROPIC_AUTH_TOKEN", oauth
+    else:
+        cred, given, headers = Credential("none", source="none found"), "ANTHROPIC_API_KEY", {}
+    return Plan("claude", (Upstream("anthropic", base, "anthropic", cred, headers),),
+                {"ANTHROPIC_BASE_URL": base_of("anthropic"), given: STANDIN}, drop, hide)
+
+
+def _gemini(env: Mapping[str, str], home: Path) -> Plan:
+    drop = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    hide = (".gemini/oauth_creds.json", ".gemini/google_accounts.json")
+    key_name = "GEMINI_API_KEY" if env.get("GEMINI_API_KEY") else "GOOGLE_API_KEY" if env.get("GOOGLE_API_KEY") \
+        else None
+    if env.get("GOOGLE_GENAI_USE_VERTEXAI") == "true":
+        return Plan("gemini", hide=hide, unfronted="Gemini CLI on Vertex AI (cloud credentials) is not fronted")
+    if env.get("GOOGLE_GENAI_USE_GCA") == "true" or (key_name is None and (home / ".gemini" /
+                                                                           "oauth_creds.json").is_file()):
+        return Plan("gemini", hide=hide, unfronted="Gemini CLI's Google login (Code Assist) is not fronted yet: "
+                    "give it GEMINI_API_KEY")
+    base = (env.get("GOOGLE_GEMINI_BASE_URL") or "https://generativelanguage.googleapis.com").rstrip("/")
+    cred = Credential("x-goog-api-key", env[key_name], source=key_name) if key_name else \
+        Credential("none", source="none found")
+    return Plan("gemini", (Upstream("gemini", base, "gemini", cred),),
+                {"GOOGLE_GEMINI_BASE_URL": base_of("gemini"), "GEMINI_API_KEY": STANDIN}, drop, hide)
+
+
+def _codex(env: Mapping[str, str], home: Path) -> Plan:
+    codex_home = Path(env.get("CODEX_HOME") or home / ".codex").expanduser()
+    try:
+        cfg = tomllib.loads((codex_home / "config.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        cfg = {}
+    provider = str(cfg.get("model_provider") or "openai")
+    auth = _json(codex_home / "auth.json")
+    if provider == "openai":
+        key_name = "OPENAI_API_KEY"
+        key = env.get("OPENAI_API_KEY") or auth.get("OPENAI_API_KEY")
+        if not key and auth.get("tokens"):
+            return Plan("codex", unfronted="Codex's ChatGPT login is not fronted yet: give it OPENAI_API_KEY")
+        base = str(env.get("OPENAI_BASE_URL") or cfg.get("openai_base_url") or "https://api.openai.com/v1")
+        source = "OPENAI_API_KEY" if env.get("OPENAI_API_KEY") else f"{codex_home / 'auth.json'}"
+    else:
+        entry = (cfg.get("model_providers") or {}).get(provider) or {}
+        if not entry.get("base_url"):
+            return Plan("codex", unfronted=f"Codex's provider {provider!r} names no base_url")
+        base, key_name = str(entry["base_url"]), str(entry.get("env_key") or "OPENAI_API_KEY")
+        key, source = env.get(key_name), key_name
+    cred = Credential("bearer", key, source=source) if key else Credential("none", source="none found")
+    return Plan("codex", (Upstream("codex", base.rstrip("/"), "openai", cred),), {key_name: STANDIN},
+                ("OPENAI_API_KEY", "CODEX_API_KEY", key_name), providers={provider: "codex"})
+
+
+_PLANS = {"claude": _claude, "gemini": _gemini, "codex": _codex}
+
+
+def plan_for(family: str, env: Mapping[str, str], home: Path) -> Plan:
+    """How an agent of this CLI family (a runtime's name, or what an ACP preset's ``credentials_of`` names) is
+    fronted, from ``env`` (the agent's over the gateway's) and the login files below ``home``."""
+    make = _PLANS.get(family)
+    if make is None:
+        return Plan(family, unfronted=f"the model gateway does not know how to front the {family} runtime")
+    return make(env, home)

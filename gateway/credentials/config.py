@@ -1,0 +1,40 @@
+"""The ``credentials`` section: the model gateway, its OAuth endpoints, prices and egress (docs/credentials.md)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from gateway.config.sections import Section
+
+__all__ = ["CredentialsConfig", "EgressConfig", "ModelPrice"]
+
+
+class ModelPrice(Section):
+    """US dollars per million tokens, for a model whose CLI states no cost (the budget is enforced at the wire)."""
+
+    input: float = Field(0, ge=0)
+    output: float = Field(0, ge=0)
+    cacheRead: float = Field(0, ge=0)
+    cacheWrite: float = Field(0, ge=0)
+
+
+class EgressConfig(Section):
+    """What a run without a network may still reach through the gateway's HTTPS ``CONNECT`` proxy."""
+
+    allow: list[str] = Field(default_factory=list, description="Host names (or *.suffix) runs may reach over "
+                             "HTTPS through the gateway's proxy; empty: none (the model gateway and MCP only).")
+    ports: list[int] = Field(default_factory=lambda: [443], description="The ports those hosts may be reached on.")
+
+
+class CredentialsConfig(Section):
+    """The model gateway: runs hold a stand-in, the gateway adds the real credential (docs/credentials.md)."""
+
+    enabled: bool = Field(True, description="Front the agents' model APIs: no run holds a real API key or login. "
+                          "Off: runs hold the credentials as before (the owner's runs only; others are refused).")
+    anthropicTokenUrl: str = Field("https://console.anthropic.com/v1/oauth/token",
+                                   description="Where the gateway refreshes a Claude subscription login.")
+    anthropicClientId: str = Field("9d1c250a-e61b-44d9-88ed-5944d1962f5e",
+                                   description="The OAuth client id Claude Code's login uses.")
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="Per model name (or a glob, "
+                                          "claude-*): the price per million tokens the budget counts with.")
+    egress: EgressConfig = Field(default_factory=EgressConfig)

@@ -1,0 +1,198 @@
+"""The model gateway's service: each run's plan and stand-in, the budgets it enforces, and ``start``.
+
+The executor asks it three things per turn (``gateway.composition.ports.ModelGateway``): the agent's ``plan``
+(before the sandbox is planned: the credential files it hides), a stand-in with the run's environment (``issue``,
+where the run token is issued) and, at the end, what the run used (``revoke``, where the run token is revoked).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import structlog
+from sqlalchemy import func, select
+
+from gateway.composition.ports import MODEL_GATEWAY
+from gateway.credentials.clis import STANDIN, Plan, plan_for
+from gateway.credentials.oauth import LoginRefresher
+from gateway.credentials.standins import StandIn, StandIns
+from gateway.protocol import InvalidRequest
+from gateway.sandbox.service import PORTAL_PORT
+from gateway.store.usage import TurnUsage, UsageRepo, day_start_ms
+
+if TYPE_CHECKING:
+    from gateway.agents.runtimes.base import Runtime
+    from gateway.composition.hosts import CapabilityHost
+    from gateway.config import AgentConfig, ConfigStore
+    from gateway.people.service import PeopleService
+    from gateway.store import Database
+
+__all__ = ["Issued", "ModelGateway", "family_of", "start"]
+
+log = structlog.get_logger("gateway.credentials")
+
+
+
+def family_of(runtime: Runtime) -> str:
+    """The CLI whose credentials a runtime uses: its own name, or an ACP preset's ``credentials_of``."""
+    preset = getattr(runtime, "preset", None)
+    return getattr(preset, "credentials_of", None) or runtime.name
+
+
+@dataclass(slots=True)
+class Issued:
+    """A run's stand-in and what its CLI is given: ``env`` (base URLs and the stand-in where keys were) and, for a
+    CLI with providers in a config file, provider -> base URL."""
+
+    token: str
+    env: dict[str, str]
+    base_urls: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Limit:
+    limit: float
+    spent: float
+    """Spent today before this run started (the usage store)."""
+    what: str
+
+
+class ModelGateway:
+    def __init__(self, config: ConfigStore, db: Database, people: PeopleService | None,
+                 listen: Callable[[], tuple[str, int]]) -> None:
+        self._config = config
+        self._db = db
+        self._people = people
+        self._listen = listen
+        self.standins = StandIns()
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(600, connect=30), follow_redirects=False,
+                                        limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
+        cfg = config.config.credentials
+        self.refresher = LoginRefresher(self.client, cfg.anthropicTokenUrl, cfg.anthropicClientId)
+        self._limits: dict[str, list[_Limit]] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self._config.config.credentials.enabled
+
+    # -- per agent --------------------------------------------------------------------------------
+
+    def plan(self, agent: AgentConfig, runtime: Runtime) -> Plan:
+        """How this agent's CLI is fronted (from its env over the gateway's, and the login below its HOME)."""
+        env = {**os.environ, **agent.env}
+        home = Path(agent.env.get("HOME") or Path.home()).expanduser()
+        return plan_for(family_of(runtime), env, home)
+
+    def refusal(self, plan: Plan | None, agent: AgentConfig, *, owner: bool) -> str | None:
+        """Why this run may not start: its CLI cannot be fronted, it is not the owner's, and the owner did not
+        share the agent's credentials with everyone (``credentials: shared``)."""
+        if owner or agent.credentials == "shared":
+            return None
+        why = plan.unfronted if plan is not None else "the model gateway is off (credentials.enabled false)"
+        if why is None:
+            return None
+        return (f"this agent cannot run for you: {why}, so a run would hold the owner's credentials; the owner "
+                "can set credentials: shared on the agent (remoteclaw doctor shows what that gives up)")
+
+    # -- per run ----------------------------------------------------------------------------------
+
+    async def issue(self, plan: Plan, *, run_id: str, agent: AgentConfig, session_key: str, person_id: str | None,
+                    owner: bool, isolated: bool) -> Issued:
+        """A stand-in for this run and its CLI's environment; ``isolated``: the run has no network (the portal)."""
+        grant = StandIn(run_id=run_id, agent_id=agent.id, session_key=session_key, person_id=person_id, owner=owner,
+                        upstreams={u.name: u for u in plan.upstreams})
+        token = self.standins.issue(grant)
+        host, port = self._listen()
+        host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+        root = f"http://127.0.0.1:{PORTAL_PORT}" if isolated else f"http://{host}:{port}"
+        urls = {u.name: f"{root}/model/{u.name}" for u in plan.upstreams}
+        env = {}
+        for name, value in plan.run_env.items():
+            if value == STANDIN:
+                env[name] = token
+            elif value.startswith("{base:"):
+                env[name] = urls[value[6:-1]]
+        self._limits[run_id] = await self._day_limits(agent, person_id, owner=owner)
+        return Issued(token, env, {provider: urls[up] for provider, up in plan.providers.items()})
+
+    def revoke(self, token: str) -> StandIn | None:
+        """The stand-in is dead from here on; what its run used (None: not one of ours)."""
+        grant = self.standins.revoke(token)
+        if grant is not None:
+            self._limits.pop(grant.run_id, None)
+        return grant
+
+    # -- money ------------------------------------------------------------------------------------
+
+    def price(self, model: str | None, usage: dict[str, int]) -> float:
+        """What ``usage`` of ``model`` cost by ``credentials.prices`` (0 for a model not listed)."""
+        prices = self._config.config.credentials.prices
+        if not model or not prices:
+            return 0.0
+        entry = prices.get(model) or next((p for pat, p in prices.items() if fnmatch.fnmatchcase(model, pat)), None)
+        if entry is None:
+            return 0.0
+        return (usage.get("input", 0) * entry.input + usage.get("output", 0) * entry.output
+                + usage.get("cacheRead", 0) * entry.cacheRead + usage.get("cacheWrite", 0) * entry.cacheWrite) / 1e6
+
+    async def _day_limits(self, agent: AgentConfig, person_id: str | None, *, owner: bool) -> list[_Limit]:
+        since = day_start_ms(datetime.now(UTC).date())
+        out = []
+        if agent.maxCostPerDay is not None:
+            async with self._db.session() as s:
+                spent = await UsageRepo.cost_since(s, agent.id, since)
+            out.append(_Limit(agent.maxCostPerDay, spent, f"agent {agent.id}'s daily budget (maxCostPerDay)"))
+        if person_id is not None and self._people is not None:
+            try:
+                person = await self._people.get(person_id)
+            except InvalidRequest:
+                return out
+            if person.max_cost_per_day is not None:
+                out.append(_Limit(person.max_cost_per_day, await self._spent(since, TurnUsage.person_id == person_id),
+                                  f"{person.name}'s daily budget"))
+            team = self._config.config.people.maxCostPerDay
+            if team is not None and not person.is_owner:
+                out.append(_Limit(team, await self._spent(since, TurnUsage.person_id.is_not(None)),
+                                  "the team's daily budget (people.maxCostPerDay)"))
+        return out
+
+    async def _spent(self, since_ms: int, whose: Any) -> float:
+        async with self._db.session() as s:
+            total = await s.scalar(select(func.coalesce(func.sum(TurnUsage.cost_usd), 0.0))
+                                   .where(whose, TurnUsage.at_ms >= since_ms))
+        return float(total or 0.0)
+
+    def over_budget(self, grant: StandIn, pending: float = 0.0) -> str | None:
+        """Why this run must stop now (a budget spent, counting what the live runs used so far), or None."""
+        for lim in self._limits.get(grant.run_id, ()):
+            live = sum(g.cost_usd for g in self.standins.live() if g is not grant and (
+                g.agent_id == grant.agent_id if lim.what.startswith("agent") else
+                g.person_id is not None if lim.what.startswith("the team") else g.person_id == grant.person_id))
+            used = lim.spent + live + grant.cost_usd + pending
+            if used >= lim.limit:
+                grant.stopped = (f"stopped: {lim.what} is spent (${used:.2f} of ${lim.limit:.2f} today); new turns "
+                                 "start again at 00:00 UTC")
+                return grant.stopped
+        return None
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+async def start(host: CapabilityHost) -> None:
+    """Capability entry: serve ``/model/...`` and provide the model gateway to the executor."""
+    from starlette.routing import Mount
+
+    from gateway.credentials.proxy import MOUNT, ModelRoute
+
+    models = ModelGateway(host.config_store, host.db, host.people, host.listen)
+    host.services.provide(MODEL_GATEWAY, models)
+    host.add_route(Mount(MOUNT, app=ModelRoute(models)))
+    host.on_stop(models.close)
