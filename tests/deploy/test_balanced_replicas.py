@@ -37,7 +37,8 @@ def balancer_config(port: int, a: int, b: int) -> str:
     """deploy/haproxy.cfg with compose's service names replaced by the loopback replicas."""
     cfg = (DEPLOY / "haproxy.cfg").read_text()
     cfg = cfg.replace("bind :18789", f"bind 127.0.0.1:{port}")
-    cfg = cfg.replace("gateway:18789", f"127.0.0.1:{a}").replace("gateway-b:18789", f"127.0.0.1:{b}")
+    cfg = cfg.replace("server-template a 8 gateway:18789", f"server a 127.0.0.1:{a}")
+    cfg = cfg.replace("gateway-b:18789", f"127.0.0.1:{b}")
     return cfg.replace(" check", " check inter 500 fall 2 rise 1")  # faster than the default 2 s, for the test
 
 

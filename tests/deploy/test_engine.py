@@ -1,0 +1,245 @@
+"""The Docker deployment in a real engine: ``docker compose`` on the real files in ``deploy/`` (no copy adapted to
+the test), as an operator following docs/deploy.md does it.
+
+One compose project for the module (``rc-enginetest``), its images built once: the gateway builds and becomes
+healthy (``/readyz``) on PostgreSQL and Redis, answers a turn, keeps its data across ``down`` + ``up``, is not
+recreated when the ``replicas`` profile is added, scales to three replicas with three names and one config, says
+it is not ready while PostgreSQL is stopped, and backs up and restores inside compose. Timings go to
+``$REMOTECLAW_DOCKER_TIMINGS`` (a JSON file) for docs/deploy.md.
+
+Needs root, a Docker engine (``scripts/docker-engine`` installs and starts one) and the base images
+(``scripts/docker-base-images`` builds stand-ins where Docker Hub is out of reach). Where no engine can start the
+tests fail saying why; they never skip. Deselected from the suite (``docker`` marker, tests/deploy/conftest.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.waiting import until
+from tests.support.ws import RawClient, operator
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = ROOT / "deploy" / "compose.yaml"
+PROJECT = "rc-enginetest"
+PORT, PORT_LAST, BALANCED = 28789, 28798, 28780
+TIMINGS: dict[str, float] = {}
+
+
+def run(*argv: str, timeout: float = 600, check: bool = True, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False, cwd=ROOT,
+                          env={**os.environ, **(env or {})})
+    if check and done.returncode != 0:
+        pytest.fail(f"{' '.join(argv[:4])}... exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+class Compose:
+    """``docker compose -p rc-enginetest -f deploy/compose.yaml --env-file <secrets>``."""
+
+    def __init__(self, env_file: Path) -> None:
+        self.env_file = env_file
+        self.token = ""
+
+    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run("docker", "compose", "-p", PROJECT, "-f", str(COMPOSE_FILE), "--env-file", str(self.env_file),
+                   *args, timeout=timeout, check=check)
+
+    def container_ids(self, service: str) -> list[str]:
+        return sorted(self("ps", "-q", service).stdout.split())
+
+    def exec(self, service: str, *argv: str, index: int = 1, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self("exec", "-T", "--index", str(index), service, *argv, check=check)
+
+    def ready(self, service: str, index: int = 1) -> tuple[int, dict[str, Any]]:
+        """``/readyz`` asked inside the container (what Docker's health check asks)."""
+        code = ("import json, urllib.request, urllib.error\n"
+                "try:\n    r = urllib.request.urlopen('http://127.0.0.1:18789/readyz', timeout=5); s = r.status\n"
+                "except urllib.error.HTTPError as e:\n    r, s = e, e.code\n"
+                "print(s, r.read().decode())")
+        out = self.exec(service, "/app/.venv/bin/python", "-c", code, index=index, check=False).stdout.strip()
+        status, _, body = out.partition(" ")
+        return (int(status), json.loads(body)) if status.isdigit() else (0, {"raw": out})
+
+
+def wait_for(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except (OSError, ValueError) as exc:
+            last = exc
+        time.sleep(0.5)
+    pytest.fail(f"{what} not within {timeout} s (last: {last!r})")
+
+
+def http(port: int, path: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+@pytest.fixture(scope="module")
+def compose(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compose]:
+    engine = run(str(ROOT / "scripts" / "docker-engine"), check=False, timeout=600)
+    assert engine.returncode == 0, f"no Docker engine could be started here: {engine.stderr.strip()}"
+    started = time.monotonic()
+    bases = run(str(ROOT / "scripts" / "docker-base-images"), check=False, timeout=900)
+    assert bases.returncode == 0, f"the base images could not be built: {bases.stderr.strip()[-2000:]}"
+    TIMINGS["base_images_s"] = round(time.monotonic() - started, 1)
+    env_file = tmp_path_factory.mktemp("compose") / "env"
+    env_file.write_text(f"REMOTECLAW_GATEWAY_TOKEN={secrets.token_hex(32)}\nPOSTGRES_PASSWORD={secrets.token_hex(16)}\n"
+                        f"REDIS_PASSWORD={secrets.token_hex(16)}\nREMOTECLAW_PORT={PORT}\n"
+                        f"REMOTECLAW_PORT_LAST={PORT_LAST}\nREMOTECLAW_BALANCED_PORT={BALANCED}\n")
+    env_file.chmod(0o600)
+    c = Compose(env_file)
+    c.token = env_file.read_text().split("\n")[0].split("=", 1)[1]
+    c("--profile", "replicas", "down", "-v", "--remove-orphans", check=False)
+    try:
+        yield c
+    finally:
+        c("--profile", "replicas", "logs", "--no-color", "--tail", "40", check=False)
+        c("--profile", "replicas", "down", "-v", "--remove-orphans", check=False)
+        out = os.environ.get("REMOTECLAW_DOCKER_TIMINGS")
+        if out:
+            Path(out).write_text(json.dumps(TIMINGS, indent=2) + "\n")
+
+
+FAKE_AGENT = {"agents": {"list": [{"id": "main", "command": ["/app/.venv/bin/python", "/data/fake_cli.py"]}]}}
+
+
+async def turn(url: str, token: str, key: str, text: str) -> list[tuple[str, str]]:
+    client: RawClient = await operator(url, token)
+    try:
+        sent = await client.call("chat.send", {"sessionKey": key, "message": text, "idempotencyKey": str(uuid.uuid4())})
+        done = await client.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 60_000}, timeout=70)
+        assert done["status"] == "ok", done
+        history = await client.call("chat.history", {"sessionKey": key})
+        return [(m["role"], m["text"]) for m in history["messages"]]
+    finally:
+        await client.close()
+
+
+async def test_builds_and_becomes_ready_on_postgresql(compose: Compose) -> None:
+    started = time.monotonic()
+    compose("build", "gateway", timeout=1200)
+    TIMINGS["gateway_build_s"] = round(time.monotonic() - started, 1)
+    started = time.monotonic()
+    compose("build", "gateway", timeout=600)
+    TIMINGS["gateway_build_warm_s"] = round(time.monotonic() - started, 1)
+    started = time.monotonic()
+    compose("up", "-d", "--wait", "--wait-timeout", "180", timeout=300)  # --wait: until Docker says healthy
+    TIMINGS["up_to_healthy_s"] = round(time.monotonic() - started, 1)
+    status, body = http(PORT, "/readyz")
+    assert status == 200 and body["ready"] and body["database"] == "postgresql" and body["eventBus"] == "connected"
+    mode = compose.exec("gateway", "stat", "-c", "%a %u", "/data").stdout.split()
+    assert mode == ["700", "10001"], mode  # /data is the gateway user's alone
+
+
+async def test_a_turn_runs_and_survives_down_and_up(compose: Compose) -> None:
+    compose("cp", str(ROOT / "tests" / "support" / "fake_cli.py"), "gateway:/data/fake_cli.py")
+    client = await operator(f"ws://127.0.0.1:{PORT}/", compose.token)
+    try:
+        got = await client.call("config.get")
+        await client.call("config.patch", {"patch": FAKE_AGENT, "baseHash": got["hash"]})
+    finally:
+        await client.close()
+    history = await turn(f"ws://127.0.0.1:{PORT}/", compose.token, "agent:main:main", "remember the blue door")
+    assert ("user", "remember the blue door") in history and len(history) >= 2, history
+    compose("down", timeout=120)
+    volumes = run("docker", "volume", "ls", "-q", "--filter", f"label=com.docker.compose.project={PROJECT}").stdout
+    compose("up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
+    after = run("docker", "volume", "ls", "-q", "--filter", f"label=com.docker.compose.project={PROJECT}").stdout
+    assert sorted(after.split()) == sorted(volumes.split())  # no anonymous volume left behind (redis: tmpfs)
+    anonymous = run("docker", "volume", "ls", "-q", "--filter", "dangling=true").stdout.split()
+    assert not [v for v in anonymous if len(v) == 64 and v in after], anonymous
+    client = await operator(f"ws://127.0.0.1:{PORT}/", compose.token)
+    try:
+        kept = await client.call("chat.history", {"sessionKey": "agent:main:main"})
+        assert any(m["text"] == "remember the blue door" for m in kept["messages"])
+    finally:
+        await client.close()
+
+
+async def test_not_ready_while_postgresql_is_stopped(compose: Compose) -> None:
+    compose("stop", "postgres", timeout=60)
+    try:
+        _, body = wait_for(lambda: (lambda r: r if r[0] == 503 else None)(http(PORT, "/readyz")), 30,
+                                "/readyz 503")
+        assert any("database unreachable" in r for r in body["reasons"]), body
+        assert http(PORT, "/healthz")[0] == 200  # alive all the same
+    finally:
+        compose("start", "postgres", timeout=60)
+    wait_for(lambda: http(PORT, "/readyz")[0] == 200, 60, "/readyz 200 again")
+
+
+async def test_the_replicas_profile_leaves_the_running_gateway_alone(compose: Compose) -> None:
+    before = compose.container_ids("gateway")
+    compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
+    assert compose.container_ids("gateway") == before  # not recreated: its sockets stay
+    status, body = compose.ready("gateway-b")
+    assert status == 200, body
+    assert body["replicaId"] != compose.ready("gateway")[1]["replicaId"]
+    wait_for(lambda: http(BALANCED, "/readyz")[0] == 200, 30, "the balancer")
+
+
+async def test_scale_to_three_replicas_with_three_names_and_one_config(compose: Compose) -> None:
+    compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", "--scale", "gateway=3",
+            timeout=300)
+    names = {compose.ready("gateway", i)[1].get("replicaId") for i in (1, 2, 3)}
+    assert len(names) == 3 and None not in names, names
+    ports = [int(compose("port", "--index", str(i), "gateway", "18789").stdout.strip().rsplit(":", 1)[1])
+             for i in (1, 2, 3)]
+    first = await operator(f"ws://127.0.0.1:{ports[0]}/", compose.token)
+    try:
+        got = await first.call("config.get")
+        await first.call("config.patch", {"patch": {"session": {"dmScope": "per-channel-peer"}},
+                                          "baseHash": got["hash"]})
+    finally:
+        await first.close()
+    for port in [*ports[1:], BALANCED]:
+        async def sees_it(port: int = port) -> bool:
+            client = await operator(f"ws://127.0.0.1:{port}/", compose.token)
+            try:
+                return (await client.call("config.get"))["config"]["session"]["dmScope"] == "per-channel-peer"
+            finally:
+                await client.close()
+        assert await until(sees_it, 15, f"the config on port {port}")
+    # gateway-b has its own volume and file, and runs the same config all the same
+    b = compose.exec("gateway-b", "cat", "/data/remoteclaw.json").stdout
+    assert json.loads(b)["session"]["dmScope"] == "per-channel-peer"
+    compose("--profile", "replicas", "up", "-d", "--wait", "--scale", "gateway=1", timeout=300)
+
+
+async def test_backup_and_restore_inside_compose(compose: Compose) -> None:
+    compose.exec("gateway", "/app/.venv/bin/remoteclaw", "backup", "--output", "/data/backup.tar.gz")
+    compose("--profile", "replicas", "stop", "gateway", "gateway-b", timeout=120)
+    # the restore runs where the gateway would, on the compose network and volume, with the gateway stopped
+    compose("--profile", "replicas", "run", "--rm", "--no-deps", "-T", "gateway", "/app/.venv/bin/remoteclaw",
+            "restore", "/data/backup.tar.gz", "--force", timeout=300)
+    compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
+    client = await operator(f"ws://127.0.0.1:{PORT}/", compose.token)
+    try:
+        kept = await client.call("chat.history", {"sessionKey": "agent:main:main"})
+        assert any(m["text"] == "remember the blue door" for m in kept["messages"])
+    finally:
+        await client.close()
