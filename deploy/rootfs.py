@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -63,6 +64,7 @@ class Image:
         images: a later build unpacks it in seconds instead of running debootstrap again (about half a
         minute). A base older than a week is made again, so security updates come in."""
         self.env: dict[str, str] = {"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8"}
+        self.args: dict[str, str] = {}
         self.workdir = "/"
         self.user = "0:0"
         self.cmd: list[str] = []
@@ -106,7 +108,13 @@ class Image:
     def env_(self, args: str) -> None:
         for pair in shlex.split(args):
             key, _, value = pair.partition("=")
-            self.env[key] = value
+            self.env[key] = re.sub(r"\$\{(\w+)\}", lambda m: self.args.get(m.group(1), self.env.get(m.group(1), "")),
+                                   value)
+
+    def arg_(self, args: str) -> None:
+        """``ARG NAME=default``: its value for the ``ENV`` lines that name it as ``${NAME}`` (no --build-arg here)."""
+        key, _, value = args.partition("=")
+        self.args[key.strip()] = value.strip()
 
     def workdir_(self, path: str) -> None:
         self.workdir = path if path.startswith("/") else f"{self.workdir.rstrip('/')}/{path}"
@@ -160,7 +168,9 @@ class Image:
             elif keyword == "HEALTHCHECK":
                 _options, _, command = args.partition("CMD ")
                 self.healthcheck = self.exec_form(command.strip()) if command else []
-            elif keyword in ("EXPOSE", "ARG", "LABEL"):
+            elif keyword == "ARG":
+                self.arg_(args)
+            elif keyword in ("EXPOSE", "LABEL"):
                 continue
             else:
                 raise SystemExit(f"rootfs: instruction {keyword} is not supported here")
