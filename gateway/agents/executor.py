@@ -351,8 +351,10 @@ class AgentExecutor:
             log.warning("run refused: its credentials cannot be fronted", session_key=run.session_key, why=refused)
             return RunOutcome(status="error", error=refused)
         try:
+            egress = await models.egress_socket(self.runs_dir) if models is not None else None
             confinement = await self._confine(run, agent, runtime, workspace, workdir, fx_path, tools_path,
-                                              cli_state, hide=fronted.hide if fronted is not None else None)
+                                              cli_state, hide=fronted.hide if fronted is not None else None,
+                                              egress=egress)
         except SandboxRefused as exc:
             _drop_scratch(workspace, scratch)
             fx_path.unlink(missing_ok=True)
@@ -421,7 +423,8 @@ class AgentExecutor:
             state_dir=turn.cli_state, permissions=agent.permissions, approve=self._approver(run),
             confine=confinement.confine, pass_env=tuple(confinement.settings.passEnv),
             sandboxed=confinement.how == "bwrap",
-            fronted=Fronted(turn.models.token, turn.models.base_urls) if turn.models is not None else None,
+            fronted=Fronted(turn.models.token, turn.models.base_urls, turn.models.config)
+            if turn.models is not None else None,
         )
 
     @staticmethod
@@ -524,7 +527,7 @@ class AgentExecutor:
 
     async def _confine(self, run: Run, agent: AgentConfig, runtime: Runtime, workspace: Path, workdir: Workdir | None,
                        fx_path: Path, tools_path: Path, cli_state: Path,
-                       hide: tuple[str, ...] | None = None) -> RunConfinement:
+                       hide: tuple[str, ...] | None = None, egress: Path | None = None) -> RunConfinement:
         """The run's sandbox (``gateway.sandbox``), with the files it hands back made ready to be shown in it."""
 
         # The hand-back files are bound into the sandbox, so they must exist first. Made here on the loop's
@@ -546,7 +549,7 @@ class AgentExecutor:
             agent, owner=is_owner_run(run), session_key=run.session_key, workspace=workspace, write=write,
             read=[tools_path], owner_paths=owner_paths, logins=runtime.logins,
             credentials=runtime.credentials if hide is None else (),  # fronted: the gateway holds the login
-            cli_settings=runtime.settings, hide=hide or ())
+            cli_settings=runtime.settings, hide=hide or (), egress=egress)
 
     def _approver(self, run: Run) -> Approve | None:
         """How a CLI that asks its client (Codex's app-server) puts a tool use to this run's person."""

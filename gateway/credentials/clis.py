@@ -65,6 +65,8 @@ class Plan:
     """A CLI whose config file names its providers (Codex, OpenCode): provider -> upstream name."""
     unfronted: str | None = None
     """Why this CLI or login cannot be fronted (None: it is)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """What of the CLI's own config file (hidden from the run: it holds keys) goes in the run's config, keys out."""
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -146,7 +148,56 @@ def _codex(env: Mapping[str, str], home: Path) -> Plan:
                 ("OPENAI_API_KEY", "CODEX_API_KEY", key_name), providers={provider: "codex"})
 
 
-_PLANS = {"claude": _claude, "gemini": _gemini, "codex": _codex}
+_OPENCODE_BASES = {"anthropic": "https://api.anthropic.com/v1", "openai": "https://api.openai.com/v1",
+                   "google": "https://generativelanguage.googleapis.com/v1beta", "openrouter": "https://openrouter.ai/api/v1",
+                   "groq": "https://api.groq.com/openai/v1", "mistral": "https://api.mistral.ai/v1",
+                   "deepseek": "https://api.deepseek.com/v1", "xai": "https://api.x.ai/v1"}
+"""The providers OpenCode knows without a ``baseURL``, where their APIs are."""
+
+
+def _opencode(env: Mapping[str, str], home: Path) -> Plan:
+    cfg_dir, data = home / ".config" / "opencode", home / ".local" / "share" / "opencode"
+    hide = (".config/opencode/opencode.json", ".config/opencode/opencode.jsonc", ".config/opencode/config.json",
+            ".local/share/opencode/auth.json")
+    cfg = _json(cfg_dir / "opencode.json") or _json(cfg_dir / "config.json")
+    if (cfg_dir / "opencode.jsonc").is_file() and not cfg:
+        return Plan("opencode", hide=hide, unfronted="OpenCode's opencode.jsonc is not read by the model gateway "
+                    "(use opencode.json)")
+    auth = _json(data / "auth.json")
+    entries: dict[str, Any] = dict(cfg.get("provider") or {})
+    for name in auth:
+        entries.setdefault(name, {})
+    upstreams, providers, config, drop = [], {}, {}, []
+    for name, entry in entries.items():
+        entry = dict(entry) if isinstance(entry, dict) else {}
+        opts = dict(entry.get("options") or {})
+        login = auth.get(name) if isinstance(auth.get(name), dict) else {}
+        if login.get("type") == "oauth":
+            return Plan("opencode", hide=hide, unfronted=f"OpenCode's {name} login (OAuth) is not fronted yet: "
+                        "give it an API key")
+        npm = str(entry.get("npm") or "")
+        wire: Wire = "anthropic" if "anthropic" in npm or name == "anthropic" else \
+            "gemini" if "google" in npm or name == "google" else "openai"
+        base = opts.get("baseURL") or _OPENCODE_BASES.get(name)
+        if not base:
+            return Plan("opencode", hide=hide, unfronted=f"OpenCode's provider {name!r} names no baseURL")
+        env_name = f"{name.upper().replace('-', '_')}_API_KEY"
+        key = opts.get("apiKey") or login.get("key") or env.get(env_name)
+        if isinstance(key, str) and key.startswith("{env:") and key.endswith("}"):
+            key = env.get(key[5:-1])
+        how = "x-api-key" if wire == "anthropic" else "x-goog-api-key" if wire == "gemini" else "bearer"
+        cred = Credential(how, str(key), source=f"{name}'s apiKey") if key else Credential("none", source="none")
+        up = f"opencode-{name}"
+        upstreams.append(Upstream(up, str(base).rstrip("/"), wire, cred))
+        providers[name] = up
+        opts.pop("apiKey", None)
+        config[name] = {**entry, "options": opts}
+        drop.append(env_name)
+    out = {"provider": config, **({"model": cfg["model"]} if cfg.get("model") else {})}
+    return Plan("opencode", tuple(upstreams), {}, tuple(drop), hide, providers, config=out)
+
+
+_PLANS = {"claude": _claude, "gemini": _gemini, "codex": _codex, "opencode": _opencode}
 
 
 def plan_for(family: str, env: Mapping[str, str], home: Path) -> Plan:

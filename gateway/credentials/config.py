@@ -24,6 +24,8 @@ class EgressConfig(Section):
     allow: list[str] = Field(default_factory=list, description="Host names (or *.suffix) runs may reach over "
                              "HTTPS through the gateway's proxy; empty: none (the model gateway and MCP only).")
     ports: list[int] = Field(default_factory=lambda: [443], description="The ports those hosts may be reached on.")
+    allowAddresses: list[str] = Field(default_factory=list, description="Private addresses an allowed host may "
+                                      "still resolve to (an internal mirror); cloud metadata addresses never.")
 
 
 class CredentialsConfig(Section):

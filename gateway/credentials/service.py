@@ -21,9 +21,11 @@ from sqlalchemy import func, select
 
 from gateway.composition.ports import MODEL_GATEWAY
 from gateway.credentials.clis import STANDIN, Plan, plan_for
+from gateway.credentials.egress import EgressProxy
 from gateway.credentials.oauth import LoginRefresher
 from gateway.credentials.standins import StandIn, StandIns
 from gateway.protocol import InvalidRequest
+from gateway.sandbox.relay import GatewayRelay
 from gateway.sandbox.service import PORTAL_PORT
 from gateway.store.usage import TurnUsage, UsageRepo, day_start_ms
 
@@ -54,6 +56,8 @@ class Issued:
     token: str
     env: dict[str, str]
     base_urls: dict[str, str] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    """``Plan.config``: the CLI's own config its per-run config carries (keys out)."""
 
 
 @dataclass(slots=True)
@@ -77,6 +81,17 @@ class ModelGateway:
         cfg = config.config.credentials
         self.refresher = LoginRefresher(self.client, cfg.anthropicTokenUrl, cfg.anthropicClientId)
         self._limits: dict[str, list[_Limit]] = {}
+        self.egress = EgressProxy(lambda: self._config.config.credentials.egress)
+        self._egress_relay: GatewayRelay | None = None
+
+    async def egress_socket(self, runs_dir: Path) -> Path | None:
+        """The relay socket of the HTTPS proxy for a run without a network, when the owner allows any host."""
+        if not self._config.config.credentials.egress.allow:
+            return None
+        if self._egress_relay is None:
+            await self.egress.start()
+            self._egress_relay = GatewayRelay(runs_dir / "egress.sock", lambda: self.egress.address)
+        return await self._egress_relay.socket()
 
     @property
     def enabled(self) -> bool:
@@ -120,7 +135,7 @@ class ModelGateway:
             elif value.startswith("{base:"):
                 env[name] = urls[value[6:-1]]
         self._limits[run_id] = await self._day_limits(agent, person_id, owner=owner)
-        return Issued(token, env, {provider: urls[up] for provider, up in plan.providers.items()})
+        return Issued(token, env, {provider: urls[up] for provider, up in plan.providers.items()}, plan.config)
 
     def revoke(self, token: str) -> StandIn | None:
         """The stand-in is dead from here on; what its run used (None: not one of ours)."""
@@ -184,6 +199,9 @@ class ModelGateway:
 
     async def close(self) -> None:
         await self.client.aclose()
+        await self.egress.close()
+        if self._egress_relay is not None:
+            await self._egress_relay.close()
 
 
 async def start(host: CapabilityHost) -> None:

@@ -34,11 +34,18 @@ class SandboxConfig(Section):
     mode: SandboxMode = Field("all", description="Which runs are sandboxed: all (default), non-owner (only runs "
                               "for people who are not the owner, and cron), or off (none: an agent run can "
                               "then read the gateway's config, database and token).")
-    network: SandboxNetwork = Field("open", description="open: the machine's network (the model's API, and the "
-                                    "services on this machine's loopback); loopback and none: a network of its "
-                                    "own that reaches nothing outside the sandbox (the gateway still answers "
-                                    "its tools).")
+    network: SandboxNetwork = Field("open", description="The owner's runs: open: the machine's network (the "
+                                    "model's API, and the services on this machine's loopback); loopback and "
+                                    "none: a network of its own that reaches nothing outside the sandbox (the "
+                                    "gateway still answers its tools and fronts its model API).")
+    othersNetwork: SandboxNetwork = Field("none", description="Runs of anyone but the owner (and cron): none by "
+                                          "default, reaching only the gateway (its model gateway and tools) and "
+                                          "the hosts in credentials.egress.allow through its HTTPS proxy.")
     binds: list[SandboxBind] = Field(default_factory=list, description="More host paths shown to the runs.")
+
+    def network_for(self, *, owner: bool) -> SandboxNetwork:
+        """The network of an owner's run, or of anyone else's."""
+        return self.network if owner else self.othersNetwork
     user: str | None = Field(None, min_length=1, description="Where bubblewrap cannot run: the Unix user agent "
                              "runs start as (the gateway must be root to switch to it).")
     passEnv: list[str] = Field(default_factory=list, description="Secret-looking environment variables of the "
@@ -51,6 +58,7 @@ class SandboxOverride(Section):
 
     mode: SandboxMode | None = None
     network: SandboxNetwork | None = None
+    othersNetwork: SandboxNetwork | None = None
     binds: list[SandboxBind] | None = Field(None, description="Added to the default's binds.")
     passEnv: list[str] | None = Field(None, description="Added to the default's passEnv.")
 
@@ -58,4 +66,5 @@ class SandboxOverride(Section):
         """The effective settings of an agent whose default is ``base``."""
         return base.model_copy(update={
             "mode": self.mode or base.mode, "network": self.network or base.network,
+            "othersNetwork": self.othersNetwork or base.othersNetwork,
             "binds": [*base.binds, *(self.binds or [])], "passEnv": [*base.passEnv, *(self.passEnv or [])]})

@@ -104,7 +104,7 @@ class Sandbox:
         """
         settings = self.settings_for(agent)
         wanted = settings.mode == "all" or (settings.mode == "non-owner" and not owner)
-        relay = await self._relay.socket() if wanted and settings.network != "open" else None
+        relay = await self._relay.socket() if wanted and settings.network_for(owner=owner) != "open" else None
         return await asyncio.to_thread(self._plan, agent, settings, relay, owner=owner, session_key=session_key,
                                        workspace=workspace, write=write, read=read, owner_paths=owner_paths,
                                        logins=logins, credentials=credentials, cli_settings=cli_settings,
@@ -125,7 +125,8 @@ class Sandbox:
         if probe_bwrap().ok:
             home = self._home(agent.id, owner, session_key)
             real_home = Path(agent.env.get("HOME") or Path.home()).expanduser()  # where the CLI's login is
-            layout = Layout(cwd=workspace, home=home, home_at=real_home, isolated_net=settings.network != "open",
+            layout = Layout(cwd=workspace, home=home, home_at=real_home,
+                            isolated_net=settings.network_for(owner=owner) != "open",
                             hide=[*self._private, *(real_home / rel for rel in hide)])
             layout.write = [workspace, *write, *(owner_paths if owner else [])]
             layout.read = [*runtime_roots(), *read]

@@ -10,7 +10,8 @@ It answers with what it found, as JSON: ``{"read": {path: bool or a folder's nam
 "cmdlines": [...], "leaked": [secret…], "env": {...}, "home": "...", "tmp": [...], "calls": {method: "ok" or
 the error message}, "answers": {method: its answer}, "cat": {path: text or null}, "wrote": {path: bool},
 "http": ["<status> <body>"…]}`` (``"write": [paths]`` in the prompt: appended to each; ``"http": [{url, headers,
-body}]``: requests made, a ``$NAME`` url or header value taken from the environment).
+body}]``: requests made, a ``$NAME`` url or header value taken from the environment; ``"tunnel": ["host:port"]``:
+``CONNECT`` through ``HTTPS_PROXY``, then ``ping`` echoed).
 """
 
 from __future__ import annotations
@@ -90,6 +91,26 @@ def fetch(ask: dict) -> str:
         return f"error {exc}"
 
 
+def tunnel(target: str) -> str:
+    """``CONNECT target`` through ``HTTPS_PROXY``: the proxy's status line, and what came back for ``ping`` when
+    the tunnel opened."""
+    proxy = os.environ.get("HTTPS_PROXY", "")
+    if not proxy:
+        return "no HTTPS_PROXY"
+    host, _, port = proxy.removeprefix("http://").rstrip("/").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+            head = s.recv(4096).decode(errors="replace")
+            status = head.split("\r\n", 1)[0]
+            if " 200 " not in status:
+                return status + " " + head.split("\r\n\r\n", 1)[-1]
+            s.sendall(b"ping\n")
+            return status + " " + s.recv(100).decode(errors="replace").strip()
+    except OSError as exc:
+        return f"error {exc}"
+
+
 def cat(path: str) -> str | None:
     try:
         with open(path, errors="replace") as fh:
@@ -158,6 +179,7 @@ def main() -> int:
         "cat": {p: cat(p) for p in ask.get("cat", [])},
         "tcp": {f"{h}:{p}": reaches(h, p) for h, p in ask.get("tcp", [])},
         "http": [fetch(a) for a in ask.get("http", [])],
+        "tunnel": {t: tunnel(t) for t in ask.get("tunnel", [])},
         "wrote": {p: writes(p) for p in ask.get("write", [])},
     }
     reply = json.dumps(found)

@@ -84,6 +84,10 @@ class _OpenCode(AcpPreset):
         config: dict[str, Any] = {"$schema": "https://opencode.ai/config.json", "autoupdate": False,
                                   "share": "disabled",
                                   "permission": {"edit": "ask", "bash": "ask", "webfetch": "ask"}}
+        if spec.fronted is not None:  # the user's providers, at the model gateway (``opencode.fronted_config``)
+            from gateway.agents.runtimes.opencode import fronted_config
+
+            config.update(fronted_config(spec.fronted))
         if spec.model:
             config["model"] = spec.model
         return {spec.workspace / "opencode.json": json.dumps(config, indent=2)}

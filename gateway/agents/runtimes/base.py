@@ -115,6 +115,9 @@ class Fronted:
 
     key: str
     base_urls: dict[str, str] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    """What of the CLI's own config file (which the run cannot see: it holds keys) its per-run config carries
+    (OpenCode's providers, keys out)."""
 
 
 @dataclass(slots=True)

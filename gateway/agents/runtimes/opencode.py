@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, mcp_server_name
+from gateway.agents.runtimes.base import Event, Fronted, Invocation, Parser, RunSpec, Runtime, mcp_server_name
 
-__all__ = ["OpenCodeParser", "OpenCodeRuntime"]
+__all__ = ["OpenCodeParser", "OpenCodeRuntime", "fronted_config"]
 
 _OUR_PREFIX = f"{mcp_server_name}_"
 
@@ -78,6 +78,19 @@ class OpenCodeParser(Parser):
                       cost_usd=self.cost)]
 
 
+def fronted_config(fronted: Fronted) -> dict[str, Any]:
+    """The user's providers (their config file is hidden from the run) with each ``baseURL`` at the model
+    gateway and the stand-in as the key (``gateway.credentials``)."""
+    out = dict(fronted.config)
+    providers = {}
+    for name, entry in (fronted.config.get("provider") or {}).items():
+        url = fronted.base_urls.get(name)
+        opts = {**(entry.get("options") or {}), **({"baseURL": url, "apiKey": fronted.key} if url else {})}
+        providers[name] = {**entry, "options": opts}
+    out["provider"] = providers
+    return out
+
+
 class OpenCodeRuntime(Runtime):
     name = "opencode"
     executable = "opencode"
@@ -95,6 +108,8 @@ class OpenCodeRuntime(Runtime):
             "mcp": {spec.mcp.name: {"type": "local", "command": [spec.mcp.command, *spec.mcp.args],
                                     "environment": dict(spec.mcp.env), "enabled": True}},
         }
+        if spec.fronted is not None:
+            config.update(fronted_config(spec.fronted))
         files = {spec.workspace / "opencode.json": json.dumps(config, indent=2),
                  spec.workspace / ".remoteclaw" / "INSTRUCTIONS.md": spec.system_prompt + "\n"}
         argv = [*self.command(spec), "run", "--format", "json"]
