@@ -23,6 +23,7 @@ import httpx
 from gateway import paths
 from gateway.agents.invocation import INSTALL, cli_argv
 from gateway.cli import extras
+from gateway.credentials.doctor import credentials_report
 from gateway.sandbox.doctor import sandbox_report
 
 __all__ = ["Check", "run_checks"]
@@ -325,6 +326,7 @@ async def run_checks() -> list[Check]:
         checks += await _bots(client, config)
     checks += [await asyncio.to_thread(_agent, agent) for agent in config.agents.list]
     checks += [Check(*row) for row in await asyncio.to_thread(sandbox_report, config)]
+    checks += [Check(*row) for row in await asyncio.to_thread(credentials_report, config)]
     checks += _extras(config)
     checks += _capabilities(config)
     checks.append(_control_ui(config))

@@ -1,0 +1,32 @@
+"""``remoteclaw doctor`` says per agent which credential the model gateway holds, which login it refreshes, what it
+cannot front (and what ``credentials: shared`` gives up), and the egress each tier gets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.gateway.cli.test_doctor import doctor
+from tests.gateway.credentials.test_model_gateway import login
+
+
+def test_doctor_names_what_the_model_gateway_holds_and_what_it_cannot_front(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    login(home)
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "oauth_creds.json").write_text("{}")
+    agents = [{"id": "keyed", "runtime": "claude", "env": {"ANTHROPIC_API_KEY": "sk-x", "HOME": str(home)}},
+              {"id": "sub", "runtime": "claude", "env": {"HOME": str(home)}},
+              {"id": "google", "runtime": "gemini", "env": {"HOME": str(home)}},
+              {"id": "shared", "runtime": "gemini", "env": {"HOME": str(home)}, "credentials": "shared"}]
+    cfg = {"agents": {"default": "keyed", "list": agents}, "credentials": {"egress": {"allow": ["pypi.org"]}}}
+    out = doctor(tmp_path / "state", cfg, "--json")
+    rows = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert "ANTHROPIC_API_KEY" in rows["model gateway: keyed"]["detail"]
+    assert "sk-x" not in out.stdout  # the key's name, never its value
+    assert ".credentials.json (a subscription login it refreshes)" in rows["model gateway: sub"]["detail"]
+    google = rows["model gateway: google"]
+    assert google["status"] == "warn" and "only the owner's runs" in google["detail"], google
+    assert "other people's runs hold the owner's credential" in rows["model gateway: shared"]["detail"]
+    egress = rows["egress: keyed"]["detail"]
+    assert egress.startswith("owner: the machine's network") and "pypi.org through the gateway's HTTPS proxy" in egress
