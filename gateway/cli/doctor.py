@@ -23,7 +23,6 @@ import httpx
 from gateway import paths
 from gateway.agents.invocation import INSTALL, cli_argv
 from gateway.cli import extras
-from gateway.credentials.doctor import credentials_report
 from gateway.sandbox.doctor import sandbox_report
 
 __all__ = ["Check", "run_checks"]
@@ -197,6 +196,13 @@ def _agent(agent: Any) -> Check:
     return Check(label, "ok", f"{binary} {version}")
 
 
+def _capability_rows(config: Any) -> list[tuple[str, str, str, str | None]]:
+    """The lines each capability declares (``Capability.doctor``): the model gateway's credentials and egress."""
+    from gateway.composition.capabilities import declared, load
+
+    return [row for cap in declared() if cap.doctor for row in load(cap.doctor)(config)]
+
+
 def _capabilities(config: Any) -> list[Check]:
     checks = []
     tts = config.messages.tts
@@ -326,7 +332,7 @@ async def run_checks() -> list[Check]:
         checks += await _bots(client, config)
     checks += [await asyncio.to_thread(_agent, agent) for agent in config.agents.list]
     checks += [Check(*row) for row in await asyncio.to_thread(sandbox_report, config)]
-    checks += [Check(*row) for row in await asyncio.to_thread(credentials_report, config)]
+    checks += [Check(*row) for row in await asyncio.to_thread(_capability_rows, config)]
     checks += _extras(config)
     checks += _capabilities(config)
     checks.append(_control_ui(config))

@@ -49,6 +49,8 @@ class Capability:
     """``async def start(host: CapabilityHost) -> None``: build the service, provide it, register clean-up."""
     methods: tuple[str, ...] = ()
     """Modules whose ``@method`` declarations register the capability's gateway methods."""
+    doctor: str | None = None
+    """``def rows(config: Config) -> list[(name, status, detail, fix)]``: its lines in ``remoteclaw doctor``."""
 
 
 def declared() -> Iterator[Capability]:

@@ -6,10 +6,11 @@
 - ``proxy``: the ``/model/...`` route that checks the stand-in, adds the credential and streams the answer back;
 - ``wire``: the usage an upstream's answer states (Anthropic, OpenAI Responses and Chat, Gemini);
 - ``egress``: the HTTPS ``CONNECT`` proxy with its allowlist and deny list, for runs without a network;
-- ``service``: the capability's service and ``start``; ``doctor``: its lines; ``config``: the ``credentials`` section.
+- ``service``: the capability's service (``start``: its entry); ``doctor``: its lines; ``config``: its section.
 """
 
 from gateway.composition.capabilities import Capability
 
-CAPABILITY = Capability("credentials", start="gateway.credentials.service:start")
+CAPABILITY = Capability("credentials", start="gateway.credentials.start:start",
+                        doctor="gateway.credentials.doctor:credentials_report")
 """What this capability adds to the gateway (``gateway.composition.capabilities``)."""

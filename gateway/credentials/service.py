@@ -1,8 +1,9 @@
-"""The model gateway's service: each run's plan and stand-in, the budgets it enforces, and ``start``.
+"""The model gateway's service: each run's plan and stand-in, the budgets it enforces.
 
-The executor asks it three things per turn (``gateway.composition.ports.ModelGateway``): the agent's ``plan``
-(before the sandbox is planned: the credential files it hides), a stand-in with the run's environment (``issue``,
-where the run token is issued) and, at the end, what the run used (``revoke``, where the run token is revoked).
+The executor (which finds it by ``gateway.composition.ports.MODEL_GATEWAY``) asks it three things per turn:
+the agent's ``plan`` (before the sandbox is planned: the credential files it hides), a stand-in with the run's
+environment (``issue``, where the run token is issued) and, at the end, what the run used (``revoke``, where the
+run token is revoked).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import httpx
 import structlog
 from sqlalchemy import func, select
 
-from gateway.composition.ports import MODEL_GATEWAY
 from gateway.credentials.clis import STANDIN, Plan, plan_for
 from gateway.credentials.egress import EgressProxy
 from gateway.credentials.oauth import LoginRefresher
@@ -31,12 +31,11 @@ from gateway.store.usage import TurnUsage, UsageRepo, day_start_ms
 
 if TYPE_CHECKING:
     from gateway.agents.runtimes.base import Runtime
-    from gateway.composition.hosts import CapabilityHost
     from gateway.config import AgentConfig, ConfigStore
     from gateway.people.service import PeopleService
     from gateway.store import Database
 
-__all__ = ["Issued", "ModelGateway", "family_of", "start"]
+__all__ = ["Issued", "ModelGateway", "family_of"]
 
 log = structlog.get_logger("gateway.credentials")
 
@@ -202,15 +201,3 @@ class ModelGateway:
         await self.egress.close()
         if self._egress_relay is not None:
             await self._egress_relay.close()
-
-
-async def start(host: CapabilityHost) -> None:
-    """Capability entry: serve ``/model/...`` and provide the model gateway to the executor."""
-    from starlette.routing import Mount
-
-    from gateway.credentials.proxy import MOUNT, ModelRoute
-
-    models = ModelGateway(host.config_store, host.db, host.people, host.listen)
-    host.services.provide(MODEL_GATEWAY, models)
-    host.add_route(Mount(MOUNT, app=ModelRoute(models)))
-    host.on_stop(models.close)
