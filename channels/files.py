@@ -18,8 +18,7 @@ import os
 from pathlib import Path
 
 from channels.base import ChannelError
-from gateway.platforms import MAX_ATTACHMENT_BYTES, OUTBOUND, FileBytes
-from gateway.sandbox.open_beneath import read_fd
+from gateway.platforms import MAX_ATTACHMENT_BYTES, OUTBOUND, FileBytes, read_fd
 
 __all__ = ["MAX_ATTACHMENT_BYTES", "check_outbound_file", "upload_of"]
 

@@ -18,16 +18,18 @@ from gateway.access.principals import MCP_CLIENT
 from gateway.dispatch.callers import ADMIN, OPERATOR_SCOPES, Caller, SessionScope
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from starlette.requests import Request
 
+    from gateway.access.doors import AccessControl
     from gateway.agents.tokens import RunGrant
-    from gateway.composition.gateway import Gateway
     from gateway.people.service import PeopleService
-    from gateway.store import Database
 
-__all__ = ["HttpCredentials", "credentials_of", "may_read_session", "request_token"]
+TokenVerifier = Callable[[str, str, str], "Awaitable[Caller | None]"]
+"""A capability's own kind of credential (``/mcp`` tokens): ``(token, conn_id, remote)`` -> its caller, or None."""
+
+__all__ = ["HttpCredentials", "mcp_token_caller", "request_token"]
 
 
 class RunTokenTable(Protocol):
@@ -47,15 +49,20 @@ def request_token(request: Request, *, query: bool = False) -> str | None:
 
 
 class HttpCredentials:
-    """Turns an HTTP request's credential into a ``Caller`` (None: no credential, or not a live one)."""
+    """Turns an HTTP request's credential into a ``Caller`` (None: no credential, or not a live one), and decides
+    an HTTP route's read of a conversation's thing with the access model. Built once by the composition root."""
 
-    def __init__(self, *, gateway_token: str, run_tokens: RunTokenTable, people: PeopleService, db: Database,
-                 default_agent: Callable[[], str]) -> None:
+    def __init__(self, *, gateway_token: str, run_tokens: RunTokenTable, people: PeopleService,
+                 access: AccessControl) -> None:
         self._token = gateway_token
         self._run_tokens = run_tokens
         self._people = people
-        self._db = db
-        self._default_agent = default_agent
+        self._access = access
+        self._verifiers: list[TokenVerifier] = []
+
+    def add_verifier(self, verifier: TokenVerifier) -> None:
+        """A capability's credentials (``/mcp`` tokens) are callers at the HTTP doors too."""
+        self._verifiers.append(verifier)
 
     async def caller(self, request: Request, *, query: bool = False) -> Caller | None:
         given = request_token(request, query=query)
@@ -77,36 +84,28 @@ class HttpCredentials:
             return Caller(conn_id=conn_id, role="operator", scopes=grant.scopes, client_id="http",
                           client_mode="backend", remote=remote, methods=grant.methods, confined_to=grant.confine,
                           reach=grant.reach, person_id=grant.person_id, run_session=grant.session_key)
-        return await self._mcp_caller(given, conn_id, remote)
+        for verify in self._verifiers:
+            found = await verify(given, conn_id, remote)
+            if found is not None:
+                return found
+        return None
 
-    async def _mcp_caller(self, given: str, conn_id: str, remote: str) -> Caller | None:
-        """A ``/mcp`` token, as its MCP session's caller (``gateway.mcp_http.session``)."""
-        from gateway.mcp_http import tokens
-
-        grant = await tokens.verify(self._db, given)
-        if grant is None or grant.expired():
-            return None
-        owner = grant.owner and grant.person_id is None
-        reach_person = grant.person_id if grant.person_role != "guest" else None
-        key = grant.session_key or f"agent:{self._default_agent()}:main"
-        return Caller(conn_id=conn_id, role="operator", scopes=frozenset({ADMIN}) if owner else frozenset(),
-                      client_id=MCP_CLIENT, client_mode="backend", remote=remote,
-                      methods=None if owner else frozenset(),
-                      confined_to=None if owner else SessionScope(key, person_id=reach_person),
-                      person_id=grant.person_id)
+    async def may_read_session(self, request: Request, session_key: str, *, query: bool = False) -> int:
+        """The HTTP door's decision on a conversation's thing: 200 (serve it), 401 (no live credential) or 403
+        (a credential that may not read that conversation), as ``may(principal, "read", session)`` says."""
+        caller = await self.caller(request, query=query)
+        if caller is None:
+            return 401
+        obj = await self._access.session(session_key)
+        return 200 if may(self._access.principal(caller), "read", obj) else 403
 
 
-def credentials_of(gw: Gateway) -> HttpCredentials:
-    """The gateway's HTTP credentials (cheap: it holds only references)."""
-    return HttpCredentials(gateway_token=gw.token, run_tokens=gw.run_tokens, people=gw.people, db=gw.db,
-                           default_agent=lambda: gw.sessions.default_agent_id)
-
-
-async def may_read_session(gw: Gateway, request: Request, session_key: str, *, query: bool = False) -> int:
-    """The HTTP door's decision on a conversation's thing: 200 (serve it), 401 (no live credential) or 403
-    (a credential that may not read that conversation), as ``may(principal, "read", session)`` says."""
-    caller = await credentials_of(gw).caller(request, query=query)
-    if caller is None:
-        return 401
-    obj = await gw.access.session(session_key)
-    return 200 if may(gw.access.principal(caller), "read", obj) else 403
+def mcp_token_caller(*, owner: bool, person_id: str | None, person_role: str | None, session_key: str,
+                     conn_id: str, remote: str) -> Caller:
+    """A ``/mcp`` token's caller at an HTTP door, as its MCP session's (``gateway.mcp_http.session``)."""
+    reach_person = person_id if person_role != "guest" else None
+    return Caller(conn_id=conn_id, role="operator", scopes=frozenset({ADMIN}) if owner else frozenset(),
+                  client_id=MCP_CLIENT, client_mode="backend", remote=remote,
+                  methods=None if owner else frozenset(),
+                  confined_to=None if owner else SessionScope(session_key, person_id=reach_person),
+                  person_id=person_id)

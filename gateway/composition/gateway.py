@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from gateway.access.doors import AccessControl
+    from gateway.access.http import HttpCredentials
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
     from gateway.config.watch import ConfigWatcher
@@ -81,6 +82,8 @@ class Gateway:
     """Who is talking and what is theirs (``gateway.people``)."""
     access: AccessControl
     """The one authorization model's doors (``gateway.access``)."""
+    http_credentials: HttpCredentials
+    """An HTTP request's credential as a caller, for the routes that serve a conversation's things."""
 
     def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:
         self.state_dir = state_dir

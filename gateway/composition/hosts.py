@@ -75,16 +75,12 @@ class GatewayHost:
 
     def http_credentials(self) -> HttpCredentials:
         """How an HTTP route turns a request's credential into a caller (``gateway.access.http``)."""
-        from gateway.access.http import credentials_of
-
-        return credentials_of(self._gw)
+        return self._gw.http_credentials
 
     async def may_read_session(self, request: Request, session_key: str, *, query: bool = False) -> int:
         """An HTTP route's decision on a conversation's thing: 200, 401 (no live credential) or 403
         (``gateway.access.http``)."""
-        from gateway.access.http import may_read_session
-
-        return await may_read_session(self._gw, request, session_key, query=query)
+        return await self._gw.http_credentials.may_read_session(request, session_key, query=query)
 
 
 class CapabilityHost(GatewayHost):

@@ -90,8 +90,11 @@ async def _start_people(gw: Gateway) -> None:
 async def _start_access(gw: Gateway) -> None:
     """The one authorization model's doors (``gateway.access``): every method, list and event asks it."""
     from gateway.access.doors import AccessControl
+    from gateway.access.http import HttpCredentials
 
     gw.access = AccessControl(gw.db, gw.sessions, gw.people, gw.runs)
+    gw.http_credentials = HttpCredentials(gateway_token=gw.token, run_tokens=gw.run_tokens, people=gw.people,
+                                          access=gw.access)
 
 
 def _tell_sandbox_problems(gw: Gateway) -> None:

@@ -39,6 +39,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from gateway.access.http import mcp_token_caller
 from gateway.composition.services import Key
 from gateway.mcp_http import tokens
 from gateway.mcp_http.session import McpSession
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from gateway.composition.gateway_functions import MethodCall
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
+    from gateway.dispatch.callers import Caller
     from gateway.store import Database
 
 __all__ = ["MCP_PATH", "McpHttp", "start"]
@@ -113,6 +115,17 @@ class McpHttp:
         self._sweeper: asyncio.Task[None] | None = None
 
     # -- routes ----------------------------------------------------------------------------------
+
+    async def http_caller(self, given: str, conn_id: str, remote: str) -> Caller | None:
+        """A ``/mcp`` token presented at another HTTP route (a web chat file): its MCP session's caller, so the
+        access model decides it as it decides the token's tool calls."""
+        grant = await tokens.verify(self._db, given)
+        if grant is None or grant.expired():
+            return None
+        return mcp_token_caller(owner=grant.owner and grant.person_id is None, person_id=grant.person_id,
+                                person_role=grant.person_role,
+                                session_key=grant.session_key or f"agent:{self._config.config.agents.default}:main",
+                                conn_id=conn_id, remote=remote)
 
     def routes(self) -> list[Route]:
         return [
@@ -442,6 +455,7 @@ async def start(host: CapabilityHost) -> None:
         return
     mcp = McpHttp(host.config_store, host.db, host.call)
     host.people.on_remove(mcp.person_removed)
+    host.http_credentials().add_verifier(mcp.http_caller)
     host.services.provide(MCP_HTTP, mcp)
     for route in mcp.routes():
         host.add_route(route)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from gateway.access import Access, is_owner
+from gateway.access import Access, Obj
 from gateway.composition.ports import PLUGIN_TOOLS
 from gateway.config import Config, ConfigStore, env_overrides
 from gateway.config.model import load_json5, secret_paths
@@ -146,10 +146,8 @@ def _refuse_owner_only(ctx: CallContext, old: Config, new: Config) -> None:
     Raises:
         Forbidden: ``OWNER_ONLY`` naming the config path (``details.paths``: every one the write touched).
     """
-    if is_owner(ctx.caller, ctx.people.role_of):
-        return
     paths = owner_only_changes(old, new)
-    if paths:
+    if paths and not ctx.access.allows(ctx.caller, "admin", Obj("config", key=paths[0], owner_only=True)):
         raise Forbidden(f"{paths[0]}: only the owner changes this setting (it widens who reaches what, or runs "
                         "code); nothing was written", details={"code": "OWNER_ONLY", "field": paths[0],
                                                                "paths": paths})

@@ -19,7 +19,7 @@ from gateway.platforms.interface import MAX_ATTACHMENT_BYTES, ChatPlatforms, Pro
 from gateway.platforms.journal import InboundJournal
 from gateway.platforms.messages import ChatType, Inbound, InboundHandler, Media, MediaKind, Sent
 from gateway.runs import Origin
-from gateway.sandbox.open_beneath import FileBytes
+from gateway.sandbox.open_beneath import FileBytes, read_fd
 from gateway.webchat.posts import WebchatPosts
 
 __all__ = [
@@ -45,4 +45,5 @@ __all__ = [
     "WebchatPosts",
     "channel_section",
     "is_public_address",
+    "read_fd",
 ]

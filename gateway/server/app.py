@@ -505,9 +505,8 @@ def build_app(gateway: Gateway) -> ASGIApp:
         return HTMLResponse(page.index_html(), headers=page.page_headers())
 
     async def webchat_file(request: Request) -> Response:
-        from gateway.access.http import may_read_session
-
-        return await serve_file(request, gateway.db, lambda key: may_read_session(gateway, request, key))
+        return await serve_file(request, gateway.db,
+                                lambda key: gateway.http_credentials.may_read_session(request, key))
 
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
