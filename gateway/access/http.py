@@ -11,6 +11,7 @@ handshake (``gateway.server.handshake.caller_for``), so the decision is the mode
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.access.policy import may
@@ -18,15 +19,13 @@ from gateway.access.principals import MCP_CLIENT
 from gateway.dispatch.callers import ADMIN, OPERATOR_SCOPES, Caller, SessionScope
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from starlette.requests import Request
 
     from gateway.access.doors import AccessControl
     from gateway.agents.tokens import RunGrant
     from gateway.people.service import PeopleService
 
-TokenVerifier = Callable[[str, str, str], "Awaitable[Caller | None]"]
+TokenVerifier = Callable[[str, str, str], Awaitable[Caller | None]]
 """A capability's own kind of credential (``/mcp`` tokens): ``(token, conn_id, remote)`` -> its caller, or None."""
 
 __all__ = ["HttpCredentials", "mcp_token_caller", "request_token"]
