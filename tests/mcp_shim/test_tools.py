@@ -183,7 +183,9 @@ async def test_message_tools_through_webchat(agent_gateway: GatewayProcess, star
     assert (image["name"], image["mimeType"], image["inline"], hist[int(attached["messageId"])]["text"]) == (
         "chart.png", "image/png", True, "c")
     download = hist[int(page["messageId"])]["attachments"][0]
-    async with httpx.AsyncClient(base_url=agent_gateway.http) as http:
+    async with httpx.AsyncClient(base_url=agent_gateway.http, headers={
+            "authorization": f"Bearer {agent_gateway.token}"}) as http:  # a file is served to who may read it
+        assert (await http.get(image["url"], headers={"authorization": ""})).status_code == 401
         got = await http.get(image["url"])
         assert got.status_code == 200 and got.content == picture.read_bytes()
         assert got.headers["content-type"] == "image/png" and got.headers["content-disposition"].startswith("inline")
