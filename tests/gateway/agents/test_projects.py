@@ -45,7 +45,9 @@ def gw(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram, repo: Path,
              "projects": [{"name": "web", "path": str(repo), "worktrees": True},
                           {"name": "notes", "path": str(notes)}]}
     config = {"agents": {"list": [agent]}, "session": {"dmScope": "per-peer"}}
-    with telegram_gateway(tmp_path_factory.mktemp("tg") / "gw", fake, dmPolicy="open", config=config) as proc:
+    # Ada and Ben are both the owner (two of the owner's chats): a stranger's DM works in no project (#51)
+    with telegram_gateway(tmp_path_factory.mktemp("tg") / "gw", fake, dmPolicy="open", config=config,
+                          channels={"ownerAllowFrom": [f"telegram:{ADA}", f"telegram:{BEN}"]}) as proc:
         yield proc
 
 
