@@ -14,6 +14,7 @@ tests fail saying why; they never skip. Deselected from the suite (``docker`` ma
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -28,14 +29,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "deploy" / "compose.yaml"
 PROJECT = "rc-enginetest"
-PORT, PORT_LAST, BALANCED = 28789, 28798, 28780
+PORT, BALANCED = 28789, 28780
+SCALE_FILE = ROOT / "deploy" / "compose.scale.yaml"
 TIMINGS: dict[str, float] = {}
 
 
@@ -55,8 +56,10 @@ class Compose:
         self.env_file = env_file
         self.token = ""
 
-    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return run("docker", "compose", "-p", PROJECT, "-f", str(COMPOSE_FILE), "--env-file", str(self.env_file),
+    def __call__(self, *args: str, timeout: float = 600, check: bool = True,
+                 scaled: bool = False) -> subprocess.CompletedProcess[str]:
+        files = ["-f", str(COMPOSE_FILE), *(["-f", str(SCALE_FILE)] if scaled else [])]
+        return run("docker", "compose", "-p", PROJECT, *files, "--env-file", str(self.env_file),
                    *args, timeout=timeout, check=check)
 
     def container_ids(self, service: str) -> list[str]:
@@ -109,7 +112,7 @@ def compose(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compose]:
     env_file = tmp_path_factory.mktemp("compose") / "env"
     env_file.write_text(f"REMOTECLAW_GATEWAY_TOKEN={secrets.token_hex(32)}\nPOSTGRES_PASSWORD={secrets.token_hex(16)}\n"
                         f"REDIS_PASSWORD={secrets.token_hex(16)}\nREMOTECLAW_PORT={PORT}\n"
-                        f"REMOTECLAW_PORT_LAST={PORT_LAST}\nREMOTECLAW_BALANCED_PORT={BALANCED}\n")
+                        f"REMOTECLAW_BALANCED_PORT={BALANCED}\n")
     env_file.chmod(0o600)
     c = Compose(env_file)
     c.token = env_file.read_text().split("\n")[0].split("=", 1)[1]
@@ -165,13 +168,14 @@ async def test_a_turn_runs_and_survives_down_and_up(compose: Compose) -> None:
         await client.close()
     history = await turn(f"ws://127.0.0.1:{PORT}/", compose.token, "agent:main:main", "remember the blue door")
     assert ("user", "remember the blue door") in history and len(history) >= 2, history
+    def dangling() -> set[str]:
+        return set(run("docker", "volume", "ls", "-q", "--filter", "dangling=true").stdout.split())
     compose("down", timeout=120)
-    volumes = run("docker", "volume", "ls", "-q", "--filter", f"label=com.docker.compose.project={PROJECT}").stdout
+    left = dangling()
     compose("up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
-    after = run("docker", "volume", "ls", "-q", "--filter", f"label=com.docker.compose.project={PROJECT}").stdout
-    assert sorted(after.split()) == sorted(volumes.split())  # no anonymous volume left behind (redis: tmpfs)
-    anonymous = run("docker", "volume", "ls", "-q", "--filter", "dangling=true").stdout.split()
-    assert not [v for v in anonymous if len(v) == 64 and v in after], anonymous
+    compose("down", timeout=120)
+    assert dangling() == left, "down + up left an anonymous volume behind"
+    compose("up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
     client = await operator(f"ws://127.0.0.1:{PORT}/", compose.token)
     try:
         kept = await client.call("chat.history", {"sessionKey": "agent:main:main"})
@@ -202,32 +206,55 @@ async def test_the_replicas_profile_leaves_the_running_gateway_alone(compose: Co
     wait_for(lambda: http(BALANCED, "/readyz")[0] == 200, 30, "the balancer")
 
 
+async def test_a_killed_replica_loses_no_client_for_long(compose: Compose) -> None:
+    """``docker kill`` of the gateway replica: new clients through the balancer reach gateway-b and are answered."""
+    compose("cp", str(ROOT / "tests" / "support" / "fake_cli.py"), "gateway-b:/data/fake_cli.py")
+    url = f"ws://127.0.0.1:{BALANCED}/"
+    assert (await turn(url, compose.token, "agent:main:before-kill", "before the kill"))[-1][0] == "assistant"
+    killed_at = time.monotonic()
+    run("docker", "kill", compose.container_ids("gateway")[0])
+
+    async def answered() -> bool:
+        try:
+            history = await turn(url, compose.token, f"agent:main:after-{uuid.uuid4().hex[:6]}", "after the kill")
+        except (OSError, AssertionError, ConnectionError, TimeoutError):
+            await asyncio.sleep(0.2)
+            return False
+        return history[-1][0] == "assistant"
+    deadline = time.monotonic() + 60
+    while not await answered():
+        assert time.monotonic() < deadline, "no answer through the balancer within 60 s of the kill"
+    TIMINGS["answer_after_kill_s"] = round(time.monotonic() - killed_at, 1)
+    compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
+
+
 async def test_scale_to_three_replicas_with_three_names_and_one_config(compose: Compose) -> None:
     compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", "--scale", "gateway=3",
-            timeout=300)
+            timeout=300, scaled=True)
     names = {compose.ready("gateway", i)[1].get("replicaId") for i in (1, 2, 3)}
-    assert len(names) == 3 and None not in names, names
-    ports = [int(compose("port", "--index", str(i), "gateway", "18789").stdout.strip().rsplit(":", 1)[1])
-             for i in (1, 2, 3)]
-    first = await operator(f"ws://127.0.0.1:{ports[0]}/", compose.token)
+    assert len(names) == 3 and None not in names, names  # one volume, three names
+    through = await operator(f"ws://127.0.0.1:{BALANCED}/", compose.token)
     try:
-        got = await first.call("config.get")
-        await first.call("config.patch", {"patch": {"session": {"dmScope": "per-channel-peer"}},
-                                          "baseHash": got["hash"]})
+        got = await through.call("config.get")
+        await through.call("config.patch", {"patch": {"session": {"dmScope": "per-channel-peer"}},
+                                            "baseHash": got["hash"]})
     finally:
-        await first.close()
-    for port in [*ports[1:], BALANCED]:
-        async def sees_it(port: int = port) -> bool:
-            client = await operator(f"ws://127.0.0.1:{port}/", compose.token)
-            try:
-                return (await client.call("config.get"))["config"]["session"]["dmScope"] == "per-channel-peer"
-            finally:
-                await client.close()
-        assert await until(sees_it, 15, f"the config on port {port}")
-    # gateway-b has its own volume and file, and runs the same config all the same
+        await through.close()
+
+    def runs_it(service: str, index: int) -> bool:
+        out = compose.exec(service, "/app/.venv/bin/remoteclaw", "gateway", "call", "config.get", "--json",
+                           index=index, check=False).stdout
+        try:
+            return bool(json.loads(out)["config"]["session"]["dmScope"] == "per-channel-peer")
+        except (ValueError, KeyError):
+            return False
+    for service, index in (("gateway", 1), ("gateway", 2), ("gateway", 3), ("gateway-b", 1)):
+        wait_for(lambda service=service, index=index: runs_it(service, index), 20, f"{service} #{index}'s config")
+    # gateway-b has its own volume and file, and its file mirrors the one config all the same
     b = compose.exec("gateway-b", "cat", "/data/remoteclaw.json").stdout
     assert json.loads(b)["session"]["dmScope"] == "per-channel-peer"
-    compose("--profile", "replicas", "up", "-d", "--wait", "--scale", "gateway=1", timeout=300)
+    compose("--profile", "replicas", "rm", "-s", "-f", "gateway", timeout=120, scaled=True)  # back to one
+    compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
 
 
 async def test_backup_and_restore_inside_compose(compose: Compose) -> None:
@@ -243,3 +270,65 @@ async def test_backup_and_restore_inside_compose(compose: Compose) -> None:
         assert any(m["text"] == "remember the blue door" for m in kept["messages"])
     finally:
         await client.close()
+
+
+MIGRATION_N1 = '''"""Image N+1's migration (made by tests/deploy/test_engine.py): one table more.
+
+Revision ID: 9000_upgrade_test
+Revises: 0022_shared_config
+"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "9000_upgrade_test"
+down_revision = "0022_shared_config"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table("upgrade_test", sa.Column("id", sa.Integer(), primary_key=True))
+
+
+def downgrade() -> None:
+    op.drop_table("upgrade_test")
+'''
+
+
+async def test_upgrade_to_n1_then_a_rollback_refuses_and_the_backup_restores_into_n(
+        compose: Compose, tmp_path: Path) -> None:
+    """Image N to N+1 (a migration) in place; N again refuses the newer schema saying what to do; the backup
+    taken before the upgrade restores into N."""
+    compose.exec("gateway", "/app/.venv/bin/remoteclaw", "backup", "--output", "/data/before-upgrade.tar.gz")
+    run("docker", "tag", "remoteclaw:latest", "remoteclaw:n")
+    (tmp_path / "9000_upgrade_test.py").write_text(MIGRATION_N1)
+    (tmp_path / "Dockerfile").write_text("FROM remoteclaw:n\nCOPY 9000_upgrade_test.py /app/migrations/versions/\n")
+    try:
+        run("docker", "build", "-q", "-t", "remoteclaw:latest", str(tmp_path))
+        started = time.monotonic()
+        compose("up", "-d", "--wait", "--wait-timeout", "180", "gateway", timeout=300)  # N+1 migrates on start
+        TIMINGS["upgrade_in_place_s"] = round(time.monotonic() - started, 1)
+        client = await operator(f"ws://127.0.0.1:{PORT}/", compose.token)
+        try:
+            kept = await client.call("chat.history", {"sessionKey": "agent:main:main"})
+            assert any(m["text"] == "remember the blue door" for m in kept["messages"])
+        finally:
+            await client.close()
+
+        run("docker", "tag", "remoteclaw:n", "remoteclaw:latest")  # roll back to N
+        compose("up", "-d", "gateway", timeout=300)
+
+        def refused() -> str | None:
+            logs = compose("logs", "--no-color", "gateway", check=False).stdout
+            return logs if "migrated by a newer version" in logs else None
+        logs = wait_for(refused, 90, "image N refusing the newer schema")
+        assert "restore the backup taken before upgrading" in logs
+        compose("stop", "gateway", timeout=120)
+        compose("run", "--rm", "--no-deps", "-T", "gateway", "/app/.venv/bin/remoteclaw", "restore",
+                "/data/before-upgrade.tar.gz", "--force", timeout=300)
+        compose("up", "-d", "--wait", "--wait-timeout", "180", "gateway", timeout=300)
+        status, body = http(PORT, "/readyz")
+        assert status == 200, body
+    finally:
+        run("docker", "tag", "remoteclaw:n", "remoteclaw:latest", check=False)
+        run("docker", "rmi", "remoteclaw:n", check=False)
