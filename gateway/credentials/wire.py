@@ -32,24 +32,28 @@ class Meter:
 
     def feed(self, chunk: bytes) -> bool:
         """Take the next bytes of the answer; True when the usage changed."""
-        self._buf += chunk
         if not self.sse:
+            self._buf += chunk
             if len(self._buf) > _MAX_JSON:
                 self._buf.clear()
             return False
+        data = bytes(self._buf) + chunk if self._buf else chunk
+        cut = data.rfind(b"\n\n")
+        if cut < 0:
+            self._buf = bytearray(data[-_MAX_JSON:])
+            return False
+        complete, self._buf = data[:cut], bytearray(data[cut + 2:])
+        if b"sage" not in complete:  # no event here states usage ("usage", "usageMetadata"): nothing to decode
+            return False
+        if b"\r" in complete:
+            complete = complete.replace(b"\r\n", b"\n")
         changed = False
-        while True:
-            end, sep = self._buf.find(b"\n\n"), 2
-            if end < 0:
-                end, sep = self._buf.find(b"\r\n\r\n"), 4
-                if end < 0:
-                    return changed
-            event = bytes(self._buf[:end])
-            del self._buf[:end + sep]
-            if b"sage" in event or b"model" in event[:400]:
-                for line in event.splitlines():
+        for event in complete.split(b"\n\n"):
+            if b"sage" in event:
+                for line in event.split(b"\n"):
                     if line.startswith(b"data:"):
                         changed |= self._read(line[5:].strip())
+        return changed
 
     def finish(self) -> bool:
         """The end of the answer: a JSON answer is read now."""
