@@ -40,3 +40,5 @@ class CredentialsConfig(Section):
     prices: dict[str, ModelPrice] = Field(default_factory=dict, description="Per model name (or a glob, "
                                           "claude-*): the price per million tokens the budget counts with.")
     egress: EgressConfig = Field(default_factory=EgressConfig)
+    othersModels: list[str] = Field(default_factory=list, description="The models (names or globs, claude-haiku-*) "
+                                    "runs of anyone but the owner may ask for; empty: any.")

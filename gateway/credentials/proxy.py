@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
@@ -109,6 +110,9 @@ class ModelRoute:
                 return await _answer(send, 413, _error(wire, 413, "request too large"))
             if not msg.get("more_body"):
                 break
+        refused = self._model_refused(grant, rest, bytes(body))
+        if refused:
+            return await _answer(send, 403, _error(wire, 403, refused))
         out = [(k, v) for k, v in raw if k not in _HOP and k not in _CREDENTIAL and k not in upstream.headers]
         for extra, value in upstream.headers.items():  # the real credential's headers, joined to the CLI's own
             own = [v for k, v in raw if k == extra]
@@ -129,6 +133,21 @@ class ModelRoute:
             log.debug("model gateway: the run went away; the upstream request is cancelled", run_id=grant.run_id)
         finally:
             gone.cancel()
+
+    def _model_refused(self, grant: StandIn, path: str, body: bytes) -> str | None:
+        """Why this run may not ask for this model (``credentials.othersModels``, for anyone but the owner)."""
+        allowed = self._models.others_models
+        if grant.owner or not allowed:
+            return None
+        model = path.split("/models/", 1)[1].split(":", 1)[0] if "/models/" in path else None  # Gemini
+        if model is None:
+            try:
+                model = str(json.loads(body).get("model") or "")
+            except (ValueError, AttributeError):
+                model = ""
+        if any(fnmatch.fnmatchcase(model, pat) for pat in allowed):
+            return None
+        return f"model {model or '(none named)'} is not open to this conversation (credentials.othersModels)"
 
     async def _forward(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes, upstream: Upstream,
                        grant: StandIn, send: Send) -> None:

@@ -96,6 +96,10 @@ class ModelGateway:
     def enabled(self) -> bool:
         return self._config.config.credentials.enabled
 
+    @property
+    def others_models(self) -> list[str]:
+        return self._config.config.credentials.othersModels
+
     # -- per agent --------------------------------------------------------------------------------
 
     def plan(self, agent: AgentConfig, runtime: Runtime) -> Plan:

@@ -52,3 +52,22 @@ async def test_a_spent_budget_stops_the_run_mid_stream_with_the_reason_in_the_ch
     assert "daily budget (maxCostPerDay) is spent" in history[-1]["text"], history[-1]  # the chat says why
     assert again["status"] == "error" and "daily budget reached" in again["error"], again  # the next turn: refused
     assert len([r for r in api.requests]) == 1  # one request went upstream, cut after its first event
+
+
+async def test_a_tier_model_allowlist_holds_for_everyone_but_the_owner(tmp_path: Path) -> None:
+    def asking(model: str) -> dict:
+        ask = ask_model(model)
+        ask["body"]["model"] = model
+        return ask
+
+    with FakeAnthropic() as api:
+        gw = gateway(tmp_path, api.url, config={"credentials": {"othersModels": ["claude-haiku-*"]}})
+        try:
+            stranger = await pry(gw, owner=False, http=[asking("claude-opus-9"), asking("claude-haiku-9")])
+            owner = await pry(gw, owner=True, http=[asking("claude-opus-9")])
+        finally:
+            gw.stop()
+    big, small = stranger["http"]
+    assert big.startswith("403 ") and "model claude-opus-9 is not open to this conversation" in big, big
+    assert small.startswith("200 ") and owner["http"][0].startswith("200 "), (small, owner["http"])
+    assert [r["model"] for r in api.requests] == ["claude-haiku-9", "claude-opus-9"]  # the refused one never left
