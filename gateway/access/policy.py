@@ -10,6 +10,8 @@ Read as a table (docs/security.md has it in full, generated from the method regi
 - **chats** (delivery targets): the owner's tier anywhere; a run its own chat; a person the chats linked to them.
 - **people**: admins administer them but cannot administer the owner or become anyone (a sign-in link is for
   oneself, or made by the owner); everyone reads themselves.
+- **usage**: a conversation's is decided as the conversation; a person's spending by the owner, admins and
+  themselves.
 - **tokens and memory**: their person's (admins may list and revoke tokens: that is administering people).
 - **config, cron, pairing**: read by operators, changed by admins; what widens access or runs code
   (``Obj.owner_only``) by the owner alone.
@@ -37,6 +39,10 @@ def may(p: Principal, action: Action, obj: Obj) -> bool:
     kind = obj.kind
     if kind == "node" and action == "write":
         return False  # what a node reports about itself: only nodes do (above)
+    if kind == "usage" and obj.key is None:  # a person's (or everyone's) spending, not one conversation's
+        if p.is_owner or p.kind == "admin":
+            return True  # the team's spending is administering people, not reading transcripts
+        return p.person_id is not None and obj.person_id == p.person_id
     if kind in SESSION_BOUND:
         return _session(p, action, obj)
     if kind == "chat":

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from gateway.access import Access
+from gateway.access import Access, Obj
 from gateway.access.rows import session_obj
-from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
+from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.store.transcripts import SessionRepo
 from gateway.store.usage import Totals, UsageRepo, day_start_ms
@@ -154,20 +154,21 @@ async def usage_cost(p: UsageCostParams, ctx: CallContext) -> dict[str, Any]:
 
 
 def _whose_cost(p: UsageCostParams, ctx: CallContext) -> str | None:
-    """Whose turns ``usage.cost`` may sum for this caller: a person confined to their own things gets their own
-    (asking for another's is refused, naming ``personId``); other confined callers (a non-owner run) nothing, as
-    OpenClaw; the owner and admins (the team's spending is not a transcript) anyone's, or everyone's."""
-    caller = ctx.caller
-    if caller.confined_to is None or (caller.person_id is not None and ADMIN in caller.scopes):
-        if p.personId is not None and ctx.people.peek(p.personId) is None:
-            raise InvalidRequest(f"unknown personId {p.personId!r}", details={"field": "personId"})
-        return p.personId
-    if caller.person_id is None or caller.confined_to.person_id is None:
-        raise Forbidden("usage.cost sums every session's usage; this caller may only see some sessions")
-    if p.personId not in (None, caller.person_id):
-        raise Forbidden("personId: you may only see your own usage", details={"code": "FORBIDDEN",
+    """Whose turns ``usage.cost`` may sum for this caller, as the access model decides a person's spending: the
+    owner and admins anyone's or everyone's; a person their own (asking for another's is refused, naming
+    ``personId``); a non-owner run nothing, as OpenClaw."""
+    if p.personId is not None and ctx.people.peek(p.personId) is None:
+        raise InvalidRequest(f"unknown personId {p.personId!r}", details={"field": "personId"})
+    if ctx.access.allows(ctx.caller, "read", Obj("usage", person_id=p.personId)):
+        return p.personId  # None: everyone's
+    mine = ctx.caller.person_id
+    if p.personId is None and mine is not None and ctx.access.allows(ctx.caller, "read", Obj("usage", person_id=mine)):
+        return mine
+    if p.personId is not None:
+        raise Forbidden("personId: you may only see your own usage", details={"code": "FORBIDDEN_OBJECT",
                                                                              "field": "personId"})
-    return caller.person_id
+    raise Forbidden("usage.cost sums every session's usage; this caller may only see some sessions",
+                    details={"code": "FORBIDDEN_OBJECT"})
 
 
 def _name(ctx: CallContext, person_id: str | None) -> str | None:

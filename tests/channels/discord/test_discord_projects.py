@@ -32,7 +32,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def gw(fake: FakeDiscord, repo: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GatewayProcess]:
     agent = {"id": "main", "command": [sys.executable, str(ROOT / "tests/support/fake_cli.py")],
              "projects": [{"name": "app", "path": str(repo), "worktrees": True}]}
-    config = {"agents": {"list": [agent]}, "channels": {"discord": fake.config() | {"dmPolicy": "open"}}}
+    # the sender is the owner: a stranger's DM works in no project (#51)
+    config = {"agents": {"list": [agent]}, "channels": {"discord": fake.config() | {"dmPolicy": "open"},
+                                                        "ownerAllowFrom": ["discord:5550101"]}}
     async with discord_gateway(fake, tmp_path_factory.mktemp("discord-proj"), config) as proc:
         yield proc
 
