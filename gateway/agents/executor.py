@@ -338,7 +338,8 @@ class AgentExecutor:
         tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
         cli_state = self._state_dir / "runtimes" / self.workspace_for(run.session_key).name
         models = self._services.find(MODEL_GATEWAY)
-        plan = models.plan(agent, runtime) if models is not None and models.enabled else None
+        plan = await asyncio.to_thread(models.plan, agent, runtime) if models is not None and models.enabled \
+            else None  # it reads the CLI's config and login files: not on the loop
         refused = models.refusal(plan, agent, owner=is_owner_run(run)) if models is not None and (
             plan is None or plan.unfronted) else None
         if refused is None and plan is not None and plan.unfronted and agent.credentials == "shared" \

@@ -192,31 +192,33 @@ class ModelRoute:
         ctype = resp.headers.get("content-type", "")
         meter = Meter(upstream.wire, ctype)
         answer_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers.multi_items()
-                          if k.lower() not in _HOP or k.lower() == "content-length"]
+                          if k.lower() not in _HOP or (k.lower() == "content-length" and not meter.sse)]
         await send({"type": "http.response.start", "status": resp.status_code, "headers": answer_headers})
-        base_cost = grant.cost_usd
         seen: dict[str, int] = {}
         cut: str | None = None
         try:
             async for chunk in resp.aiter_raw():
                 if meter.feed(chunk) and meter.sse:
-                    seen = self._account(grant, meter, base_cost)
+                    seen = self._account(grant, meter)
                     cut = self._models.over_budget(grant)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 if cut:
                     break
             if meter.finish():
-                seen = self._account(grant, meter, base_cost)
+                seen = self._account(grant, meter)
         finally:
             if meter.usage and meter.usage != seen:
-                self._account(grant, meter, base_cost)
+                self._account(grant, meter)
             _add(grant.usage, meter.usage)
         tail = _sse_error(upstream.wire, cut) if cut and meter.sse else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
 
-    def _account(self, grant: StandIn, meter: Meter, base_cost: float) -> dict[str, int]:
+    def _account(self, grant: StandIn, meter: Meter) -> dict[str, int]:
+        """This answer's cost so far added to its run's (a run may stream several answers at once)."""
         grant.model = meter.model or grant.model
-        grant.cost_usd = base_cost + self._models.price(meter.model or grant.model, meter.usage)
+        priced = self._models.price(meter.model or grant.model, meter.usage)
+        grant.cost_usd += priced - meter.priced
+        meter.priced = priced
         return dict(meter.usage)
 
 

@@ -28,6 +28,8 @@ class Meter:
         self.sse = "event-stream" in content_type
         self.usage = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         self.model: str | None = None
+        self.priced = 0.0
+        """What this answer's usage so far cost (``proxy`` adds the difference to its run's)."""
         self._buf = bytearray()
 
     def feed(self, chunk: bytes) -> bool:
@@ -38,11 +40,12 @@ class Meter:
                 self._buf.clear()
             return False
         data = bytes(self._buf) + chunk if self._buf else chunk
-        cut = data.rfind(b"\n\n")
-        if cut < 0:
+        lf, crlf = data.rfind(b"\n\n"), data.rfind(b"\r\n\r\n")  # events end in LF LF or CRLF CRLF
+        end = max(lf + 2 if lf >= 0 else 0, crlf + 4 if crlf >= 0 else 0)
+        if not end:
             self._buf = bytearray(data[-_MAX_JSON:])
             return False
-        complete, self._buf = data[:cut], bytearray(data[cut + 2:])
+        complete, self._buf = data[:end], bytearray(data[end:])
         if b"sage" not in complete:  # no event here states usage ("usage", "usageMetadata"): nothing to decode
             return False
         if b"\r" in complete:

@@ -32,6 +32,9 @@ async def test_a_strangers_real_cli_reaches_its_model_through_the_gateway(
                                              "REPLY fronted and offline", "idempotencyKey": str(uuid.uuid4())})
             done = await c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 180_000}, timeout=190)
             await c.close()
+            owner = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+            totals = (await owner.call("usage.cost", {"days": 1, "agentId": "main"}))["totals"]
+            await owner.close()
     if name == "opencode" and ".config/opencode/.gitignore" in str(done.get("error")):
         pytest.xfail("known, not the model gateway's: OpenCode 1.18 writes a .gitignore into its config folder, "
                      "read-only in a stranger's sandbox, until an owner's run has written it")
@@ -39,3 +42,4 @@ async def test_a_strangers_real_cli_reaches_its_model_through_the_gateway(
     sent = [h.get(HEADER[name], "") for h in api.seen_headers if HEADER[name] in h]
     assert sent and all(v.endswith("test-key") for v in sent), sent  # the real key, added by the gateway
     assert not any("rcm-" in str(h) for h in api.seen_headers)  # the stand-in never left the gateway
+    assert totals["input"] > 0 and totals["output"] > 0, totals  # the usage the fake stated, read at the wire
