@@ -342,9 +342,9 @@ class AgentExecutor:
             else None  # it reads the CLI's config and login files: not on the loop
         refused = models.refusal(plan, agent, owner=is_owner_run(run)) if models is not None and (
             plan is None or plan.unfronted) else None
-        if refused is None and plan is not None and plan.unfronted and agent.credentials == "shared" \
+        if refused is None and plan is not None and plan.unfronted and agent.credentialsMode == "shared" \
                 and not is_owner_run(run):
-            log.warning("a run holds the owner's model credentials (credentials: shared)", agent_id=agent.id,
+            log.warning("a run holds the owner's model credentials (credentialsMode: shared)", agent_id=agent.id,
                         session_key=run.session_key, why=plan.unfronted)
         fronted = plan if plan is not None and not plan.unfronted else None
         if refused is not None:

@@ -38,7 +38,7 @@ from gateway.audit.config import AuditConfig
 from gateway.config.acp import ACP_AGENTS, AcpAgentCommand
 from gateway.config.channels import ChannelAccessConfig, ChannelsConfig
 from gateway.config.sections import OpenSection, Section, secret
-from gateway.credentials.config import CredentialsConfig
+from gateway.credentials.config import ModelGatewayConfig
 from gateway.cron.config import CronConfig, HeartbeatConfig
 from gateway.devices.config import NodesConfig
 from gateway.mcp_http.config import McpHttpConfig
@@ -203,7 +203,7 @@ class AgentConfig(Section):
         "ask), bypass (everything runs). Asking needs a runtime that supports it (docs/approvals.md).")
     sandbox: SandboxOverride | None = Field(None, description="This agent's changes to agents.defaults.sandbox "
                                             "(docs/sandbox.md).")
-    credentials: Literal["fronted", "shared"] = Field(
+    credentialsMode: Literal["fronted", "shared"] = Field(
         "fronted", description="fronted: runs hold a stand-in and the gateway adds the real credential "
         "(docs/credentials.md); shared: where the CLI or its login cannot be fronted, other people's runs may "
         "still use it, holding the owner's credential.")
@@ -328,7 +328,7 @@ class Config(BaseSettings):
     plugins: PluginsConfig = PluginsConfig()
     tools: ToolsConfig = ToolsConfig()
     logging: LoggingConfig = LoggingConfig()
-    credentials: CredentialsConfig = CredentialsConfig()
+    modelGateway: ModelGatewayConfig = ModelGatewayConfig()
 
     @classmethod
     def settings_customise_sources(

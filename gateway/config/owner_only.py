@@ -41,7 +41,7 @@ OWNER_ONLY: Final[tuple[str, ...]] = (
     "agents.list.*.agent",
     "agents.list.*.acp",
     "agents.list.*.sandbox",
-    "agents.list.*.credentials",        # whether other people's runs may hold its credentials
+    "agents.list.*.credentialsMode",        # whether other people's runs may hold its credentials
     "agents.list.*.permissions",        # what runs without asking
     "agents.list.*.toolProfile",
     "agents.list.*.projects",           # folders it works in, and who may
@@ -59,7 +59,7 @@ OWNER_ONLY: Final[tuple[str, ...]] = (
     "plugins",                          # code the gateway loads: enabled, allow/deny, load paths, their settings
     "cron.webhookAllowPrivate",         # deliveries into the private network
     "audit",                            # the record of what admins did
-    "credentials",                      # the model gateway: OAuth endpoints, prices, what runs may reach
+    "modelGateway",                     # the model gateway: OAuth endpoints, prices, what runs may reach
 )
 """Dotted patterns: ``*`` is any one key or list item; a pattern covers everything under it."""
 

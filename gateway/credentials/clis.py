@@ -3,7 +3,7 @@ run is given instead (a base URL pointing at the gateway and a stand-in where th
 
 One ``Plan`` per agent, read from what the CLI itself would read: the agent's ``env`` over the gateway's
 environment, and the login files below the agent's HOME. A plan whose CLI or login cannot be fronted says why
-(``unfronted``): ``doctor`` shows it, and the agent is then the owner's alone unless ``credentials: shared``.
+(``unfronted``): ``doctor`` shows it, and the agent is then the owner's alone unless ``credentialsMode: shared``.
 """
 
 from __future__ import annotations

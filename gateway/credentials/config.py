@@ -1,4 +1,4 @@
-"""The ``credentials`` section: the model gateway, its OAuth endpoints, prices and egress (docs/credentials.md)."""
+"""The ``modelGateway`` section: the model gateway, its OAuth endpoints, prices and egress (docs/credentials.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pydantic import Field
 
 from gateway.config.sections import Section
 
-__all__ = ["CredentialsConfig", "EgressConfig", "ModelPrice"]
+__all__ = ["EgressConfig", "ModelGatewayConfig", "ModelPrice"]
 
 
 class ModelPrice(Section):
@@ -28,7 +28,7 @@ class EgressConfig(Section):
                                       "still resolve to (an internal mirror); cloud metadata addresses never.")
 
 
-class CredentialsConfig(Section):
+class ModelGatewayConfig(Section):
     """The model gateway: runs hold a stand-in, the gateway adds the real credential (docs/credentials.md)."""
 
     enabled: bool = Field(True, description="Front the agents' model APIs: no run holds a real API key or login. "

@@ -28,11 +28,11 @@ def _egress(network: str, allow: list[str]) -> str:
 
 def credentials_report(config: Config) -> list[Row]:
     """``(name, status, detail, fix)`` rows: ok, warn or fail."""
-    cfg = config.credentials
+    cfg = config.modelGateway
     rows: list[Row] = []
     if not cfg.enabled:
-        rows.append(("model gateway", "warn", "off (credentials.enabled false): the owner's runs hold the real "
-                     "credentials, and other people's runs are refused", "set credentials.enabled to true"))
+        rows.append(("model gateway", "warn", "off (modelGateway.enabled false): the owner's runs hold the real "
+                     "credentials, and other people's runs are refused", "set modelGateway.enabled to true"))
     for agent in config.agents.list:
         name = f"model gateway: {agent.id}"
         try:
@@ -44,13 +44,13 @@ def credentials_report(config: Config) -> list[Row]:
                         Path(agent.env.get("HOME") or Path.home()).expanduser())
         sandbox = config.agents.sandbox_for(agent)
         if plan.unfronted:
-            if agent.credentials == "shared":
-                rows.append((name, "warn", f"{plan.unfronted}; credentials: shared, so other people's runs hold "
+            if agent.credentialsMode == "shared":
+                rows.append((name, "warn", f"{plan.unfronted}; credentialsMode: shared, so other people's runs hold "
                              "the owner's credential and can read it out", "give the agent an API key the model "
-                             "gateway can front, and remove credentials: shared"))
+                             "gateway can front, and remove credentialsMode: shared"))
             else:
                 rows.append((name, "warn", f"{plan.unfronted}: only the owner's runs may use this agent",
-                             "give it an API key (or set credentials: shared, and read docs/credentials.md)"))
+                             "give it an API key (or set credentialsMode: shared, and read docs/credentials.md)"))
         elif cfg.enabled:
             held = "; ".join(f"{u.base_url}: {u.credential.source}"
                              + (" (a subscription login it refreshes)" if u.credential.login else "")

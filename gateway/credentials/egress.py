@@ -2,7 +2,7 @@
 
 A run on ``none``/``loopback`` gets ``HTTPS_PROXY`` pointing at a port inside its sandbox that leads here
 (``gateway.sandbox.portal``, through a relay socket of its own). Only ``CONNECT host:port`` is served, for a
-host in ``credentials.egress.allow`` (a name, or ``*.suffix``) on an allowed port; the name is resolved here and
+host in ``modelGateway.egress.allow`` (a name, or ``*.suffix``) on an allowed port; the name is resolved here and
 the tunnel goes to the address that was checked (no second lookup a DNS answer could change), refused when any
 address the name resolves to is private, loopback, link-local, multicast, reserved or a cloud metadata address,
 unless the owner names that exact address in ``egress.allowAddresses``. The TLS inside the tunnel is the run's
@@ -83,7 +83,7 @@ class EgressProxy:
         host, _, port_text = line[1].rpartition(":")
         host = host.strip("[]")
         if not port_text.isdigit() or not self._allowed_host(host, int(port_text)):
-            return await self._refuse(writer, 403, f"{line[1]} is not in credentials.egress.allow")
+            return await self._refuse(writer, 403, f"{line[1]} is not in modelGateway.egress.allow")
         port = int(port_text)
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)

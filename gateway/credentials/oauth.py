@@ -2,7 +2,7 @@
 
 Claude Code's login (``~/.claude/.credentials.json``, ``claudeAiOauth``: ``accessToken``, ``refreshToken``,
 ``expiresAt`` in ms) is read at each use. A token within a minute of expiring, or one the upstream refused, is
-refreshed here with the refresh token (``credentials.anthropicTokenUrl``), and the file is written back in place
+refreshed here with the refresh token (``modelGateway.anthropicTokenUrl``), and the file is written back in place
 (same mode, other fields kept) so the CLI on the host stays logged in. One refresh at a time per file; a file the
 host's CLI refreshed meanwhile is taken as it is.
 """

@@ -135,7 +135,7 @@ class ModelRoute:
             gone.cancel()
 
     def _model_refused(self, grant: StandIn, path: str, body: bytes) -> str | None:
-        """Why this run may not ask for this model (``credentials.othersModels``, for anyone but the owner)."""
+        """Why this run may not ask for this model (``modelGateway.othersModels``, for anyone but the owner)."""
         allowed = self._models.others_models
         if grant.owner or not allowed:
             return None
@@ -147,7 +147,7 @@ class ModelRoute:
                 model = ""
         if any(fnmatch.fnmatchcase(model, pat) for pat in allowed):
             return None
-        return f"model {model or '(none named)'} is not open to this conversation (credentials.othersModels)"
+        return f"model {model or '(none named)'} is not open to this conversation (modelGateway.othersModels)"
 
     async def _forward(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes, upstream: Upstream,
                        grant: StandIn, send: Send) -> None:

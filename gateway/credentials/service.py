@@ -77,15 +77,15 @@ class ModelGateway:
         self.standins = StandIns()
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(600, connect=30), follow_redirects=False,
                                         limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
-        cfg = config.config.credentials
+        cfg = config.config.modelGateway
         self.refresher = LoginRefresher(self.client, cfg.anthropicTokenUrl, cfg.anthropicClientId)
         self._limits: dict[str, list[_Limit]] = {}
-        self.egress = EgressProxy(lambda: self._config.config.credentials.egress)
+        self.egress = EgressProxy(lambda: self._config.config.modelGateway.egress)
         self._egress_relay: GatewayRelay | None = None
 
     async def egress_socket(self, runs_dir: Path) -> Path | None:
         """The relay socket of the HTTPS proxy for a run without a network, when the owner allows any host."""
-        if not self._config.config.credentials.egress.allow:
+        if not self._config.config.modelGateway.egress.allow:
             return None
         if self._egress_relay is None:
             await self.egress.start()
@@ -94,11 +94,11 @@ class ModelGateway:
 
     @property
     def enabled(self) -> bool:
-        return self._config.config.credentials.enabled
+        return self._config.config.modelGateway.enabled
 
     @property
     def others_models(self) -> list[str]:
-        return self._config.config.credentials.othersModels
+        return self._config.config.modelGateway.othersModels
 
     # -- per agent --------------------------------------------------------------------------------
 
@@ -110,14 +110,14 @@ class ModelGateway:
 
     def refusal(self, plan: Plan | None, agent: AgentConfig, *, owner: bool) -> str | None:
         """Why this run may not start: its CLI cannot be fronted, it is not the owner's, and the owner did not
-        share the agent's credentials with everyone (``credentials: shared``)."""
-        if owner or agent.credentials == "shared":
+        share the agent's credentials with everyone (``credentialsMode: shared``)."""
+        if owner or agent.credentialsMode == "shared":
             return None
-        why = plan.unfronted if plan is not None else "the model gateway is off (credentials.enabled false)"
+        why = plan.unfronted if plan is not None else "the model gateway is off (modelGateway.enabled false)"
         if why is None:
             return None
         return (f"this agent cannot run for you: {why}, so a run would hold the owner's credentials; the owner "
-                "can set credentials: shared on the agent (remoteclaw doctor shows what that gives up)")
+                "can set credentialsMode: shared on the agent (remoteclaw doctor shows what that gives up)")
 
     # -- per run ----------------------------------------------------------------------------------
 
@@ -150,8 +150,8 @@ class ModelGateway:
     # -- money ------------------------------------------------------------------------------------
 
     def price(self, model: str | None, usage: dict[str, int]) -> float:
-        """What ``usage`` of ``model`` cost by ``credentials.prices`` (0 for a model not listed)."""
-        prices = self._config.config.credentials.prices
+        """What ``usage`` of ``model`` cost by ``modelGateway.prices`` (0 for a model not listed)."""
+        prices = self._config.config.modelGateway.prices
         if not model or not prices:
             return 0.0
         entry = prices.get(model) or next((p for pat, p in prices.items() if fnmatch.fnmatchcase(model, pat)), None)

@@ -40,7 +40,7 @@ class SandboxConfig(Section):
                                     "gateway still answers its tools and fronts its model API).")
     othersNetwork: SandboxNetwork = Field("none", description="Runs of anyone but the owner (and cron): none by "
                                           "default, reaching only the gateway (its model gateway and tools) and "
-                                          "the hosts in credentials.egress.allow through its HTTPS proxy.")
+                                          "the hosts in modelGateway.egress.allow through its HTTPS proxy.")
     binds: list[SandboxBind] = Field(default_factory=list, description="More host paths shown to the runs.")
 
     def network_for(self, *, owner: bool) -> SandboxNetwork:

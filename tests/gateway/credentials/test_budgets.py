@@ -16,7 +16,7 @@ PRICES = {"claude-*": {"input": 10.0, "output": 50.0}}  # $ per million tokens
 
 async def test_usage_is_what_the_upstream_stated(tmp_path: Path) -> None:
     with FakeAnthropic() as api:
-        gw = gateway(tmp_path, api.url, config={"credentials": {"prices": PRICES}})
+        gw = gateway(tmp_path, api.url, config={"modelGateway": {"prices": PRICES}})
         try:
             for _ in range(2):  # two turns, each one streamed answer of 100 tokens in and 20 out (the fake's count)
                 await pry(gw, owner=True, http=[ask_model("counted")])
@@ -32,7 +32,7 @@ async def test_usage_is_what_the_upstream_stated(tmp_path: Path) -> None:
 
 async def test_a_spent_budget_stops_the_run_mid_stream_with_the_reason_in_the_chat(tmp_path: Path) -> None:
     with FakeAnthropic() as api:
-        gw = gateway(tmp_path, api.url, config={"credentials": {"prices": PRICES}}, maxCostPerDay=0.0005)
+        gw = gateway(tmp_path, api.url, config={"modelGateway": {"prices": PRICES}}, maxCostPerDay=0.0005)
         key = f"agent:main:budget:{uuid.uuid4().hex[:6]}"
         try:
             c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
@@ -61,7 +61,7 @@ async def test_a_tier_model_allowlist_holds_for_everyone_but_the_owner(tmp_path:
         return ask
 
     with FakeAnthropic() as api:
-        gw = gateway(tmp_path, api.url, config={"credentials": {"othersModels": ["claude-haiku-*"]}})
+        gw = gateway(tmp_path, api.url, config={"modelGateway": {"othersModels": ["claude-haiku-*"]}})
         try:
             stranger = await pry(gw, owner=False, http=[asking("claude-opus-9"), asking("claude-haiku-9")])
             owner = await pry(gw, owner=True, http=[asking("claude-opus-9")])

@@ -1,5 +1,5 @@
 """``remoteclaw doctor`` says per agent which credential the model gateway holds, which login it refreshes, what it
-cannot front (and what ``credentials: shared`` gives up), and the egress each tier gets."""
+cannot front (and what ``credentialsMode: shared`` gives up), and the egress each tier gets."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ def test_doctor_names_what_the_model_gateway_holds_and_what_it_cannot_front(tmp_
     agents = [{"id": "keyed", "runtime": "claude", "env": {"ANTHROPIC_API_KEY": "sk-x", "HOME": str(home)}},
               {"id": "sub", "runtime": "claude", "env": {"HOME": str(home)}},
               {"id": "google", "runtime": "gemini", "env": {"HOME": str(home)}},
-              {"id": "shared", "runtime": "gemini", "env": {"HOME": str(home)}, "credentials": "shared"}]
-    cfg = {"agents": {"default": "keyed", "list": agents}, "credentials": {"egress": {"allow": ["pypi.org"]}}}
+              {"id": "shared", "runtime": "gemini", "env": {"HOME": str(home)}, "credentialsMode": "shared"}]
+    cfg = {"agents": {"default": "keyed", "list": agents}, "modelGateway": {"egress": {"allow": ["pypi.org"]}}}
     out = doctor(tmp_path / "state", cfg, "--json")
     rows = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
     assert "ANTHROPIC_API_KEY" in rows["model gateway: keyed"]["detail"]

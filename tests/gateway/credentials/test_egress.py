@@ -58,7 +58,7 @@ async def test_a_strangers_run_reaches_the_model_gateway_and_allowed_hosts_only(
     egress = {"allow": ["good.remoteclaw.test", "evil.remoteclaw.test", "meta.remoteclaw.test",
                         "private.remoteclaw.test"], "ports": [echo, 80], "allowAddresses": ["127.0.0.2"]}
     with FakeAnthropic() as api:
-        gw = gateway(tmp_path, api.url, config={"credentials": {"egress": egress}})
+        gw = gateway(tmp_path, api.url, config={"modelGateway": {"egress": egress}})
         try:
             found = await pry(gw, owner=False, http=[ask_model("from a sandbox without a network")],
                               tcp=[["127.0.0.1", gw.port], ["127.0.0.2", echo],

@@ -126,7 +126,7 @@ async def test_the_subscription_login_is_used_and_refreshed_by_the_gateway(tmp_p
     with FakeAnthropic() as api:
         api.oauth_tokens = {"access_token": "sk-ant-oat-new-" + uuid.uuid4().hex, "refresh_token": REFRESH + "-2",
                             "expires_in": 3600}
-        gw = gateway(tmp_path, api.url, key=None, config={"credentials": {"anthropicTokenUrl":
+        gw = gateway(tmp_path, api.url, key=None, config={"modelGateway": {"anthropicTokenUrl":
                                                                          api.url + "/v1/oauth/token"}})
         creds = tmp_path / "home" / ".claude" / ".credentials.json"
         try:
