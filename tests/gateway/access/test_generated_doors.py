@@ -1,10 +1,12 @@
 """Doors x principals x actions, generated from the method registry: nobody reaches member B's things but the owner.
 
-For every method whose declaration (``access=``) names an object in its params (a session, a run, a chat, a person),
-each principal (member A, admin C, guest G, A's agent run with its run token) calls it with B's object in that field
-and the rest of its params made up from its schema: the access model must refuse it, before the handler runs. Then
-A and the owner call it with their own object: the model must not refuse it, so the suite cannot pass with every
-door shut. A method added without a declaration cannot be declared at all (the first test).
+For every method whose declaration (``access=``) names an object in its params (a session, a run, a chat, a
+person), each principal (member A, admin C, guest G, A's agent run and a paired stranger's, each with its run
+token) calls it with B's object in that field and the rest of its params made up from its schema: the access model
+must refuse it, before the handler runs. Then A and the owner call it with their own object: the model must not
+refuse it, so the suite cannot pass with every door shut. A method added without a declaration cannot be declared
+at all (the first test). ``/mcp`` tokens call the same dispatcher as their person's runs
+(tests/gateway/mcp_http/test_person_tokens.py).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from tests.support.ws import RawClient, operator
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 FAKE_CLI = str(ROOT / "tests/support/fake_cli.py")
-A_TG, B_TG = 301, 302
+A_TG, B_TG, STRANGER_TG = 301, 302, 303
 A_KEY, B_KEY = "agent:main:person:a", "agent:main:person:b"
 MODEL_CODES = {"SESSION_FORBIDDEN", "FORBIDDEN_OBJECT", "OWNER_ONLY"}
 """What the access model answers a refusal with (``gateway.access.policy.refusal``)."""
@@ -154,7 +156,7 @@ def _redeem(gw: GatewayProcess, url: str) -> str:
 async def world(tg: FakeTelegram, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, Any]]:
     state = tmp_path_factory.mktemp("doors") / "gw"
     config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]},
-              "channels": {"telegram": tg.channel_config()}, "session": {"dmScope": "per-channel-peer"}}
+              "channels": {"telegram": tg.channel_config(dmPolicy="open")}, "session": {"dmScope": "per-channel-peer"}}
     gw = GatewayProcess(state, config=config, env={"FAKE_CLI_LOG": str(state / "cli.log")})
     await asyncio.to_thread(gw.start)
     clients: list[RawClient] = []
@@ -185,7 +187,13 @@ async def world(tg: FakeTelegram, tmp_path_factory: pytest.TempPathFactory) -> A
                           timeout=30)
         a_run = await operator(gw.url, run["env"]["REMOTECLAW_GATEWAY_TOKEN"])
         clients.append(a_run)
-        yield {"gw": gw, "owner": owner, "people": people, "a_run": a_run}
+        # a stranger's agent run (dmPolicy open: nobody on record), held open, with its run token
+        tg.user_message(chat_id=STRANGER_TG, user_id=STRANGER_TG, text="sleep:120 a stranger holds a run")
+        run = await until(lambda: next((r for r in cli_runs(state) if "a stranger holds" in r["prompt"]), None),
+                          timeout=30)
+        stranger_run = await operator(gw.url, run["env"]["REMOTECLAW_GATEWAY_TOKEN"])
+        clients.append(stranger_run)
+        yield {"gw": gw, "owner": owner, "people": people, "a_run": a_run, "stranger_run": stranger_run}
     finally:
         for c in clients:
             await c.close()
@@ -235,7 +243,7 @@ async def test_events_of_b_reach_neither_a_nor_a_s_run(world: dict[str, Any]) ->
 async def test_every_principal_but_the_owner_is_refused_b_s_things(world: dict[str, Any]) -> None:
     b = world["people"]["b"]
     callers = {"a": world["people"]["a"]["client"], "c": world["people"]["c"]["client"],
-               "g": world["people"]["g"]["client"], "a-run": world["a_run"]}
+               "g": world["people"]["g"]["client"], "a-run": world["a_run"], "stranger-run": world["stranger_run"]}
     leaks, unmade = [], []
     tried = 0
     for spec, access in doors():
@@ -250,7 +258,7 @@ async def test_every_principal_but_the_owner_is_refused_b_s_things(world: dict[s
             error = frame.get("error") or {}
             if not frame["ok"] and error.get("code") == "INVALID_REQUEST" and "params" in error.get("message", ""):
                 unmade.append((spec.name, who, error["message"]))
-            elif _expected_refused(who.split("-")[0] if who != "a-run" else "a", access) and not _refused(frame):
+            elif _expected_refused(who.split("-")[0], access) and not _refused(frame):
                 leaks.append((spec.name, who, params, frame))
     assert tried > 100, tried
     assert not unmade, f"params the suite could not make: {unmade}"
