@@ -139,7 +139,12 @@ class AccessControl:
                     return Located(await self.session_by_label(value), field)
                 if field == "agentId":
                     return Located(await self.session(f"agent:{value}:main"), field)
-                return Located(await self.session(self._sessions.normalize_key(value), kind), field)
+                try:
+                    key = self._sessions.normalize_key(value)
+                except InvalidRequest as exc:  # named by this field, whatever the key parser calls it
+                    raise InvalidRequest(exc.message.replace("sessionKey", field, 1),
+                                         details={**(exc.details or {}), "field": field}) from None
+                return Located(await self.session(key, kind), field)
             if kind == "run":
                 key = await self._runs.session_of(value)
                 if key is None:
