@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import fnmatch
 import json
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -40,6 +41,14 @@ _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-enco
                   "host", "content-length", "proxy-authorization", "proxy-authenticate"})
 _CREDENTIAL = frozenset({"x-api-key", "authorization", "x-goog-api-key", "api-key", "accept-encoding"})
 _MAX_BODY = 64 * 1024 * 1024
+_MODEL_CALLS = {
+    "anthropic": re.compile(r"(^|/)v1/(messages(/count_tokens)?|models(/[^/]+)?)$"),
+    "openai": re.compile(r"(^|/)(responses(/compact)?|chat/completions|completions|embeddings|models(/[^/]+)?)$"),
+    "gemini": re.compile(r"(^|/)v1(beta|alpha)?/models(/[^/:]+(:(generateContent|streamGenerateContent|countTokens|"
+                         r"embedContent|batchEmbedContents))?)?$"),
+}
+"""What a stand-in may ask for: the model APIs' own calls (a message, a response, a count, the model list). The
+rest of an API the real key opens (an account's files, batches, fine-tunes, admin endpoints) stays shut."""
 MOUNT = "/model"
 """Where the route is mounted on the gateway's port: a run's base URL is ``<gateway>/model/<upstream>``."""
 
@@ -97,6 +106,10 @@ class ModelRoute:
                                                                "accepts a run's stand-in while its run lasts)"))
         if upstream is None:
             return await _answer(send, 404, _error(wire, 404, f"this run has no upstream {name!r}"))
+        if not _MODEL_CALLS[upstream.wire].search(rest):
+            log.warning("model gateway: a run asked for more than a model call", run_id=grant.run_id, path=rest)
+            return await _answer(send, 403, _error(wire, 403, f"/{rest} is not a model call: the model gateway "
+                                                               "forwards only those"))
         stopped = grant.stopped or self._models.over_budget(grant)
         if stopped:
             return await _answer(send, 400, _error(wire, 400, stopped))

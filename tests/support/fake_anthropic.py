@@ -96,6 +96,8 @@ class FakeAnthropic(FakeHTTPServer):
         self.oauth_tokens: dict[str, Any] | None = None
         """What ``POST /v1/oauth/token`` answers (a subscription login's refresh); each request is in ``refreshes``."""
         self.refreshes: list[dict[str, Any]] = []
+        self.revoked: set[str] = set()
+        """Bearer tokens answered 401 (a login's access token revoked before its stated expiry)."""
 
     def respond(self, method: str, path: str, raw: bytes) -> Reply | None:
         if method == "HEAD":
@@ -108,6 +110,8 @@ class FakeAnthropic(FakeHTTPServer):
             return json_reply(b'{"input_tokens": 100}')
         if method != "POST" or not path.endswith("/v1/messages"):
             return _NOT_FOUND
+        if self.revoked and self.bearer in self.revoked:
+            return json_reply(b'{"type":"error","error":{"type":"authentication_error","message":"revoked"}}', 401)
         body = json.loads(raw or b"{}")
         newest = next((m for m in reversed(body.get("messages") or []) if m.get("role") == "user"), {})
         if slow := re.search(r"SLOW ([\d.]+)", " ".join(_texts(newest.get("content")))):

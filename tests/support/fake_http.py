@@ -71,6 +71,8 @@ class FakeHTTPServer:
         self.paths: list[str] = []
         self.seen_headers: list[dict[str, str]] = []
         """Each request's headers (lower-case names): what credential arrived upstream."""
+        self.bearer = ""
+        """The bearer token of the request being answered (its ``respond`` may refuse it)."""
         self._lock = threading.Lock()
         fake = self
 
@@ -85,6 +87,7 @@ class FakeHTTPServer:
                 if self.command in ("GET", "POST"):
                     fake.record(fake.paths, f"{self.command} {self.path}")
                     fake.record(fake.seen_headers, {k.lower(): v for k, v in self.headers.items()})
+                fake.bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
                 reply = fake.respond(self.command, self.path, raw)
                 if reply is None:
                     return self.send_error(501, f"Unsupported method ({self.command!r})")

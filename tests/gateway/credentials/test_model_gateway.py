@@ -148,3 +148,42 @@ async def test_the_subscription_login_is_used_and_refreshed_by_the_gateway(tmp_p
     on_host = json.loads(creds.read_text())["claudeAiOauth"]
     assert on_host["accessToken"] == api.oauth_tokens["access_token"] and on_host["refreshToken"] == REFRESH + "-2"
     assert on_host["expiresAt"] > time.time() * 1000 + 3_000_000 and oct(creds.stat().st_mode & 0o777) == "0o600"
+
+
+async def test_a_stand_in_opens_the_model_calls_and_nothing_else_of_the_account(tmp_path: Path) -> None:
+    """The real key opens the whole API (an account's files, batches, admin endpoints): a run's stand-in gets the
+    model calls only, the rest refused at the gateway, never sent upstream with the real key."""
+    def call(path: str, body: dict | None = None) -> dict[str, Any]:
+        ask = {"url": "$ANTHROPIC_BASE_URL", "path": path,
+               "headers": {"x-api-key": "$ANTHROPIC_API_KEY", "anthropic-version": "2023-06-01"}}
+        return {**ask, "body": body} if body is not None else ask
+
+    with FakeAnthropic() as api:
+        gw = gateway(tmp_path, api.url)
+        try:
+            found = await pry(gw, owner=False, http=[call("/v1/organizations/users"), call("/v1/files", {}),
+                                                     call("/v1/messages/batches", {"requests": []})])
+        finally:
+            gw.stop()
+    assert all(r.startswith("403 ") and "not a model call" in r for r in found["http"]), found["http"]
+    assert not [h for h in api.seen_headers if h.get("x-api-key") == REAL_KEY]
+
+
+async def test_a_login_token_refused_upstream_is_refreshed_and_the_request_retried(tmp_path: Path) -> None:
+    """The login says its token is good for an hour, but the API refuses it: the gateway refreshes the login once
+    and the same request goes again with the new token; the run sees only the answer."""
+    with FakeAnthropic() as api:
+        api.oauth_tokens = {"access_token": "sk-ant-oat-again-" + uuid.uuid4().hex, "expires_in": 3600}
+        api.revoked = {ACCESS}
+        gw = gateway(tmp_path, api.url, key=None,
+                     config={"modelGateway": {"anthropicTokenUrl": api.url + "/v1/oauth/token"}})
+        try:
+            found = await pry(gw, owner=True, http=[ask_model("after a 401")], **pried(tmp_path / "home"))
+        finally:
+            gw.stop()
+    assert found["http"][0].startswith("200 ") and "after a 401" in found["http"][0], found["http"]
+    assert found["leaked"] == [] and len(api.refreshes) == 1
+    bearers = [h.get("authorization") for h in api.seen_headers if "anthropic-version" in h]
+    assert bearers == [f"Bearer {ACCESS}", f"Bearer {api.oauth_tokens['access_token']}"]
+    on_host = json.loads((tmp_path / "home" / ".claude" / ".credentials.json").read_text())["claudeAiOauth"]
+    assert on_host["accessToken"] == api.oauth_tokens["access_token"] and on_host["refreshToken"] == REFRESH
