@@ -66,7 +66,7 @@ def sandbox_report(config: Config) -> list[tuple[str, str, str, str | None]]:
     if off:
         rows.append(("sandbox mode", "warn", f"off for {', '.join(off)}: their runs can read the gateway's "
                      "config, database and token", "set agents.defaults.sandbox.mode to all (or non-owner)"))
-    open_net = [i for i, s in modes.items() if s.mode != "off" and s.network == "open"]
+    open_net = [i for i, s in modes.items() if s.mode != "off" and "open" in (s.network, s.othersNetwork)]
     services = open_services(config) if open_net else []
     if services:
         rows.append(("sandbox network", "fail", f"runs of {', '.join(sorted(open_net))} use the machine's network "
