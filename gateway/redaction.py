@@ -62,14 +62,9 @@ def _on(path: Path, paths: frozenset[Path]) -> bool:
     return any(len(p) == len(path) and all(a in ("*", b) for a, b in zip(p, path, strict=True)) for p in paths)
 
 
-_NAMED_LIKE_A_SECRET: frozenset[Path] = frozenset({("agents", "list", "*", "credentials")})
-"""Settings whose name only looks secret: an agent's ``credentials`` says how its model credential is handled
-(``fronted`` or ``shared``, docs/credentials.md), and holds none."""
-
-
 def _is_secret(key: Any, value: Any, parent: Any, path: Path = (), paths: frozenset[Path] = frozenset()) -> bool:
     """Whether ``value`` (stored under ``key`` in a map stored under ``parent``, at ``path``) must never be shown."""
-    if not isinstance(value, str) or not value or _on(path, _NAMED_LIKE_A_SECRET):
+    if not isinstance(value, str) or not value:
         return False
     return (
         (bool(paths) and _on(path, paths))
