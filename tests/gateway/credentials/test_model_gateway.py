@@ -49,14 +49,14 @@ def login(home: Path, *, access: str = ACCESS, expires_in_ms: int = 3_600_000) -
 
 
 def gateway(tmp: Path, api_url: str, *, key: str | None = REAL_KEY, config: dict[str, Any] | None = None,
-            network: str | None = None, **agent: Any) -> GatewayProcess:
+            network: str | None = None, gateway_env: dict[str, str] | None = None, **agent: Any) -> GatewayProcess:
     home = tmp / "home"
     login(home)
     env = {"HOME": str(home), "ANTHROPIC_BASE_URL": api_url, **({"ANTHROPIC_API_KEY": key} if key else {})}
     entry = {"id": "main", "runtime": "claude", "command": [sys.executable, PRY], "env": env, **agent}
     sandbox = {"network": network} if network else {}
     cfg = {**(config or {}), "agents": {"list": [entry], "defaults": {"sandbox": sandbox}}}
-    return GatewayProcess(tmp / "state", config=cfg, env={"OPENAI_API_KEY": OTHER_KEY}).start()
+    return GatewayProcess(tmp / "state", config=cfg, env={"OPENAI_API_KEY": OTHER_KEY, **(gateway_env or {})}).start()
 
 
 async def pry(gw: GatewayProcess, *, owner: bool, ok: bool = True, **ask: Any) -> dict[str, Any]:
@@ -86,10 +86,13 @@ def pried(home: Path) -> dict[str, Any]:
     return {"secrets": [REAL_KEY, ACCESS, REFRESH, OTHER_KEY], "cat": [creds], "paths": [str(home / ".claude")]}
 
 
+@pytest.mark.parametrize("where", ["agent env", "gateway env"])
 @pytest.mark.parametrize("owner", [True, False], ids=["owner", "stranger"])
-async def test_a_run_holds_a_stand_in_and_the_real_key_arrives_upstream(tmp_path: Path, owner: bool) -> None:
+async def test_a_run_holds_a_stand_in_and_the_real_key_arrives_upstream(tmp_path: Path, owner: bool,
+                                                                       where: str) -> None:
     with FakeAnthropic() as api:
-        gw = gateway(tmp_path, api.url)
+        gw = gateway(tmp_path, api.url, **({"key": None, "gateway_env": {"ANTHROPIC_API_KEY": REAL_KEY}}
+                                          if where == "gateway env" else {}))
         try:
             found = await pry(gw, owner=owner, http=[ask_model("through the gateway")], **pried(tmp_path / "home"))
         finally:
