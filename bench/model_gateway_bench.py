@@ -49,9 +49,11 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "se
 def sse_body(size: int = 100_000) -> bytes:
     piece = ('event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
              '"delta":{"type":"text_delta","text":"%s"}}\n\n')
-    out, i = [], 0
-    while sum(map(len, out)) < size:
+    out: list[bytes] = []
+    total = i = 0
+    while total < size:
         out.append((piece % f"token {i} ").encode())
+        total += len(out[-1])
         i += 1
     return b"".join(out)
 

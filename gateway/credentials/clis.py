@@ -171,7 +171,8 @@ def _opencode(env: Mapping[str, str], home: Path) -> Plan:
     for name, entry in entries.items():
         entry = dict(entry) if isinstance(entry, dict) else {}
         opts = dict(entry.get("options") or {})
-        login = auth.get(name) if isinstance(auth.get(name), dict) else {}
+        found = auth.get(name)
+        login: dict[str, Any] = found if isinstance(found, dict) else {}
         if login.get("type") == "oauth":
             return Plan("opencode", hide=hide, unfronted=f"OpenCode's {name} login (OAuth) is not fronted yet: "
                         "give it an API key")
@@ -185,7 +186,8 @@ def _opencode(env: Mapping[str, str], home: Path) -> Plan:
         key = opts.get("apiKey") or login.get("key") or env.get(env_name)
         if isinstance(key, str) and key.startswith("{env:") and key.endswith("}"):
             key = env.get(key[5:-1])
-        how = "x-api-key" if wire == "anthropic" else "x-goog-api-key" if wire == "gemini" else "bearer"
+        how: Literal["x-api-key", "bearer", "x-goog-api-key"] = \
+            "x-api-key" if wire == "anthropic" else "x-goog-api-key" if wire == "gemini" else "bearer"
         cred = Credential(how, str(key), source=f"{name}'s apiKey") if key else Credential("none", source="none")
         up = f"opencode-{name}"
         upstreams.append(Upstream(up, str(base).rstrip("/"), wire, cred))
