@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from nodes.approvals import ExecApprovals
+from nodes.errors import CommandError
 
 if TYPE_CHECKING:
     from nodes.browser.service import BrowserCommands
@@ -35,15 +36,6 @@ MAX_OUTPUT_BYTES = 5_000_000
 
 _FORBIDDEN_ENV = ("LD_", "DYLD_")
 """Environment names a caller may not set: they would load code into whatever runs."""
-
-
-class CommandError(Exception):
-    """A refusal or failure to report as ``node.invoke.result {ok: false, error: {code, message}}``."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _argv(params: dict[str, Any]) -> list[str]:

@@ -23,7 +23,8 @@ import orjson
 from gateway.protocol import RpcError
 from mcp_shim.client import GatewayClient
 from nodes.approvals import ExecApprovals
-from nodes.commands import CommandError, Commands
+from nodes.commands import Commands
+from nodes.errors import CommandError
 from nodes.identity import NodeIdentity
 from nodes.state import read_json, write_private
 

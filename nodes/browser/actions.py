@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from nodes.browser.tab import RouteError, Tab
 
 if TYPE_CHECKING:
     from playwright.async_api import Locator
 
-    from nodes.browser.control import BrowserControl, Tab
+    from nodes.browser.settings import BrowserSettings
 
 __all__ = ["find_script", "locate", "run"]
 
@@ -32,9 +34,13 @@ def find_script() -> str:
     return resources.files("nodes.browser").joinpath("find.js").read_text(encoding="utf-8")
 
 
-def _error(message: str, status: int = 400, code: str | None = None) -> Exception:
-    from nodes.browser.control import RouteError
+class BrowserControl(Protocol):
+    """What an action needs of the control server (``control.BrowserControl``): its current settings."""
 
+    def settings(self) -> BrowserSettings: ...
+
+
+def _error(message: str, status: int = 400, code: str | None = None) -> Exception:
     return RouteError(status, message, code)
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from nodes.browser.chromium import Chromium
-from nodes.commands import CommandError
+from nodes.errors import CommandError
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page

@@ -15,52 +15,24 @@ import collections
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nodes.browser import actions, snapshot
 from nodes.browser.chromium import Chromium
 from nodes.browser.settings import BrowserSettings, UrlRefused, check_url
+from nodes.browser.tab import LOG_SIZE, RouteError, Tab
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Dialog, Download, Page
 
 __all__ = ["BrowserControl", "RouteError"]
 
-LOG_SIZE = 200
 NAV_TIMEOUT_MS = 30_000
 MAX_TEXT_CHARS = 200_000
 MAX_WAIT_MS = 30_000
 """The longest any wait may be (PinchTab's cap): a wait never outlives the caller's patience by much."""
 DEFAULT_WAIT_MS = 10_000
-
-
-class RouteError(Exception):
-    """An HTTP-style refusal: ``status`` and a message naming the field at fault."""
-
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-
-    def body(self) -> dict[str, Any]:
-        return {"error": self.message, **({"code": self.code} if self.code else {})}
-
-
-@dataclass(slots=True)
-class Tab:
-    target_id: str
-    page: Page
-    console: collections.deque[dict[str, Any]] = field(default_factory=lambda: collections.deque(maxlen=LOG_SIZE))
-    errors: collections.deque[dict[str, Any]] = field(default_factory=lambda: collections.deque(maxlen=LOG_SIZE))
-    requests: collections.deque[dict[str, Any]] = field(default_factory=lambda: collections.deque(maxlen=LOG_SIZE))
-    dialogs: collections.deque[dict[str, Any]] = field(default_factory=lambda: collections.deque(maxlen=LOG_SIZE))
-    snapshots: dict[str, str] = field(default_factory=dict)
-
-    def describe(self) -> dict[str, Any]:
-        return {"targetId": self.target_id, "url": self.page.url, "type": "page"}
 
 
 def _now_ms() -> int:

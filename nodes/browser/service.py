@@ -13,7 +13,7 @@ from typing import Any
 from nodes.browser.canvas import CANVAS_COMMANDS, Canvas, Emit
 from nodes.browser.chromium import Chromium, find
 from nodes.browser.control import BrowserControl, encode_file
-from nodes.commands import CommandError
+from nodes.errors import CommandError
 
 __all__ = ["BROWSER_COMMANDS", "BrowserCommands"]
 

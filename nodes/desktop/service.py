@@ -33,11 +33,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from nodes.commands import CommandError
 from nodes.desktop.driver import CuaDriver, DriverError, driver_env
 from nodes.desktop.probe import Probe, probe
 from nodes.desktop.settings import NETWORK_TOOLS, DesktopSettings
 from nodes.desktop.trajectory import ZipTooLarge, prune, retarget, turns, unzip_safely, zip_recording
+from nodes.errors import CommandError
 
 __all__ = ["PREFIX", "DesktopCommands"]
 
