@@ -184,6 +184,46 @@ async def test_a_turn_runs_and_survives_down_and_up(compose: Compose) -> None:
         await client.close()
 
 
+PRY = "/usr/local/lib/remoteclaw-test/prying_cli.py"
+
+
+async def pry(compose: Compose, *, owner: bool, **ask: Any) -> dict[str, Any]:
+    """One turn of the prying agent (tests/support/prying_cli.py) for the owner or a stranger: what it found."""
+    scopes = ["operator.admin"] if owner else ["operator.read", "operator.write"]  # a stranger: the baseline tier
+    client = await operator(f"ws://127.0.0.1:{PORT}/", compose.token, scopes=scopes)
+    try:
+        sent = await client.call("chat.send", {"sessionKey": f"agent:pry:pry:{uuid.uuid4().hex[:8]}",
+                                               "message": json.dumps(ask), "idempotencyKey": str(uuid.uuid4())})
+        done = await client.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 60_000}, timeout=70)
+    finally:
+        await client.close()
+    assert done["status"] == "ok", done  # not refused: bubblewrap works in the container (security_opt)
+    found, _ = json.JSONDecoder().raw_decode(done["reply"])
+    return dict(found)
+
+
+async def test_a_strangers_turn_runs_sandboxed_in_the_container(compose: Compose) -> None:
+    run("docker", "exec", "-u", "0", compose.container_ids("gateway")[0], "mkdir", "-p",
+        "/usr/local/lib/remoteclaw-test")
+    compose("cp", str(ROOT / "tests" / "support" / "prying_cli.py"), f"gateway:{PRY}")
+    run("docker", "exec", "-u", "0", compose.container_ids("gateway")[0], "chmod", "a+rx", PRY)
+    client = await operator(f"ws://127.0.0.1:{PORT}/", compose.token)
+    try:
+        got = await client.call("config.get")
+        agents = [*FAKE_AGENT["agents"]["list"], {"id": "pry", "command": ["/app/.venv/bin/python", PRY]}]
+        await client.call("config.patch", {"patch": {"agents": {"list": agents}}, "baseHash": got["hash"]})
+    finally:
+        await client.close()
+    state = ["/data/remoteclaw.json", "/data/gateway.token", "/data/replica-id"]
+    ask = {"paths": state, "secrets": [compose.token]}
+    owner = await pry(compose, owner=True, **ask)
+    stranger = await pry(compose, owner=False, **ask)
+    assert not any(stranger["read"][p] for p in state), stranger["read"]  # the state dir is hidden from it
+    assert compose.token not in stranger["leaked"], stranger["leaked"]
+    assert not any("gateway run" in c for c in stranger["cmdlines"]), stranger["cmdlines"]  # its own PID space
+    assert owner["read"] is not None
+
+
 async def test_not_ready_while_postgresql_is_stopped(compose: Compose) -> None:
     compose("stop", "postgres", timeout=60)
     try:
