@@ -45,7 +45,7 @@ TAG = re.compile(r"\[\[\s*tts\s*\]\]", re.IGNORECASE)
 FORMAT_FOR_CHANNEL: dict[str, str] = {
     "telegram": "ogg-opus",  # sendVoice takes OGG/Opus only; anything else is sent as a plain file
     "discord": "ogg-opus",  # Discord's voice messages are OGG/Opus; its client plays them inline
-    "matrix": "ogg-opus",  # MSC3245 voice messages are OGG/Opus (plugins/matrix marks them so)
+    "matrix": "ogg-opus",  # MSC3245 voice messages are OGG/Opus (channels/matrix marks them so)
     "whatsapp": "ogg-opus",  # WhatsApp plays OGG/Opus audio as a voice message (plugins/whatsapp marks it so)
     "slack": "mp3",  # Slack plays MP3 files inline in every client (it has no voice-note format for bots)
     "webchat": "mp3",  # an <audio> element in every browser, Safari included
