@@ -89,3 +89,63 @@ def test_the_checker_catches_a_broken_link(tmp_path: Path) -> None:
     page.write_text("[ok](there.md) [ok](there.md#second-part) [gone](../deployment.md) [bad](there.md#nope)\n"
                     "`[code](missing.md)` [web](https://example.org/x.md)\n\n```\n[fenced](missing.md)\n```\n")
     assert broken(page) == ["../deployment.md: no such file", "there.md#nope: no heading #nope in there.md"]
+
+
+REPO_FOLDERS = ("gateway", "channels", "nodes", "plugins", "mcp_shim", "migrations", "tests", "bench", "scripts",
+                "deploy", "docs", ".ci")
+PYTHON_PACKAGES = ("gateway", "channels", "nodes", "plugins", "mcp_shim")
+_SECTION = re.compile(r"`((?:" + "|".join(map(re.escape, REPO_FOLDERS)) + r")/[\w/]*)`")
+
+
+def stale_paths(page: Path, root: Path = ROOT) -> list[str]:
+    """The repository paths a page names in code spans that do not exist. A path from the top (``gateway/x.py``,
+    ``tests/...``) must exist as written; a module path without its package (``server/app.py``) must exist in the
+    package its section is about (the nearest heading naming one) or in one of the Python packages. Placeholders
+    (``tests/channels/<name>/``) and pytest node ids (``file.py::test``) are read up to where they start."""
+    problems: list[str] = []
+    sections: list[tuple[int, str]] = []
+    fenced = False
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        if heading := re.match(r"(#{1,6})\s", line):
+            level = len(heading.group(1))
+            sections = [s for s in sections if s[0] < level]
+            if named := _SECTION.search(line):
+                sections.append((level, named.group(1).rstrip("/")))
+        for span in _CODE.findall(line):
+            for word in span.strip("`").split():
+                path = re.split(r"::|<|\{|\.\.\.", word)[0].strip(".,:;()'\"")
+                if not re.fullmatch(r"[\w.*/-]+/[\w.*/-]*", path) or "://" in path or path.startswith("/"):
+                    continue
+                if path.split("/")[0] in REPO_FOLDERS:
+                    bases = [root]
+                elif path.endswith(".py"):
+                    bases = [root / s for _, s in sections] + [root / p for p in PYTHON_PACKAGES]
+                else:
+                    continue  # a folder of the state directory, an image's, a URL path: not the repository's
+                if not any(base.glob(path) if "*" in path else (base / path).exists() for base in bases):
+                    problems.append(f"{page.relative_to(root)}:{number}: `{path}` does not exist")
+    return problems
+
+
+def test_architecture_names_only_paths_that_exist() -> None:
+    """docs/architecture.md is the map a newcomer reads first: a module that moves must move there too."""
+    assert stale_paths(ROOT / "docs" / "architecture.md") == []
+
+
+def test_the_path_checker_catches_a_moved_module(tmp_path: Path) -> None:
+    (tmp_path / "gateway" / "server").mkdir(parents=True)
+    (tmp_path / "gateway" / "server" / "app.py").write_text("")
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "page.md"
+    page.write_text("# The map\n\n`gateway/server/app.py` and `server/app.py`, `gateway/server/*.py`,\n"
+                    "`tests/gateway/<package>/` `gateway/server/app.py::test_x` `~/.remoteclaw/state/`\n\n"
+                    "## `gateway/server/` — the server\n\n`app.py`, `old/gone.py` and `gateway/moved.py`\n\n"
+                    "```\ngateway/fenced.py `gateway/fenced.py`\n```\n")
+    assert stale_paths(page, tmp_path) == ["docs/page.md:4: `tests/gateway/` does not exist",
+                                           "docs/page.md:8: `old/gone.py` does not exist",
+                                           "docs/page.md:8: `gateway/moved.py` does not exist"]
