@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -25,9 +25,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from gateway.config import ConfigStore
-    from gateway.config.shared import SharedConfig
 
-__all__ = ["RESTART_SECTIONS", "ConfigChanges", "Listener", "changed_sections", "register_secrets"]
+
+class ConfigPublisher(Protocol):
+    """Where a change is published before it is written, when replicas share one config
+    (``gateway.config.shared.SharedConfig``)."""
+
+    async def publish(self, data: dict[str, Any], *, force: bool = False) -> None: ...
+
+__all__ = ["RESTART_SECTIONS", "ConfigChanges", "ConfigPublisher", "Listener", "changed_sections", "register_secrets"]
 
 log = structlog.get_logger("gateway.config")
 
@@ -66,7 +72,7 @@ class ConfigChanges:
         self._restart = restart
         self._logs_dir = logs_dir
         self._listeners: list[Listener] = []
-        self.shared: SharedConfig | None = None
+        self.shared: ConfigPublisher | None = None
         """The deployment's one config on a shared database (``gateway.config.shared``); None on one machine."""
 
     def listen(self, listener: Listener) -> None:
