@@ -92,14 +92,16 @@ async def test_a_long_sse_answer_arrives_byte_for_byte(tmp_path: Path, upstream:
     assert upstream.headers[0]["x-api-key"] == REAL_KEY
 
 
-async def test_a_cancelled_turn_cancels_the_upstream_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize("owner", [True, False], ids=["owner-loopback", "stranger-through-the-relay"])
+async def test_a_cancelled_turn_cancels_the_upstream_request(tmp_path: Path, owner: bool) -> None:
     up = Upstream(long_sse(20_000), pause=0.5)  # ~1 MB, 16 KB every half second: half a minute of answer
     gw = gateway(tmp_path, up.url)
     key = f"agent:main:cancel:{uuid.uuid4().hex[:6]}"
     try:
         c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
-        acc = await c.call("chat.send", {"sessionKey": key, "message": json.dumps({"http": [ask_model("slow")]}),
-                                         "idempotencyKey": str(uuid.uuid4())})
+        asker = c if owner else await operator(gw.url, gw.token or "", scopes=["operator.read", "operator.write"])
+        acc = await asker.call("chat.send", {"sessionKey": key, "message": json.dumps({"http": [ask_model("slow")]}),
+                                             "idempotencyKey": str(uuid.uuid4())})
         for _ in range(100):  # the answer has begun
             if up.headers:
                 break
@@ -111,6 +113,8 @@ async def test_a_cancelled_turn_cancels_the_upstream_request(tmp_path: Path) -> 
         took = time.monotonic() - started
         await c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 20000}, timeout=30)
         await c.close()
+        if asker is not c:
+            await asker.close()
     finally:
         gw.stop()
         up.close()
