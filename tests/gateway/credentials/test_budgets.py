@@ -71,3 +71,29 @@ async def test_a_tier_model_allowlist_holds_for_everyone_but_the_owner(tmp_path:
     assert big.startswith("403 ") and "model claude-opus-9 is not open to this conversation" in big, big
     assert small.startswith("200 ") and owner["http"][0].startswith("200 "), (small, owner["http"])
     assert [r["model"] for r in api.requests] == ["claude-haiku-9", "claude-opus-9"]  # the refused one never left
+
+
+async def test_a_persons_budget_stops_their_run_at_the_wire(tmp_path: Path) -> None:
+    """Dana (a member signed in at the web chat) has $0.0005 a day: her run is cut at the model gateway as the
+    answer's first event spends it, saying whose budget it was."""
+    from tests.gateway.people.test_people import redeem, signed_in
+
+    with FakeAnthropic() as api:
+        gw = gateway(tmp_path, api.url, config={"modelGateway": {"prices": PRICES}})
+        try:
+            owner = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+            await owner.call("people.create", {"id": "dana", "name": "Dana", "role": "member",
+                                               "maxCostPerDay": 0.0005})
+            link = (await owner.call("people.loginLink", {"id": "dana"}))["url"]
+            dana, _ = await signed_in(gw, redeem(gw, link.split("#signin=")[1])[1]["token"])
+            streamed = ask_model("x")
+            streamed["body"]["stream"] = True
+            acc = await dana.call("chat.send", {"sessionKey": "agent:main:person:dana", "idempotencyKey": "b1",
+                                                "message": json.dumps({"http": [streamed]})})
+            done = await dana.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 60000}, timeout=70)
+            await dana.close()
+            await owner.close()
+        finally:
+            gw.stop()
+    assert done["status"] == "error" and "Dana's daily budget is spent" in done["error"], done
+    assert len(api.requests) == 1
