@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.credentials.egress import refused_address
 from tests.gateway.credentials.test_model_gateway import REAL_KEY, ask_model, gateway, pry
 from tests.support.fake_anthropic import FakeAnthropic
 
@@ -79,3 +80,20 @@ async def test_a_strangers_run_reaches_the_model_gateway_and_allowed_hosts_only(
     assert "403" in t[f"private.remoteclaw.test:{echo}"] and "private" in t[f"private.remoteclaw.test:{echo}"], t
     assert "403" in t[f"unlisted.remoteclaw.test:{echo}"] and "403" in t[f"127.0.0.2:{echo}"], t
     assert owner["tcp"] == {f"127.0.0.2:{echo}": True}  # the owner's runs keep the machine's network (as before)
+
+
+@pytest.mark.parametrize(("ip", "why"), [
+    ("169.254.169.254", "a cloud metadata address"), ("fd00:ec2::254", "a cloud metadata address"),
+    ("100.100.100.200", "a cloud metadata address"), ("127.0.0.1", "a loopback address"),
+    ("::1", "a loopback address"), ("::ffff:127.0.0.1", "a loopback address"), ("10.0.0.5", "a private address"),
+    ("192.168.1.1", "a private address"), ("fe80::1", "a link-local address"),
+    ("169.254.10.10", "a link-local address"),
+    ("0.0.0.0", "a private address"), ("224.0.0.1", "a multicast address"),
+    ("8.8.8.8", None), ("2606:4700:4700::1111", None)])
+def test_the_deny_list(ip: str, why: str | None) -> None:
+    assert refused_address(ip) == why
+
+
+def test_an_owner_named_private_address_passes_and_metadata_never() -> None:
+    assert refused_address("10.0.0.5", frozenset({"10.0.0.5"})) is None
+    assert refused_address("169.254.169.254", frozenset({"169.254.169.254"})) == "a cloud metadata address"
