@@ -37,6 +37,7 @@ class Credential:
     how: Literal["x-api-key", "bearer", "x-goog-api-key", "none"]
     value: str | None = None
     login: Path | None = None
+    login_kind: Literal["claude", "google"] = "claude"
     source: str = ""
     """Where it was found (``doctor``): a variable's name, or the login file."""
 
@@ -105,21 +106,32 @@ def _claude(env: Mapping[str, str], home: Path) -> Plan:
 
 
 def _gemini(env: Mapping[str, str], home: Path) -> Plan:
-    drop = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    drop = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_ACCESS_TOKEN")
     hide = (".gemini/oauth_creds.json", ".gemini/google_accounts.json")
     key_name = "GEMINI_API_KEY" if env.get("GEMINI_API_KEY") else "GOOGLE_API_KEY" if env.get("GOOGLE_API_KEY") \
         else None
     if env.get("GOOGLE_GENAI_USE_VERTEXAI") == "true":
         return Plan("gemini", hide=hide, unfronted="Gemini CLI on Vertex AI (cloud credentials) is not fronted")
-    if env.get("GOOGLE_GENAI_USE_GCA") == "true" or (key_name is None and (home / ".gemini" /
-                                                                           "oauth_creds.json").is_file()):
-        return Plan("gemini", hide=hide, unfronted="Gemini CLI's Google login (Code Assist) is not fronted yet: "
-                    "give it GEMINI_API_KEY")
+    login = home / ".gemini" / "oauth_creds.json"
+    if env.get("GOOGLE_GENAI_USE_GCA") == "true" or (key_name is None and login.is_file()):
+        # The Google login: the run is given the stand-in as its access token (GOOGLE_CLOUD_ACCESS_TOKEN, which the
+        # CLI uses as it is) and Code Assist at the gateway; the gateway holds and refreshes the login file.
+        if not (_json(login).get("refresh_token") or _json(login).get("access_token")):
+            return Plan("gemini", hide=hide, unfronted=f"Gemini CLI's Google login: {login} holds no token")
+        base = (env.get("CODE_ASSIST_ENDPOINT") or CODE_ASSIST).rstrip("/")
+        cred = Credential("bearer", login=login, login_kind="google", source=str(login))
+        return Plan("gemini", (Upstream("gemini-login", base, "gemini", cred),),
+                    {"GOOGLE_GENAI_USE_GCA": "true", "GOOGLE_CLOUD_ACCESS_TOKEN": STANDIN,
+                     "CODE_ASSIST_ENDPOINT": base_of("gemini-login")}, (*drop, "CODE_ASSIST_ENDPOINT"), hide)
     base = (env.get("GOOGLE_GEMINI_BASE_URL") or "https://generativelanguage.googleapis.com").rstrip("/")
     cred = Credential("x-goog-api-key", env[key_name], source=key_name) if key_name else \
         Credential("none", source="none found")
     return Plan("gemini", (Upstream("gemini", base, "gemini", cred),),
                 {"GOOGLE_GEMINI_BASE_URL": base_of("gemini"), "GEMINI_API_KEY": STANDIN}, drop, hide)
+
+
+CODE_ASSIST = "https://cloudcode-pa.googleapis.com"
+"""Where Gemini CLI's Google login reaches its model (its ``CODE_ASSIST_ENDPOINT``)."""
 
 
 def _codex(env: Mapping[str, str], home: Path) -> Plan:

@@ -37,6 +37,12 @@ class ModelGatewayConfig(Section):
                                    description="Where the gateway refreshes a Claude subscription login.")
     anthropicClientId: str = Field("9d1c250a-e61b-44d9-88ed-5944d1962f5e",
                                    description="The OAuth client id Claude Code's login uses.")
+    googleTokenUrl: str = Field("https://oauth2.googleapis.com/token",
+                                description="Where the gateway refreshes Gemini CLI's Google login.")
+    googleClientId: str = Field("681255809395-oo8ft2oprdrnp9e3aqf6av3hmdib135j.apps.googleusercontent.com",
+                                description="The OAuth client Gemini CLI's login uses (a public installed app's).")
+    googleClientSecret: str = Field("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", description="That installed app's "
+                                    "client secret, public in Gemini CLI's source (Google's installed-app flow).")
     prices: dict[str, ModelPrice] = Field(default_factory=dict, description="Per model name (or a glob, "
                                           "claude-*): the price per million tokens the budget counts with.")
     egress: EgressConfig = Field(default_factory=EgressConfig)

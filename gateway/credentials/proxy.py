@@ -45,9 +45,10 @@ _MODEL_CALLS = {
     "anthropic": re.compile(r"(^|/)v1/(messages(/count_tokens)?|models(/[^/]+)?)$"),
     "openai": re.compile(r"(^|/)(responses(/compact)?|chat/completions|completions|embeddings|models(/[^/]+)?)$"),
     "gemini": re.compile(r"(^|/)v1(beta|alpha)?/models(/[^/:]+(:(generateContent|streamGenerateContent|countTokens|"
-                         r"embedContent|batchEmbedContents))?)?$"),
+                         r"embedContent|batchEmbedContents))?)?$|(^|/)v1internal(:[A-Za-z]+|/operations/[^/]+)$"),
 }
-"""What a stand-in may ask for: the model APIs' own calls (a message, a response, a count, the model list). The
+"""What a stand-in may ask for: the model APIs' own calls (a message, a response, a count, the model list; Code
+Assist's methods, the API of Gemini CLI's Google login alone). The
 rest of an API the real key opens (an account's files, batches, fine-tunes, admin endpoints) stays shut."""
 MOUNT = "/model"
 """Where the route is mounted on the gateway's port: a run's base URL is ``<gateway>/model/<upstream>``."""
@@ -190,7 +191,8 @@ class ModelRoute:
         cred = upstream.credential
         value = cred.value
         if cred.login is not None:
-            value = await self._models.refresher.bearer(cred.login, refused=refused)
+            value = await self._models.refresher.bearer(cred.login, self._models.shape(cred.login_kind),
+                                                        refused=refused)
         added: list[tuple[str, str]] = []
         if value:
             if cred.how == "x-api-key":

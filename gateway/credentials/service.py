@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 
 from gateway.credentials.clis import STANDIN, Plan, plan_for
 from gateway.credentials.egress import EgressProxy
-from gateway.credentials.oauth import LoginRefresher
+from gateway.credentials.oauth import LoginRefresher, LoginShape
 from gateway.credentials.standins import StandIn, StandIns
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.relay import GatewayRelay
@@ -77,8 +77,7 @@ class ModelGateway:
         self.standins = StandIns()
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(600, connect=30), follow_redirects=False,
                                         limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
-        cfg = config.config.modelGateway
-        self.refresher = LoginRefresher(self.client, cfg.anthropicTokenUrl, cfg.anthropicClientId)
+        self.refresher = LoginRefresher(self.client)
         self._limits: dict[str, list[_Limit]] = {}
         self.egress = EgressProxy(lambda: self._config.config.modelGateway.egress)
         self._egress_relay: GatewayRelay | None = None
@@ -95,6 +94,15 @@ class ModelGateway:
     @property
     def enabled(self) -> bool:
         return self._config.config.modelGateway.enabled
+
+    def shape(self, kind: str) -> LoginShape:
+        """How a login of this kind keeps and refreshes its tokens (the endpoints from the config, read now)."""
+        cfg = self._config.config.modelGateway
+        if kind == "google":
+            return LoginShape(None, "access_token", "refresh_token", "expiry_date", cfg.googleTokenUrl, True,
+                              {"client_id": cfg.googleClientId, "client_secret": cfg.googleClientSecret})
+        return LoginShape("claudeAiOauth", "accessToken", "refreshToken", "expiresAt", cfg.anthropicTokenUrl, False,
+                          {"client_id": cfg.anthropicClientId})
 
     @property
     def others_models(self) -> list[str]:

@@ -113,6 +113,8 @@ class Meter:
                               output=_int(usage.get("completion_tokens")))
 
     def _gemini(self, obj: dict[str, Any]) -> None:
+        if isinstance(obj.get("response"), dict):  # Code Assist wraps the answer
+            obj = obj["response"]
         if isinstance(obj.get("modelVersion"), str):
             self.model = obj["modelVersion"]
         usage = obj.get("usageMetadata")

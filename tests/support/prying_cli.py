@@ -1,4 +1,5 @@
-"""A stand-in agent CLI that pries, as a prompt-injected coding agent would (Claude Code's stream-json out).
+"""A stand-in agent CLI that pries, as a prompt-injected coding agent would (Claude Code's stream-json out; Gemini
+CLI's when started as it is, ``--prompt <ask>``).
 
 Its prompt is a JSON object ``{"paths": [...], "secrets": [...], "calls": [[method, params]…], "keep": "…"}``.
 It tries to read every path (a file's bytes, a folder's listing), looks through ``/proc`` for other processes and
@@ -159,7 +160,8 @@ def call_gateway(calls: list[list], answers: dict[str, object]) -> dict[str, str
 
 
 def main() -> int:
-    ask = json.loads(sys.stdin.read())
+    gemini = "--prompt" in sys.argv  # started as Gemini CLI (the prompt in argv): it answers in Gemini's events
+    ask = json.loads(sys.argv[sys.argv.index("--prompt") + 1] if gemini else sys.stdin.read())
     if ask.get("keep"):
         with open(os.path.expanduser("~/kept.txt"), "w") as fh:
             fh.write(ask["keep"])
@@ -183,8 +185,11 @@ def main() -> int:
         "wrote": {p: writes(p) for p in ask.get("write", [])},
     }
     reply = json.dumps(found)
-    for obj in ({"type": "system", "subtype": "init", "session_id": "pry"},
-                {"type": "result", "subtype": "success", "is_error": False, "session_id": "pry", "result": reply}):
+    lines = ({"type": "init", "session_id": "pry"}, {"type": "message", "role": "assistant", "content": reply},
+             {"type": "result", "status": "success", "stats": {}}) if gemini else (
+        {"type": "system", "subtype": "init", "session_id": "pry"},
+        {"type": "result", "subtype": "success", "is_error": False, "session_id": "pry", "result": reply})
+    for obj in lines:
         sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
     return 0
