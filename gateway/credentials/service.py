@@ -145,6 +145,8 @@ class ModelGateway:
                 env[name] = token
             elif value.startswith("{base:"):
                 env[name] = urls[value[6:-1]]
+            else:  # a switch the CLI needs to use what it is given (GOOGLE_GENAI_USE_GCA)
+                env[name] = value
         self._limits[run_id] = await self._day_limits(agent, person_id, owner=owner)
         return Issued(token, env, {provider: urls[up] for provider, up in plan.providers.items()}, plan.config)
 

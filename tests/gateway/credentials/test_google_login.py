@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from tests.gateway.agents.runtimes.conftest import cli
 from tests.gateway.credentials.test_model_gateway import PRY, pry
 from tests.support.fake_http import FakeHTTPServer, Reply, json_reply
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import operator
 
 ACCESS = "ya29.old-" + uuid.uuid4().hex
 REFRESH = "1//refresh-" + uuid.uuid4().hex
@@ -34,12 +36,18 @@ class FakeCodeAssist(FakeHTTPServer):
         if path == "/token":
             self.record(self.refreshes, dict(parse_qsl(raw.decode())))
             return json_reply({"access_token": NEW, "expires_in": 3599, "token_type": "Bearer"})
+        if method == "POST" and path.startswith("/v1internal:loadCodeAssist"):
+            self.record(self.bearers, self.bearer)
+            return json_reply({"currentTier": {"id": "standard-tier", "name": "Standard"},
+                               "cloudaicompanionProject": "proj", "allowedTiers": [{"id": "standard-tier"}]})
         if method == "POST" and path.startswith("/v1internal:streamGenerateContent"):
             self.record(self.bearers, self.bearer)
             chunk = {"response": {"candidates": [{"content": {"role": "model", "parts": [{"text": "from code assist"}]},
                                                   "finishReason": "STOP"}], "modelVersion": "gemini-2.5-pro",
                                   "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 3}}}
             return 200, f"data: {json.dumps(chunk)}\r\n\r\n".encode(), "text/event-stream"
+        if method == "POST" and path.startswith("/v1internal:"):  # quota, experiments: nothing to say
+            return json_reply({})
         return json_reply({"error": {"code": 404, "message": "no"}}, 404)
 
 
@@ -79,3 +87,27 @@ async def test_a_google_login_is_held_and_refreshed_by_the_gateway(tmp_path: Pat
     on_host = json.loads(creds.read_text())
     assert on_host["access_token"] == NEW and on_host["refresh_token"] == REFRESH
     assert on_host["expiry_date"] > time.time() * 1000 + 3_000_000
+
+
+async def test_the_real_gemini_cli_on_a_google_login_in_a_strangers_sandbox(tmp_path: Path) -> None:
+    """Gemini CLI for real (skipped when not installed), a stranger's run without a network: it talks to Code
+    Assist through the model gateway, which sends the refreshed login's bearer."""
+    gemini = cli("gemini")
+    home = tmp_path / "home"
+    google_login(home)
+    with FakeCodeAssist() as api:
+        env = {"HOME": str(home), "CODE_ASSIST_ENDPOINT": api.url, "GEMINI_CLI_NO_RELAUNCH": "true", "NO_COLOR": "1"}
+        agent = {"id": "main", "runtime": "gemini", "command": [gemini], "model": "gemini-2.5-flash", "env": env}
+        cfg: dict[str, Any] = {"agents": {"list": [agent]}, "modelGateway": {"googleTokenUrl": api.url + "/token"}}
+        gw = GatewayProcess(tmp_path / "state", config=cfg).start()
+        try:
+            c = await operator(gw.url, gw.token or "", scopes=["operator.read", "operator.write"])
+            acc = await c.call("chat.send", {"sessionKey": "agent:main:gca", "message": "say hi",
+                                             "idempotencyKey": str(uuid.uuid4())})
+            done = await c.call("agent.wait", {"runId": acc["runId"], "timeoutMs": 120_000}, timeout=130)
+            await c.close()
+        finally:
+            gw.stop()
+    assert done["status"] == "ok" and "from code assist" in done["reply"], done
+    assert api.bearers and set(api.bearers) == {NEW}, api.bearers  # loadCodeAssist, then the answer
+    assert json.loads((home / ".gemini" / "oauth_creds.json").read_text())["access_token"] == NEW
