@@ -11,6 +11,7 @@ import pytest
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "docker: drives a real Docker engine and compose (its own CI step)")
+    config.addinivalue_line("markers", "chaos: the docker chaos run (not in CI's step yet: -m chaos)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.exceptions import InvalidHandshake
 
+from gateway.runs.recovery import RETRY_NOTICE
 from tests.support.ws import RawClient, operator
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -257,7 +259,7 @@ async def test_a_killed_replica_loses_no_client_for_long(compose: Compose) -> No
     async def answered() -> bool:
         try:
             history = await turn(url, compose.token, f"agent:main:after-{uuid.uuid4().hex[:6]}", "after the kill")
-        except (OSError, AssertionError, ConnectionError, TimeoutError):
+        except (OSError, AssertionError, ConnectionError, TimeoutError, InvalidHandshake):
             await asyncio.sleep(0.2)
             return False
         return history[-1][0] == "assistant"
@@ -294,6 +296,93 @@ async def test_scale_to_three_replicas_with_three_names_and_one_config(compose: 
     b = compose.exec("gateway-b", "cat", "/data/remoteclaw.json").stdout
     assert json.loads(b)["session"]["dmScope"] == "per-channel-peer"
     compose("--profile", "replicas", "rm", "-s", "-f", "gateway", timeout=120, scaled=True)  # back to one
+    compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
+
+
+@pytest.mark.chaos
+async def test_chaos_three_replicas_every_accepted_message_answered_once(compose: Compose) -> None:
+    """Three replicas behind the balancer with turns in flight: ``docker kill`` one, then PostgreSQL stopped for
+    10 s, then Redis: every message a replica accepted is answered, exactly once, and clients reconnect.
+
+    Not in CI's step yet (``-m "docker and not chaos"``): the messages sent just after the kill, accepted by a live
+    replica, went unanswered for 150 s once PostgreSQL was stopped (issue #53's chaos run; to be found).
+    """
+    compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", "--scale", "gateway=2",
+            timeout=300, scaled=True)
+    url = f"ws://127.0.0.1:{BALANCED}/"
+    accepted: dict[str, str] = {}  # session key -> the message's text
+    refused = 0
+
+    async def send(wave: str, n: int) -> None:
+        nonlocal refused
+        for i in range(n):
+            key, text = f"agent:main:chaos-{wave}-{i}", f"chaos {wave} {i} sleep:2"
+            try:
+                client = await operator(url, compose.token)
+            except (OSError, AssertionError, ConnectionError, TimeoutError, InvalidHandshake):
+                refused += 1  # no replica ready (the database away from all of them): the balancer says 503
+                continue
+            try:
+                frame = await client.req("chat.send", {"sessionKey": key, "message": text,
+                                                       "idempotencyKey": f"chaos-{wave}-{i}"}, timeout=20)
+                if frame["ok"]:
+                    accepted[key] = text
+                else:
+                    refused += 1
+            except (OSError, ConnectionError, TimeoutError):
+                refused += 1  # not accepted: the client saw no answer, and may send again
+            finally:
+                await client.close()
+
+    await send("calm", 4)
+    run("docker", "kill", compose.container_ids("gateway")[1])  # one replica dies with turns in flight
+    await send("killed", 4)
+    compose("stop", "postgres", timeout=60)
+    await send("nodb", 2)
+    await asyncio.sleep(10)
+    compose("start", "postgres", timeout=60)
+    wait_for(lambda: http(BALANCED, "/readyz")[0] == 200, 90, "a replica ready again after PostgreSQL")
+    await send("dbback", 3)
+    compose("stop", "redis", timeout=60)
+    await send("noredis", 2)
+    await asyncio.sleep(10)
+    compose("start", "redis", timeout=60)
+    wait_for(lambda: http(BALANCED, "/readyz")[0] == 200, 90, "a replica ready again after Redis")
+    await send("redisback", 3)
+    assert len(accepted) >= 10, (len(accepted), refused)
+
+    async def answered_once(key: str, text: str) -> bool:
+        try:
+            client = await operator(url, compose.token)
+        except (OSError, AssertionError, ConnectionError, TimeoutError, InvalidHandshake):
+            return False
+        try:
+            history = [(m["role"], m["text"]) for m in
+                       (await client.call("chat.history", {"sessionKey": key}))["messages"]]
+        except (OSError, AssertionError, ConnectionError, TimeoutError):
+            return False
+        finally:
+            await client.close()
+        users = [t for r, t in history if r == "user"]
+        # a turn cut by the kill is taken over by another replica, which says so (RETRY_NOTICE) and runs it again
+        replies = [t for r, t in history if r == "assistant" and t != RETRY_NOTICE]
+        assert users.count(text) <= 1 and len(replies) <= 1, (key, history)  # never twice
+        return len(replies) == 1
+    lost = []
+    deadline = time.monotonic() + 150  # a dead replica's turns are adopted once its lease and heartbeat lapse
+    for key, text in accepted.items():
+        while not await answered_once(key, text):
+            if time.monotonic() > deadline:
+                lost.append(key)
+                break
+            await asyncio.sleep(1)
+    TIMINGS["chaos_accepted"] = len(accepted)
+    TIMINGS["chaos_not_accepted"] = refused
+    TIMINGS["chaos_lost"] = len(lost)
+    if lost:
+        compose("--profile", "replicas", "logs", "--no-color", "--tail", "200", check=False)
+    assert not lost, lost
+    compose("--profile", "replicas", "rm", "-s", "-f", "gateway", timeout=120, scaled=True)
     compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
 
 
