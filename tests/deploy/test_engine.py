@@ -305,7 +305,7 @@ async def test_chaos_three_replicas_every_accepted_message_answered_once(compose
     10 s, then Redis: every message a replica accepted is answered, exactly once, and clients reconnect.
 
     Not in CI's step yet (``-m "docker and not chaos"``): the messages sent just after the kill, accepted by a live
-    replica, went unanswered for 150 s once PostgreSQL was stopped (issue #53's chaos run; to be found).
+    replica, went unanswered for 150 s (PostgreSQL was stopped seconds later; the cause is still to be found).
     """
     compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", "--scale", "gateway=2",
             timeout=300, scaled=True)
