@@ -379,9 +379,11 @@ async def test_chaos_three_replicas_every_accepted_message_answered_once(compose
     TIMINGS["chaos_accepted"] = len(accepted)
     TIMINGS["chaos_not_accepted"] = refused
     TIMINGS["chaos_lost"] = len(lost)
-    if lost:
-        compose("--profile", "replicas", "logs", "--no-color", "--tail", "200", check=False)
-    assert not lost, lost
+    logs = ""
+    if lost:  # what the replicas said about them, for the failure's report
+        said = compose("--profile", "replicas", "logs", "--no-color", check=False).stdout.splitlines()
+        logs = "\n".join(line for line in said if any(k in line for k in lost) or "error" in line.lower())[-8000:]
+    assert not lost, (lost, logs)
     compose("--profile", "replicas", "rm", "-s", "-f", "gateway", timeout=120, scaled=True)
     compose("--profile", "replicas", "up", "-d", "--wait", "--wait-timeout", "180", timeout=300)
 
