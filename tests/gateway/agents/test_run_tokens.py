@@ -24,7 +24,9 @@ READ_WRITE = ["operator.read", "operator.write"]
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     d = tmp_path_factory.mktemp("runtok")
-    cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, PROBE]}]}}
+    # the probe connects over TCP as an attacker holding the token would: non-owner runs get the network here
+    cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, PROBE]}],
+                      "defaults": {"sandbox": {"othersNetwork": "open"}}}}
     with GatewayProcess(d / "gw", config=cfg, env={"PROBE_LOG": str(d / "probe.log"),
                                                    "REMOTECLAW_DATABASE_SECRET_TEST": "gateway-only"}) as proc:
         proc.probe_log = d / "probe.log"  # type: ignore[attr-defined]
