@@ -95,7 +95,7 @@ class PeopleService:
         self._by_identity: dict[tuple[str, str], PersonView] = {}
         self._people: dict[str, PersonView] = {}
         self._session_person: dict[str, str] = {}
-        """Whose each person's session is, for the events filter (``event_person``), which cannot await."""
+        """Whose each person's session is, for the events filter (``gateway.access``), which cannot await."""
         self._loaded_at = 0.0
         self._sessions_loaded_at = 0.0
         self._on_remove: list[Callable[[str], Awaitable[None]]] = []
@@ -195,18 +195,6 @@ class PeopleService:
     def owner_of(self, session_key: str) -> str | None:
         """The person a session belongs to (None: nobody's), as this replica last read it."""
         return self._session_person.get(session_key)
-
-    def event_person(self, event: str, payload: Any) -> str | None:
-        """Whose an event is: the person owning the session it names; None for anyone's or nobody's.
-
-        Events that name no session (ticks, presence, health) are nobody's and reach everyone (returned as the
-        reserved ``"*"``)."""
-        if event in _EVERYONE_EVENTS:
-            return "*"
-        key = _event_session(payload)
-        if key is None:
-            return None
-        return self._session_person.get(key)
 
     # -- who is this ---------------------------------------------------------------------------------
 
@@ -469,22 +457,6 @@ class PeopleService:
             return not self.enabled
         return person is not None and (person.id in project_people or f"role:{person.role}" in project_people)
 
-
-_EVERYONE_EVENTS = frozenset({"tick", "presence", "health", "shutdown", "connect.challenge"})
-
-
-def _event_session(payload: Any) -> str | None:
-    """The session an event is about, wherever its payload says it: at the top (chat), in ``data`` (agent, whose
-    closed schema leaves only that), in ``source`` or ``request`` (approvals and questions)."""
-    if not isinstance(payload, dict):
-        return None
-    for holder in (payload, payload.get("data"), payload.get("source"), payload.get("request")):
-        if isinstance(holder, dict):
-            for field in ("sessionKey", "sourceSessionKey"):
-                value = holder.get(field)
-                if isinstance(value, str):
-                    return value
-    return None
 
 
 def _check_role(role: str) -> None:
