@@ -41,10 +41,15 @@ class ModelGatewayConfig(Section):
                                 description="Where the gateway refreshes Gemini CLI's Google login.")
     googleClientId: str = Field("681255809395-oo8ft2oprdrnp9e3aqf6av3hmdib135j.apps.googleusercontent.com",
                                 description="The OAuth client Gemini CLI's login uses (a public installed app's).")
-    googleClientSecret: str = Field("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", description="That installed app's "
-                                    "client secret, public in Gemini CLI's source (Google's installed-app flow).")
+    googleClientSecret: str | None = Field(None, description="That installed app's client secret; unset: the one "
+                                           "public in Gemini CLI's source (Google's installed-app flow).")
     prices: dict[str, ModelPrice] = Field(default_factory=dict, description="Per model name (or a glob, "
                                           "claude-*): the price per million tokens the budget counts with.")
     egress: EgressConfig = Field(default_factory=EgressConfig)
     othersModels: list[str] = Field(default_factory=list, description="The models (names or globs, claude-haiku-*) "
                                     "runs of anyone but the owner may ask for; empty: any.")
+
+
+GEMINI_CLI_CLIENT_SECRET = "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"
+"""Gemini CLI's installed-app OAuth client secret, public in its source. Not a config default: a setting named
+like a secret is hidden by ``config.get``, and a whole config sent back as read would then lose it."""

@@ -21,6 +21,7 @@ import structlog
 from sqlalchemy import func, select
 
 from gateway.credentials.clis import STANDIN, Plan, plan_for
+from gateway.credentials.config import GEMINI_CLI_CLIENT_SECRET
 from gateway.credentials.egress import EgressProxy
 from gateway.credentials.oauth import LoginRefresher, LoginShape
 from gateway.credentials.standins import StandIn, StandIns
@@ -100,7 +101,8 @@ class ModelGateway:
         cfg = self._config.config.modelGateway
         if kind == "google":
             return LoginShape(None, "access_token", "refresh_token", "expiry_date", cfg.googleTokenUrl, True,
-                              {"client_id": cfg.googleClientId, "client_secret": cfg.googleClientSecret})
+                              {"client_id": cfg.googleClientId,
+                               "client_secret": cfg.googleClientSecret or GEMINI_CLI_CLIENT_SECRET})
         return LoginShape("claudeAiOauth", "accessToken", "refreshToken", "expiresAt", cfg.anthropicTokenUrl, False,
                           {"client_id": cfg.anthropicClientId})
 
