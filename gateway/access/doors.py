@@ -146,10 +146,10 @@ class AccessControl:
                                          details={**(exc.details or {}), "field": field}) from None
                 return Located(await self.session(key, kind), field)
             if kind == "run":
-                key = await self._runs.session_of(value)
-                if key is None:
+                run_session = await self._runs.session_of(value)
+                if run_session is None:
                     raise InvalidRequest(f"unknown {field}: no run '{value}'", details={"field": field})
-                return Located(await self.session(key, "run"), field)
+                return Located(await self.session(run_session, "run"), field)
             if kind == "person":
                 return Located(Obj("person", person_id=value,
                                    owner_only=self._people.role_of(value) == "owner"), field)

@@ -50,8 +50,9 @@ class Voice(Protocol):
         """The reply's text to send and whether it is also to be spoken (auto-TTS)."""
         ...
 
-    async def speak_for(self, text: str, channel: str | None = None) -> Clip:
-        """``text`` as audio in the format ``channel`` plays (a voice note when None or unknown)."""
+    async def speak_for(self, text: str, channel: str | None = None, *, session_key: str | None = None) -> Clip:
+        """``text`` as audio in the format ``channel`` plays (a voice note when None or unknown), kept among
+        ``session_key``'s outbound files."""
         ...
 
     async def hear(self, path: str) -> tuple[str, str | None]:
