@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -27,6 +26,7 @@ from gateway.dispatch.registry import MethodSpec, Registry, registry
 from gateway.methods import load_all
 from tests.support.fake_telegram import FakeTelegram, cli_runs
 from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.signin import signin_token
 from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
 
@@ -144,14 +144,6 @@ def tg() -> Iterator[FakeTelegram]:
     server.stop()
 
 
-def _redeem(gw: GatewayProcess, url: str) -> str:
-    code = url.split("#signin=")[1]
-    req = urllib.request.Request(gw.http + "/people/signin", data=json.dumps({"code": code}).encode(),
-                                 headers={"content-type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return str(json.loads(resp.read())["token"])
-
-
 @pytest.fixture(scope="module")
 async def world(tg: FakeTelegram, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, Any]]:
     state = tmp_path_factory.mktemp("doors") / "gw"
@@ -171,7 +163,7 @@ async def world(tg: FakeTelegram, tmp_path_factory: pytest.TempPathFactory) -> A
                 await owner.call("people.link", {"id": pid, "channel": "telegram", "senderId": str(tg_id)})
             url = (await owner.call("people.loginLink", {"id": pid}))["url"]
             c = await RawClient.open(gw.url)
-            assert (await c.handshake(await asyncio.to_thread(_redeem, gw, url), client_id="webchat-ui",
+            assert (await c.handshake(await asyncio.to_thread(signin_token, gw, url), client_id="webchat-ui",
                                       mode="webchat"))["ok"]
             clients.append(c)
             people[pid] = {"id": pid, "client": c, "tg": tg_id, "key": f"agent:main:person:{pid}"}

@@ -15,7 +15,6 @@ import base64
 import json
 import shutil
 import sys
-import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 
 from tests.support.fake_telegram import cli_runs
 from tests.support.gateway_proc import ROOT, GatewayProcess
+from tests.support.signin import signin_token
 from tests.support.waiting import until
 from tests.support.ws import RawClient, operator
 
@@ -34,14 +34,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
 FAKE_CLI = str(ROOT / "tests/support/fake_cli.py")
 A_KEY, B_KEY = "agent:main:person:a", "agent:main:person:b"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"secret picture of b" * 10).decode()
-
-
-def _redeem(gw: GatewayProcess, url: str) -> str:
-    code = url.split("#signin=")[1]
-    req = urllib.request.Request(gw.http + "/people/signin", data=json.dumps({"code": code}).encode(),
-                                 headers={"content-type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return str(json.loads(resp.read())["token"])
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +52,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[
             await owner.call("people.create", {"id": pid, "name": pid.upper(), "role": role,
                                                "oneConversation": True})
             url = (await owner.call("people.loginLink", {"id": pid}))["url"]
-            credential = await asyncio.to_thread(_redeem, gw, url)
+            credential = await asyncio.to_thread(signin_token, gw, url)
             c = await RawClient.open(gw.url)
             assert (await c.handshake(credential, client_id="webchat-ui", mode="webchat"))["ok"]
             clients.append(c)
