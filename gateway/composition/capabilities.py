@@ -33,6 +33,7 @@ CAPABILITIES: tuple[str, ...] = (
     "gateway.desktop",
     "gateway.voice",
     "gateway.mcp_http",
+    "gateway.openai_api",
     "gateway.credentials",
 )
 """Capability packages, in start order (the audit log first: every other one may record when it starts; approvals

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from gateway import __version__, paths
+from gateway.access.doors import event_session
 from gateway.agents.tokens import RunGrant, RunTokens
+from gateway.composition.event_taps import EventTaps
 from gateway.composition.services import Services
 from gateway.config import Config, ConfigStore
 from gateway.config.reload import ConfigChanges
@@ -117,6 +119,8 @@ class Gateway:
         self.subscriptions = SessionSubscriptions()
         """Which connections asked for ``sessions.changed`` and ``session.message``
         (``gateway.server.session_events``)."""
+        self.taps = EventTaps(event_session)
+        """In-process taps on one session's events, for the HTTP doors that run turns (``event_taps``)."""
         self.run_tokens = RunTokens()
         """Tokens of the agent runs in flight (checked by the handshake); a run's end closes its sockets."""
         self.run_tokens.on_revoke(self._run_ended)
@@ -299,6 +303,8 @@ class Gateway:
 
     def deliver_local(self, event: str, payload: Any = None, scope: str = READ, drop_if_slow: bool = False) -> int:
         """Send an event to this replica's authenticated operators holding ``scope``; returns how many got it."""
+        if self.taps:
+            self.taps.offer(event, payload)
         only = self.subscriptions.targets(event, payload)  # session events go to their subscribers only
         receivers = [conn for conn in self.connections.values()
                      if (caller := conn.caller) is not None and caller.role == "operator"

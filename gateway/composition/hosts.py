@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gateway.access.http import HttpCredentials
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
+    from gateway.composition.event_taps import EventTap
     from gateway.composition.gateway import Gateway
     from gateway.composition.gateway_functions import Broadcast
     from gateway.composition.services import Services
@@ -163,6 +164,11 @@ class CapabilityHost(GatewayHost):
     @property
     def broadcast(self) -> Broadcast:
         return self._gw.broadcast
+
+    def tap_session(self, session_key: str) -> EventTap:
+        """This replica's events about ``session_key`` from now on (``gateway.composition.event_taps``): what an
+        HTTP door that runs a turn reads of it while it runs. Close the tap when done."""
+        return self._gw.taps.open(session_key)
 
     def spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """Fire-and-forget work of this gateway start, kept referenced until done and cancelled at stop."""

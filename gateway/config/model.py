@@ -42,6 +42,7 @@ from gateway.credentials.config import ModelGatewayConfig
 from gateway.cron.config import CronConfig, HeartbeatConfig
 from gateway.devices.config import NodesConfig
 from gateway.mcp_http.config import McpHttpConfig
+from gateway.openai_api.config import ApiConfig
 from gateway.people.config import PeopleConfig
 from gateway.plugin_host.config import PluginsConfig
 from gateway.protocol import InvalidRequest, describe_validation_error
@@ -329,6 +330,7 @@ class Config(BaseSettings):
     tools: ToolsConfig = ToolsConfig()
     logging: LoggingConfig = LoggingConfig()
     modelGateway: ModelGatewayConfig = ModelGatewayConfig()
+    api: ApiConfig = ApiConfig()
 
     @classmethod
     def settings_customise_sources(

@@ -60,6 +60,7 @@ OWNER_ONLY: Final[tuple[str, ...]] = (
     "cron.webhookAllowPrivate",         # deliveries into the private network
     "audit",                            # the record of what admins did
     "modelGateway",                     # the model gateway: OAuth endpoints, prices, what runs may reach
+    "api",                              # the HTTP APIs other programs call (the OpenAI-compatible one): new doors
 )
 """Dotted patterns: ``*`` is any one key or list item; a pattern covers everything under it."""
 

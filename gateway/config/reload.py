@@ -37,7 +37,7 @@ __all__ = ["RESTART_SECTIONS", "ConfigChanges", "ConfigPublisher", "Listener", "
 
 log = structlog.get_logger("gateway.config")
 
-RESTART_SECTIONS = frozenset({"gateway"})
+RESTART_SECTIONS = frozenset({"gateway", "api"})
 
 Listener = Callable[[Config, Config, frozenset[str]], Awaitable[None]]
 
