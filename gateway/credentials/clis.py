@@ -37,7 +37,7 @@ class Credential:
     how: Literal["x-api-key", "bearer", "x-goog-api-key", "none"]
     value: str | None = None
     login: Path | None = None
-    login_kind: Literal["claude", "google"] = "claude"
+    login_kind: Literal["claude", "google", "codex"] = "claude"
     source: str = ""
     """Where it was found (``doctor``): a variable's name, or the login file."""
 
@@ -141,23 +141,49 @@ def _codex(env: Mapping[str, str], home: Path) -> Plan:
     except (OSError, tomllib.TOMLDecodeError):
         cfg = {}
     provider = str(cfg.get("model_provider") or "openai")
-    auth = _json(codex_home / "auth.json")
-    if provider == "openai":
-        key_name = "OPENAI_API_KEY"
+    auth_file = codex_home / "auth.json"
+    auth = _json(auth_file)
+    hide = (str(auth_file.relative_to(home)),) if auth_file.is_relative_to(home) else ()
+    drop = ("OPENAI_API_KEY", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN")
+    entry = (cfg.get("model_providers") or {}).get(provider) or {} if provider != "openai" else {}
+    if provider != "openai" and not entry.get("base_url"):
+        return Plan("codex", hide=hide, unfronted=f"Codex's provider {provider!r} names no base_url")
+    if provider == "openai" or (entry.get("requires_openai_auth") and not entry.get("env_key")):
+        # The provider takes Codex's own login: OPENAI_API_KEY, the key in auth.json, or the ChatGPT login.
         key = env.get("OPENAI_API_KEY") or auth.get("OPENAI_API_KEY")
-        if not key and auth.get("tokens"):
-            return Plan("codex", unfronted="Codex's ChatGPT login is not fronted yet: give it OPENAI_API_KEY")
-        base = str(env.get("OPENAI_BASE_URL") or cfg.get("openai_base_url") or "https://api.openai.com/v1")
-        source = "OPENAI_API_KEY" if env.get("OPENAI_API_KEY") else f"{codex_home / 'auth.json'}"
+        source = "OPENAI_API_KEY" if env.get("OPENAI_API_KEY") else str(auth_file)
+        tokens = auth.get("tokens") if isinstance(auth.get("tokens"), dict) else None
+        if not key and tokens is not None and auth.get("auth_mode") in (None, "chatgpt"):
+            return _chatgpt(env, cfg, provider, entry, auth_file, tokens, drop, hide)
+        base = str(entry.get("base_url") or env.get("OPENAI_BASE_URL") or cfg.get("openai_base_url")
+                   or "https://api.openai.com/v1")
+        key_name = "OPENAI_API_KEY"
     else:
-        entry = (cfg.get("model_providers") or {}).get(provider) or {}
-        if not entry.get("base_url"):
-            return Plan("codex", unfronted=f"Codex's provider {provider!r} names no base_url")
         base, key_name = str(entry["base_url"]), str(entry.get("env_key") or "OPENAI_API_KEY")
         key, source = env.get(key_name), key_name
     cred = Credential("bearer", key, source=source) if key else Credential("none", source="none found")
     return Plan("codex", (Upstream("codex", base.rstrip("/"), "openai", cred),), {key_name: STANDIN},
-                ("OPENAI_API_KEY", "CODEX_API_KEY", key_name), providers={provider: "codex"})
+                (*drop, key_name), hide, providers={provider: "codex"})
+
+
+CHATGPT_BACKEND = "https://chatgpt.com/backend-api/codex"
+"""Where Codex on a ChatGPT login sends its Responses calls (its built-in provider's base URL in that mode)."""
+
+
+def _chatgpt(env: Mapping[str, str], cfg: Mapping[str, Any], provider: str, entry: Mapping[str, Any],
+             auth_file: Path, tokens: Mapping[str, Any], drop: tuple[str, ...], hide: tuple[str, ...]) -> Plan:
+    """Codex's ChatGPT login: the run's provider takes the stand-in as its ``env_key`` with the base URL at the
+    gateway; the gateway holds ``auth.json``, adds its bearer and ``chatgpt-account-id``, refreshes it at OpenAI's
+    token endpoint and writes it back."""
+    if not (tokens.get("access_token") or tokens.get("refresh_token")):
+        return Plan("codex", hide=hide, unfronted=f"Codex's ChatGPT login: {auth_file} holds no token")
+    if not tokens.get("account_id"):
+        return Plan("codex", hide=hide, unfronted=f"Codex's ChatGPT login: {auth_file} names no account_id "
+                    "(log in again on the host)")
+    base = str(entry.get("base_url") or env.get("OPENAI_BASE_URL") or cfg.get("openai_base_url") or CHATGPT_BACKEND)
+    cred = Credential("bearer", login=auth_file, login_kind="codex", source=str(auth_file))
+    return Plan("codex", (Upstream("chatgpt", base.rstrip("/"), "openai", cred),), {"OPENAI_API_KEY": STANDIN},
+                drop, hide, providers={provider: "chatgpt"})
 
 
 _OPENCODE_BASES = {"anthropic": "https://api.anthropic.com/v1", "openai": "https://api.openai.com/v1",

@@ -43,6 +43,10 @@ class ModelGatewayConfig(Section):
                                 description="The OAuth client Gemini CLI's login uses (a public installed app's).")
     googleClientSecret: str | None = Field(None, description="That installed app's client secret; unset: the one "
                                            "public in Gemini CLI's source (Google's installed-app flow).")
+    openaiTokenUrl: str = Field("https://auth.openai.com/oauth/token",
+                                description="Where the gateway refreshes Codex's ChatGPT login.")
+    openaiClientId: str = Field("app_EMoamEEZ73f0CkXaXp7hrann",
+                                description="The OAuth client id Codex's ChatGPT login uses (public in its source).")
     prices: dict[str, ModelPrice] = Field(default_factory=dict, description="Per model name (or a glob, "
                                           "claude-*): the price per million tokens the budget counts with.")
     egress: EgressConfig = Field(default_factory=EgressConfig)

@@ -1,8 +1,10 @@
 """A subscription login's bearer, kept fresh by the gateway: no run ever holds the refresh token.
 
 Claude Code's login (``~/.claude/.credentials.json``, ``claudeAiOauth``: ``accessToken``, ``refreshToken``,
-``expiresAt`` in ms) and Gemini CLI's Google login (``~/.gemini/oauth_creds.json``: ``access_token``,
-``refresh_token``, ``expiry_date`` in ms) are read at each use (``LoginShape``: where each keeps what). A token
+``expiresAt`` in ms), Gemini CLI's Google login (``~/.gemini/oauth_creds.json``: ``access_token``,
+``refresh_token``, ``expiry_date`` in ms) and Codex's ChatGPT login (``$CODEX_HOME/auth.json``, ``tokens``:
+``access_token``, ``refresh_token``, ``account_id``; the expiry is the access token's own JWT ``exp``, and
+``last_refresh`` is stamped at each refresh) are read at each use (``LoginShape``: where each keeps what). A token
 within a minute of expiring, or one the upstream refused, is refreshed here with the refresh token (the
 ``modelGateway`` section names the endpoints), and the file is written back in place (same mode, other fields
 kept) so the CLI on the host stays logged in. One refresh at a time per file; a file the host's CLI refreshed
@@ -12,11 +14,14 @@ meanwhile is taken as it is.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +47,32 @@ class LoginShape:
     """The object holding the tokens (``claudeAiOauth``), or None: the file's top level (Gemini's)."""
     access: str
     refresh: str
-    expires: str
-    """Expiry in ms since the epoch."""
+    expires: str | None
+    """Expiry in ms since the epoch; None: the access token is a JWT whose ``exp`` says it (Codex's)."""
     token_url: str
     form: bool
-    """Refresh as a form (Google) rather than JSON (Anthropic)."""
+    """Refresh as a form (Google) rather than JSON (Anthropic, OpenAI)."""
     client: dict[str, str]
     """``client_id`` (and a public installed app's ``client_secret``) sent with the refresh."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """More headers the upstream needs from the login: header -> the login's field (Codex's
+    ``chatgpt-account-id`` from ``account_id``)."""
+    stamp: str | None = None
+    """A top-level field that gets the refresh's time (ISO 8601, UTC): Codex's ``last_refresh``."""
+
+
+def jwt_expiry_ms(token: str) -> int:
+    """A JWT's ``exp`` in ms since the epoch, read without checking the signature (the gateway only needs to know
+    when to refresh; the upstream checks the token). 0: not a JWT, or no ``exp``."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return 0
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, binascii.Error):
+        return 0
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return int(exp * 1000) if isinstance(exp, int | float) and not isinstance(exp, bool) else 0
 
 
 def _read(path: Path, shape: LoginShape) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -86,15 +110,20 @@ class LoginRefresher:
     async def bearer(self, path: Path, shape: LoginShape, *, refused: str | None = None) -> str:
         """The login's access token, refreshed first when it is about to expire or is ``refused`` (the token the
         upstream just answered 401 to)."""
+        return (await self.credential(path, shape, refused=refused))[0]
+
+    async def credential(self, path: Path, shape: LoginShape, *,
+                         refused: str | None = None) -> tuple[str, dict[str, str]]:
+        """``bearer``'s token and the headers the login adds beside it (``LoginShape.headers``)."""
         lock = self._locks.setdefault(path, asyncio.Lock())
         async with lock:
             data, login = await asyncio.to_thread(_read, path, shape)
             token = str(login.get(shape.access) or "")
-            expires = int(login.get(shape.expires) or 0)
+            expires = int(login.get(shape.expires) or 0) if shape.expires else jwt_expiry_ms(token)
             stale = refused is not None and token == refused
-            if token and not stale and (not expires or expires - _MARGIN_MS > time.time() * 1000):
-                return token
-            return await self._refresh(path, shape, data, login)
+            if not token or stale or (expires and expires - _MARGIN_MS <= time.time() * 1000):
+                token = await self._refresh(path, shape, data, login)
+            return token, {name: str(login[key]) for name, key in shape.headers.items() if login.get(key)}
 
     async def _refresh(self, path: Path, shape: LoginShape, data: dict[str, Any], login: dict[str, Any]) -> str:
         refresh = login.get(shape.refresh)
@@ -112,10 +141,12 @@ class LoginRefresher:
         login[shape.access] = got["access_token"]
         if got.get("refresh_token"):
             login[shape.refresh] = got["refresh_token"]
-        if got.get("expires_in"):
+        if got.get("expires_in") and shape.expires:
             login[shape.expires] = int(time.time() * 1000 + float(got["expires_in"]) * 1000)
         if got.get("id_token") and "id_token" in login:
             login["id_token"] = got["id_token"]
+        if shape.stamp:
+            data[shape.stamp] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         await asyncio.to_thread(_write_back, path, data)
         self.refreshed += 1
         log.info("model gateway: subscription login refreshed", login=str(path))

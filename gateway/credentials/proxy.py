@@ -39,7 +39,8 @@ log = structlog.get_logger("gateway.credentials")
 
 _HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
                   "host", "content-length", "proxy-authorization", "proxy-authenticate"})
-_CREDENTIAL = frozenset({"x-api-key", "authorization", "x-goog-api-key", "api-key", "accept-encoding"})
+_CREDENTIAL = frozenset({"x-api-key", "authorization", "x-goog-api-key", "api-key", "chatgpt-account-id",
+                         "accept-encoding"})
 _MAX_BODY = 64 * 1024 * 1024
 _MODEL_CALLS = {
     "anthropic": re.compile(r"(^|/)v1/(messages(/count_tokens)?|models(/[^/]+)?)$"),
@@ -190,10 +191,11 @@ class ModelRoute:
     async def _credential(self, upstream: Upstream, refused: str | None) -> tuple[list[tuple[str, str]], str | None]:
         cred = upstream.credential
         value = cred.value
-        if cred.login is not None:
-            value = await self._models.refresher.bearer(cred.login, self._models.shape(cred.login_kind),
-                                                        refused=refused)
         added: list[tuple[str, str]] = []
+        if cred.login is not None:
+            value, beside = await self._models.refresher.credential(cred.login, self._models.shape(cred.login_kind),
+                                                                    refused=refused)
+            added += beside.items()
         if value:
             if cred.how == "x-api-key":
                 added.append(("x-api-key", value))

@@ -103,6 +103,10 @@ class ModelGateway:
             return LoginShape(None, "access_token", "refresh_token", "expiry_date", cfg.googleTokenUrl, True,
                               {"client_id": cfg.googleClientId,
                                "client_secret": cfg.googleClientSecret or GEMINI_CLI_CLIENT_SECRET})
+        if kind == "codex":  # the ChatGPT backend wants the account beside the bearer; Codex stamps each refresh
+            return LoginShape("tokens", "access_token", "refresh_token", None, cfg.openaiTokenUrl, False,
+                              {"client_id": cfg.openaiClientId}, headers={"chatgpt-account-id": "account_id"},
+                              stamp="last_refresh")
         return LoginShape("claudeAiOauth", "accessToken", "refreshToken", "expiresAt", cfg.anthropicTokenUrl, False,
                           {"client_id": cfg.anthropicClientId})
 

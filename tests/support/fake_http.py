@@ -74,6 +74,7 @@ class FakeHTTPServer:
         self.bearer = ""
         """The bearer token of the request being answered (its ``respond`` may refuse it)."""
         self._lock = threading.Lock()
+        self._local = threading.local()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -88,6 +89,7 @@ class FakeHTTPServer:
                     fake.record(fake.paths, f"{self.command} {self.path}")
                     fake.record(fake.seen_headers, {k.lower(): v for k, v in self.headers.items()})
                 fake.bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                fake._local.headers = {k.lower(): v for k, v in self.headers.items()}
                 reply = fake.respond(self.command, self.path, raw)
                 if reply is None:
                     return self.send_error(501, f"Unsupported method ({self.command!r})")
@@ -106,6 +108,11 @@ class FakeHTTPServer:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def request_headers(self) -> dict[str, str]:
+        """The headers (lower-case names) of the request this thread is answering (requests may overlap)."""
+        return dict(getattr(self._local, "headers", {}))
 
     def respond(self, method: str, path: str, raw: bytes) -> Reply | None:
         """The answer to one request (``path`` with its query string; ``raw`` the body)."""

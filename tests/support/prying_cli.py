@@ -1,5 +1,5 @@
 """A stand-in agent CLI that pries, as a prompt-injected coding agent would (Claude Code's stream-json out; Gemini
-CLI's when started as it is, ``--prompt <ask>``).
+CLI's when started as it is, ``--prompt <ask>``; Codex's ``exec --json`` events when started as Codex is).
 
 Its prompt is a JSON object ``{"paths": [...], "secrets": [...], "calls": [[method, params]…], "keep": "…"}``.
 It tries to read every path (a file's bytes, a folder's listing), looks through ``/proc`` for other processes and
@@ -12,7 +12,8 @@ It answers with what it found, as JSON: ``{"read": {path: bool or a folder's nam
 the error message}, "answers": {method: its answer}, "cat": {path: text or null}, "wrote": {path: bool},
 "http": ["<status> <body>"…]}`` (``"write": [paths]`` in the prompt: appended to each; ``"http": [{url, headers,
 body}]``: requests made, a ``$NAME`` url or header value taken from the environment; ``"tunnel": ["host:port"]``:
-``CONNECT`` through ``HTTPS_PROXY``, then ``ping`` echoed).
+``CONNECT`` through ``HTTPS_PROXY``, then ``ping`` echoed; ``"grep": [folders]``: which of ``secrets`` any file
+below each holds). A path in ``cat`` and ``grep`` may name variables (``$CODEX_HOME/config.toml``).
 """
 
 from __future__ import annotations
@@ -114,10 +115,24 @@ def tunnel(target: str) -> str:
 
 def cat(path: str) -> str | None:
     try:
-        with open(path, errors="replace") as fh:
+        with open(os.path.expandvars(path), errors="replace") as fh:
             return fh.read(65536)
     except OSError:
         return None
+
+
+def grep(folder: str, secrets: list[str]) -> list[str]:
+    """Which of ``secrets`` some readable file below ``folder`` holds."""
+    found: set[str] = set()
+    for root, _dirs, files in os.walk(os.path.expandvars(folder)):
+        for name in files:
+            try:
+                with open(os.path.join(root, name), "rb") as fh:
+                    data = fh.read(4 * 1024 * 1024)
+            except OSError:
+                continue
+            found.update(s for s in secrets if s.encode() in data)
+    return sorted(found)
 
 
 def _hop(params: dict, answers: dict[str, object]) -> dict:
@@ -183,12 +198,17 @@ def main() -> int:
         "http": [fetch(a) for a in ask.get("http", [])],
         "tunnel": {t: tunnel(t) for t in ask.get("tunnel", [])},
         "wrote": {p: writes(p) for p in ask.get("write", [])},
+        "grep": {p: grep(p, ask.get("secrets", [])) for p in ask.get("grep", [])},
     }
     reply = json.dumps(found)
     lines = ({"type": "init", "session_id": "pry"}, {"type": "message", "role": "assistant", "content": reply},
              {"type": "result", "status": "success", "stats": {}}) if gemini else (
         {"type": "system", "subtype": "init", "session_id": "pry"},
         {"type": "result", "subtype": "success", "is_error": False, "session_id": "pry", "result": reply})
+    if "exec" in sys.argv[1:] and "--json" in sys.argv:  # started as Codex: its ``exec --json`` events
+        lines = ({"type": "thread.started", "thread_id": "pry"},
+                 {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": reply}},
+                 {"type": "turn.completed", "usage": {"input_tokens": 0, "output_tokens": 0}})
     for obj in lines:
         sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()

@@ -3,8 +3,10 @@
 Codex reads one config file, ``$CODEX_HOME/config.toml``. Each run gets its own CODEX_HOME: the
 user's config (model, provider) is read, never written; their MCP servers are dropped; ours is
 added with ``required = true`` (Codex waits for it) and tool approval off; update checks,
-analytics and the plugin/app features that reach for public hosts are switched off. ``auth.json``
-is copied so a logged-in user stays logged in. Sessions (for ``exec resume``) live in a directory
+analytics and the plugin/app features that reach for public hosts are switched off. With the model
+gateway (``spec.fronted``) the provider points at the gateway and takes the run's stand-in, and ``auth.json`` (an
+API key or the ChatGPT login) is never copied: the gateway holds it. Without it, ``auth.json`` is copied so a
+logged-in user stays logged in. Sessions (for ``exec resume``) live in a directory
 that outlives the run (``spec.state_dir``), linked into the per-run CODEX_HOME.
 
 With a permission mode that asks (``ask``, ``ask-dangerous``) the runtime drives ``codex app-server`` instead of
@@ -39,7 +41,10 @@ __all__ = ["CodexParser", "CodexRuntime"]
 
 
 def _base_home(spec: RunSpec) -> Path:
-    return Path(spec.env.get("CODEX_HOME") or os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+    """The user's CODEX_HOME, read as the model gateway reads it (``gateway.credentials.clis``): below the agent's
+    HOME when its env names one."""
+    home = Path(spec.env.get("HOME") or Path.home())
+    return Path(spec.env.get("CODEX_HOME") or os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
 
 
 def _user_config(home: Path) -> dict[str, Any]:
@@ -113,7 +118,8 @@ class CodexRuntime(Runtime):
     name = "codex"
     executable = "codex"
     credential_env = ("OPENAI_*", "CODEX_*", "AZURE_OPENAI_*")
-    # No login to show: the gateway copies $CODEX_HOME/auth.json into the run's own CODEX_HOME (``build``).
+    # No login to show: without the model gateway, $CODEX_HOME/auth.json is copied into the run's own CODEX_HOME
+    # (``build``); with it, the gateway holds the file and the run holds a stand-in.
 
     def config(self, spec: RunSpec) -> dict[str, Any]:
         cfg = _user_config(_base_home(spec))
@@ -130,9 +136,13 @@ class CodexRuntime(Runtime):
             for name, url in spec.fronted.base_urls.items():
                 if name == "openai":  # the built-in provider cannot be redefined: one of ours in its place
                     cfg["model_provider"] = name = "remoteclaw"
-                    providers[name] = {"name": "OpenAI (remoteclaw)", "wire_api": "responses",
-                                       "env_key": "OPENAI_API_KEY"}
-                providers[name] = {**(providers.get(name) or {}), "base_url": url}
+                    providers[name] = {"name": "OpenAI (remoteclaw)", "wire_api": "responses"}
+                # Codex's own login (auth.json: a key, or the ChatGPT login) stays with the gateway: the provider
+                # takes the run's stand-in from its env_key instead (``gateway.credentials.clis`` names it)
+                entry = {**(providers.get(name) or {}), "base_url": url}
+                entry.pop("requires_openai_auth", None)
+                entry.setdefault("env_key", "OPENAI_API_KEY")
+                providers[name] = entry
         cfg["mcp_servers"] = {spec.mcp.name: {
             "command": spec.mcp.command, "args": list(spec.mcp.args), "env": dict(spec.mcp.env),
             "required": True, "default_tools_approval_mode": "approve", "startup_timeout_sec": 30,

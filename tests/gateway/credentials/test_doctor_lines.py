@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tests.gateway.cli.test_doctor import doctor
 from tests.gateway.credentials.test_model_gateway import login
+from tests.support.fake_chatgpt import access_token, chatgpt_login
 
 
 def test_doctor_names_what_the_model_gateway_holds_and_what_it_cannot_front(tmp_path: Path) -> None:
@@ -15,9 +16,11 @@ def test_doctor_names_what_the_model_gateway_holds_and_what_it_cannot_front(tmp_
     login(home)
     (home / ".gemini").mkdir()
     (home / ".gemini" / "oauth_creds.json").write_text("{}")
+    chatgpt_login(home / ".codex", access=access_token(), refresh="rt-x", account="acct-x")
     agents = [{"id": "keyed", "runtime": "claude", "env": {"ANTHROPIC_API_KEY": "sk-x", "HOME": str(home)}},
               {"id": "sub", "runtime": "claude", "env": {"HOME": str(home)}},
               {"id": "google", "runtime": "gemini", "env": {"HOME": str(home)}},
+              {"id": "chatgpt", "runtime": "codex", "env": {"HOME": str(home)}},
               {"id": "shared", "runtime": "gemini", "env": {"HOME": str(home)}, "credentialsMode": "shared"}]
     cfg = {"agents": {"default": "keyed", "list": agents}, "modelGateway": {"egress": {"allow": ["pypi.org"]}}}
     out = doctor(tmp_path / "state", cfg, "--json")
@@ -25,6 +28,10 @@ def test_doctor_names_what_the_model_gateway_holds_and_what_it_cannot_front(tmp_
     assert "ANTHROPIC_API_KEY" in rows["model gateway: keyed"]["detail"]
     assert "sk-x" not in out.stdout  # the key's name, never its value
     assert ".credentials.json (a subscription login it refreshes)" in rows["model gateway: sub"]["detail"]
+    chatgpt = rows["model gateway: chatgpt"]
+    assert chatgpt["status"] == "ok" and "chatgpt.com/backend-api/codex: " in chatgpt["detail"] and \
+        "auth.json (a subscription login it refreshes)" in chatgpt["detail"], chatgpt
+    assert "rt-x" not in out.stdout
     google = rows["model gateway: google"]
     assert google["status"] == "warn" and "only the owner's runs" in google["detail"], google
     assert "other people's runs hold the owner's credential" in rows["model gateway: shared"]["detail"]
