@@ -3,7 +3,8 @@
 The endpoints are not listed here: the gateway logs every HTTP path template and WebSocket path it serves
 when it builds its app (``gateway.server.app.route_paths``), and the test requests each of those, so a route added
 later is covered without touching this file. Every subsystem that adds routes is switched on: the Control UI
-(a small stand-in folder), the example plugin, the web chat, ``/mcp``, the canvas and the channel webhooks.
+(a small stand-in folder), the example plugin, the web chat, ``/mcp``, the OpenAI-compatible ``/v1``, the canvas
+and the channel webhooks.
 
 Refused means 403 before any route runs, for every method and for static assets too: a browser sends
 ``Origin`` on a GET only in CORS mode (``fetch``, module scripts, ``crossorigin``), which is exactly a foreign
@@ -36,7 +37,8 @@ SAMPLE = {"path": "assets/index-abc.js", "channel": "telegram", "account_id": "d
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     base = tmp_path_factory.mktemp("origins")
     ui = make_ui(base / "pkg" / "control-ui")
-    config = {"logging": {"level": "debug"}, "plugins": {"entries": {"example": {"enabled": True}}}}
+    config = {"logging": {"level": "debug"}, "plugins": {"entries": {"example": {"enabled": True}}},
+              "api": {"openai": {"enabled": True}}}
     with GatewayProcess(base / "state", config=config, env={"REMOTECLAW_GATEWAY__CONTROLUI__ROOT": str(ui)}) as proc:
         yield proc
 

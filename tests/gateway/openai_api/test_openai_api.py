@@ -1,0 +1,260 @@
+"""The OpenAI-compatible API (docs/openai-api.md) driven by the real ``openai`` SDK over 127.0.0.1 against a real
+gateway process whose agent is the stand-in CLI: models listed, whole and streamed completions, two ``responses``
+chained into one session, and the refusals (no credential, another caller's session, an agent the caller may not
+use, a malformed body), each leaving nothing stored.
+
+The callers: the owner (the gateway token); Alice, a program calling us, modelled as a person (member) holding a
+``/mcp`` token made for her (``mcp.tokens.create`` with ``personId``, what ``remoteclaw mcp token create --person``
+calls); Bob, a member with his sign-in credential. Agent ``private`` is open to Bob only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.support import FAKE_CLI
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.signin import signin_token
+from tests.support.ws import operator
+
+pytestmark = pytest.mark.timeout(120)
+
+CONFIG = {
+    "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
+                        {"id": "private", "command": [sys.executable, FAKE_CLI], "people": ["bob"]}]},
+    "api": {"openai": {"enabled": True, "approvalWaitSeconds": 2, "requestsPerMinute": 60, "burst": 25}},
+    "approvals": {"timeoutSeconds": 60},
+}
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    with GatewayProcess(tmp_path_factory.mktemp("openai-api"), config=CONFIG) as proc:
+        yield proc
+
+
+async def owner_call(gw: GatewayProcess, method: str, params: dict[str, Any]) -> Any:
+    owner = await operator(gw.url, gw.token or "")
+    try:
+        return await owner.call(method, params, timeout=30)
+    finally:
+        await owner.close()
+
+
+@pytest.fixture(scope="module")
+async def tokens(gw: GatewayProcess) -> dict[str, str]:
+    """Alice's peer token and Bob's sign-in credential."""
+    for person in ("alice", "bob", "carol"):
+        await owner_call(gw, "people.create", {"id": person, "name": person.title(), "role": "member"})
+    alice = await owner_call(gw, "mcp.tokens.create", {"name": "alice-peer", "personId": "alice"})
+    carol = await owner_call(gw, "mcp.tokens.create", {"name": "carol-peer", "personId": "carol"})
+    link = (await owner_call(gw, "people.loginLink", {"id": "bob"}))["url"]
+    bob = await asyncio.to_thread(signin_token, gw, link)
+    return {"alice": alice["token"], "bob": bob, "carol": carol["token"], "owner": gw.token or ""}
+
+
+def client(gw: GatewayProcess, token: str, **headers: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=gw.http + "/v1", api_key=token, max_retries=0, default_headers=headers or None,
+                              timeout=60)
+
+
+async def transcript(gw: GatewayProcess, key: str) -> list[tuple[str, str]]:
+    history = await owner_call(gw, "chat.history", {"sessionKey": key})
+    return [(m["role"], m.get("text") or "") for m in history["messages"] if m["role"] in ("user", "assistant")]
+
+
+async def session_keys(gw: GatewayProcess) -> set[str]:
+    listed = await owner_call(gw, "sessions.list", {"limit": 500})
+    return {s["key"] for s in listed["sessions"]}
+
+
+async def test_models_are_the_agents_the_caller_may_use(gw: GatewayProcess, tokens: dict[str, str]) -> None:
+    owner = [m.id async for m in client(gw, tokens["owner"]).models.list()]
+    alice = [m.id async for m in client(gw, tokens["alice"]).models.list()]
+    bob = [m.id async for m in client(gw, tokens["bob"]).models.list()]
+    assert sorted(owner) == ["main", "private"]
+    assert alice == ["main"]  # private is open to Bob only
+    assert sorted(bob) == ["main", "private"]
+
+
+async def test_a_whole_and_a_streamed_chat_completion(gw: GatewayProcess, tokens: dict[str, str]) -> None:
+    api = client(gw, tokens["alice"], **{"X-Remoteclaw-Conversation": "chat-1"})
+    whole = await api.chat.completions.create(
+        model="main", messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}])
+    assert whole.object == "chat.completion" and whole.model == "main"
+    assert whole.choices[0].message.role == "assistant"
+    assert whole.choices[0].message.content == "echo: hello there"
+    assert whole.choices[0].finish_reason == "stop"
+    assert whole.usage is not None and whole.usage.total_tokens > 0
+    stream = await api.chat.completions.create(model="main", messages=[{"role": "user", "content": "stream:3"}],
+                                               stream=True, stream_options={"include_usage": True})
+    chunks = [chunk async for chunk in stream]
+    assert {c.object for c in chunks} == {"chat.completion.chunk"}
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert len(pieces) >= 3, pieces  # it arrived in pieces, as the CLI wrote it
+    whole_text = "Part 1 of the answer. Part 2 of the answer. Part 3 of the answer."
+    assert " ".join("".join(pieces).split()) == whole_text
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 0
+    # the wire ends as OpenAI's does
+    async with httpx.AsyncClient(timeout=60) as http:
+        raw = await http.post(f"{gw.http}/v1/chat/completions", headers={"authorization": f"Bearer {tokens['alice']}",
+                                                                     "X-Remoteclaw-Conversation": "Chat-1"},
+                              json={"model": "main", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    assert raw.headers["content-type"].startswith("text/event-stream")
+    assert raw.text.rstrip().endswith("data: [DONE]"), raw.text[-300:]
+    # all three turns are in Alice's own conversation chat-1
+    rows = await transcript(gw, "agent:main:person:alice:api:chat-1")
+    assert [r for r in rows if r[0] == "user"] == [("user", "hello there"), ("user", "stream:3"), ("user", "hi")]
+    assert ("assistant", "echo: hello there") in rows
+
+
+async def test_two_responses_chain_into_one_session(gw: GatewayProcess, tokens: dict[str, str]) -> None:
+    api = client(gw, tokens["alice"])
+    first = await api.responses.create(model="main", input="remember the number 7", user="notes")
+    assert first.status == "completed" and first.output_text == "echo: remember the number 7"
+    assert first.id.startswith("resp_")
+    events: list[str] = []
+    async with api.responses.stream(model="main", input=[{"role": "user", "content": "what was it?"}],
+                                    previous_response_id=first.id) as stream:
+        async for event in stream:
+            events.append(event.type)
+        second = await stream.get_final_response()
+    assert events[0] == "response.created" and events[-1] == "response.completed"
+    assert "response.output_text.delta" in events
+    assert second.output_text == "echo: what was it?" and second.previous_response_id == first.id
+    # one session, in Alice's name space: the conversation `user` named, continued by previous_response_id
+    rows = await transcript(gw, "agent:main:person:alice:api:notes")
+    assert rows == [("user", "remember the number 7"), ("assistant", "echo: remember the number 7"),
+                    ("user", "what was it?"), ("assistant", "echo: what was it?")]
+    # the owner's default conversation is another session altogether
+    mine = await client(gw, tokens["owner"]).responses.create(model="main", input="owner here")
+    assert mine.output_text == "echo: owner here"
+    assert ("user", "owner here") in await transcript(gw, "agent:main:api:default")
+    assert ("user", "owner here") not in rows
+
+
+async def test_refusals_name_the_field_and_store_nothing(gw: GatewayProcess, tokens: dict[str, str]) -> None:
+    alices = await client(gw, tokens["alice"]).responses.create(model="main", input="alice's secret plan",
+                                                                user="private-notes")
+    alice_key = "agent:main:person:alice:api:private-notes"
+    before_rows = await transcript(gw, alice_key)
+    before = await session_keys(gw)
+    # no credential, and one that is not live
+    async with httpx.AsyncClient(timeout=30) as http:
+        bare = await http.get(f"{gw.http}/v1/models")
+    assert bare.status_code == 401 and bare.json()["error"]["code"] == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError) as wrong:
+        await client(gw, "rcm_not-a-token").chat.completions.create(
+            model="main", messages=[{"role": "user", "content": "hi"}])
+    assert wrong.value.status_code == 401
+    # another caller's session: Bob continuing Alice's response is as unknown as a response that never was
+    with pytest.raises(openai.NotFoundError) as theirs:
+        await client(gw, tokens["bob"]).responses.create(model="main", input="show me", previous_response_id=alices.id)
+    assert theirs.value.body["param"] == "previous_response_id"  # type: ignore[index]
+    # ... and naming her conversation only names his own
+    bobs = await client(gw, tokens["bob"], **{"X-Remoteclaw-Conversation": "private-notes"}).responses.create(
+        model="main", input="mine")
+    assert bobs.output_text == "echo: mine"
+    assert await transcript(gw, alice_key) == before_rows
+    # an agent the caller may not use, and one that does not exist
+    with pytest.raises(openai.PermissionDeniedError) as closed:
+        await client(gw, tokens["alice"]).chat.completions.create(
+            model="private", messages=[{"role": "user", "content": "let me in"}])
+    assert closed.value.body["param"] == "model", closed.value.body  # type: ignore[index]
+    with pytest.raises(openai.NotFoundError) as unknown:
+        await client(gw, tokens["alice"]).chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    assert unknown.value.body["param"] == "model"  # type: ignore[index]
+    # malformed bodies: 400 naming the field
+    async with httpx.AsyncClient(timeout=30) as http:
+        auth = {"authorization": f"Bearer {tokens['alice']}"}
+        cases = [
+            ("/v1/chat/completions", {"model": "main"}, "messages"),
+            ("/v1/chat/completions", {"model": "main", "messages": "hi"}, "messages"),
+            ("/v1/chat/completions", {"model": "main", "messages": [{"role": "user", "content": 5}]},
+             "messages[0].content"),
+            ("/v1/chat/completions", {"model": "main", "messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "http://x"}}]}]}, "messages[0].content[0].type"),
+            ("/v1/chat/completions", {"model": "main", "messages": [{"role": "assistant", "content": "hi"}]},
+             "messages"),
+            ("/v1/chat/completions", {"model": "main", "stream": "yes", "messages": [{"role": "user",
+                                                                                    "content": "x"}]}, "stream"),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}]}, "model"),
+            ("/v1/responses", {"model": "main"}, "input"),
+            ("/v1/responses", {"model": "main", "input": [{"type": "function_call_output"}]}, "input[0].type"),
+            ("/v1/responses", {"model": "main", "input": "x", "user": "no spaces please"}, "user"),
+        ]
+        for path, body, field in cases:
+            got = await http.post(gw.http + path, headers=auth, json=body)
+            assert got.status_code == 400, (body, got.text)
+            assert got.json()["error"]["param"] == field, (body, got.json())
+        not_json = await http.post(gw.http + "/v1/chat/completions", headers=auth, content=b"{nope")
+        assert not_json.status_code == 400 and not_json.json()["error"]["code"] == "invalid_json"
+        header = await http.post(gw.http + "/v1/responses", headers={**auth, "X-Remoteclaw-Conversation": "a b"},
+                                 json={"model": "main", "input": "x"})
+        assert header.json()["error"]["param"] == "X-Remoteclaw-Conversation", header.text
+    after = await session_keys(gw)
+    assert after - before == {"agent:main:person:bob:api:private-notes"}  # Bob's own, above; nothing else
+    assert await transcript(gw, alice_key) == before_rows
+
+
+async def test_a_turn_waiting_for_approval_says_so_and_goes_on(gw: GatewayProcess, tokens: dict[str, str]) -> None:
+    api = client(gw, tokens["owner"], **{"X-Remoteclaw-Conversation": "deploys"})
+    with pytest.raises(openai.APIStatusError) as waiting:
+        await api.chat.completions.create(model="main", messages=[{"role": "user", "content": "ask:make deploy"}])
+    assert waiting.value.status_code == 504
+    assert waiting.value.body["code"] == "approval_pending", waiting.value.body  # type: ignore[index]
+    assert waiting.value.response.headers["x-should-retry"] == "false"  # the SDK must not send it again
+    pending = await owner_call(gw, "exec.approval.list", {})
+    mine = [a for a in pending if a.get("request", {}).get("sessionKey", a.get("sourceSessionKey"))
+            == "agent:main:api:deploys" or a.get("sourceSessionKey") == "agent:main:api:deploys"]
+    assert mine, pending
+    await owner_call(gw, "exec.approval.resolve", {"id": mine[0]["id"], "decision": "allow-once"})
+    for _ in range(100):
+        rows = await transcript(gw, "agent:main:api:deploys")
+        if ("assistant", "approval: allow") in rows:
+            break
+        await asyncio.sleep(0.2)
+    assert ("assistant", "approval: allow") in rows, rows
+    # streamed, the same wait ends the stream with the error (the SDK raises it)
+    stream = await api.chat.completions.create(model="main", stream=True,
+                                               messages=[{"role": "user", "content": "ask:make clean"}])
+    with pytest.raises(openai.APIError, match="waiting for an approval"):
+        async for _chunk in stream:
+            pass
+
+
+async def test_each_caller_has_its_own_rate(gw: GatewayProcess, tokens: dict[str, str]) -> None:
+    async with httpx.AsyncClient(timeout=30) as http:
+        answers = [await http.get(f"{gw.http}/v1/models", headers={"authorization": f"Bearer {tokens['carol']}"})
+                   for _ in range(40)]
+        others = await http.get(f"{gw.http}/v1/models", headers={"authorization": f"Bearer {tokens['bob']}"})
+    codes = [a.status_code for a in answers]
+    assert codes[:20] == [200] * 20 and 429 in codes, codes
+    limited = next(a for a in answers if a.status_code == 429)
+    assert limited.json()["error"]["type"] == "rate_limit_error" and int(limited.headers["retry-after-ms"]) > 0
+    assert others.status_code == 200  # Carol's bucket is hers
+
+
+async def test_the_api_is_off_by_default(tmp_path_factory: pytest.TempPathFactory) -> None:
+    config = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]}]}}
+    with GatewayProcess(tmp_path_factory.mktemp("openai-off"), config=config) as off:
+        async with httpx.AsyncClient(timeout=30) as http:
+            got = await http.get(f"{off.http}/v1/models", headers={"authorization": f"Bearer {off.token}"})
+        assert got.status_code == 404
+        refused = await operator(off.url, off.token or "")
+        try:
+            bad = await refused.req("config.patch", {"raw": '{"api": {"openai": {"enabled": true, "burst": 0}}}',
+                                                     "baseHash": (await refused.call("config.get", {}))["hash"]})
+        finally:
+            await refused.close()
+        assert not bad["ok"] and "api.openai.burst" in str(bad["error"]).replace("/", "."), bad
+
