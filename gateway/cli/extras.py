@@ -45,6 +45,8 @@ EXTRAS: tuple[Extra, ...] = (
     Extra("postgres", "PostgreSQL storage (asyncpg)", ("asyncpg",)),
     Extra("redis", "several replicas sharing events and node routing (Redis)", ("redis",)),
     Extra("embeddings", "hybrid memory search with embeddings", ("openai", "numpy")),
+    Extra("a2a", "A2A (Agent2Agent 1.0): the agents as A2A agents, and calling other A2A agents (a2a-sdk)",
+          ("a2a", "sse_starlette")),
 )
 _BY_NAME = {e.name: e for e in EXTRAS}
 

@@ -33,6 +33,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from gateway.a2a.config import A2aConfig
 from gateway.approvals.config import ApprovalsConfig
 from gateway.audit.config import AuditConfig
 from gateway.config.acp import ACP_AGENTS, AcpAgentCommand
@@ -331,6 +332,7 @@ class Config(BaseSettings):
     logging: LoggingConfig = LoggingConfig()
     modelGateway: ModelGatewayConfig = ModelGatewayConfig()
     api: ApiConfig = ApiConfig()
+    a2a: A2aConfig = A2aConfig()
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,196 @@
+"""The gateway's agents as A2A agents, driven by a2a-sdk's own client in a separate process (``sdk_peer.py``)
+against a real gateway process with the stand-in agent CLI: the card, a streamed and a blocking message, a task
+read back, a task canceled (its run stopped), a dropped stream resubscribed; and the refusals: no credential,
+another peer's task and context, an agent the peer may not use, a slash command, a malformed body (nothing
+stored). Peers are people with a token made for them (``mcp.tokens.create --person``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support import FAKE_CLI, ROOT
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ws import operator
+
+pytestmark = pytest.mark.timeout(180)
+
+CONFIG = {
+    "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
+                        {"id": "private", "command": [sys.executable, FAKE_CLI], "people": ["alice"]}]},
+    "a2a": {"enabled": True, "requestsPerMinute": 1000},
+}
+
+
+@pytest.fixture(scope="module")
+async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GatewayProcess]:
+    with GatewayProcess(tmp_path_factory.mktemp("a2a"), config=CONFIG) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+async def peers(gw: GatewayProcess) -> dict[str, str]:
+    """Two peers, each a person with a token made for them by the owner."""
+    owner = await operator(gw.url, gw.token or "")
+    tokens = {}
+    try:
+        for person in ("alice", "bob"):
+            await owner.call("people.create", {"id": person, "name": person.title(), "role": "member"})
+            made = await owner.call("mcp.tokens.create", {"name": f"{person}-a2a", "personId": person})
+            tokens[person] = made["token"]
+    finally:
+        await owner.close()
+    return tokens
+
+
+def peer(url: str, token: str, *args: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """Run the SDK's client once as its own process; its JSON lines."""
+    done = subprocess.run([sys.executable, "-m", "tests.gateway.a2a.sdk_peer", url, token, *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert lines, done.stderr[-2000:]
+    return lines
+
+
+async def spawn(url: str, token: str, *args: str) -> asyncio.subprocess.Process:
+    """The SDK's client as a process whose lines the test reads as they come."""
+    return await asyncio.create_subprocess_exec(sys.executable, "-m", "tests.gateway.a2a.sdk_peer", url, token,
+                                                *args, stdout=asyncio.subprocess.PIPE, cwd=ROOT)
+
+
+def final_state(events: list[dict[str, Any]]) -> str:
+    states = [e["statusUpdate"]["status"]["state"] if "statusUpdate" in e else e["task"]["status"]["state"]
+              for e in events if "statusUpdate" in e or "task" in e]
+    return states[-1] if states else ""
+
+
+def task_rows(gw: GatewayProcess) -> list[tuple[str, str, str, str]]:
+    with sqlite3.connect(gw.state_dir / "remoteclaw.db") as db:
+        return db.execute("SELECT id, person_id, session_key, state FROM a2a_tasks").fetchall()
+
+
+async def history(gw: GatewayProcess, key: str) -> list[str]:
+    owner = await operator(gw.url, gw.token or "")
+    try:
+        got = await owner.call("chat.history", {"sessionKey": key})
+    finally:
+        await owner.close()
+    return [m.get("text") or "" for m in got["messages"]]
+
+
+async def test_the_card_names_the_agent_its_interface_and_bearer(gw: GatewayProcess) -> None:
+    card = (await asyncio.to_thread(peer, f"{gw.http}/a2a/main", "-", "card"))[0]
+    assert card["name"] == "main" and card["capabilities"]["streaming"] is True
+    assert card["supportedInterfaces"] == [{"url": f"{gw.http}/a2a/main", "protocolBinding": "JSONRPC",
+                                            "protocolVersion": "1.0"}]
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    assert [s["id"] for s in card["skills"]] == ["chat"]
+    async with httpx.AsyncClient() as http:  # the default agent's card at the root too
+        root = (await http.get(f"{gw.http}/.well-known/agent-card.json")).json()
+        missing = await http.get(f"{gw.http}/a2a/nobody/.well-known/agent-card.json")
+    assert root["name"] == "main" and missing.status_code == 404
+
+
+async def test_a_streamed_message_is_a_turn_in_the_peers_session(gw: GatewayProcess, peers: dict[str, str]) -> None:
+    events = await asyncio.to_thread(peer, f"{gw.http}/a2a/main", peers["alice"], "stream", "hi stream:3", "ctx-one")
+    pieces = [e["artifactUpdate"]["artifact"]["parts"][0]["text"] for e in events if "artifactUpdate" in e]
+    assert pieces[:3] == ["Part 1 of the answer. ", "Part 2 of the answer. ", "Part 3 of the answer. "], events
+    assert final_state(events) == "TASK_STATE_COMPLETED"
+    task_id = events[0]["task"]["id"]
+    key = "agent:main:person:alice:a2a:ctx-one"
+    assert (task_id, "alice", key, "completed") in task_rows(gw)
+    said = await history(gw, key)
+    assert said[0] == "hi stream:3" and "Part 3 of the answer" in said[-1]
+    # GetTask reads it back, with the whole reply as its artifact
+    got = (await asyncio.to_thread(peer, f"{gw.http}/a2a/main", peers["alice"], "get", task_id))[0]
+    assert got["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert got["artifacts"][0]["parts"][0]["text"].endswith("Part 3 of the answer.")
+    # the same contextId again: the same session (the CLI is resumed there)
+    again = await asyncio.to_thread(peer, f"{gw.http}/a2a/main", peers["alice"], "send", "second", "ctx-one")
+    assert again[0]["task"]["status"]["message"]["parts"][0]["text"] == "echo: second"
+    assert (await history(gw, key))[-2:] == ["second", "echo: second"]
+
+
+async def test_cancel_stops_the_run_and_resubscribe_follows_a_dropped_stream(gw: GatewayProcess,
+                                                                            peers: dict[str, str]) -> None:
+    url, token = f"{gw.http}/a2a/main", peers["bob"]
+    stream = await spawn(url, token, "stream", "sleep:30", "ctx-cancel")
+    assert stream.stdout is not None
+    first = json.loads(await stream.stdout.readline())
+    task_id = first["task"]["id"]
+    stream.kill()  # the stream drops; the task goes on
+    await stream.wait()
+    follow = await spawn(url, token, "subscribe", task_id)
+    assert follow.stdout is not None
+    resumed = json.loads(await follow.stdout.readline())
+    assert resumed.get("task", {}).get("id") == task_id or "statusUpdate" in resumed, resumed
+    canceled = (await asyncio.to_thread(peer, url, token, "cancel", task_id))[0]
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED", canceled
+    out, _ = await asyncio.wait_for(follow.communicate(), 30)
+    rest = [json.loads(line) for line in out.decode().splitlines()]
+    assert final_state([resumed, *rest]) == "TASK_STATE_CANCELED"
+    stored = (await asyncio.to_thread(peer, url, token, "get", task_id))[0]
+    run_id = stored["metadata"]["runId"]  # the working status names the run it follows
+    owner = await operator(gw.url, gw.token or "")
+    try:  # the run itself was stopped, not only the task marked: it ended long before its 30 s sleep
+        waited = await owner.call("agent.wait", {"runId": run_id, "timeoutMs": 10_000}, timeout=15)
+    finally:
+        await owner.close()
+    assert waited["status"] == "error" and "abort" in waited.get("error", ""), waited
+    assert ("canceled" in {row[3] for row in task_rows(gw) if row[0] == task_id})
+
+
+async def test_refusals(gw: GatewayProcess, peers: dict[str, str]) -> None:
+    url = f"{gw.http}/a2a/main"
+    mine = await asyncio.to_thread(peer, url, peers["alice"], "send", "alice's secret", "ctx-private")
+    alice_task = mine[0]["task"]["id"]
+    before = len(task_rows(gw))
+    # no credential: 401 before anything is read
+    nobody = (await asyncio.to_thread(peer, url, "-", "send", "hello"))[0]
+    assert "401" in nobody["error"] or "Unauthorized" in nobody["error"], nobody
+    # another peer's task: as unknown as one that never was, for reading, cancelling and continuing it
+    for action in ("get", "cancel", "subscribe"):
+        other = (await asyncio.to_thread(peer, url, peers["bob"], action, alice_task))[0]
+        assert other.get("type") == "TaskNotFoundError", (action, other)
+    cont = await asyncio.to_thread(peer, url, peers["bob"], "send", "continue hers", "ctx-private", alice_task)
+    assert cont[0].get("type") == "TaskNotFoundError", cont
+    # another peer's contextId: a conversation of bob's own, alice's untouched
+    theirs = await asyncio.to_thread(peer, url, peers["bob"], "send", "what did she say?", "ctx-private")
+    assert theirs[0]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "what did she say?" not in await history(gw, "agent:main:person:alice:a2a:ctx-private")
+    assert "what did she say?" in await history(gw, "agent:main:person:bob:a2a:ctx-private")
+    after_bob = len(task_rows(gw))
+    assert after_bob == before + 1
+    # an agent bob may not use (agents.list[].people): refused, nothing stored
+    private = (await asyncio.to_thread(peer, f"{gw.http}/a2a/private", peers["bob"], "send", "let me in"))[0]
+    assert "403" in private["error"] or "not open" in private["error"], private
+    ok = await asyncio.to_thread(peer, f"{gw.http}/a2a/private", peers["alice"], "send", "hello private")
+    assert ok[0]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    async with httpx.AsyncClient(headers={"authorization": f"Bearer {peers['bob']}", "a2a-version": "1.0"}) as http:
+        # a slash command: refused, naming the field, no turn
+        slash = await http.post(url, json={"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "/new"}]}}})
+        assert slash.json()["error"]["code"] == -32602 and slash.json()["id"] == 7
+        assert slash.json()["error"]["data"]["field"] == "params.message.parts[0].text"
+        # malformed bodies: clear JSON-RPC errors
+        not_json = await http.post(url, content=b"{not json")
+        assert not_json.status_code == 400 and not_json.json()["error"]["code"] == -32700
+        no_method = await http.post(url, json={"jsonrpc": "2.0", "id": 8, "params": {}})
+        assert no_method.json()["error"]["code"] == -32600
+        unknown = await http.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "tasks/explode", "params": {}})
+        assert unknown.json()["error"]["code"] == -32601
+        bad = await http.post(url, json={"jsonrpc": "2.0", "id": 10, "method": "SendMessage",
+                                         "params": {"message": {"parts": "not a list"}}})
+        assert bad.json()["error"]["code"] in (-32602, -32600), bad.json()
+        huge = await http.post(url, content=b"x" * (2 * 1024 * 1024))
+        assert huge.status_code == 413
+    assert len(task_rows(gw)) == after_bob + 1  # only alice's message to the private agent was stored
+    assert not any("/new" in s for s in await history(gw, "agent:main:person:bob:a2a:ctx-private"))
