@@ -150,6 +150,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         mine = {"x-api-key": "sk-bench-real", "anthropic-version": "2023-06-01"}
         assert gw.proc is not None
         pid = int(gw.proc.pid)
+        await series(through, theirs, len(body), requests=1, concurrent=1)  # the upstream client is made, once
         for n in (1, args.concurrent):
             requests = args.requests if n == 1 else max(args.requests, n * 4)
             direct = await series(upstream + "/v1/messages", mine, len(body), requests=requests, concurrent=n)
