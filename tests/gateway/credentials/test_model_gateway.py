@@ -190,3 +190,67 @@ async def test_a_login_token_refused_upstream_is_refreshed_and_the_request_retri
     assert bearers == [f"Bearer {ACCESS}", f"Bearer {api.oauth_tokens['access_token']}"]
     on_host = json.loads((tmp_path / "home" / ".claude" / ".credentials.json").read_text())["claudeAiOauth"]
     assert on_host["accessToken"] == api.oauth_tokens["access_token"] and on_host["refreshToken"] == REFRESH
+
+
+class ForwardProxy:
+    """A loopback HTTP forward proxy (absolute-URI requests, as a corporate proxy takes them): records each
+    request line and passes it on to ``origin`` (the fake model API), its answer streamed back as it comes."""
+
+    def __init__(self, origin: str) -> None:
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import urlsplit
+
+        self.lines: list[str] = []
+        target = urlsplit(origin)
+        lines = self.lines
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                lines.append(f"{self.command} {self.path}")
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                up = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                up.request("POST", urlsplit(self.path).path, body=body,
+                           headers={k: v for k, v in self.headers.items() if k.lower() != "host"})
+                answer = up.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                self.send_header("content-type", answer.getheader("content-type") or "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                up.close()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ForwardProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+async def test_the_gateways_own_outbound_proxy_carries_the_upstream_requests(tmp_path: Path) -> None:
+    """A gateway behind a corporate proxy (``HTTP_PROXY`` in its environment) reaches the model API through it;
+    ``NO_PROXY`` keeps the run's own requests to the gateway direct."""
+    with FakeAnthropic() as api, ForwardProxy(api.url) as proxy:
+        port = api.url.rsplit(":", 1)[1]
+        far = f"http://model-api.invalid:{port}"  # a name only the proxy can reach (it goes to the fake)
+        gw = gateway(tmp_path, far, gateway_env={"HTTP_PROXY": proxy.url, "NO_PROXY": "127.0.0.1,localhost"})
+        try:
+            found = await pry(gw, owner=True, http=[ask_model("through the proxy")])
+        finally:
+            gw.stop()
+    assert found["http"][0].startswith("200 ") and "through the proxy" in found["http"][0], found["http"]
+    assert proxy.lines == [f"POST {far}/v1/messages"], proxy.lines
+    assert [h.get("x-api-key") for h in api.seen_headers if "anthropic-version" in h] == [REAL_KEY]
