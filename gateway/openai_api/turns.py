@@ -79,10 +79,8 @@ def _waiting_on(event: str, payload: dict[str, Any]) -> str:
         questions = payload.get("questions") or []
         first = questions[0].get("question") if questions and isinstance(questions[0], dict) else None
         return f"a question ({payload.get('id')}: {first or 'see the chat'})"
-    request = payload.get("request")
-    if not isinstance(request, dict):
-        request = {}
-    what = request.get("command") or request.get("toolName") or "a tool use"
+    shown = payload.get("presentation")  # OpenClaw's ApprovalSnapshot
+    what = (shown.get("commandText") if isinstance(shown, dict) else None) or "a tool use"
     return f"an approval ({payload.get('id')}: {str(what)[:200]})"
 
 

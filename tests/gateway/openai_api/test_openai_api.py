@@ -11,8 +11,10 @@ calls); Bob, a member with his sign-in credential. Agent ``private`` is open to 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,22 +24,30 @@ import pytest
 from tests.support import FAKE_CLI
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.signin import signin_token
-from tests.support.ws import operator
+from tests.support.ws import RawClient, operator
 
 pytestmark = pytest.mark.timeout(120)
 
 CONFIG = {
     "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
                         {"id": "private", "command": [sys.executable, FAKE_CLI], "people": ["bob"]}]},
-    "api": {"openai": {"enabled": True, "approvalWaitSeconds": 2, "requestsPerMinute": 60, "burst": 25}},
+    "api": {"openai": {"enabled": True, "approvalWaitSeconds": 6, "requestsPerMinute": 60, "burst": 25}},
     "approvals": {"timeoutSeconds": 60},
 }
 
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    with GatewayProcess(tmp_path_factory.mktemp("openai-api"), config=CONFIG) as proc:
+    base = tmp_path_factory.mktemp("openai-api")
+    with GatewayProcess(base / "gw", config=CONFIG, env={"FAKE_CLI_LOG": str(base / "cli.jsonl")}) as proc:
         yield proc
+
+
+def run_env(gw: GatewayProcess, prompt: str) -> dict[str, str]:
+    """The ``REMOTECLAW_*`` environment the stand-in CLI was started with for ``prompt``."""
+    log = Path(gw.extra_env["FAKE_CLI_LOG"]).read_text().splitlines()
+    runs = [json.loads(line) for line in log if line.strip()]
+    return next(r["env"] for r in reversed(runs) if prompt in r["prompt"])
 
 
 async def owner_call(gw: GatewayProcess, method: str, params: dict[str, Any]) -> Any:
@@ -139,6 +149,11 @@ async def test_two_responses_chain_into_one_session(gw: GatewayProcess, tokens: 
     assert mine.output_text == "echo: owner here"
     assert ("user", "owner here") in await transcript(gw, "agent:main:api:default")
     assert ("user", "owner here") not in rows
+    # the peer's turn ran at the baseline tier in her session; the owner's at the owner's
+    alices_run = run_env(gw, "remember the number 7")
+    assert alices_run["REMOTECLAW_SENDER_IS_OWNER"] == "false"
+    assert alices_run["REMOTECLAW_SESSION_KEY"] == "agent:main:person:alice:api:notes"
+    assert run_env(gw, "owner here")["REMOTECLAW_SENDER_IS_OWNER"] == "true"
 
 
 async def test_refusals_name_the_field_and_store_nothing(gw: GatewayProcess, tokens: dict[str, str]) -> None:
@@ -212,10 +227,10 @@ async def test_a_turn_waiting_for_approval_says_so_and_goes_on(gw: GatewayProces
         await api.chat.completions.create(model="main", messages=[{"role": "user", "content": "ask:make deploy"}])
     assert waiting.value.status_code == 504
     assert waiting.value.body["code"] == "approval_pending", waiting.value.body  # type: ignore[index]
+    assert "Bash: make deploy" in waiting.value.message  # it says what it waits for
     assert waiting.value.response.headers["x-should-retry"] == "false"  # the SDK must not send it again
     pending = await owner_call(gw, "exec.approval.list", {})
-    mine = [a for a in pending if a.get("request", {}).get("sessionKey", a.get("sourceSessionKey"))
-            == "agent:main:api:deploys" or a.get("sourceSessionKey") == "agent:main:api:deploys"]
+    mine = [a for a in pending if a.get("sourceSessionKey") == "agent:main:api:deploys"]
     assert mine, pending
     await owner_call(gw, "exec.approval.resolve", {"id": mine[0]["id"], "decision": "allow-once"})
     for _ in range(100):
@@ -230,6 +245,24 @@ async def test_a_turn_waiting_for_approval_says_so_and_goes_on(gw: GatewayProces
     with pytest.raises(openai.APIError, match="waiting for an approval"):
         async for _chunk in stream:
             pass
+
+
+async def test_the_person_decides_on_their_own_page_and_the_caller_gets_the_answer(
+        gw: GatewayProcess, tokens: dict[str, str]) -> None:
+    page = await RawClient.open(gw.url)  # Bob's web chat page, signed in with his own credential
+    try:
+        assert (await page.handshake(tokens["bob"]))["ok"]
+        api = client(gw, tokens["bob"], **{"X-Remoteclaw-Conversation": "ops"})
+        asking = asyncio.create_task(api.chat.completions.create(
+            model="main", messages=[{"role": "user", "content": "ask:make test"}]))
+        asked = (await page.next_event("exec.approval.requested", timeout=30))["payload"]
+        assert asked["presentation"]["commandText"] == "Bash: make test"
+        assert asked["sourceSessionKey"] == "agent:main:person:bob:api:ops"  # his conversation, decided by him
+        await page.call("exec.approval.resolve", {"id": asked["id"], "decision": "allow-once"})
+        answered = await asyncio.wait_for(asking, 30)
+    finally:
+        await page.close()
+    assert answered.choices[0].message.content == "approval: allow"
 
 
 async def test_each_caller_has_its_own_rate(gw: GatewayProcess, tokens: dict[str, str]) -> None:
