@@ -2,7 +2,7 @@
 
 ``remoteclaw mcp token create --name N [--owner] [--profile P] [--session KEY] [--person ID] [--expires 30d]`` prints
 what the token allows and then the token itself, once, alone on the last line (so a script can take it
-with ``tail -n 1``). ``list`` and ``revoke`` never show a token.
+with ``tail -n 1``). ``list`` and ``revoke`` never show a token. ``remoteclaw tokens …`` is the same command.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from gateway.cli import client_options, print_json
 
-__all__ = ["register"]
+__all__ = ["register", "register_tokens"]
 
 
 def register(subparsers: Any) -> None:
@@ -22,6 +22,20 @@ def register(subparsers: Any) -> None:
     mcp.set_defaults(func=_cmd_serve)
     sub = mcp.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND")
     token = sub.add_parser("token", help="tokens for the tools over HTTP at /mcp (docs/mcp-remote.md)")
+    _token_actions(token)
+
+
+def register_tokens(subparsers: Any) -> None:
+    """``remoteclaw tokens``: the same tokens by the name the HTTP doors' docs use (a peer's credential at
+    ``/v1`` and ``/a2a`` is a person's token, docs/openai-api.md and docs/a2a.md)."""
+    tokens = subparsers.add_parser(
+        "tokens", help="tokens for the HTTP doors: /mcp, and a peer's at /v1 and /a2a (with --person)",
+        description="The same tokens as `remoteclaw mcp token`: a person's token (--person ID) is that person's "
+                    "credential at every HTTP door, reaching their own conversations only.")
+    _token_actions(tokens)
+
+
+def _token_actions(token: argparse.ArgumentParser) -> None:
     tsub = token.add_subparsers(dest="token_command", metavar="ACTION")
     tsub.required = True
 

@@ -218,8 +218,13 @@ async def test_who_else_may_make_them(gw: GatewayProcess) -> None:
         assert "sessions_list" in names and not names & OWNER_ONLY
         seen = await sessions_seen(http, gw, lines[-1])
         assert "agent:main:person:dora" in seen and "agent:main:person:adam" not in seen, seen[:800]
+    peer = await asyncio.to_thread(  # the same command by the HTTP doors' name (a peer's /v1 and /a2a token)
+        subprocess.run, [sys.executable, "-m", "gateway.cli", "tokens", "create", "--name", "dora-api",
+                         "--person", "dora", "--url", gw.url, "--token", gw.token or ""],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert peer.returncode == 0 and peer.stdout.strip().splitlines()[-1].startswith("rcm_"), peer.stderr
     listed = {t["name"]: t for t in (await as_owner(gw, "mcp.tokens.list", {}))["tokens"]}
-    assert listed["dora-desk"]["personId"] == "dora"
+    assert listed["dora-desk"]["personId"] == "dora" and listed["dora-api"]["personId"] == "dora"
 
     plain = await operator(gw.url, gw.token or "", scopes=["operator.read", "operator.write"])
     try:
