@@ -203,7 +203,8 @@ async def test_a_pick_made_while_the_account_was_off_decides_after_it_is_back(
 def test_choice_keys_and_their_memory_across_a_restart(tmp_path: Path) -> None:
     """The keys a message offers: the labels' own emoji when distinct, else numbers; the open choices are saved
     in the state dir (the newest ``CHOICES_KEPT``) and read back by the next start."""
-    from channels.matrix.channel import CHOICES_KEPT, MatrixChannel, choice_keys
+    from channels.matrix.channel import MatrixChannel
+    from channels.matrix.choices import CHOICES_KEPT, choice_keys
     from channels.matrix.config import parse_config
 
     assert choice_keys([("✅ Allow once", "a"), ("♾️ Allow always", "b"), ("⛔ Deny", "c")]) == ["✅", "♾️", "⛔"]
@@ -217,15 +218,17 @@ def test_choice_keys_and_their_memory_across_a_restart(tmp_path: Path) -> None:
     settings = parse_config({"homeserver": "http://127.0.0.1:9", "userId": "@b:rc.test", "accessToken": "t"})
     first = MatrixChannel("default", nobody, settings, state_dir=tmp_path)
     for n in range(CHOICES_KEPT + 5):
-        first._choices[f"$e{n}"] = {
+        first._choices.open[f"$e{n}"] = {
             "room": "!r",
             "thread": None,
             "keys": {"✅": f"/approve {n} allow-once"},
             "mine": [],
         }
-    first._save_choices()
-    again = MatrixChannel("default", nobody, settings, state_dir=tmp_path)._load_choices()
+    first._choices.save()
+    later = MatrixChannel("default", nobody, settings, state_dir=tmp_path)._choices
+    later.load()
+    again = later.open
     assert len(again) == CHOICES_KEPT and "$e4" not in again and "$e5" in again
     assert again[f"$e{CHOICES_KEPT + 4}"]["keys"] == {"✅": f"/approve {CHOICES_KEPT + 4} allow-once"}
-    assert again == first._choices
+    assert again == first._choices.open
     assert (tmp_path / "choices.json").stat().st_mode & 0o777 == 0o600
