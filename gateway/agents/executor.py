@@ -456,6 +456,7 @@ class AgentExecutor:
         if turn.progress is not None:
             self._notes[run.session_key] = turn.progress
         turn.stream = RunStream(self._runs, self._db, run, turn.progress)
+        run.aside = turn.stream.aside
         origin = run.last.origin
         if origin is not None and run.last.deliver:
             turn.typing = asyncio.create_task(self._keep_typing(origin), name=f"typing-{run.id}")
@@ -476,7 +477,7 @@ class AgentExecutor:
         could cut short: steering off, typing stopped, the token and stand-in revoked, the side effects read, the
         files gone. Returns what the model gateway saw the run use (None: not fronted)."""
         run = turn.run
-        run.steer = None
+        run.steer = run.aside = None
         if turn.typing is not None:
             turn.typing.cancel()
         self._run_tokens.revoke(turn.token)
@@ -670,14 +671,17 @@ class AgentExecutor:
         aborted = run.status == "aborted"
         text = "stopped" if aborted else (run.error or "the run failed")
         meta: dict[str, object] = {"aborted": True} if aborted else {"error": True}
-        try:
-            async with self._db.session() as s:
-                if await SessionRepo.get(s, run.session_key) is None:  # the session was deleted under the run
-                    return
-                entry = await SessionRepo.add_entry(s, run.session_key, "assistant", text, run_id=run.id,
-                                                    meta={**meta, **run.answer_facts})
-                await s.flush()
-                run.answer_entry_id = entry.id
+
+        async def write(s: AsyncSession) -> None:
+            if await SessionRepo.get(s, run.session_key) is None:  # the session was deleted under the run
+                return
+            entry = await SessionRepo.add_entry(s, run.session_key, "assistant", text, run_id=run.id,
+                                                meta={**meta, **run.answer_facts})
+            await s.flush()
+            run.answer_entry_id = entry.id
+
+        try:  # like an answer, the explanation waits through a database restart instead of being dropped
+            await self._db.persist(write, what="the failed turn's explanation")
         except Exception:
             log.exception("failed turn not written to the transcript", run_id=run.id)
 

@@ -436,8 +436,11 @@ class CronService:
             return
         from gateway.store.leases import ReplicaRepo
 
+        cutoff = watch.dead_before_ms()  # None: cut off from the database until lately, it cannot tell yet
+        if cutoff is None:
+            return
         async with self._db.session() as s:
-            dead = await ReplicaRepo.stale(s, self._replica_id, before_ms=now_ms() - watch.ttl_ms)
+            dead = await ReplicaRepo.stale(s, self._replica_id, before_ms=cutoff)
         if dead:
             await self.mark_interrupted(dead)
 

@@ -12,6 +12,12 @@ held have expired by then, so the turns can start.
 
 A replica that stops cleanly marks its heartbeat stale, so the others adopt what its shutdown grace
 left unfinished at their next beat instead of one lifetime later.
+
+**Cut off is not dead.** While the database is away nobody can beat, so once it is back every heartbeat in it
+is stale at once. A replica judges the others only after its own beats have gone through, unbroken, for a whole
+lifetime (``dead_before_ms``): every live replica has beaten again by then, and only those that did not are
+dead. Without that, the first replica to reach the database again adopted the running turns of the others
+(and took their session leases, which stopped those turns), and marked their cron runs interrupted.
 """
 
 from __future__ import annotations
@@ -61,11 +67,27 @@ class ReplicaWatch:
         self.started_ms = _now_ms()
         self.adopted: dict[str, int] = {"runs": 0, "replies": 0}
         self._task: asyncio.Task[None] | None = None
+        self._beating_since_ms: int | None = None
+        """When this replica's current unbroken run of successful beats began (None: the last one failed)."""
 
     async def beat(self, *, at_ms: int | None = None) -> None:
-        async with self._db.session() as s:
-            await ReplicaRepo.beat(s, self._replica_id, now_ms=_now_ms() if at_ms is None else at_ms,
-                                   started_ms=self.started_ms)
+        try:
+            async with self._db.session() as s:
+                await ReplicaRepo.beat(s, self._replica_id, now_ms=_now_ms() if at_ms is None else at_ms,
+                                       started_ms=self.started_ms)
+        except Exception:
+            self._beating_since_ms = None
+            raise
+        if self._beating_since_ms is None:
+            self._beating_since_ms = _now_ms()
+
+    def dead_before_ms(self) -> int | None:
+        """Replicas whose last beat is older than this are dead; None: this replica cannot tell yet, its own
+        beats have not gone through for a whole lifetime (it was cut off from the database, or just started)."""
+        now = _now_ms()
+        if self._beating_since_ms is None or now - self._beating_since_ms < self.ttl_ms:
+            return None
+        return now - self.ttl_ms
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="replica-heartbeat")
@@ -92,7 +114,9 @@ class ReplicaWatch:
         from gateway.agents.outbox import OutboxRow
 
         me = self._replica_id
-        cutoff = _now_ms() - self.ttl_ms
+        cutoff = self.dead_before_ms()
+        if cutoff is None:
+            return 0
         async with self._db.session() as s:
             dead = await ReplicaRepo.stale(s, me, before_ms=cutoff)
             if not dead:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import errno
+import socket
 from collections.abc import Iterator
 from types import TracebackType
 
@@ -53,6 +54,10 @@ _CONNECTION_LOST = ("connection was closed", "connection is closed", "connection
                     "connection does not exist", "connection reset", "cannot connect", "underlying connection")
 
 
+_UNREACHABLE = (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN)
+"""A database host that the network cannot reach right now (its container gone, a route down)."""
+
+
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc``, the driver error SQLAlchemy wraps, and the causes behind them (each once)."""
     seen: set[int] = set()
@@ -89,7 +94,11 @@ def storage_failure(exc: BaseException) -> StoreError | None:
         return None
     for e in chain:
         text = str(e).lower()
-        if (getattr(e, "connection_invalidated", False) or isinstance(e, ConnectionError | TimeoutError)
+        # socket.gaierror: the database's host name stopped resolving, as a compose service's does while its
+        # container is stopped (Docker's DNS forgets it): the database is away, not a bug in the turn.
+        if (getattr(e, "connection_invalidated", False)
+                or isinstance(e, ConnectionError | TimeoutError | socket.gaierror)
+                or (isinstance(e, OSError) and e.errno in _UNREACHABLE)
                 or type(e).__name__ in ("ConnectionDoesNotExistError", "CannotConnectNowError",
                                         "ConnectionFailureError", "AdminShutdownError", "CrashShutdownError")
                 or any(m in text for m in _CONNECTION_LOST)):
