@@ -23,6 +23,9 @@ class OpenAiApiConfig(Section):
     approvalWaitSeconds: float = Field(120, gt=0, le=24 * 3600,
                                        description="How long a request waits while its turn waits for an approval "
                                                    "or a question; past it the answer says so (the turn goes on).")
+    stopOnDisconnect: bool = Field(True, description="A streamed request whose client goes away before the end (a "
+                                                     "stop button) stops its turn, as OpenAI's API stops "
+                                                     "generating; false lets the turn finish into its session.")
     maxRequestBytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")
     conversationHeader: str = Field("X-Remoteclaw-Conversation", min_length=1, max_length=64,
                                     pattern=r"^[A-Za-z0-9-]+$",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TURN_METHODS", "CallerRates", "api_caller", "conversation", "rate_key", "session_key"]
 
-TURN_METHODS = frozenset({"chat.send"})
+TURN_METHODS = frozenset({"chat.send", "chat.abort"})
 """What a person's ``/mcp`` token may call through this door: a turn in a conversation of theirs (the access model
 still decides which)."""
 

@@ -96,6 +96,8 @@ class OpenAiApi:
         self._runs = runs
         self._runner = runner
         self._rates = conversations.CallerRates()
+        self._stopping: set[asyncio.Task[None]] = set()
+        """Turns being stopped because their stream's client went away (held until done)."""
         self._created = int(time.time())
         """What ``/v1/models`` says each model was created at: when this gateway started."""
 
@@ -242,8 +244,25 @@ class OpenAiApi:
             done = await self._whole(tap, started)
             return _json(shapes.completion(started.run_id, req.model, created, done.reply, done.usage))
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        return StreamingResponse(self._chat_stream(tap, started, req.model, created, include_usage),
+        return StreamingResponse(self._stop_if_gone(self._chat_stream(tap, started, req.model, created, include_usage),
+                                                    caller, started),
                                  media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def _stop_if_gone(self, chunks: AsyncIterator[bytes], caller: Caller,
+                            started: Started) -> AsyncIterator[bytes]:
+        """A stream whose client goes away before its end (a stop button, Ctrl-C) stops its turn, as OpenAI's API
+        stops generating (``api.openai.stopOnDisconnect``)."""
+        ended = False
+        try:
+            async for chunk in chunks:
+                yield chunk
+            ended = True
+        finally:
+            if not ended and self.settings.stopOnDisconnect:
+                stop = asyncio.get_running_loop().create_task(
+                    self._runner.stop(conversations.api_caller(caller), started))
+                self._stopping.add(stop)
+                stop.add_done_callback(self._stopping.discard)
 
     async def _chat_stream(self, tap: EventTap, started: Started, model: str, created: int,
                            include_usage: bool) -> AsyncIterator[bytes]:
@@ -277,8 +296,8 @@ class OpenAiApi:
             return _json(shapes.response_object(started.run_id, req.model, created, status="completed",
                                                 text=done.reply, usage=done.usage, previous=req.previous_response_id,
                                                 user=req.user))
-        return StreamingResponse(self._responses_stream(tap, started, req, created), media_type="text/event-stream",
-                                 headers=SSE_HEADERS)
+        return StreamingResponse(self._stop_if_gone(self._responses_stream(tap, started, req, created), caller,
+                                                    started), media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def _responses_stream(self, tap: EventTap, started: Started, req: wire.ResponsesRequest,
                                 created: int) -> AsyncIterator[bytes]:

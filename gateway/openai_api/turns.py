@@ -21,11 +21,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import structlog
 from sqlalchemy import func, select
 
 from gateway.openai_api.errors import ApiError, from_rpc
 from gateway.protocol import RpcError
 from gateway.store.usage import TurnUsage
+
+log = structlog.get_logger("gateway.openai_api")
 
 if TYPE_CHECKING:
     from gateway.composition.event_taps import EventTap
@@ -107,6 +110,14 @@ class TurnRunner:
         if sent.get("status") == "decided":
             return Started(str(sent["runId"]), session_key, notice=str(sent.get("notice") or ""))
         return Started(str(sent["runId"]), str(sent["sessionKey"]))
+
+    async def stop(self, caller: Caller, started: Started) -> None:
+        """Stop the turn (``chat.abort`` as its caller: the access model decides, as for any stop)."""
+        try:
+            await self._call("chat.abort", {"sessionKey": started.session_key, "runId": started.run_id}, caller,
+                             request_id=f"openai-stop-{started.run_id}")
+        except RpcError as exc:
+            log.info("openai: a gone client's turn could not be stopped", run_id=started.run_id, error=str(exc))
 
     async def follow(self, tap: EventTap, started: Started, *, wait_s: float,
                      approval_wait_s: float) -> AsyncIterator[Delta | Done]:

@@ -291,3 +291,27 @@ async def test_the_api_is_off_by_default(tmp_path_factory: pytest.TempPathFactor
             await refused.close()
         assert not bad["ok"] and "api.openai.burst" in str(bad["error"]).replace("/", "."), bad
 
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "responses"])
+async def test_a_client_that_goes_away_mid_stream_stops_its_turn(gw: GatewayProcess, tokens: dict[str, str],
+                                                                 endpoint: str) -> None:
+    """The stop button of a chat UI closes the stream: the turn stops too (``stopOnDisconnect``), long before its
+    CLI would have ended."""
+    api = client(gw, tokens["alice"], **{"X-Remoteclaw-Conversation": f"gone-{endpoint}"})
+    if endpoint == "chat":
+        stream = await api.chat.completions.create(model="main", messages=[{"role": "user", "content": "sleep:30"}],
+                                                   stream=True)
+        first = await stream.__anext__()
+        run_id = first.id.removeprefix("chatcmpl-")
+    else:
+        stream = await api.responses.create(model="main", input="sleep:30", stream=True)
+        first = await stream.__anext__()
+        run_id = first.response.id.removeprefix("resp_")
+    await stream.close()
+    owner = await operator(gw.url, gw.token or "")
+    try:
+        waited = await owner.call("agent.wait", {"runId": run_id, "timeoutMs": 15_000}, timeout=20)
+    finally:
+        await owner.close()
+    assert waited["status"] == "error" and "abort" in waited.get("error", ""), waited
