@@ -3,8 +3,8 @@
 Answering ``tools/list`` needs only this module and the tool tables, so it imports nothing heavy
 (no asyncio, no websockets): the list is ready a few milliseconds after the process starts.
 
-Tiers: the 20 baseline tools (session, message, heartbeat, approvals) are for every run; the 33 owner tools
-(cron, gateway, nodes, canvas, browser, tts) only when ``REMOTECLAW_SENDER_IS_OWNER=true``.
+Tiers: the 20 baseline tools (session, message, heartbeat, approvals) are for every run; the 34 owner tools
+(cron, gateway, nodes, canvas, browser, tts, a2a) only when ``REMOTECLAW_SENDER_IS_OWNER=true``.
 Profiles then narrow the set further (see ``PROFILE_GROUPS``).
 """
 
@@ -31,7 +31,8 @@ PROFILE_GROUPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # ``approvals`` is in every profile: Claude Code's permission prompts go through approval_prompt.
     "minimal": (frozenset({"heartbeat", "approvals"}), frozenset({"session"})),
     "messaging": (frozenset({"session", "message", "heartbeat", "approvals", "plugin"}), frozenset()),
-    "coding": (frozenset({"session", "heartbeat", "approvals", "nodes", "canvas", "browser", "desktop", "plugin"}),
+    "coding": (frozenset({"session", "heartbeat", "approvals", "nodes", "canvas", "browser", "desktop", "a2a",
+                          "plugin"}),
                frozenset({"gateway", "cron"})),
     "full": (_ALL, frozenset()),
 }

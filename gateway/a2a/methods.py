@@ -3,12 +3,17 @@
 Owner only (``agent exec``): the gateway calls another agent with a credential of the owner's (the peer's secret
 in config), and what comes back is the peer's words. The gateway streams the peer's reply (``SendStreamingMessage``
 when the peer's card says it streams) and answers with the whole of it, the task's id, state and ``contextId`` (to
-continue the conversation) and the artifacts' files; the calling run's live note shows the tool as its current
-step meanwhile (the run's own text is the CLI's: a tool's output does not enter it while the tool runs).
+continue the conversation) and the artifacts' files.
+
+Called by an agent run (the shim's ``a2a_send``: the caller's ``run_session``), the peer's words also stream into
+that run's live reply as they come: a block of their own (``<peer> (A2A): …``) after the run's text so far, in its
+``chat`` deltas and its live note on the chat (``Run.aside``). The run's final answer stays the CLI's own.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -40,4 +45,21 @@ async def a2a_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
 
     require("a2a", "calling an A2A peer")
     return await send(peer.url, p.message, credential=peer.credential, context_id=p.contextId,
-                      timeout_s=p.timeoutMs / 1000)
+                      timeout_s=p.timeoutMs / 1000, on_text=_live_reply(ctx, peer.name))
+
+
+def _live_reply(ctx: CallContext, peer: str) -> Callable[[str], None] | None:
+    """What shows the peer's words in the calling run's live reply as they stream, if a run is calling and runs
+    here (a call from elsewhere, or a run on another replica, streams nowhere: it gets the whole answer)."""
+    session = ctx.caller.run_session
+    run = ctx.runs.running(session) if session else None
+    if run is None or run.aside is None:
+        return None
+    key, said = f"a2a-{uuid.uuid4().hex[:8]}", [""]
+
+    def show(piece: str) -> None:
+        said[0] += piece
+        if run.aside is not None:  # the run may end before the peer does
+            run.aside(key, f"{peer} (A2A): {said[0]}")
+
+    return show

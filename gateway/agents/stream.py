@@ -25,24 +25,40 @@ class RunStream:
         """The complete text blocks so far."""
         self.partial = ""
         """The block being written (``text_delta`` pieces), until its complete ``text`` event arrives."""
+        self.asides: dict[str, str] = {}
+        """A tool's own words while it runs (``aside``), by tool call, shown after the text so far."""
         self.tools: dict[str, dict[str, Any]] = {}
         self.entries: list[dict[str, Any]] = []
+
+    def _live(self) -> str:
+        """The live reply: the complete blocks, the tools' words since, the block being written."""
+        return "\n\n".join(block for block in (self.text, *self.asides.values(), self.partial) if block)
+
+    def _show(self, live: str) -> None:
+        self.runs.emit_chat(self.run, "delta", live)
+        if self.progress is not None:
+            self.progress.text(live)
+
+    def aside(self, key: str, text: str) -> None:
+        """Show ``text`` (the whole of it so far) as tool call ``key``'s block in the live reply: what an A2A
+        peer answers ``a2a_send``, while it answers. The block stays where it is once the CLI writes on, so the
+        live reply only grows; the final answer is the CLI's own."""
+        if not text or self.asides.get(key) == text:
+            return
+        self.asides[key] = text
+        self._show(self._live())
 
     def on_event(self, ev: Event) -> None:
         run = self.run
         if ev.kind == "text_delta":
             self.partial += ev.text
-            live = f"{self.text}\n\n{self.partial}" if self.text else self.partial
-            self.runs.emit_chat(run, "delta", live)
-            if self.progress is not None:
-                self.progress.text(live)
+            self._show(self._live())
         elif ev.kind == "text":
             self.partial = ""
-            self.text = f"{self.text}\n\n{ev.text}" if self.text else ev.text
+            self.text = "\n\n".join(block for block in (self.text, *self.asides.values(), ev.text) if block)
+            self.asides.clear()  # now part of the complete blocks, before this one
             self.runs.emit_agent(run, "assistant", {"text": ev.text, "delta": ev.text})
-            self.runs.emit_chat(run, "delta", self.text)
-            if self.progress is not None:
-                self.progress.text(self.text)
+            self._show(self.text)
         elif ev.kind == "thinking":
             self.runs.emit_agent(run, "thinking", {"text": ev.text})
         elif ev.kind == "tool_use":

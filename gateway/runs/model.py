@@ -96,6 +96,9 @@ class Run:
     # While a steerable CLI runs this turn (steering mode ``steer``): hands it one more user message; False
     # when it no longer takes any (the message then waits for the next turn). Set and cleared by the executor.
     steer: Callable[[str], bool] | None = None
+    # While its CLI runs: shows a tool's own words in the live reply (a key per tool call, its text so far), as
+    # ``a2a_send`` streams the peer's answer there. Set and cleared by the executor (``RunStream.aside``).
+    aside: Callable[[str, str], None] | None = None
     # What the ``chat`` events of this run said so far: their sequence number and the text of the last delta,
     # so each delta also carries only its new part (``deltaText``, as OpenClaw's clients read it); and the
     # sequence number of its ``agent`` events.

@@ -340,6 +340,12 @@ class RunQueue:
         return {"active": active, "status": lane.current.status if lane.current else None,
                 "queued": len(lane.pending.requests) if lane.pending else 0}
 
+    def running(self, session_key: str) -> Run | None:
+        """The session's turn running on this replica now, if any (what a tool of that run is part of)."""
+        lane = self._lanes.get(session_key)
+        run = lane.current if lane is not None else None
+        return run if run is not None and run.task is not None and not run.done.is_set() else None
+
     @property
     def active_count(self) -> int:
         return self._active

@@ -100,4 +100,6 @@ OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "tts_set_provider": _TTS,
     "tts_providers": _out({"providers": _A, "active": _S}),
     "tts_convert": _out({"audioPath": _S, "provider": _S, "format": _S, "mimeType": _S, "durationS": _N}),
+    # a2a
+    "a2a_send": _out({"reply": _S, "state": _S, "taskId": _S0, "contextId": _S0, "files": _A, "events": _I}),
 }

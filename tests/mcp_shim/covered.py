@@ -55,6 +55,8 @@ COVERED: dict[str, str] = {
     # tts
     "tts_status": _TTS, "tts_convert": _TTS, "tts_providers": _TTS, "tts_set_provider": _TTS,
     "tts_enable": _TTS, "tts_disable": _TTS,
+    # a2a
+    "a2a_send": "tests/gateway/a2a/test_a2a_tool.py::test_a2a_send_through_the_shim_under_the_official_mcp_client",
     # plugins shipped in plugins/
     "memory_search": _MEMORY, "memory_get": _MEMORY, "memory_remember": _MEMORY, "memory_forget": _MEMORY,
     "memory_stats": _MEMORY, "memory_flush": _MEMORY,

@@ -23,7 +23,8 @@ CANVAS = {"canvas_present", "canvas_hide", "canvas_navigate", "canvas_eval", "ca
           "canvas_a2ui_reset"}
 BROWSER = {"browser_request"}
 TTS = {"tts_status", "tts_convert", "tts_providers", "tts_set_provider", "tts_enable", "tts_disable"}
-OWNER = CRON | GATEWAY | NODES | CANVAS | BROWSER | TTS
+A2A = {"a2a_send"}
+OWNER = CRON | GATEWAY | NODES | CANVAS | BROWSER | TTS | A2A
 BASELINE = SESSION | MESSAGE | HEARTBEAT | APPROVALS
 
 EXPECTED = {
@@ -31,7 +32,7 @@ EXPECTED = {
     ("full", False): BASELINE,
     ("messaging", True): BASELINE,
     ("messaging", False): BASELINE,
-    ("coding", True): SESSION | HEARTBEAT | APPROVALS | NODES | CANVAS | BROWSER
+    ("coding", True): SESSION | HEARTBEAT | APPROVALS | NODES | CANVAS | BROWSER | A2A
     | {"gateway_config_get", "gateway_config_schema", "cron_status", "cron_list", "cron_runs"},
     ("coding", False): SESSION | HEARTBEAT | APPROVALS,
     ("minimal", True): SESSION_READ | HEARTBEAT | APPROVALS,
@@ -47,7 +48,7 @@ READ_ONLY = SESSION_READ | {"message_read", "cron_status", "cron_list", "cron_ru
 
 
 def test_counts() -> None:
-    assert len(BASELINE) == 20 and len(OWNER) == 33 and len(BASELINE | OWNER) == 53
+    assert len(BASELINE) == 20 and len(OWNER) == 34 and len(BASELINE | OWNER) == 54
 
 
 @pytest.mark.parametrize(("profile", "owner"), sorted(EXPECTED))
@@ -67,7 +68,7 @@ async def test_profile_and_tier_select_the_documented_tools(start_shim: ShimFact
 async def test_schemas_and_annotations(start_shim: ShimFactory) -> None:
     shim = await start_shim(None, plugin_manifest={"tools": []})
     tools = await shim.tools()
-    assert len({t["name"] for t in tools}) == len(tools) == 53
+    assert len({t["name"] for t in tools}) == len(tools) == 54
     for tool in tools:
         schema = tool["inputSchema"]
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool["name"]
@@ -101,7 +102,7 @@ async def test_plugin_tools_from_manifest(start_shim: ShimFactory) -> None:
     ]}
     shim = await start_shim(None, plugin_manifest=manifest)
     tools = {t["name"]: t for t in await shim.tools()}
-    assert len(tools) == 55
+    assert len(tools) == 56
     assert tools["weather"]["inputSchema"]["required"] == ["city"]
     assert tools["loose"]["inputSchema"] == {"type": "object", "additionalProperties": True}
     assert tools["sessions_list"]["description"] != "clash"

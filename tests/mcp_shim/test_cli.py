@@ -56,4 +56,4 @@ def test_remoteclaw_mcp_serves_stdio(tmp_path: Path) -> None:
     lines = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
     proc = _run(env, "mcp", stdin=lines)
     assert proc.returncode == 0
-    assert len(json.loads(proc.stdout)["result"]["tools"]) == 53
+    assert len(json.loads(proc.stdout)["result"]["tools"]) == 54

@@ -36,7 +36,7 @@ async def test_official_python_sdk_client(agent_gateway: GatewayProcess, tmp_pat
     async with Client(params, mode=mode) as client:
         assert client.protocol_version == revision
         listed = await client.list_tools()
-        assert len(listed.tools) == 53
+        assert len(listed.tools) == 54
         by_name = {t.name: t for t in listed.tools}
         assert by_name["cron_remove"].annotations.destructive_hint is True
         assert by_name["sessions_list"].annotations.read_only_hint is True
@@ -62,7 +62,7 @@ async def test_a_client_that_lists_once_gets_the_plugin_tools_with_their_output_
         by_name = {t.name: t for t in (await client.list_tools()).tools}  # listed once, right after the handshake
         memory = {n for n in by_name if n.startswith("memory_")}
         assert memory == {"memory_search", "memory_get", "memory_remember", "memory_forget", "memory_stats",
-                          "memory_flush"} and len(by_name) == 59
+                          "memory_flush"} and len(by_name) == 60
         assert all(by_name[n].output_schema is not None for n in memory)
         assert by_name["ask_user"].output_schema is not None
         stored = await client.call_tool("memory_remember", {"content": "The build runs on Fridays", "tier": "core"})
@@ -110,7 +110,7 @@ def test_inspector_lists_tools_strictly(agent_gateway: GatewayProcess, tmp_path:
     proc = _inspector(env, "--method", "tools/list", "--strict", era=era)
     assert proc.returncode == 0, proc.stderr
     tools = json.loads(proc.stdout)["tools"]
-    assert len(tools) == 53  # the Inspector drops tools whose schema it cannot use
+    assert len(tools) == 54  # the Inspector drops tools whose schema it cannot use
 
 
 @needs_inspector

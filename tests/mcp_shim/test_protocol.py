@@ -68,7 +68,7 @@ async def test_server_discover_and_a_stateless_call_need_no_initialize(gateway: 
     assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "remoteclaw"
     listed = (await modern(shim, "tools/list"))["result"]
     wire.validate_server_result("tools/list", MODERN, listed)
-    assert len(listed["tools"]) == 53 and listed["ttlMs"] > 0 and listed["resultType"] == "complete"
+    assert len(listed["tools"]) == 54 and listed["ttlMs"] > 0 and listed["resultType"] == "complete"
     agents = await modern_call(shim, "agents_list")
     assert agents["defaultAgentId"] == "main"
     # Handshake-era requests on the same process still get handshake-era answers: no resultType.
@@ -143,8 +143,10 @@ NEEDS_A_NODE = {"node_invoke", "node_pair_approve", "node_pair_reject"}
 NEEDS_A_BROWSER_NODE = {"canvas_present", "canvas_hide", "canvas_navigate", "canvas_eval", "canvas_a2ui_push",
                         "canvas_a2ui_reset"}
 """Their answer is ``node.invoke``'s; called in ``test_canvas_tools_match_their_schemas`` (Chromium on a node)."""
-NOT_CALLED = {"gateway_restart", "message_send_with_effect"}
-"""``gateway_restart`` would end the shared gateway; web chat refuses effects (no success to check)."""
+NOT_CALLED = {"gateway_restart", "message_send_with_effect", "a2a_send"}
+"""``gateway_restart`` would end the shared gateway; web chat refuses effects (no success to check); ``a2a_send``
+needs an A2A peer: ``tests/gateway/a2a/test_a2a_tool.py`` calls it with the official MCP client, which checks the
+answer against the schema itself."""
 
 
 def schema_checker(tools: list[dict[str, Any]]) -> dict[str, jsonschema.Draft202012Validator]:
@@ -296,7 +298,7 @@ def test_the_output_schema_table_names_only_real_tools() -> None:
     from mcp_shim.tools.outputs import OUTPUT_SCHEMAS
 
     assert set(OUTPUT_SCHEMAS) <= {t.name for t in BUILTIN}
-    assert sum(1 for t in BUILTIN if t.output_schema is not None) == len(OUTPUT_SCHEMAS) == 46
+    assert sum(1 for t in BUILTIN if t.output_schema is not None) == len(OUTPUT_SCHEMAS) == 47
 
 
 async def test_the_gateway_connection_opens_after_tools_list_before_any_call(gateway: GatewayProcess,
@@ -313,7 +315,7 @@ async def test_the_gateway_connection_opens_after_tools_list_before_any_call(gat
 
         before = await shims()
         shim = await start_shim(gateway, plugin_manifest={"tools": []})
-        assert len(await shim.tools()) == 53  # and no tools/call at all
+        assert len(await shim.tools()) == 54  # and no tools/call at all
 
         async def connected() -> bool:
             return await shims() > before

@@ -80,7 +80,7 @@ async def test_parse_error_and_bad_requests(start_shim: ShimFactory) -> None:
 async def test_tools_list_is_stable_and_complete(start_shim: ShimFactory) -> None:
     shim = await start_shim(None, plugin_manifest={"tools": []})
     first = await shim.tools()
-    assert len(first) == 53
+    assert len(first) == 54
     assert first == await shim.tools()
 
 
@@ -108,7 +108,7 @@ async def test_stray_output_goes_to_stderr_not_the_protocol(start_shim: ShimFact
     # A broken plugin manifest makes the shim print a warning at start: it must land on stderr.
     (tmp_path / "bad.json").write_text("{broken")
     shim = await start_shim(None, REMOTECLAW_PLUGIN_TOOLS_FILE=str(tmp_path / "bad.json"))
-    assert len(await shim.tools()) == 53
+    assert len(await shim.tools()) == 54
     await shim.close()
     assert "REMOTECLAW_PLUGIN_TOOLS_FILE" in await shim.stderr()
     assert shim.junk == []

@@ -269,8 +269,8 @@ async def test_heartbeat_report(agent_gateway: GatewayProcess, start_shim: ShimF
 async def test_plugin_tools(agent_gateway: GatewayProcess, start_shim: ShimFactory) -> None:
     # Standalone (no manifest): the first list already holds the gateway's plugin tools (the memory plugin's six).
     standalone = await start_shim(agent_gateway)
-    names = {t["name"] for t in await standalone.tools()}  # 53 of ours (51 + approval_prompt, ask_user) + plugins'
-    assert {"memory_search", "memory_remember", "memory_forget"} <= names and len(names) == 59
+    names = {t["name"] for t in await standalone.tools()}  # 54 of ours (52 + approval_prompt, ask_user) + plugins'
+    assert {"memory_search", "memory_remember", "memory_forget"} <= names and len(names) == 60
     manifest = {"tools": [{"name": "weather", "description": "Weather", "inputSchema": {"type": "object"}}]}
     shim = await start_shim(agent_gateway, plugin_manifest=manifest)
     text = error_text(await shim.call("weather", {"city": "Oslo"}))

@@ -18,6 +18,9 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
   ``ask_user``, then answer ``answer: <the labels chosen>`` (or ``answer: none``);
 - ``tool:<name> <JSON object>`` call that shim tool with those arguments (as ``remoteclaw call``), then answer
   ``tool: <its output>``;
+- ``mcp:<name> <JSON object>`` call that tool as Claude Code does: the MCP server named by ``--mcp-config`` (the
+  shim) started and driven by the official MCP SDK's client over stdio, the call shown as a ``tool_use`` and its
+  ``tool_result``; then answer ``mcp: <its text>``;
 - ``cost:<usd>`` state that cost (``total_cost_usd``) in the result, as Claude Code does;
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
   a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``;
@@ -36,14 +39,18 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 
+_LINES = threading.Lock()  # ``mcp:`` writes status lines from a thread of its own
+
 
 def out(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    with _LINES:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
 
 
 def _shim_call(tool: str, args: dict, sid: str) -> str:
@@ -56,6 +63,41 @@ def _shim_call(tool: str, args: dict, sid: str) -> str:
         time.sleep(0.25)
         out({"type": "system", "subtype": "status", "session_id": sid})
     return proc.stdout.read().decode() if proc.stdout else ""
+
+
+def _mcp_call(tool: str, args: dict, argv: list[str], sid: str) -> str:
+    """Call ``tool`` through the MCP server the run's ``--mcp-config`` names, with the official MCP SDK's client."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    config = json.loads(Path(argv[argv.index("--mcp-config") + 1]).read_text())
+    server = next(iter(config["mcpServers"].values()))
+    params = StdioServerParameters(command=server["command"], args=list(server.get("args") or []),
+                                   env={**os.environ, **(server.get("env") or {})})
+    tid = f"toolu_mcp_{tool}"
+    out({"type": "assistant", "session_id": sid, "message": {"content": [
+        {"type": "tool_use", "id": tid, "name": f"mcp__remoteclaw__{tool}", "input": args}]}})
+    done = threading.Event()
+
+    def beat() -> None:  # a status line now and then while the tool works: not silence
+        while not done.wait(0.25):
+            out({"type": "system", "subtype": "status", "session_id": sid})
+
+    async def call() -> str:
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool(tool, args)
+        return "".join(getattr(c, "text", "") for c in result.content)
+
+    threading.Thread(target=beat, daemon=True).start()
+    try:
+        text = asyncio.run(call())
+    finally:
+        done.set()
+    out({"type": "user", "session_id": sid, "message": {"content": [
+        {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": text}]}]}})
+    return text
 
 
 def _ask(command: str, sid: str) -> str:
@@ -89,7 +131,8 @@ def main() -> int:
         plugin_tools = json.loads(Path(tools_file).read_text()) if tools_file and os.path.exists(tools_file) else None
         with open(log, "a") as fh:
             fh.write(json.dumps({"argv": argv, "prompt": prompt, "cwd": os.getcwd(), "files": files, "pid": os.getpid(),
-                                 "plugin_tools": plugin_tools,
+                                 "plugin_tools": plugin_tools, "home": os.environ.get("HOME"), "startedAt": time.time(),
+                                 "sandboxed": os.environ.get("IS_SANDBOX") == "1",
                                  "env": {k: v for k, v in os.environ.items() if k.startswith("REMOTECLAW_")}}) + "\n")
     sid = resume or str(uuid.uuid4())
     if os.environ.get("FAKE_CLI_ECHO_ONLY"):  # random text (fuzzers) must not be taken for a directive
@@ -133,6 +176,8 @@ def main() -> int:
         asked = _question(m.group(1).strip(), sid)
     if m := re.search(r"\btool:(\w+) (\{[^\n]*\})", prompt):
         asked = "tool: " + " ".join(_shim_call(m.group(1), json.loads(m.group(2)), sid).split())[:500]
+    if m := re.search(r"\bmcp:(\w+) (\{[^\n]*\})", prompt):
+        asked = "mcp: " + " ".join(_mcp_call(m.group(1), json.loads(m.group(2)), argv, sid).split())[:500]
     for rel in re.findall(r"edit:(\S+)", prompt):
         target = Path(rel)
         if target.is_file():

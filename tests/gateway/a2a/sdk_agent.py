@@ -1,10 +1,12 @@
 """a2a-sdk's own minimal server, run as a process by the client tests: ``python -m tests.gateway.a2a.sdk_agent PORT
 TOKEN``. An echo agent built only from the SDK (its Starlette routes, ``DefaultRequestHandler``,
 ``InMemoryTaskStore``, ``TaskUpdater``): it answers in three streamed artifact chunks, then completes; every request
-but the card's needs ``Authorization: Bearer TOKEN``, and it records the last bearer it saw at ``/seen``."""
+but the card's needs ``Authorization: Bearer TOKEN``, and it records the last bearer it saw at ``/seen``.
+A message containing ``slowly`` is answered with 0.4 s between the chunks (to follow a reply as it streams)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import uvicorn
@@ -40,6 +42,8 @@ class Echo(AgentExecutor):
         updater = TaskUpdater(event_queue, task_id, ctx)
         await updater.start_work()
         for i, piece in enumerate(["sdk ", "says: ", text]):
+            if i and "slowly" in text:
+                await asyncio.sleep(0.4)
             await updater.add_artifact([Part(text=piece)], artifact_id="answer", append=i > 0, last_chunk=i == 2)
         await updater.complete(Message(message_id="done", role=Role.ROLE_AGENT, parts=[Part(text="done")]))
 

@@ -5,49 +5,18 @@ method) from a real gateway whose ``a2a.peers[]`` names it, with the credential 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from tests.gateway.a2a.conftest import PEER_TOKEN
 from tests.support import FAKE_CLI, ROOT
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import operator
 
 pytestmark = pytest.mark.timeout(120)
-
-PEER_TOKEN = "peer-secret-4711"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def sdk_server() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tests.gateway.a2a.sdk_agent", str(port), PEER_TOKEN], cwd=ROOT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/.well-known/agent-card.json", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("a2a-sdk's server did not start")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def remoteclaw(*args: str) -> subprocess.CompletedProcess[str]:

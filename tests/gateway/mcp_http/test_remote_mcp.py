@@ -72,7 +72,7 @@ async def test_the_official_sdk_client_lists_and_calls_tools(gateway: GatewayPro
     async with http, Client(streamable_http_client(url(gateway), http_client=http), mode=mode) as client:
         assert client.protocol_version == revision
         listed = await client.list_tools()
-        assert len(listed.tools) == 53 + 6  # and the memory plugin's six
+        assert len(listed.tools) == 54 + 6  # and the memory plugin's six
         assert {t.name for t in listed.tools} >= OWNER_ONLY
         by_name = {t.name: t for t in listed.tools}
         assert by_name["sessions_list"].annotations.read_only_hint is True
@@ -191,7 +191,7 @@ async def test_stateless_requests_need_no_session(gateway: GatewayProcess) -> No
         result = found.json()["result"]
         assert result["supportedVersions"] == ["2026-07-28"] and result["resultType"] == "complete"
         listed = (await post("tools/list", 2, {"accept": "application/json"})).json()["result"]
-        assert len(listed["tools"]) == 53 + 6 and listed["cacheScope"] == "private" and listed["ttlMs"] > 0
+        assert len(listed["tools"]) == 54 + 6 and listed["cacheScope"] == "private" and listed["ttlMs"] > 0
         call = await post("tools/call", 3, {"accept": "application/json"}, name="agents_list", arguments={})
         answer = call.json()["result"]
         assert answer["resultType"] == "complete" and answer["structuredContent"]["defaultAgentId"] == "main"
@@ -254,7 +254,7 @@ def test_the_inspector_lists_and_calls_over_http(gateway: GatewayProcess, era: s
     listed = subprocess.run([*base, "--method", "tools/list", "--strict"], env=env, capture_output=True,
                             text=True, timeout=90)
     assert listed.returncode == 0, listed.stdout + listed.stderr
-    assert len(json.loads(listed.stdout)["tools"]) == 53 + 6  # and the memory plugin's six
+    assert len(json.loads(listed.stdout)["tools"]) == 54 + 6  # and the memory plugin's six
     called = subprocess.run([*base, "--method", "tools/call", "--tool-name", "agents_list"], env=env,
                             capture_output=True, text=True, timeout=90)
     assert called.returncode == 0, called.stdout + called.stderr
