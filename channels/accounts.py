@@ -21,8 +21,8 @@ import structlog
 from channels.base import Channel, ChannelError, ChannelNotLinked
 from channels.environment import ChannelEnvironment
 from channels.kind import ChannelKind
-from gateway.cli.extras import MissingExtra, extra_for_module
 from gateway.composition.entry_points import CHANNELS
+from gateway.extras import MissingExtra, extra_for_module
 from gateway.platforms import ChannelAccessConfig, InboundHandler, PlatformHost, channel_section
 
 if TYPE_CHECKING:

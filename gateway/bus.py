@@ -41,8 +41,8 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 import structlog
 
-from gateway.cli.extras import install_hint
 from gateway.dispatch.callers import READ
+from gateway.extras import install_hint
 from gateway.protocol import encode
 
 if TYPE_CHECKING:

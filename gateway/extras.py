@@ -5,6 +5,10 @@ library only when it is configured or first used; when the library is not instal
 methods, tools and status lines say which extra brings it and the command that installs it, and the gateway
 keeps running. This table is the single place that knows which import comes from which extra (a test keeps it
 in step with ``pyproject.toml``).
+
+It sits at the gateway's top, beside ``gateway.installation`` (how this copy was installed, which the advice
+depends on), rather than under ``gateway/cli/``: the capabilities and channels that raise ``MissingExtra`` are
+not clients of the command line, and ``remoteclaw doctor`` reads the same table from here.
 """
 
 from __future__ import annotations
@@ -16,8 +20,7 @@ from dataclasses import dataclass
 from gateway.protocol import Unavailable
 
 __all__ = ["DEFAULT", "EXTRAS", "Extra", "MissingExtra", "extra_for_module", "install_command", "install_hint",
-           "installed",
-           "require", "status"]
+           "installed", "require"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,15 +78,15 @@ class MissingExtra(Unavailable):
 def install_hint(extra: str) -> str:
     """How to add ``extra`` to this installation, as a person follows it: the command (through
     ``./scripts/gateway`` in a clone, into the same environment for an installed package; see
-    ``gateway.cli.installation``) and the restart it needs."""
-    from gateway.cli.installation import extra_advice
+    ``gateway.installation``) and the restart it needs."""
+    from gateway.installation import extra_advice
 
     return extra_advice(extra)
 
 
 def install_command(extra: str) -> str:
     """Just the command of ``install_hint`` (for ``details.install`` and ``status()``)."""
-    from gateway.cli.installation import extra_command
+    from gateway.installation import extra_command
 
     return extra_command(extra)
 
@@ -113,8 +116,3 @@ def extra_for_module(module: str | None) -> str | None:
     top = (module or "").split(".")[0]
     return next((e.name for e in EXTRAS if top in e.modules), None)
 
-
-def status() -> list[dict[str, object]]:
-    """Every extra: its name, what it adds, whether it is installed, and the command that installs it."""
-    return [{"extra": e.name, "purpose": e.purpose, "installed": installed(e.name),
-             "install": install_command(e.name)} for e in EXTRAS]

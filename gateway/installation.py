@@ -31,7 +31,7 @@ __all__ = ["checkout", "cli_command", "control_ui_advice", "extra_advice", "extr
 OPENCLAW_VERSION = "2026.9.6"
 """The ``openclaw`` release whose Control UI we test against (``scripts/install-openclaw`` pins the same)."""
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[1]
 
 
 def checkout() -> Path | None:

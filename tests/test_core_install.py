@@ -88,10 +88,10 @@ async def test_the_core_starts_and_each_missing_part_names_its_extra(core_python
 
 
 def test_extras_table_matches_pyproject() -> None:
-    """``gateway/cli/extras.py`` is what names an extra in errors: it must list exactly the extras pyproject offers."""
+    """``gateway/extras.py`` is what names an extra in errors: it must list exactly the extras pyproject offers."""
     import tomllib
 
-    from gateway.cli import extras
+    from gateway import extras
 
     optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     offered = set(optional) - {"all", "dev", "default"}

@@ -21,7 +21,7 @@ GATEWAY_PUBLIC = {
     "gateway.platforms",  # the messages, the ChatPlatforms interface, PlatformHost, config models
     "gateway.config.channels",  # what a channel's own config model is built from (read while the config is built)
     "gateway.composition.entry_points",  # the registries it adds channel types or runtimes to
-    "gateway.cli.extras",  # which pip extra brings a library, and the error naming it
+    "gateway.extras",  # which pip extra brings a library, and the error naming it
     "gateway.cli",  # call_gateway(), for CLI sub-commands that are clients of a running gateway
     "gateway.plugin_host",  # the plugin API: PluginApi, ToolContext, ToolFailed, text(), image(), Database
 }

@@ -65,7 +65,7 @@ from channels.environment import ChannelEnvironment
 from channels.fetch import FetchRefused, fetch_public
 from channels.files import upload_of
 from channels.inbound import Payload
-from gateway.cli.extras import MissingExtra
+from gateway.extras import MissingExtra
 from gateway.platforms import ChatType, FileBytes
 
 with warnings.catch_warnings():

@@ -37,7 +37,7 @@ from channels.environment import ChannelEnvironment
 from channels.inbound import Payload
 from channels.matrix.config import MatrixAccountConfig, parse_config
 from channels.matrix.state import StateFiles
-from gateway.cli.extras import MissingExtra
+from gateway.extras import MissingExtra
 from gateway.platforms import FileBytes
 
 try:

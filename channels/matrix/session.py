@@ -16,7 +16,7 @@ import nio
 from channels.base import ChannelError, ChannelNotLinked
 from channels.matrix.config import MatrixAccountConfig
 from channels.matrix.state import StateFiles
-from gateway.cli.extras import MissingExtra
+from gateway.extras import MissingExtra
 
 __all__ = ["Session"]
 

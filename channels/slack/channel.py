@@ -55,7 +55,7 @@ from channels.files import upload_of
 from channels.inbound import Payload
 from channels.slack.config import SlackAccountConfig, parse_config
 from channels.slack.format import to_mrkdwn
-from gateway.cli.extras import MissingExtra
+from gateway.extras import MissingExtra
 from gateway.platforms import ChatType, FileBytes, MediaKind
 
 try:

@@ -42,7 +42,7 @@ from channels.base import (
 from channels.environment import ChannelEnvironment
 from channels.files import upload_of
 from channels.inbound import Payload
-from gateway.cli.extras import MissingExtra
+from gateway.extras import MissingExtra
 from gateway.platforms import COMMANDS, ChatType, FileBytes, MediaKind
 
 try:

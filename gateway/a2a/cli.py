@@ -42,7 +42,7 @@ def _credential(args: argparse.Namespace) -> str | None:
 
 def _cmd_card(args: argparse.Namespace) -> int:
     from gateway.cli import print_json
-    from gateway.cli.extras import require
+    from gateway.extras import require
 
     require("a2a", "remoteclaw a2a")
     from gateway.a2a.client import A2aCallFailed, card
@@ -57,7 +57,7 @@ def _cmd_card(args: argparse.Namespace) -> int:
 
 def _cmd_send(args: argparse.Namespace) -> int:
     from gateway.cli import print_json
-    from gateway.cli.extras import require
+    from gateway.extras import require
 
     require("a2a", "remoteclaw a2a")
     from gateway.a2a.client import A2aCallFailed, send

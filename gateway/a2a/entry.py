@@ -19,7 +19,7 @@ async def start(host: CapabilityHost) -> None:
     """Serve the agents over A2A when ``a2a.enabled`` (the client side, ``a2a.send``, needs no start)."""
     if not host.config.a2a.enabled:
         return
-    from gateway.cli.extras import require
+    from gateway.extras import require
 
     require("a2a", "the A2A server (a2a.enabled)")
     from gateway.a2a.server import A2A_SERVER, A2aServer

@@ -41,7 +41,7 @@ async def a2a_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
         known = ", ".join(sorted(peers)) or "none configured (a2a.peers)"
         raise InvalidRequest(f"peer: no A2A peer '{p.peer}' (known: {known})", details={"field": "peer"})
     from gateway.a2a.client import send
-    from gateway.cli.extras import require
+    from gateway.extras import require
 
     require("a2a", "calling an A2A peer")
     return await send(peer.url, p.message, credential=peer.credential, context_id=p.contextId,

@@ -60,7 +60,7 @@ async def _target(ctx: CallContext, wanted: str | None) -> dict[str, Any]:
         return match
     connected = [n for n in capable if n.get("connected")]
     if not connected:
-        from gateway.cli.extras import install_command
+        from gateway.extras import install_command
 
         install = install_command("browser")
         raise Unavailable("no browser-capable node is connected: run `remoteclaw-node run` on a machine with "

@@ -1,5 +1,6 @@
 """The ``remoteclaw`` command line: the parser and the built-in commands here; ``doctor``, ``wizard``
-(``remoteclaw setup``), ``backup``, and what an install is made of (``extras``, ``installation``) beside it.
+(``remoteclaw setup``) and ``backup`` beside it. What an install is made of (``gateway.extras``,
+``gateway.installation``) sits outside the package: the capabilities read it too.
 
 Imports are lazy on purpose: ``remoteclaw gateway call health`` runs as a cold process in
 scripts and health checks, so it must not load the server (uvicorn, SQLAlchemy, pydantic).
@@ -124,8 +125,8 @@ def call_gateway_all(url: str | None, token: str | None, calls: list[tuple[str, 
 
 
 def start_command() -> str:
-    """How a person starts the gateway of this installation, as they can type it (see ``gateway.cli.installation``)."""
-    from gateway.cli.installation import start_command as how
+    """How a person starts the gateway of this installation, as they can type it (see ``gateway.installation``)."""
+    from gateway.installation import start_command as how
 
     return how()
 
@@ -202,7 +203,7 @@ def cmd_gateway_auth_token(args: argparse.Namespace) -> int:
 
 
 def cli_command() -> str:
-    from gateway.cli.installation import cli_command as how
+    from gateway.installation import cli_command as how
 
     return how()
 

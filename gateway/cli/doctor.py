@@ -20,9 +20,8 @@ from typing import Any
 
 import httpx
 
-from gateway import paths
+from gateway import extras, paths
 from gateway.agents.invocation import INSTALL, cli_argv
-from gateway.cli import extras
 from gateway.sandbox.doctor import sandbox_report
 
 __all__ = ["Check", "run_checks"]
@@ -280,7 +279,7 @@ def _chromium() -> tuple[str | None, str | None]:
 
 def _control_ui(config: Any) -> Check:
     """OpenClaw's Control UI: served (where from), off, or not installed with the command that installs it."""
-    from gateway.cli.installation import control_ui_advice
+    from gateway.installation import control_ui_advice
     from gateway.server.control_ui import find_root
 
     cfg = config.gateway.controlUi

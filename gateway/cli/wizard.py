@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 def _next_step() -> str:
     """What to do now, in commands that work for this installation; a gateway already running on this state
     dir reads the new file by itself (it watches it), so it is not to be started again."""
-    from gateway.cli.installation import cli_command, start_command
+    from gateway.installation import cli_command, start_command
 
     running = paths.running_url(paths.state_dir())
     doctor = f"{cli_command()} doctor"

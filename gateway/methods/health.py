@@ -103,6 +103,6 @@ async def system_presence(p: PresenceParams, ctx: CallContext) -> list[dict[str,
 
 
 def _cli_command() -> str:
-    from gateway.cli.installation import cli_command
+    from gateway.installation import cli_command
 
     return cli_command()

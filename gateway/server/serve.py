@@ -252,7 +252,7 @@ def _announce(host: str, port: int, token: str, origin: str, state: Path, *, con
     else:
         lines.append(f"  web chat: http://{shown}:{port}/  (sign in with the gateway token)")
     if control_ui is not None:
-        from gateway.cli.installation import cli_command
+        from gateway.installation import cli_command
 
         link = f"http://{shown}:{port}{control_ui}/"
         lines.append(f"  control ui: {link}#token={token}" if signed_in

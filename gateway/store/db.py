@@ -19,7 +19,7 @@ import structlog
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from gateway.cli.extras import install_hint
+from gateway.extras import install_hint
 from gateway.store import migrate as _migrate
 from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, StoreError, one_line, storage_failure
 from gateway.store.urls import describe_url

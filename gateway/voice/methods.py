@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from gateway.access import Access
-from gateway.cli.extras import require
 from gateway.dispatch.dispatcher import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
+from gateway.extras import require
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.open_beneath import FileBytes
 from gateway.sandbox.reach import open_run_file

@@ -19,7 +19,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gateway.cli.extras import install_hint
+from gateway.extras import install_hint
 from gateway.voice.config import TtsConfig
 
 __all__ = ["PROVIDER_CLASSES", "TtsFailure", "TtsProvider", "make_provider"]

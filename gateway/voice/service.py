@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway.cli.extras import require
 from gateway.composition.ports import VOICE
 from gateway.composition.services import Key
+from gateway.extras import require
 from gateway.paths import outbound_dir
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.voice import codec, prefs, stt

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.cli.extras import install_hint
+from gateway.extras import install_hint
 from gateway.voice import codec
 from gateway.voice.config import SttConfig
 

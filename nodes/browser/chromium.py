@@ -38,7 +38,7 @@ def find() -> tuple[str | None, str | None]:
     try:
         import playwright  # noqa: F401
     except ImportError:
-        from gateway.cli.extras import install_hint
+        from gateway.extras import install_hint
 
         return None, f"Playwright for Python is not installed ({install_hint('browser')})"
     override = os.environ.get("REMOTECLAW_CHROMIUM")

@@ -16,7 +16,7 @@ import contextlib
 import time
 from typing import Any
 
-from gateway.cli.extras import MissingExtra, installed
+from gateway.extras import MissingExtra, installed
 from gateway.plugin_host import PluginApi, ToolContext, ToolFailed, whose_for
 from plugins.memory.recall import Embedder, Recall
 from plugins.memory.store import EVERYONE, TIERS, MemoryStore
