@@ -151,12 +151,9 @@ def _print(value: Any, compact: bool) -> None:
 
 
 def cmd_gateway_run(args: argparse.Namespace) -> int:
-    import gc
+    from gateway.server import gc_freezer
 
-    # No cyclic collections while the server's modules load: they were about 200 collections of a growing heap,
-    # some 50 ms of a start. ``serve`` collects once, freezes and turns the collector back on after the
-    # gateway has started answering (``gateway.server.serve.settle_heap``).
-    gc.disable()
+    gc_freezer.pause_for_start()  # while the server's modules load; ``serve`` settles the heap once it answers
     from gateway.server.serve import run
 
     return run(host=args.bind, port=args.port)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import structlog
 
-from gateway.server.collector import collect_all
+from gateway.server.gc_freezer import collect_all
 
 __all__ = ["QUIET_S", "ReleaseAfterCrowd", "trim"]
 
@@ -46,7 +46,7 @@ _TRIM = _malloc_trim()
 
 
 def trim() -> None:
-    """Collect cycles (the frozen objects too: ``gateway.server.collector``), then return the allocator's free
+    """Collect cycles (the frozen objects too: ``gateway.server.gc_freezer``), then return the allocator's free
     pages to the system (glibc only)."""
     collect_all()
     if _TRIM is not None:

@@ -8,12 +8,10 @@ goes away and reconnecting clients are accepted as soon as the new gateway is up
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import signal
 import socket
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from gateway import logs, paths
 from gateway.composition.gateway import Gateway
 from gateway.config import ConfigError, ConfigStore
 from gateway.config.reload import register_secrets
-from gateway.server.collector import SurvivorFreezer
+from gateway.server import gc_freezer
 from gateway.server.control_ui import find_root
 from gateway.server.loop_watch import LoopWatch
 from gateway.server.ws_protocol import GatewayWebSocketProtocol
@@ -36,7 +34,7 @@ __all__ = ["resolve_token", "run", "serve"]
 log = structlog.get_logger("gateway.server.serve")
 
 SETTLE_AFTER_S = 1.0
-"""How long after it starts serving the gateway first collects its heap (``settle_heap``)."""
+"""How long after it starts serving the gateway first collects its heap (``gc_freezer.settle``)."""
 
 
 _ENV_TOKEN: list[str] = []
@@ -195,8 +193,8 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
                 _announce(host, port, token, origin, state,
                           control_ui=cfg.gateway.controlUi.basePath if ui_root else None)
             first = False
-            settling = asyncio.get_running_loop().call_later(SETTLE_AFTER_S, settle_heap)
-            freezer = SurvivorFreezer()  # the crowd's objects too, once a full collection gets slow
+            settling = asyncio.get_running_loop().call_later(SETTLE_AFTER_S, gc_freezer.settle)
+            freezer = gc_freezer.SurvivorFreezer()  # the crowd's objects too, once a full collection gets slow
             freezer.install()
             watch = _watch_loop(store)
             try:
@@ -214,26 +212,7 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
         paths.clear_listen()
         sock.close()
         logs.shutdown()
-        # The process is ending: what is left needs no more collecting. Frozen, it is skipped by the collections
-        # of the interpreter's own shutdown, which otherwise walk a heap never settled (stopped within a second
-        # of starting: 0.2 s more on Ctrl-C).
-        gc.freeze()
-
-
-def settle_heap() -> None:
-    """Collect once, freeze what survived and turn the cyclic collector on.
-
-    Everything loaded by then (modules, config, routes) lives as long as the process: frozen, it is out of the
-    collector's reach, so a full collection under load scans only what requests made. It runs a moment after
-    the server started answering, not before: the collection takes tens of milliseconds of a start, and the
-    collector is off until then when ``remoteclaw gateway run`` started us (``gateway.cli``).
-    """
-    started = time.perf_counter()
-    collected = gc.collect()
-    gc.freeze()
-    gc.enable()
-    log.info("heap settled", collected=collected, frozen=gc.get_freeze_count(),
-             ms=round((time.perf_counter() - started) * 1000, 1))
+        gc_freezer.freeze_for_exit()
 
 
 def _announce(host: str, port: int, token: str, origin: str, state: Path, *, control_ui: str | None = None) -> None:

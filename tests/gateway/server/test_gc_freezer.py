@@ -1,4 +1,4 @@
-"""The collector's pauses at 10,000 clients (issue #45, ``gateway.server.collector``): the survivors of a slow full
+"""The collector's pauses at 10,000 clients (issue #45, ``gateway.server.gc_freezer``): the survivors of a slow full
 collection are frozen, a frozen object is still freed by its reference count, and one that died in a cycle is
 collected by ``reclaim`` (and by ``heap_trim.trim``, run when a crowd leaves)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.server.collector import SurvivorFreezer
+from gateway.server.gc_freezer import SurvivorFreezer
 from gateway.server.heap_trim import trim
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.waiting import until
@@ -129,9 +129,31 @@ async def test_a_freeze_on_the_loop_schedules_the_reclaim() -> None:
 
 async def test_a_gateway_settles_its_heap_after_it_starts_answering(tmp_path: Path) -> None:
     """``remoteclaw gateway run`` loads the server with the cyclic collector off; a second after it serves, one
-    collection runs, what survived is frozen and the collector is back on (``gateway.server.serve.settle_heap``)."""
+    collection runs, what survived is frozen and the collector is back on (``gateway.server.gc_freezer.settle``)."""
     with GatewayProcess(tmp_path / "gw") as gw:
         await until(lambda: "heap settled" in gw.output(), timeout=10, what="the heap settled")
         line = next(x for x in gw.output().splitlines() if "heap settled" in x)
         frozen = int(line.split("frozen=")[1].split()[0])
         assert frozen > 10_000, line  # the modules, config and routes: out of the collector's reach
+
+
+SWITCHES = {"freeze", "unfreeze", "enable", "disable", "collect", "set_threshold"}
+
+
+def test_the_collector_is_switched_only_by_the_gc_freezer() -> None:
+    """Turning the cyclic collector off and on, collecting and freezing: one module owns it
+    (``gateway/server/gc_freezer.py``), so the moments it happens are read in one place."""
+    import ast
+
+    from tests.support import ROOT
+
+    owner = ROOT / "gateway" / "server" / "gc_freezer.py"
+    bad = []
+    for path in sorted((ROOT / "gateway").rglob("*.py")):
+        if path == owner:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Attribute) and node.attr in SWITCHES and isinstance(node.value, ast.Name)
+                    and node.value.id == "gc"):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} gc.{node.attr}")
+    assert not bad, "switch the collector through gateway.server.gc_freezer:\n" + "\n".join(bad)
