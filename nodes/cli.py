@@ -6,6 +6,8 @@
     remoteclaw node approvals remove PATTERN
     remoteclaw node browser show
     remoteclaw node browser set KEY VALUE      evaluateEnabled, allowPrivateNetwork, allowedHosts, downloadsDir
+    remoteclaw node agents show                what agent CLIs and folders this node lends the gateway
+    remoteclaw node agents set KEY VALUE       enabled, clis, folders, credentials (gateway|own), sandbox (bwrap|off)
     remoteclaw node desktop show               Cua Driver, the display, the accessibility bus, the tools offered
     remoteclaw node desktop set KEY VALUE      enabled, telemetry, updateChecks, recordVideo, driverPath, denyTools
 
@@ -45,6 +47,8 @@ def _build(parser: argparse.ArgumentParser) -> None:
                      help="do not offer the canvas and browser commands even where Chromium is installed")
     run.add_argument("--no-desktop", action="store_true",
                      help="do not offer the desktop commands even where Cua Driver and a display are present")
+    run.add_argument("--agents", action="store_true", default=None,
+                     help="offer agent turns (agent.run) with the CLIs and folders lent in `node agents set`")
     run.set_defaults(func=_cmd_run)
     approvals = sub.add_parser("approvals", help="what system.run may execute on this machine")
     asub = approvals.add_subparsers(dest="approvals_command", metavar="ACTION")
@@ -66,6 +70,16 @@ def _build(parser: argparse.ArgumentParser) -> None:
     bset.add_argument("key")
     bset.add_argument("value")
     bset.set_defaults(func=_cmd_browser_set)
+    agents = sub.add_parser("agents", help="which agent CLIs and folders this node lends the gateway")
+    gsub = agents.add_subparsers(dest="agents_command", metavar="ACTION")
+    gsub.required = True
+    gsub.add_parser("show", help="what is lent, and which CLIs were found").set_defaults(func=_cmd_agents_show)
+    gset = gsub.add_parser("set", help="set enabled (true|false), clis (claude=claude,codex=/opt/codex), folders "
+                                       "(comma-separated absolute paths), credentials (gateway|own) or sandbox "
+                                       "(bwrap|off); applies to the next turn (clis and enabled: the next start)")
+    gset.add_argument("key")
+    gset.add_argument("value")
+    gset.set_defaults(func=_cmd_agents_set)
     desktop = sub.add_parser("desktop", help="this node's desktop (Cua Driver): what was found, what it may do")
     dsub = desktop.add_subparsers(dest="desktop_command", metavar="ACTION")
     dsub.required = True
@@ -137,6 +151,27 @@ def _cmd_browser_set(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_agents_show(_args: argparse.Namespace) -> int:
+    from nodes.agents.settings import AgentHostSettings
+    from nodes.state import state_dir
+
+    print(json.dumps(AgentHostSettings.load(state_dir()).describe(), indent=2))
+    return 0
+
+
+def _cmd_agents_set(args: argparse.Namespace) -> int:
+    from nodes.agents.settings import AgentHostSettings
+    from nodes.state import state_dir
+
+    try:
+        settings = AgentHostSettings.update(state_dir(), args.key, args.value)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(json.dumps(settings.describe(), indent=2))
+    return 0
+
+
 def _cmd_desktop_show(_args: argparse.Namespace) -> int:
     from nodes.desktop.service import DesktopCommands
     from nodes.desktop.settings import DesktopSettings
@@ -196,7 +231,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         node = NodeHost(url, gateway_token=token, display_name=args.display_name, state=state_dir(),
-                        browser=not args.no_browser, desktop=not args.no_desktop)
+                        browser=not args.no_browser, desktop=not args.no_desktop, agents=args.agents)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, node.stop)

@@ -21,6 +21,7 @@ from nodes.approvals import ExecApprovals
 from nodes.errors import CommandError
 
 if TYPE_CHECKING:
+    from nodes.agents.runner import AgentRunner
     from nodes.browser.service import BrowserCommands
     from nodes.desktop.service import DesktopCommands
 
@@ -96,6 +97,8 @@ class Commands:
         self.browser = browser
         self.desktop: DesktopCommands | None = None
         """Cua Driver's tools, set once the node has probed for them (``NodeHost.run``)."""
+        self.agents: AgentRunner | None = None
+        """Agent turns (``agent.run``), when the node's owner lends agent CLIs (``nodes.agents``)."""
         self.running: dict[str, asyncio.subprocess.Process] = {}
 
     @property
@@ -106,6 +109,8 @@ class Commands:
         for extra in (self.browser, self.desktop):
             if extra is not None:
                 caps, commands = (*caps, *extra.caps), (*commands, *extra.commands)
+        if self.agents is not None:
+            caps, commands = (*caps, *self.agents.declared_caps()), (*commands, *self.agents.commands)
         return caps, commands
 
     async def run(self, command: str, params: Any, invoke_id: str) -> Any:
@@ -123,6 +128,8 @@ class Commands:
             return await self.browser.run(command, params)
         if self.desktop is not None and command.startswith("desktop."):
             return await self.desktop.run(command, params)
+        if self.agents is not None and command in self.agents.commands:
+            return await self.agents.run(command, params, invoke_id)
         raise CommandError("UNAVAILABLE", f"this node does not serve {command}")
 
     async def system_run(self, params: dict[str, Any], invoke_id: str) -> dict[str, Any]:

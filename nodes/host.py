@@ -77,7 +77,7 @@ class NodeHost:
     """
 
     def __init__(self, url: str, *, gateway_token: str | None, display_name: str, state: Path,
-                 browser: bool = True, desktop: bool = True) -> None:
+                 browser: bool = True, desktop: bool = True, agents: bool | None = None) -> None:
         self.url = url
         self.gateway_token = gateway_token
         self.display_name = display_name
@@ -87,10 +87,13 @@ class NodeHost:
         """Why a group of commands is missing, by the group's patterns (``canvas.*, browser.*``)."""
         self.commands = Commands(ExecApprovals(state / "exec-approvals.json"), self._browser(browser))
         self._want_desktop = desktop
+        self._agents(agents)
         self.client: GatewayClient | None = None
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._running: dict[str, asyncio.Task[Any]] = {}
+        self._agent_turns: set[str] = set()
+        """The invocations among them that are agent turns (stopped when the link drops)."""
         """Invocations in progress by id, so ``node.invoke.cancel`` can stop them."""
         self._recent: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
         self._last_frame = time.monotonic()
@@ -108,6 +111,29 @@ class NodeHost:
             log(f"canvas and browser commands are off: {reason}")
             self._unavailable["canvas.*,browser.*"] = reason or "unknown"
         return browser
+
+    def _agents(self, wanted: bool | None) -> None:
+        """Agent turns (``agent.run``) when asked (``--agents``) or its owner enabled them, and a CLI is lent."""
+        from nodes.agents.runner import AgentRunner
+        from nodes.agents.settings import AgentHostSettings
+
+        settings = AgentHostSettings.load(self.state)
+        if not (settings.enabled if wanted is None else wanted):
+            return
+        lent = settings.resolved()
+        if not lent:
+            log("agent runs are off: no agent CLI is lent here (remoteclaw node agents set clis claude=claude)")
+            self._unavailable["agent.*"] = "this node lends no agent CLI (remoteclaw node agents set clis ...)"
+            return
+        self.commands.agents = AgentRunner(self.state, self.url, self._report_agent_output)
+        log(f"agent runs offered: {', '.join(sorted(lent))} in {', '.join(settings.folders) or 'private folders'}"
+            f" (credentials: {settings.credentials}, sandbox: {settings.sandbox})")
+
+    async def _report_agent_output(self, payload: dict[str, Any]) -> None:
+        client = self.client
+        if client is None:
+            raise ConnectionError("not connected")
+        await client.request("node.agent.output", payload, reconnect=False, timeout=15)
 
     async def _desktop(self) -> None:
         """The desktop commands (Cua Driver), when the driver, a display and the accessibility bus are here."""
@@ -254,6 +280,7 @@ class NodeHost:
         finally:
             watchdog.cancel()
             self.client = None
+            self._stop_agent_turns()
             await client.close()
 
     async def _watch(self, client: GatewayClient, tick_s: float) -> None:
@@ -280,6 +307,8 @@ class NodeHost:
             if invoke_id:
                 self._running[invoke_id] = task
                 task.add_done_callback(lambda _t: self._forget(invoke_id))
+                if payload.get("command") == "agent.run":
+                    self._agent_turns.add(invoke_id)
         elif event == "node.invoke.cancel":
             # The caller gave up: stop the work (a process is killed with its group; a browser wait or
             # canvas call is cancelled), so nothing keeps running for an answer nobody will read.
@@ -327,6 +356,16 @@ class NodeHost:
 
     def _forget(self, invoke_id: str) -> None:
         self._running.pop(invoke_id, None)
+        self._agent_turns.discard(invoke_id)
+
+    def _stop_agent_turns(self) -> None:
+        """The link to the gateway dropped: its turns here end (the gateway told the chat, and runs the message
+        again when this node is back), rather than run on for an answer nobody can take."""
+        for invoke_id in list(self._agent_turns):
+            task = self._running.get(invoke_id)
+            if task is not None and not task.done():
+                log(f"stopping agent turn {invoke_id}: the connection to the gateway closed")
+                task.cancel()
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro)

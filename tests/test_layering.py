@@ -24,6 +24,10 @@ GATEWAY_PUBLIC = {
     "gateway.extras",  # which pip extra brings a library, and the error naming it
     "gateway.cli",  # call_gateway(), for CLI sub-commands that are clients of a running gateway
     "gateway.plugin_host",  # the plugin API: PluginApi, ToolContext, ToolFailed, text(), image(), Database
+    # a node host running agent turns (nodes/agents): the gateway's sandbox layout and process runner, so a turn
+    # on a node is confined and run by the same rules as one on the gateway's machine
+    "gateway.sandbox.layout", "gateway.sandbox.probe", "gateway.sandbox.service",
+    "gateway.agents.runtimes.base", "gateway.agents.runtimes.process",
 }
 SHIM_ALLOWED = {"gateway.protocol", "gateway"}  # the package itself: its __version__
 

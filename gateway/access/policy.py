@@ -30,8 +30,9 @@ __all__ = ["may", "refusal", "require"]
 
 def may(p: Principal, action: Action, obj: Obj) -> bool:
     """Whether ``p`` may do ``action`` to ``obj``."""
-    if p.kind == "node":  # a node calls the node methods only (their scope says so), about itself
-        return obj.kind == "node" and action == "write"
+    if p.kind == "node":  # a node calls the node methods only (their scope says so), about itself: an object that
+        # names its node (an agent turn placed there) is that node's alone
+        return obj.kind == "node" and action == "write" and (obj.key is None or obj.key == p.node_id)
     if p.kind == "owner" and p.scope is None and obj.kind != "node":
         # The gateway token (or a device paired with it): its scopes decide, and what only the owner may do
         # needs the owner's tier (operator.admin).

@@ -46,6 +46,8 @@ class Principal:
     owner_tier: bool = False
     """The owner's authority: the owner, or a run or token acting for the owner."""
     scopes: frozenset[str] = frozenset()
+    node_id: str | None = None
+    """A node's own id (its device key's): what it may report about is its own (``Obj("node", key=...)``)."""
 
     @property
     def is_owner(self) -> bool:
@@ -75,7 +77,7 @@ def principal_of(caller: Caller, role_of: Callable[[str], str | None]) -> Princi
     """The principal behind a connection's caller. ``role_of`` reads a person's current role (a demoted admin is
     a member from their next call on)."""
     if caller.role == "node":
-        return Principal("node", scopes=caller.scopes)
+        return Principal("node", scopes=caller.scopes, node_id=caller.device_id)
     scope = caller.confined_to
     if caller.run_session is not None or caller.client_id == MCP_CLIENT:
         owner = scope is None and caller.methods is None

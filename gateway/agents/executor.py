@@ -58,6 +58,7 @@ from gateway.agents.workspace import (
     remove_own,
 )
 from gateway.composition.ports import (
+    AGENT_HOSTS,
     DESKTOP_TOOLS,
     MODEL_GATEWAY,
     PLUGIN_TOOLS,
@@ -132,6 +133,10 @@ class _Turn:
     progress: ProgressSink | None = None
     stream: RunStream | None = None
     typing: asyncio.Task[None] | None = None
+    node: Any = None
+    """The node that runs this turn (``gateway.agent_hosts.remote.NodeProcess``), or None: here."""
+    node_lost: str | None = None
+    """The node went away: why (its messages wait for it, ``gateway.agent_hosts.parked``)."""
 
 
 def _drop_scratch(workspace: Path, scratch: Path) -> None:
@@ -272,9 +277,19 @@ class AgentExecutor:
         self._hooks.fire("agent_end", {"sessionKey": run.session_key, "agentId": run.agent_id, "runId": run.id,
                                     "ok": res.ok, "reply": res.reply if res.ok else None, "error": res.error,
                                     "durationMs": round((time.monotonic() - turn.started) * 1000)})
+        if turn.node_lost is not None:
+            return self._keep_for_node(run, turn.agent, turn.node_lost)
         if not res.ok:
             return RunOutcome(status="error", error=res.error or "the agent failed")
         return RunOutcome(status="ok", reply=reply)
+
+    def _keep_for_node(self, run: Run, agent: AgentConfig, why: str) -> RunOutcome:
+        """The turn's node is away: the chat hears it in one line, and the messages run when the node is back."""
+        hosts = self._services.find(AGENT_HOSTS)
+        assert agent.node is not None and hosts is not None
+        hosts.kept_for(agent.node, run)
+        log.info("turn kept for its node", session_key=run.session_key, node=agent.node, why=why)
+        return RunOutcome(status="error", error=f"{why}; your message is kept and runs when the node is back")
 
     async def _prepare(self, run: Run) -> _Turn | RunOutcome:
         """The agent and its runtime, the budget check, the conversation to resume, the turn's folder (private, or
@@ -313,6 +328,8 @@ class AgentExecutor:
         if resume_id and await self._idle_expired(run.session_key):
             log.info("session idle: starting a fresh conversation", session_key=run.session_key)
             resume_id = None
+        if agent.node is not None:  # placed on a node: its turns run there, never here
+            return await self._prepare_on_node(run, agent, runtime, resume_id, person)
         try:
             workdir = await resolve_workdir(agent, row.project if row is not None else None, run.session_key)
         except (GitError, OSError) as exc:
@@ -378,6 +395,74 @@ class AgentExecutor:
                      person_id=person.id if person is not None else None, models=issued,
                      model_drop=fronted.drop if fronted is not None else ())
 
+    async def _prepare_on_node(self, run: Run, agent: AgentConfig, runtime: Runtime, resume_id: str | None,
+                               person: PersonView | None) -> _Turn | RunOutcome:
+        """A turn of an agent placed on a node (``gateway.agent_hosts``): the node found and described, its paths,
+        the model gateway's stand-in at the address the node reaches, and the run token; the node sandboxes the CLI
+        itself. A node that is away keeps the message for its return."""
+        hosts = self._services.find(AGENT_HOSTS)
+        if hosts is None:
+            return RunOutcome(status="error", error=f"agent {agent.id} runs on node {agent.node}, but this gateway "
+                                                    "has no node service")
+        owner = is_owner_run(run)
+        if runtime.self_driven or (agent.permissions in ("ask", "ask-dangerous") and runtime.name in ("codex",
+                                                                                                       "gemini")):
+            return RunOutcome(status="error", error=f"agent {agent.id} runs on node {agent.node}: its {runtime.name} "
+                                                    f"runtime in this mode talks to its CLI over stdin, which a node "
+                                                    "turn does not carry yet (use permissions allowlist or bypass)")
+        host, why, kept = await hosts.try_place(agent)
+        if host is None:
+            return self._keep_for_node(run, agent, why) if kept else RunOutcome(status="error", error=why)
+        settings = self._config.config.agents.sandbox_for(agent)
+        if not owner and settings.network_for(owner=False) != "open":
+            return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name}, whose sandbox gives "
+                                                    "runs its network (the MCP shim reaches the gateway over it): "
+                                                    "runs of people other than the owner need the agent's "
+                                                    "sandbox.othersNetwork open there")
+        models = self._services.find(MODEL_GATEWAY)
+        fronted = None
+        if host.facts.get("credentials") == "own":  # the node's own CLI login: only the owner's turns hold it
+            if not owner and agent.credentialsMode != "shared":
+                return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name} with that "
+                                                        "machine's own login, which only the owner's turns may use "
+                                                        "(credentialsMode: shared lets others)")
+        elif models is not None and models.enabled:
+            plan = await asyncio.to_thread(models.plan, agent, runtime)
+            refused = models.refusal(plan, agent, owner=owner) if plan.unfronted else None
+            if refused is not None:
+                return RunOutcome(status="error", error=refused)
+            fronted = plan if not plan.unfronted else None
+        run.answer_facts["node"] = host.name
+        private_dir(self.root)
+        private_dir(self.runs_dir)
+        fx_path = self.runs_dir / f"{run.id}.side-effects.ndjson"  # the node's records are copied here at the end
+        tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
+        for path in (fx_path, tools_path):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        confinement = RunConfinement("node", settings, visible=())  # no file of the node is read by the gateway
+        confined_person = (person.id if person is not None and person.role != "guest"
+                           and person.confined(admins_read_transcripts=self._people.admins_read_transcripts())
+                           else None)
+        token = issue_run_token(self._run_tokens, run, (), person_id=confined_person)
+        issued = None
+        if fronted is not None and models is not None:
+            issued = await models.issue(fronted, run_id=run.id, agent=agent, session_key=run.session_key,
+                                        person_id=person.id if person is not None else None, owner=owner,
+                                        isolated=False)
+            host_, port = self._listen()
+            local_root = f"http://{'127.0.0.1' if host_ in ('0.0.0.0', '', '::') else host_}:{port}"
+            issued.env = hosts.rebase(issued.env, local_root, host.http_origin)
+            issued.base_urls = hosts.rebase(issued.base_urls, local_root, host.http_origin)
+        process = hosts.process(host, session_key=run.session_key, run_id=run.id, agent=agent,
+                                logins=runtime.logins, local_fx=fx_path,
+                                timeout_s=self._config.config.agents.timeoutSeconds)
+        place = process.place
+        return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=None,
+                     workspace=place.workspace, scratch=place.workspace, fx_path=fx_path, tools_path=tools_path,
+                     cli_state=place.cli_state, before=None, confinement=confinement, token=token,
+                     started=time.monotonic(), person_id=person.id if person is not None else None, models=issued,
+                     model_drop=fronted.drop if fronted is not None else (), node=process)
+
     async def _person(self, person_id: str | None) -> PersonView | None:
         """The person a session belongs to (None: nobody's, or a person since removed)."""
         if person_id is None:
@@ -398,6 +483,8 @@ class AgentExecutor:
         if desktop is not None and is_owner_run(run):  # the desktop nodes' tools, as their drivers declare them
             listing = {**listing, "desktop": await desktop.tool_listing(is_owner=True)}
         turn.tools_path.write_bytes(orjson.dumps(listing))
+        if turn.node is not None:
+            turn.node._plugin_tools = orjson.dumps(listing).decode()
         prompt = prompt_for(run)
         if turn.scratch != turn.workspace:  # the prompt names attachments by their place in the workspace
             prompt = _ATTACHMENT_NOTE.sub(rf"\1{PRIVATE_DIR}/{ATTACHMENTS_DIR}/", prompt)
@@ -413,17 +500,25 @@ class AgentExecutor:
         ctx_env["REMOTECLAW_PLUGIN_TOOLS_FILE"] = str(turn.tools_path)
         if confinement.socket is not None:  # a network of its own: the gateway through a bound socket
             ctx_env["REMOTECLAW_GATEWAY_SOCKET"] = str(confinement.socket)
+        shim, command, sandboxed = sys.executable, agent.command, confinement.how == "bwrap"
+        if turn.node is not None:  # the shim starts on the node and reaches the gateway as the node does
+            host, place = turn.node.host, turn.node.place
+            ctx_env.update(REMOTECLAW_GATEWAY_URL=host.gateway_url,
+                           REMOTECLAW_SIDE_EFFECTS_FILE=str(place.fx_path),
+                           REMOTECLAW_PLUGIN_TOOLS_FILE=str(place.tools_path))
+            shim, command = str(host.facts["python"]), list(host.facts["clis"][agent.runtime])
+            sandboxed = host.facts.get("sandbox") == "bwrap"
         return RunSpec(
             prompt=prompt,
             system_prompt=build_system_prompt(agent_name=agent.name or agent.id, session_key=run.session_key,
                                               origin=run.last.origin, is_owner=run.is_owner,
                                               source=run.first.source),
             workspace=turn.workspace,
-            mcp=McpServer(command=sys.executable, args=("-m", "mcp_shim"), env=ctx_env),
-            resume_id=turn.resume_id, model=agent.model, command=agent.command, env=self._run_env(turn),
+            mcp=McpServer(command=shim, args=("-m", "mcp_shim"), env=ctx_env),
+            resume_id=turn.resume_id, model=agent.model, command=command, env=self._run_env(turn),
             state_dir=turn.cli_state, permissions=agent.permissions, approve=self._approver(run),
             confine=confinement.confine, pass_env=tuple(confinement.settings.passEnv),
-            sandboxed=confinement.how == "bwrap",
+            sandboxed=sandboxed,
             fronted=Fronted(turn.models.token, turn.models.base_urls, turn.models.config)
             if turn.models is not None else None,
         )
@@ -465,6 +560,15 @@ class AgentExecutor:
             run.spawned_mono = at
 
         feed: StdinFeed | None = None
+        if turn.node is not None:  # no steering into a node's CLI yet: a message sent meanwhile waits its turn
+            try:
+                return await run_turn(turn.runtime, spec, turn.stream.on_event,
+                                      no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds,
+                                      on_spawn=on_spawn, process=turn.node)
+            except RpcError as exc:  # the node refused, or went away (its messages then wait for it)
+                if (exc.details or {}).get("code") == self._services.get(AGENT_HOSTS).LOST:
+                    turn.node_lost = exc.message
+                return TurnResult(ok=False, error=exc.message)
         if effective_mode(self._config.config, turn.agent.id) == "steer":  # messages sent mid-turn go to this CLI
             spec.steer, feed = True, StdinFeed()
             run.steer = _steer_into(feed, turn.runtime)
@@ -484,7 +588,8 @@ class AgentExecutor:
         models = self._services.find(MODEL_GATEWAY) if turn.models is not None else None
         used = models.revoke(turn.models.token) if models is not None else None
         run.side_effects = read_effects(turn.fx_path)
-        _drop_scratch(turn.workspace, turn.scratch)
+        if turn.node is None:  # a node's workspace is the node's to clean (it is not a path here)
+            _drop_scratch(turn.workspace, turn.scratch)
         turn.fx_path.unlink(missing_ok=True)
         turn.tools_path.unlink(missing_ok=True)
         approvals = self._services.find(RUN_WATCHERS)

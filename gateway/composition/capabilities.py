@@ -36,6 +36,7 @@ CAPABILITIES: tuple[str, ...] = (
     "gateway.openai_api",
     "gateway.credentials",
     "gateway.a2a",
+    "gateway.agent_hosts",
 )
 """Capability packages, in start order (the audit log first: every other one may record when it starts; approvals
 before cron: a cron run may ask; plugins before the canvas and browser routes; ``/mcp`` last, when every method is

@@ -19,7 +19,7 @@ from gateway.composition.services import Key
 if TYPE_CHECKING:
     from gateway.dispatch.callers import Caller
 
-__all__ = ["AUDIT", "CHAT_DECISIONS", "DECISION_REFUSED", "DESKTOP_TOOLS", "MODEL_GATEWAY", "PLUGIN_TOOLS", "RECORDER",
+__all__ = ["AGENT_HOSTS", "AUDIT", "CHAT_DECISIONS", "DECISION_REFUSED", "DESKTOP_TOOLS", "MODEL_GATEWAY", "PLUGIN_TOOLS", "RECORDER",
            "RUN_WATCHERS",
            "TOOL_APPROVALS", "VOICE", "Auditor", "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard",
            "PluginTools", "RunWatcher", "ToolApprover", "Voice"]
@@ -135,6 +135,8 @@ PLUGIN_TOOLS: Key[PluginTools] = Key("plugins")
 DESKTOP_TOOLS: Key[DesktopTools] = Key("desktop tools")
 RECORDER: Key[ChatRecorder] = Key("desktop recorder")
 MODEL_GATEWAY: Key[Any] = Key("model gateway")
+AGENT_HOSTS: Key[Any] = Key("agent hosts")
+"""Agent turns on nodes (``gateway.agent_hosts.service.AgentHosts``): placement, output streams, kept messages."""
 """The model gateway (``gateway.credentials.service.ModelGateway``): a run's stand-in credential and base URLs."""
 AUDIT: Key[Auditor] = Key("audit log")
 """Every package records through this key (``ctx.audit(...)`` in a handler); absent, recording does nothing."""

@@ -199,6 +199,11 @@ class AgentConfig(Section):
     def project(self, name: str | None) -> ProjectConfig | None:
         """The project called ``name`` (None when unset or no longer configured)."""
         return next((p for p in self.projects if p.name == name), None) if name else None
+    node: str | None = Field(None, min_length=1, description="Run this agent's turns on a paired node that "
+                             "lends its CLI (its name or id; docs/nodes.md#agent-hosts): the workspace is a folder "
+                             "there.")
+    workspace: str | None = Field(None, description="With node: the folder on the node the turns work in (one the "
+                                  "node lends); unset: a private folder per session on the node.")
     permissions: Literal["allowlist", "ask", "ask-dangerous", "bypass"] = Field(
         "allowlist", description="What the agent may do without asking: allowlist (its allowed tools, the rest is "
         "refused), ask (anything else asks the session's owner), ask-dangerous (reads run, writes and commands "
@@ -213,6 +218,17 @@ class AgentConfig(Section):
                               "opencode; docs/acp.md).")
     acp: AcpAgentCommand | None = Field(None, description="runtime acp: the agent's command, args and env (with "
                                         "agent set, they override the preset's).")
+
+    @model_validator(mode="after")
+    def _node_placement(self) -> AgentConfig:
+        if self.workspace is not None:
+            if self.node is None:
+                raise ValueError("workspace is a folder on the agent's node: set node too")
+            if not self.workspace.startswith("/"):
+                raise ValueError(f"workspace must be an absolute path on the node, got {self.workspace!r}")
+        if self.node is not None and self.projects:
+            raise ValueError("projects are folders on the gateway's machine: an agent on a node has workspace instead")
+        return self
 
     @model_validator(mode="after")
     def _acp_is_configured(self) -> AgentConfig:

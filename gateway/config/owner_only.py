@@ -45,6 +45,8 @@ OWNER_ONLY: Final[tuple[str, ...]] = (
     "agents.list.*.permissions",        # what runs without asking
     "agents.list.*.toolProfile",
     "agents.list.*.projects",           # folders it works in, and who may
+    "agents.list.*.node",               # the machine its turns run on
+    "agents.list.*.workspace",          # the folder they work in there
     "agents.list.*.people",             # who may talk to it
     "agents.list.*.heartbeat",          # turns nobody asked for, delivered to a chat
     "channels.ownerAllowFrom",          # who is the owner

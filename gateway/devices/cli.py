@@ -8,6 +8,7 @@
     remoteclaw nodes rename NODE NAME
     remoteclaw nodes describe NODE
     remoteclaw nodes invoke NODE COMMAND [--params JSON] [--timeout-ms N]
+    remoteclaw nodes agents                    which agents run where, and why a turn cannot be placed now
 
 NODE is a node id, an id prefix of 8+ characters, or its display name. ``--json`` prints JSON.
 """
@@ -54,7 +55,9 @@ def register(subparsers: Any) -> None:
     invoke.add_argument("--params", help="the command's params as JSON")
     invoke.add_argument("--timeout-ms", type=int, help="how long the node may take")
     invoke.set_defaults(func=_cmd_invoke)
-    client_options(listing, pending, approve, reject, remove, rename, describe, invoke)
+    agents = sub.add_parser("agents", help="which agents run where (the gateway or a node), and why not")
+    agents.set_defaults(func=_cmd_agents)
+    client_options(listing, pending, approve, reject, remove, rename, describe, invoke, agents)
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any], timeout: float = 30.0) -> Any:
@@ -63,10 +66,20 @@ def _call(args: argparse.Namespace, method: str, params: dict[str, Any], timeout
     return call_gateway(args.url, args.token, method, params, timeout=timeout)
 
 
+def _lends(node: dict[str, Any]) -> str:
+    """What a node lends for agent turns, as it declared at connect (``agent-cli:…``, ``agent-folder:…`` caps)."""
+    caps = node.get("caps") or []
+    clis = [c.split(":", 1)[1] for c in caps if c.startswith("agent-cli:")]
+    folders = [c.split(":", 1)[1] for c in caps if c.startswith("agent-folder:")]
+    if not clis:
+        return ""
+    return f"  lends agents: {', '.join(clis)} in {', '.join(folders) or 'private folders'}"
+
+
 def _line(node: dict[str, Any]) -> str:
     state = "connected" if node.get("connected") else "offline"
     return (f"{node['nodeId'][:12]}  {node['displayName']:<24} {node['status']:<9} {state:<9} "
-            f"{node.get('platform') or '-':<8} {', '.join(node.get('allowedCommands') or []) or '-'}")
+            f"{node.get('platform') or '-':<8} {', '.join(node.get('allowedCommands') or []) or '-'}{_lends(node)}")
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -91,7 +104,7 @@ def _cmd_pending(args: argparse.Namespace) -> int:
         print("no pending pairing requests")
     for req in result["pending"]:
         print(f"{req['requestId']}  {req['displayName']:<24} {req.get('platform') or '-':<8} from "
-              f"{req.get('remoteIp') or '?'}  commands: {', '.join(req.get('commands') or []) or '-'}")
+              f"{req.get('remoteIp') or '?'}  commands: {', '.join(req.get('commands') or []) or '-'}{_lends(req)}")
     return 0
 
 
@@ -118,6 +131,26 @@ def _cmd_rename(args: argparse.Namespace) -> int:
 
 def _cmd_describe(args: argparse.Namespace) -> int:
     print_json(_call(args, "node.describe", {"nodeId": args.node}))
+    return 0
+
+
+def _cmd_agents(args: argparse.Namespace) -> int:
+    result = _call(args, "node.agents", {})
+    if args.json:
+        print_json(result)
+        return 0
+    for agent in result["agents"]:
+        if agent["runsOn"] == "gateway":
+            print(f"{agent['agentId']:<16} on the gateway")
+        elif agent.get("placeable"):
+            print(f"{agent['agentId']:<16} on node {agent['nodeName']} ({agent['runtime']}, "
+                  f"{agent.get('workspace') or 'a private folder per session'}; credentials: "
+                  f"{agent.get('credentials')}, sandbox: {agent.get('sandbox')})")
+        else:
+            waits = " (messages wait for it)" if agent.get("waits") else ""
+            print(f"{agent['agentId']:<16} on node {agent['node']}: cannot be placed now: {agent['why']}{waits}")
+    for node, count in (result.get("waiting") or {}).items():
+        print(f"{count} message(s) wait for node {node}")
     return 0
 
 

@@ -70,6 +70,12 @@ async def node_invoke(p: NodeInvokeParams, ctx: CallContext) -> dict[str, Any]:
         # An agent run acts on the desktop through desktop.invoke, which asks the person when its agent must.
         raise Forbidden(f"command: an agent run calls {p.command} through the desktop_* tools (desktop.invoke), "
                         "not node.invoke", details={"code": "USE_DESKTOP_TOOLS", "field": "command"})
+    if p.command.startswith("agent."):
+        # An agent turn is placed on a node by its agent's config and built by the executor (its token, its
+        # sandbox, the node's checks), never sent as a bare command.
+        raise Forbidden(f"command: {p.command} is sent by the gateway for an agent placed on the node "
+                        "(agents.list[].node), not through node.invoke",
+                        details={"code": "USE_AGENT_PLACEMENT", "field": "command"})
     return await _nodes(ctx).invoke(p.nodeId, p.command, p.params, timeout_ms=p.timeoutMs,
                                     idempotency_key=p.idempotencyKey)
 

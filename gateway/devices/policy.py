@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-__all__ = ["PLATFORM_DEFAULTS", "allowed", "platform_family"]
+__all__ = ["AGENT_COMMANDS", "PLATFORM_DEFAULTS", "allowed", "platform_family"]
 
 _SYSTEM = ("system.run", "system.run.prepare", "system.which", "system.notify", "system.execApprovals.get",
            "system.execApprovals.set")
@@ -21,7 +21,10 @@ _BROWSER = ("browser.proxy",)
 _CUA = ("desktop.*",)
 """Cua Driver's tools on a desktop node (``gateway/desktop``): offered only when the node's owner installed the
 ``desktop`` part and runs the node in a graphical session; agent runs reach them through ``desktop.invoke``."""
-_DESKTOP = (*_SYSTEM, *_CANVAS, *_BROWSER, *_CUA, "screen.snapshot")
+AGENT_COMMANDS = ("agent.describe", "agent.run")
+"""Agent turns on a node that lends its CLIs (``gateway.agent_hosts``): sent by the executor for an agent placed
+there (``agents.list[].node``), never through ``node.invoke``."""
+_DESKTOP = (*_SYSTEM, *_CANVAS, *_BROWSER, *_CUA, *AGENT_COMMANDS, "screen.snapshot")
 _OPT_IN = ("desktop.stream",)
 """Matched by a default pattern but recording the user all the same (OpenClaw's node streams the screen with
 it): only ``nodes.allowCommands`` allows these."""

@@ -110,6 +110,10 @@ class NodeService:
         capability registers its own: the canvas checks every A2UI line). It raises ``InvalidRequest``."""
         self.event_handlers: dict[str, EventHandler] = {}
         """Per node event name, what the gateway does with it besides relaying it to operators."""
+        self.on_connect: list[Callable[[str], None]] = []
+        """Called with a paired node's id when it connects here (messages kept for it run then)."""
+        self._serving: dict[str, asyncio.Task[Any]] = {}
+        """Calls relayed here from other replicas, by call id: a caller that stops waiting cancels its call."""
 
     # -- connect and disconnect ----------------------------------------------------------------
 
@@ -155,6 +159,15 @@ class NodeService:
         log.info("node connected", node_id=session.node_id, name=session.display_name, paired=session.paired,
                  remote=conn.remote)
         self._presence(session, connected=True)
+        if session.paired:
+            self._connected(session.node_id)
+
+    def _connected(self, node_id: str) -> None:
+        for hook in self.on_connect:
+            try:
+                hook(node_id)
+            except Exception:
+                log.exception("node connect hook failed", node_id=node_id)
 
     async def detach(self, conn: Connection) -> None:
         session = self._by_conn.pop(conn.conn_id, None)
@@ -229,6 +242,10 @@ class NodeService:
     async def list(self) -> list[dict[str, Any]]:
         """Every paired, pending or rejected node, with whether (and where) it is connected now."""
         return [self._live(node) for node in await self.store.list()]
+
+    def live_view(self, node: dict[str, Any]) -> dict[str, Any]:
+        """A stored node as it is now: connected (here or on another replica), its commands and the allowed ones."""
+        return self._live(node)
 
     def _live(self, node: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.get(node["nodeId"])
@@ -316,6 +333,7 @@ class NodeService:
             session.conn.close(CLOSE_POLICY, "node pairing rejected" if status == REJECTED else "node removed")
             return
         session.paired = True
+        self._connected(node_id)
         token = await self.store.issue_token(node_id)
         # The node's own copy carries its token; operators got theirs without it.
         session.conn.send_event("node.pair.resolved", {"requestId": request_id, "nodeId": node_id,
@@ -422,6 +440,9 @@ class NodeService:
                 "command": command, "params": params, "timeoutMs": timeout_ms, "idempotencyKey": key})
             try:
                 answer = await asyncio.wait_for(fut, timeout_ms / 1000 + REMOTE_MARGIN_S)
+            except asyncio.CancelledError:  # the caller stopped (an agent turn's /stop): so does the call there
+                bus.publish_control("node.invoke.abandon", {"callId": call_id, "target": instance})
+                raise
             except TimeoutError:
                 raise Unavailable(f"node {node['displayName']} (on another replica) did not answer {command} "
                                   f"within {timeout_ms} ms", retryable=True,
@@ -449,6 +470,10 @@ class NodeService:
                               details={"code": "NODE_NOT_CONNECTED", "nodeId": session.node_id}, retryable=True)
         try:
             answer = await asyncio.wait_for(fut, timeout_ms / 1000)
+        except asyncio.CancelledError:  # the caller stopped waiting (an agent turn's /stop): the node stops too
+            session.pending.pop(invoke_id, None)
+            session.conn.send_event("node.invoke.cancel", {"invokeId": invoke_id, "nodeId": session.node_id})
+            raise
         except TimeoutError:
             session.pending.pop(invoke_id, None)
             session.conn.send_event("node.invoke.cancel", {"invokeId": invoke_id, "nodeId": session.node_id})
@@ -475,7 +500,22 @@ class NodeService:
     def on_remote_invoke(self, msg: Any) -> None:
         if not isinstance(msg, dict) or msg.get("target") != self._instance_id:
             return
-        self._spawn(self._serve_remote(msg))
+        call_id = str(msg.get("callId"))
+        task = asyncio.create_task(self._serve_remote(msg))
+        self._serving[call_id] = task
+        self._tasks.add(task)
+        def done(t: asyncio.Task[Any]) -> None:
+            self._tasks.discard(t)
+            self._serving.pop(call_id, None)
+
+        task.add_done_callback(done)
+
+    def on_remote_abandon(self, msg: Any) -> None:
+        """The replica that relayed a call stopped waiting for it: cancel it here (the node is told)."""
+        if isinstance(msg, dict) and msg.get("target") == self._instance_id:
+            task = self._serving.get(str(msg.get("callId")))
+            if task is not None:
+                task.cancel()
 
     async def _serve_remote(self, msg: dict[str, Any]) -> None:
         reply: dict[str, Any] = {"callId": msg.get("callId"), "to": msg.get("replyTo")}
@@ -489,6 +529,8 @@ class NodeService:
             reply["ok"] = True
         except RpcError as err:
             reply.update(ok=False, error=err.shape())
+        except asyncio.CancelledError:
+            return  # abandoned by its caller: nobody reads an answer
         except Exception:
             log.exception("relayed node.invoke failed")
             reply.update(ok=False, error=Unavailable("relayed node.invoke failed: internal error").shape())
@@ -530,6 +572,7 @@ class NodeService:
         if self._bus is not None:
             self._bus.on_control("node.invoke", self.on_remote_invoke)
             self._bus.on_control("node.invoke.done", self.on_remote_done)
+            self._bus.on_control("node.invoke.abandon", self.on_remote_abandon)
             self._bus.on_control("node.pairing", self.on_remote_pairing)
             self._bus.on_disconnect(self.on_bus_lost)
 

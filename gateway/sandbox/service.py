@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from gateway.config import AgentConfig, ConfigStore
     from gateway.sandbox.config import SandboxConfig
 
-__all__ = ["RunConfinement", "Sandbox", "SandboxRefused", "as_user", "user_problem"]
+__all__ = ["RunConfinement", "Sandbox", "SandboxRefused", "as_user", "user_problem", "wrap_bwrap"]
 
 log = structlog.get_logger("gateway.sandbox")
 
@@ -202,6 +202,11 @@ class Sandbox:
                 env["HTTPS_PROXY"] = env["https_proxy"] = f"http://127.0.0.1:{EGRESS_PORT}"
                 env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
         return replace(inv, argv=bwrap_argv(bwrap, shown, argv), env=env)
+
+
+def wrap_bwrap(inv: Invocation, bwrap: str, layout: Layout) -> Invocation:
+    """``inv`` confined by ``layout`` (what a node host uses for the turns it runs: the same rules, its own paths)."""
+    return Sandbox._wrap(inv, bwrap, layout)
 
 
 def user_problem(name: str) -> str | None:

@@ -39,7 +39,8 @@ from gateway.store.models import Base, utcnow
 __all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "SessionWithin", "TranscriptEntry"]
 
 ENTRY_META = frozenset({"replyTo", "thread", "reaction", "pinned", "deleted", "attachments", "error", "aborted",
-                        "agentId", "runtime", "cli", "model", "project", "branch", "diff", "usage", "buttons"})
+                        "agentId", "runtime", "cli", "model", "project", "branch", "diff", "usage", "buttons",
+                        "node"})
 """The keys a transcript entry's ``meta`` may hold (each is also a key of the entry in ``chat.history``)."""
 
 

@@ -9,7 +9,7 @@ from typing import Protocol, cast
 from gateway.agents.runtimes.base import Event, Invocation, RunSpec, Runtime
 from gateway.agents.runtimes.process import ProcessResult, StdinFeed, run_process
 
-__all__ = ["SelfDriven", "TurnResult", "run_turn"]
+__all__ = ["ProcessRunner", "SelfDriven", "TurnResult", "run_turn"]
 
 
 class SelfDriven(Protocol):
@@ -17,6 +17,15 @@ class SelfDriven(Protocol):
 
     async def drive(self, inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *,
                     no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> ProcessResult: ...
+
+
+class ProcessRunner(Protocol):
+    """What runs a built invocation and hands each output object on: ``run_process`` here, or a node that hosts the
+    turn (``gateway.agent_hosts``), which runs it on its own machine and streams its lines back."""
+
+    async def __call__(self, inv: Invocation, on_object: Callable[[dict], None], *, no_output_timeout: float,
+                       on_spawn: Callable[[float], None] | None = None,
+                       feed: StdinFeed | None = None) -> ProcessResult: ...
 
 
 @dataclass(slots=True)
@@ -63,7 +72,7 @@ def _replies_of(events: list[Event]) -> str:
 
 async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], None], *,
                    no_output_timeout: float, on_spawn: Callable[[float], None] | None,
-                   feed: StdinFeed | None = None) -> TurnResult:
+                   feed: StdinFeed | None = None, process: ProcessRunner | None = None) -> TurnResult:
     parser = runtime.parser()
     events: list[Event] = []
 
@@ -91,7 +100,8 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
             proc = await cast(SelfDriven, runtime).drive(inv, spec, emit, no_output_timeout=no_output_timeout,
                                                          on_spawn=on_spawn)
         else:
-            proc = await run_process(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
+            proc = await (process or run_process)(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn,
+                                                  feed=feed)
     except (FileNotFoundError, PermissionError) as exc:
         from gateway.agents.invocation import missing_cli
 
@@ -130,17 +140,20 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
 
 async def run_turn(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], None], *,
                    no_output_timeout: float, on_spawn: Callable[[float], None] | None = None,
-                   feed: StdinFeed | None = None) -> TurnResult:
+                   feed: StdinFeed | None = None, process: ProcessRunner | None = None) -> TurnResult:
     """Run one turn; if a resumed session turns out to be gone, run it once more as a new session.
 
-    ``feed``: with ``spec.steer``, the handle through which more user messages reach the running CLI."""
-    res = await _attempt(runtime, spec, on_event, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed)
+    ``feed``: with ``spec.steer``, the handle through which more user messages reach the running CLI.
+    ``process``: what runs the built command (default: a child process here)."""
+    res = await _attempt(runtime, spec, on_event, no_output_timeout=no_output_timeout, on_spawn=on_spawn, feed=feed,
+                         process=process)
     if res.ok or not spec.resume_id or res.process is None or res.process.watchdog_fired:
         return res
     evidence = " ".join(filter(None, [res.error or "", res.process.stderr_tail, *res.process.stdout_noise]))
     if not runtime.session_expired(evidence):
         return res
     spec.resume_id = None
-    fresh = await _attempt(runtime, spec, on_event, no_output_timeout=no_output_timeout, on_spawn=None, feed=feed)
+    fresh = await _attempt(runtime, spec, on_event, no_output_timeout=no_output_timeout, on_spawn=None, feed=feed,
+                           process=process)
     fresh.retried_fresh = True
     return fresh
