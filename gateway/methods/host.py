@@ -1,11 +1,9 @@
-"""The gateway's host and build: ``system.info``, ``update.status``, ``environments.list``, ``talk.catalog``.
+"""The machine the gateway runs on: ``system.info`` and ``environments.list``.
 
 OpenClaw's Control UI shows these on its Systems and Settings pages. ``system.info`` describes the machine
 the gateway runs on (the schema calls the runtime version ``nodeVersion``: ours is Python's).
-``update.status`` has no update channel to check (remoteclaw is updated by its package manager), so it
-reports none available. ``environments.list`` is this gateway's own host, where every agent run happens.
-``talk.catalog`` lists our speech providers, with no live talk modes: voice notes are spoken and heard,
-but there is no realtime talk session.
+``environments.list`` is this gateway's own host, where every agent run happens (paired nodes are
+``node.list``'s), with the run slots free now.
 """
 
 from __future__ import annotations
@@ -21,8 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from gateway.access import Access
-from gateway.composition.ports import VOICE
-from gateway.dispatch.dispatcher import ADMIN, READ, CallContext, NoParams, Params, method
+from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
 
 _ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64", "i686": "ia32", "armv7l": "arm"}
 """Machine names as OpenClaw's clients expect them (Node's ``process.arch``)."""
@@ -94,17 +91,6 @@ async def system_info(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     return facts
 
 
-class UpdateStatusParams(Params):
-    refreshCheckout: bool | None = Field(None, description="Accepted and ignored: there is no checkout to refresh.")
-
-
-@method("update.status", access=Access("gateway", "admin"), params=UpdateStatusParams, scope=ADMIN)
-async def update_status(_p: UpdateStatusParams, ctx: CallContext) -> dict[str, Any]:
-    """No update channel: never an update available; installed as a package at ``server.version``."""
-    return {"sentinel": None, "updateAvailable": None,
-            "schedule": {"channel": "none", "autoEnabled": False, "install": {"kind": "package"}}}
-
-
 class EnvironmentsListParams(Params):
     includeDesktopSetup: bool | None = Field(None, description="Sent by the Control UI; accepted and ignored.")
 
@@ -120,18 +106,3 @@ async def environments_list(_p: EnvironmentsListParams, ctx: CallContext) -> dic
         "workerSlots": {"total": max(1, min(slots, 1024)), "available": max(0, min(slots - busy, 1024))},
         "capabilities": sorted({a.runtime for a in ctx.config.agents.list}),
     }]}
-
-
-@method("talk.catalog", access=Access("gateway", "read"), scope=READ)
-async def talk_catalog(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
-    """Speech providers we have (for voice notes); no talk modes, since there is no live talk session."""
-    speech: list[dict[str, Any]] = []
-    active = None
-    voice = ctx.services.find(VOICE)
-    if voice is not None:
-        listed = await voice.providers()
-        active = listed.get("active")
-        speech = [{"id": p["id"], "label": p["id"], "configured": bool(p["configured"])} for p in listed["providers"]]
-    return {"modes": [], "transports": [], "brains": [],
-            "speech": {"ready": False, "providers": speech, **({"activeProvider": active} if active else {})},
-            "transcription": {"ready": False, "providers": []}, "realtime": {"ready": False, "providers": []}}
