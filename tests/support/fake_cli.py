@@ -25,7 +25,8 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
 - ``long:<n>`` answer n characters with a code block; ``silent`` answer NO_REPLY; ``tag`` answer with
   a reply tag; ``show attachments`` answer with the name and first bytes of each file in ``attachments/``;
 - ``edit:<path>`` edit a file below its working directory as a coding agent would: a new file gets three
-  lines, an existing one has its first line replaced (for the projects and diff tests).
+  lines, an existing one has its first line replaced (for the projects and diff tests); done before the tool
+  directives above, so a turn can write a file and then send it.
 
 Otherwise it echoes; with ``FAKE_CLI_ECHO_ONLY`` set it always echoes (for fuzzers, whose random text may
 contain a directive). With ``--input-format stream-json`` (steering) it takes the prompt from the first JSON
@@ -169,6 +170,14 @@ def main() -> int:
             time.sleep(0.8)
             out({"type": "user", "session_id": sid, "message": {"content": [
                 {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": "done"}]}]}})
+    for rel in re.findall(r"edit:(\S+)", prompt):
+        target = Path(rel)
+        if target.is_file():
+            lines = target.read_text().splitlines(keepends=True)
+            target.write_text("".join(["edited by the agent\n", *lines[1:]]))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("line 1\nline 2\nline 3\n")
     asked = None
     if m := re.search(r"(?<!_)ask:(.+)", prompt):
         asked = _ask(m.group(1).strip(), sid)
@@ -178,14 +187,6 @@ def main() -> int:
         asked = "tool: " + " ".join(_shim_call(m.group(1), json.loads(m.group(2)), sid).split())[:500]
     if m := re.search(r"\bmcp:(\w+) (\{[^\n]*\})", prompt):
         asked = "mcp: " + " ".join(_mcp_call(m.group(1), json.loads(m.group(2)), argv, sid).split())[:500]
-    for rel in re.findall(r"edit:(\S+)", prompt):
-        target = Path(rel)
-        if target.is_file():
-            lines = target.read_text().splitlines(keepends=True)
-            target.write_text("".join(["edited by the agent\n", *lines[1:]]))
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text("line 1\nline 2\nline 3\n")
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 2, "cache_creation_input_tokens": 1}
     if re.search(r"\bfail\b", prompt):  # the word, so a prompt that merely says "failed" is not a directive
         out({"type": "result", "subtype": "error_during_execution", "is_error": True, "session_id": sid,

@@ -19,7 +19,8 @@ import pytest
 
 from tests.support import FAKE_CLI, ROOT
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.ws import operator
+from tests.support.signin import signin_token
+from tests.support.ws import RawClient, operator
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -194,3 +195,78 @@ async def test_refusals(gw: GatewayProcess, peers: dict[str, str]) -> None:
         assert huge.status_code == 413
     assert len(task_rows(gw)) == after_bob + 1  # only alice's message to the private agent was stored
     assert not any("/new" in s for s in await history(gw, "agent:main:person:bob:a2a:ctx-private"))
+
+
+async def read_until(proc: asyncio.subprocess.Process, done: Any, timeout: float = 60) -> list[dict[str, Any]]:
+    """The SDK client's events as they come, until ``done(event)`` holds for one."""
+    assert proc.stdout is not None
+    got: list[dict[str, Any]] = []
+    async with asyncio.timeout(timeout):
+        while True:
+            line = await proc.stdout.readline()
+            assert line, f"the client ended before the awaited event: {got}"
+            got.append(json.loads(line))
+            if done(got[-1]):
+                return got
+
+
+def state_of(event: dict[str, Any]) -> str:
+    status = (event.get("statusUpdate") or event.get("task") or {}).get("status") or {}
+    return str(status.get("state") or "")
+
+
+async def test_an_approval_in_the_turn_is_input_required_until_its_person_decides(
+        gw: GatewayProcess, peers: dict[str, str]) -> None:
+    """The agent asks to run a command: the SDK client sees ``input-required`` saying what waits; Alice, the person
+    whose conversation it is, gets the approval on her own web chat page (signed in with her own credential) and
+    allows it; the task goes back to ``working`` and completes with the agent's answer."""
+    url, key = f"{gw.http}/a2a/main", "agent:main:person:alice:a2a:ctx-approve"
+    owner = await operator(gw.url, gw.token or "")
+    try:
+        link = (await owner.call("people.loginLink", {"id": "alice"}))["url"]
+    finally:
+        await owner.close()
+    page = await RawClient.open(gw.url)  # Alice's web chat page
+    stream = await spawn(url, peers["alice"], "stream", "ask:make deploy", "ctx-approve")
+    try:
+        assert (await page.handshake(await asyncio.to_thread(signin_token, gw, link)))["ok"]
+        before = await read_until(stream, lambda e: state_of(e) == "TASK_STATE_INPUT_REQUIRED")
+        waiting = before[-1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
+        assert waiting == "waiting for approval: Bash: make deploy", before
+        task_id = before[0]["task"]["id"]
+        got = (await asyncio.to_thread(peer, url, peers["alice"], "get", task_id))[0]
+        assert got["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # stored too: GetTask says so
+        asked = (await page.next_event("exec.approval.requested", timeout=30))["payload"]
+        assert asked["sourceSessionKey"] == key and asked["presentation"]["commandText"] == "Bash: make deploy"
+        await page.call("exec.approval.resolve", {"id": asked["id"], "decision": "allow-once"})
+        after = await read_until(stream, lambda e: state_of(e) == "TASK_STATE_COMPLETED")
+    finally:
+        await page.close()
+        if stream.returncode is None:
+            stream.kill()
+        await stream.wait()
+    states = [state_of(e) for e in after if state_of(e)]
+    assert states[0] == "TASK_STATE_WORKING" and states[-1] == "TASK_STATE_COMPLETED", after
+    assert after[-1]["statusUpdate"]["status"]["message"]["parts"][0]["text"] == "approval: allow"
+    assert (await history(gw, key))[-1] == "approval: allow"
+
+
+async def test_a_file_the_agent_sends_is_an_artifact_the_peer_reads(gw: GatewayProcess, peers: dict[str, str]) -> None:
+    """The agent writes a file in its turn, then sends it to the conversation (``message_send_attachment``): the SDK
+    client gets an artifact with its name, type and URL, and fetches the file's bytes there with its own bearer."""
+    url, key = f"{gw.http}/a2a/main", "agent:main:person:bob:a2a:ctx-file"
+    args = json.dumps({"target": key, "file": "report.txt", "caption": "the report"})
+    events = await asyncio.to_thread(peer, url, peers["bob"], "stream",
+                                     f"edit:report.txt tool:message_send_attachment {args}", "ctx-file")
+    assert final_state(events) == "TASK_STATE_COMPLETED", events
+    files = [p for e in events if "artifactUpdate" in e for p in e["artifactUpdate"]["artifact"]["parts"]
+             if "url" in p]
+    assert len(files) == 1, json.dumps(events)[-3000:]
+    assert files[0]["filename"] == "report.txt" and files[0]["mediaType"].startswith("text/plain"), files
+    task = (await asyncio.to_thread(peer, url, peers["bob"], "get", events[0]["task"]["id"]))[0]
+    assert any(p.get("url") == files[0]["url"] for a in task["artifacts"] for p in a["parts"]), task
+    async with httpx.AsyncClient(headers={"authorization": f"Bearer {peers['bob']}"}) as http:
+        fetched = await http.get(files[0]["url"])
+        assert fetched.status_code == 200 and fetched.content == b"line 1\nline 2\nline 3\n", fetched
+        anonymous = await http.get(files[0]["url"], headers={"authorization": ""})
+    assert anonymous.status_code in (401, 403)
