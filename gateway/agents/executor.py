@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from gateway.agents.tokens import RunTokens
-    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.callable_types import Broadcast
     from gateway.composition.services import Services
     from gateway.config import AgentConfig, ConfigStore
     from gateway.hooks import HookRunner

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from gateway.access.doors import AccessControl, ObjectFinder
     from gateway.access.objects import Obj
     from gateway.approvals.chat import ChatApprovals
-    from gateway.composition.gateway_functions import Broadcast, Spawn
+    from gateway.composition.callable_types import Broadcast, Spawn
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
     from gateway.store import Database

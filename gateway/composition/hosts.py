@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from gateway.access.http import HttpCredentials
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
+    from gateway.composition.callable_types import Broadcast
     from gateway.composition.event_taps import EventTap
     from gateway.composition.gateway import Gateway
-    from gateway.composition.gateway_functions import Broadcast
     from gateway.composition.services import Services
     from gateway.config import Config, ConfigStore
     from gateway.config.reload import Listener

@@ -43,7 +43,7 @@ from gateway.store.db import rowcount
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.callable_types import Broadcast
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
     from gateway.platforms.interface import ChatPlatforms

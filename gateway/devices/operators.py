@@ -19,7 +19,7 @@ from gateway.protocol.connect_params import ConnectParams
 from gateway.store.models import Device, utcnow
 
 if TYPE_CHECKING:
-    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.callable_types import Broadcast
     from gateway.store import Database
 
 __all__ = ["APPROVED", "PENDING", "REJECTED", "as_dict", "list_devices", "record", "resolve"]

@@ -34,7 +34,7 @@ from gateway.server.connection import CLOSE_POLICY, Connection
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.callable_types import Broadcast
     from gateway.config import ConfigStore
     from gateway.protocol.connect_params import ConnectParams
     from gateway.store import Database

@@ -21,7 +21,7 @@ from mcp_shim.context import Context
 from mcp_shim.runner import Runner
 
 if TYPE_CHECKING:
-    from gateway.composition.gateway_functions import MethodCall
+    from gateway.composition.callable_types import MethodCall
     from gateway.mcp_http.tokens import TokenGrant
 
 __all__ = ["McpSession"]

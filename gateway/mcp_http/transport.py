@@ -49,7 +49,7 @@ from mcp_shim.protocol import Envelope, ProtocolError, error_message, initialize
 from mcp_shim.runner import UnknownTool
 
 if TYPE_CHECKING:
-    from gateway.composition.gateway_functions import MethodCall
+    from gateway.composition.callable_types import MethodCall
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
     from gateway.dispatch.callers import Caller

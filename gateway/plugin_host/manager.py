@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from starlette.types import Receive, Scope, Send
 
-    from gateway.composition.gateway_functions import MethodCall
+    from gateway.composition.callable_types import MethodCall
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import Config, ConfigStore
     from gateway.hooks import HookRunner

@@ -38,7 +38,7 @@ from gateway.store.transcripts import AgentRun, SessionRepo
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.callable_types import Broadcast
     from gateway.config import ConfigStore
     from gateway.store import Database
 

@@ -36,7 +36,7 @@ from gateway.store.leases import ReplicaRepo
 from gateway.store.transcripts import AgentRun
 
 if TYPE_CHECKING:
-    from gateway.composition.gateway_functions import Spawn
+    from gateway.composition.callable_types import Spawn
     from gateway.runs.recovery import Recovery
     from gateway.store import Database
 

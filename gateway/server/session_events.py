@@ -20,7 +20,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.callable_types import Broadcast
 
 __all__ = ["ROUTED_EVENTS", "SessionSubscriptions", "agent_of", "announce", "openclaw_message"]
 

@@ -20,7 +20,7 @@ from gateway.webchat.files import delete_files, link_attachment, store_file
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-    from gateway.composition.gateway_functions import Broadcast
+    from gateway.composition.callable_types import Broadcast
     from gateway.sessions import SessionsService
     from gateway.store import Database
 

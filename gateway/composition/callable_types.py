@@ -1,5 +1,6 @@
-"""The callables a service is given instead of the gateway: to send an event, to start background work, to call a
-gateway method in process. Types only, importing nothing of the gateway, so any service can name them."""
+"""The types of the callables a service is given instead of the gateway: to send an event, to start background
+work, to call a gateway method in process. Types only, importing nothing of the gateway, so any service can name
+them."""
 
 from __future__ import annotations
 
