@@ -221,28 +221,17 @@ class CronService:
         return {"ok": True, "ran": True}
 
     async def _run(self, job: CronJob, scheduled_for: int | None, trigger: str) -> None:
-        if scheduled_for is not None and scheduled_for > now_ms():  # claimed ahead: wait for its time
-            await asyncio.sleep((scheduled_for - now_ms()) / 1000)
-            async with self._db.reading() as s:  # removed, switched off or changed meanwhile?
-                current = await s.get(CronJob, job.id)
-                if current is not None:
-                    s.expunge(current)
-            if current is None or current.running_replica != self._replica_id:
-                return
-            if not current.enabled:
-                async with self._db.session() as s:  # give the claim back
-                    await s.execute(update(CronJob)
-                                    .where(CronJob.id == job.id, CronJob.running_replica == self._replica_id)
-                                    .values(running_at=None, running_replica=None))
-                return
-            job = current
-        started = now_ms()
-        async with self._db.session() as s:
-            row = CronRun(job_id=job.id, status="running", trigger=trigger, scheduled_for=scheduled_for,
-                          started_at=started, replica_id=self._replica_id)
-            s.add(row)
-            await s.flush()
-            history_id = row.id
+        try:
+            begun = await self._begin(job, scheduled_for, trigger)
+        except Exception:
+            # The claim must not outlive this task: a job left "running" by a live replica never fires again.
+            log.exception("cron job could not start; giving its claim back", job=job.id)
+            with contextlib.suppress(Exception):
+                await self._db.persist(lambda s: self._give_back(s, job.id), what=f"cron job {job.id}'s claim")
+            return
+        if begun is None:
+            return
+        job, history_id, started = begun
         self.fired += 1
         self.event("started", job.id, {"startedAtMs": started, "scheduledForMs": scheduled_for})
         status, summary, error, run_id, session_key, delivery_status = "error", None, None, None, None, None
@@ -257,6 +246,42 @@ class CronService:
         finally:
             await asyncio.shield(self._finish(job, history_id, started, status, summary, error, run_id,
                                               session_key, delivery_status))
+
+    async def _begin(self, job: CronJob, scheduled_for: int | None, trigger: str) -> tuple[CronJob, int, int] | None:
+        """The firing's start: its time waited for when it was claimed ahead, the job read again (removed,
+        switched off or changed meanwhile?), its history row. A database restart delays it (the claim is
+        ours: the firing happens once, late) instead of failing it. None: it is not to run."""
+        if scheduled_for is not None and scheduled_for > now_ms():  # claimed ahead: wait for its time
+            await asyncio.sleep((scheduled_for - now_ms()) / 1000)
+
+            async def read(s: Any) -> CronJob | None:
+                found = await s.get(CronJob, job.id)
+                if found is not None:
+                    s.expunge(found)
+                return found
+
+            current = await self._db.persist(read, what=f"cron job {job.id}")
+            if current is None or current.running_replica != self._replica_id:
+                return None
+            if not current.enabled:
+                await self._db.persist(lambda s: self._give_back(s, job.id), what=f"cron job {job.id}'s claim")
+                return None
+            job = current
+        started = now_ms()
+
+        async def record(s: Any) -> int:
+            row = CronRun(job_id=job.id, status="running", trigger=trigger, scheduled_for=scheduled_for,
+                          started_at=started, replica_id=self._replica_id)
+            s.add(row)
+            await s.flush()
+            return int(row.id)
+
+        return job, await self._db.persist(record, what=f"cron job {job.id}'s run"), started
+
+    async def _give_back(self, s: Any, job_id: str) -> None:
+        """This replica's claim on the job released, so it fires again on schedule."""
+        await s.execute(update(CronJob).where(CronJob.id == job_id, CronJob.running_replica == self._replica_id)
+                        .values(running_at=None, running_replica=None))
 
     async def _execute(self, job: CronJob) -> tuple[str, str | None, str | None, str | None, str | None, str | None]:
         """Run the job's payload; (status, summary, error, agent run id, session key, delivery status)."""
