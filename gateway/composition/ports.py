@@ -19,10 +19,9 @@ from gateway.composition.services import Key
 if TYPE_CHECKING:
     from gateway.dispatch.callers import Caller
 
-__all__ = ["AGENT_HOSTS", "AUDIT", "CHAT_DECISIONS", "DECISION_REFUSED", "DESKTOP_TOOLS", "MODEL_GATEWAY", "PLUGIN_TOOLS", "RECORDER",
-           "RUN_WATCHERS",
-           "TOOL_APPROVALS", "VOICE", "Auditor", "ChatDecisions", "ChatRecorder", "Clip", "DesktopTools", "Heard",
-           "PluginTools", "RunWatcher", "ToolApprover", "Voice"]
+__all__ = ["AGENT_HOSTS", "AUDIT", "CHAT_DECISIONS", "DECISION_REFUSED", "DESKTOP_TOOLS", "MODEL_GATEWAY",
+           "PLUGIN_TOOLS", "RECORDER", "RUN_WATCHERS", "TOOL_APPROVALS", "VOICE", "Auditor", "ChatDecisions",
+           "ChatRecorder", "Clip", "DesktopTools", "Heard", "PluginTools", "RunWatcher", "ToolApprover", "Voice"]
 
 
 class Clip(Protocol):
