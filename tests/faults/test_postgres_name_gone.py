@@ -53,7 +53,8 @@ async def test_a_name_that_does_not_resolve_is_the_database_away() -> None:
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
-    out, todo = [], [exc]
+    out: list[BaseException] = []
+    todo = [exc]
     while todo and len(out) < 20:
         e = todo.pop()
         out.append(e)

@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def node_cli(node: NodeHostProcess, *args: str) -> subprocess.CompletedProcess[s
 def run_with_agents(node: NodeHostProcess) -> None:
     """``remoteclaw-node run --agents``: the node offers agent turns for this run."""
     node.proc = subprocess.Popen([sys.executable, "-m", "nodes", "run", "--port", str(node.port), "--display-name",
-                                  NODE, "--no-browser", "--no-desktop", "--agents"],
+                                  node.name, "--no-browser", "--no-desktop", "--agents"],
                                  cwd=ROOT, env=node.env(), stdout=node.log.open("ab"), stderr=subprocess.STDOUT)
 
 
@@ -117,6 +118,52 @@ async def send(c: RawClient, key: str, message: str) -> str:
 
 async def wait(c: RawClient, run_id: str, timeout: float = 60) -> dict[str, Any]:
     return dict(await c.call("agent.wait", {"runId": run_id, "timeoutMs": int(timeout * 1000)}, timeout=timeout + 5))
+
+
+async def streamed(c: RawClient, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run's last ``chat`` event (final, error or aborted) and the deltas before it."""
+    deltas = []
+    while True:
+        p = (await c.next_event("chat", timeout=60))["payload"]
+        if p.get("runId") != run_id:
+            continue
+        if p["state"] == "delta":
+            deltas.append(p)
+        if p["state"] in ("final", "error", "aborted"):
+            return p, deltas
+
+
+async def stopped_on_node(world: dict[str, Any], node: NodeHostProcess, sender: RawClient, stopper: RawClient,
+                          key: str = "agent:remote:main") -> None:
+    """A long turn sent by ``sender``, ``/stop`` by ``stopper`` once the CLI runs on the node: the turn ends at
+    once, the node kills the CLI and removes the turn's files."""
+    before = len(cli_log(world))
+    run_id = await send(sender, key, "sleep:60")
+    await until(lambda: len(cli_log(world)) > before, 30, "the CLI to start on the node")
+    asked = time.monotonic()
+    await stopper.call("chat.abort", {"sessionKey": key})
+    done = await wait(sender, run_id, 20)
+    assert done["status"] == "error" and "abort" in done.get("error", ""), done
+    assert time.monotonic() - asked < 10
+    await until(lambda: "cancelled invocation" in node.output(), 15, "the node to stop the turn")
+    await until(lambda: not list((node.state / "agent-runs").glob(f"{run_id}*")), 15, "the turn's files gone")
+
+
+@asynccontextmanager
+async def lent_node(gw: GatewayProcess, host: NodeHostProcess, clis: str, folder: Path) -> AsyncIterator[None]:
+    """``host`` lending ``clis`` in ``folder`` (set with the node's own command), started with ``--agents`` and
+    paired through ``gw``; stopped at the end."""
+    host.state.mkdir(parents=True, exist_ok=True)
+    assert node_cli(host, "agents", "set", "clis", clis).returncode == 0
+    assert node_cli(host, "agents", "set", "folders", str(folder)).returncode == 0
+    admin = await operator(gw.url, gw.token or "")
+    run_with_agents(host)
+    try:
+        await pair(admin, host)
+        yield
+    finally:
+        await admin.close()
+        host.stop()
 
 
 async def test_a_turn_runs_on_the_node_in_its_folder_and_home_and_its_shim_reaches_the_gateway(
@@ -171,17 +218,7 @@ async def test_a_live_reply_streams_back_and_usage_is_recorded(world: dict[str, 
     gw: GatewayProcess = world["gw"]
     c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
     try:
-        run_id = await send(c, "agent:remote:main", "stream:3 words come one by one")
-        deltas = []
-        while True:
-            ev = await c.next_event("chat", timeout=30)
-            p = ev["payload"]
-            if p.get("runId") != run_id:
-                continue
-            if p["state"] == "delta":
-                deltas.append(p)
-            if p["state"] in ("final", "error", "aborted"):
-                break
+        p, deltas = await streamed(c, await send(c, "agent:remote:main", "stream:3 words come one by one"))
         assert p["state"] == "final", p
         assert len(deltas) >= 3, deltas  # word by word, as the node's CLI wrote it
         usage = await c.call("sessions.usage", {"key": "agent:remote:main"})
@@ -194,16 +231,7 @@ async def test_stop_ends_the_turn_on_the_node(world: dict[str, Any], node: NodeH
     gw: GatewayProcess = world["gw"]
     c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
     try:
-        before = len(cli_log(world))
-        run_id = await send(c, "agent:remote:main", "sleep:60")
-        await until(lambda: len(cli_log(world)) > before, 30, "the CLI to start on the node")
-        asked = time.monotonic()
-        await c.call("chat.abort", {"sessionKey": "agent:remote:main"})
-        done = await wait(c, run_id, 20)
-        assert done["status"] == "error" and "abort" in done.get("error", ""), done
-        assert time.monotonic() - asked < 10
-        await until(lambda: "cancelled invocation" in node.output(), 15, "the node to stop the turn")
-        await until(lambda: not list((node.state / "agent-runs").glob(f"{run_id}*")), 15, "the turn's files gone")
+        await stopped_on_node(world, node, c, c)
     finally:
         await c.close()
 

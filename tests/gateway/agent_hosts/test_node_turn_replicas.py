@@ -1,0 +1,82 @@
+"""Two gateway replicas on one PostgreSQL database and one Redis, a node host connected to replica A and the
+messages arriving at replica B: B runs the turn, which goes to the node through A (``agent.run`` relayed over the
+bus), and the node's output comes back through A to B as a live reply; ``/stop`` sent to A stops the turn B runs
+on the node held by A."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from tests.gateway.agent_hosts.test_node_turns import FAKE_CLI, cli_log, lent_node, send, stopped_on_node, streamed
+from tests.gateway.devices.test_node_scaleout import REDIS_URL
+from tests.gateway.devices.test_node_scaleout import _subscribed as subscribed
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.node_host import NodeHostProcess
+from tests.support.postgres import pg_url_module  # noqa: F401
+from tests.support.waiting import until
+from tests.support.ws import operator
+
+pytestmark = [pytest.mark.timeout(180)]
+
+NODE = "far-bench"
+KEY = "agent:remote:main"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, pg_url_module: str) -> Iterator[dict[str, Any]]:  # noqa: F811
+    root = tmp_path_factory.mktemp("agent-hosts-replicas")
+    home = root / "node-home"
+    code = home / "code"
+    code.mkdir(parents=True)
+    prefix = f"rc-test-{secrets.token_hex(6)}"
+    env = {"REMOTECLAW_DATABASE_URL": pg_url_module, "REMOTECLAW_REDIS_URL": REDIS_URL,
+           "REMOTECLAW_REDIS_PREFIX": prefix}
+    cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
+                               {"id": "remote", "node": NODE, "workspace": str(code)}]}}
+    with GatewayProcess(root / "a", config=cfg, env=env).start(30) as a, \
+            GatewayProcess(root / "b", config=cfg, env=env).start(30) as b:
+        yield {"a": a, "b": b, "root": root, "home": home, "code": code, "prefix": prefix}
+
+
+@pytest.fixture(scope="module")
+async def node(world: dict[str, Any]) -> AsyncIterator[NodeHostProcess]:
+    a: GatewayProcess = world["a"]
+    await until(lambda: subscribed(world["prefix"], 2), 20, "both replicas on the event bus")
+    host = NodeHostProcess(world["root"] / "node-state", a.port, token=a.token, name=NODE)
+    host.extra_env.update(HOME=str(world["home"]), FAKE_CLI_LOG=str(world["code"] / "cli.log"))
+    async with lent_node(a, host, f"claude={sys.executable} {FAKE_CLI}", world["code"]):
+        yield host
+
+async def test_a_message_at_the_other_replica_runs_on_the_node_and_its_reply_streams_back(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    b: GatewayProcess = world["b"]
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        placed = {r["agentId"]: r for r in (await c.call("node.agents"))["agents"]}
+        assert placed["remote"]["placeable"], placed["remote"]  # B places it on the node A holds
+        p, deltas = await streamed(c, await send(c, KEY, "stream:3 words come one by one"))
+        assert p["state"] == "final", p
+        assert len(deltas) >= 3, deltas  # the node's lines came through A to B as they were written
+        seen = cli_log(world)[-1]
+        assert seen["cwd"] == str(world["code"]) and seen["sandboxed"]  # it ran on the node
+        assert seen["env"]["REMOTECLAW_SESSION_KEY"] == KEY
+    finally:
+        await c.close()
+
+
+async def test_stop_sent_to_the_replica_holding_the_node_stops_the_turn_the_other_runs(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    a: GatewayProcess = world["a"]
+    b: GatewayProcess = world["b"]
+    on_a = await operator(a.url, a.token or "", scopes=["operator.admin"])
+    on_b = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        await stopped_on_node(world, node, on_b, on_a, KEY)
+    finally:
+        await on_a.close()
+        await on_b.close()
