@@ -257,6 +257,7 @@ class A2aServer:
 
     async def stop(self) -> None:
         await self.handler.aclose()
+        await self.store.flush()  # the tasks' states still waiting to be written
 
 
 A2A_SERVER: Key[A2aServer] = Key("a2a server")
