@@ -52,6 +52,7 @@ async def node(world: dict[str, Any]) -> AsyncIterator[NodeHostProcess]:
     async with lent_node(a, host, f"claude={sys.executable} {FAKE_CLI}", world["code"]):
         yield host
 
+
 async def test_a_message_at_the_other_replica_runs_on_the_node_and_its_reply_streams_back(
         world: dict[str, Any], node: NodeHostProcess) -> None:
     b: GatewayProcess = world["b"]

@@ -56,6 +56,7 @@ async def node(world: dict[str, Any]) -> AsyncIterator[NodeHostProcess]:
     async with lent_node(gw, host, f"claude={world['claude']}", world["code"]):
         yield host
 
+
 async def wait_turn(task: Any) -> dict[str, Any]:
     return dict(await task)
 
