@@ -1,7 +1,8 @@
-"""The Starlette application: WebSocket RPC on ``/`` and ``/ws``, ``/healthz``, and the web pages.
+"""The gateway's front: WebSocket RPC on ``/`` and ``/ws``, and the Starlette app for ``/healthz`` and the pages.
 
-This module is the I/O driver around ``gateway.protocol``: it reads frames, runs the handshake,
-hands requests to the dispatcher and writes back what it returns.
+The RPC sockets are served here over our own socket driver (``gateway.server.rpc_socket``, given to uvicorn as
+its ``ws=`` protocol by ``RpcFront.socket_class``): this module reads messages, runs the connect exchange, hands
+requests to the dispatcher and writes back what it returns. Every other request goes through Starlette.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import cached_property
 from typing import Any
 
 import structlog
@@ -17,8 +19,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.types import Receive, Scope, Send
 
 from gateway.agents.tokens import RunTokens
 from gateway.composition.gateway import Gateway
@@ -45,10 +46,10 @@ from gateway.server import control_ui, handshake
 from gateway.server.connection import CLOSE_INTERNAL, CLOSE_POLICY, CLOSE_RESTART, CLOSE_TOO_BIG, Connection
 from gateway.server.origins import origin_allowed
 from gateway.server.request_rate import RequestRate, rate_limited
-from gateway.server.ws_protocol import ANSWER_INLINE, LIFT_FRAME_LIMIT, PEER_SPOKE
+from gateway.server.rpc_socket import RpcSocket, rpc_socket_class
 from gateway.webchat.files import FILES_PATH, serve_file
 
-__all__ = ["build_app", "route_paths"]
+__all__ = ["RpcFront", "build_app", "route_paths"]
 
 log = structlog.get_logger("gateway.server.app")
 
@@ -63,17 +64,6 @@ LOOPBACK = ("127.", "::1", "localhost")
 
 def _is_loopback(host: str) -> bool:
     return host.startswith(LOOPBACK) or host.startswith("::ffff:127.")
-
-
-async def _receive_text(ws: WebSocket) -> str | None:
-    """Next text frame (binary frames are decoded as UTF-8); None when the peer is gone."""
-    msg = await ws.receive()
-    if msg["type"] == "websocket.disconnect":
-        return None
-    if msg.get("text") is not None:
-        return msg["text"]
-    data = msg.get("bytes") or b""
-    return data.decode("utf-8", "replace")
 
 
 class _Handshake:
@@ -104,7 +94,7 @@ class _Handshake:
                 return None
             try:
                 async with asyncio.timeout(remaining):  # cheaper than wait_for: no extra task per frame
-                    text = await _receive_text(conn.ws)
+                    text = await conn.socket.receive_text()
             except TimeoutError:
                 conn.close(CLOSE_POLICY, "handshake timeout")
                 return None
@@ -272,7 +262,7 @@ def _hello(gw: Gateway, conn: Connection, caller: Caller) -> dict[str, Any]:
 
 def _inline_answers(gw: Gateway, conn: Connection, caller: Caller, rate: RequestRate) -> Callable[[str], bool]:
     """What answers this connection's requests for ``inline`` methods as their frames are read
-    (``gateway.server.ws_protocol``), and any request over the connection's rate (refused here, where it is
+    (``gateway.server.rpc_socket``), and any request over the connection's rate (refused here, where it is
     cheapest); anything else, including a malformed frame, is left to ``_serve_requests``, which counts it."""
     registry = gw.dispatcher.registry
 
@@ -320,7 +310,7 @@ async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller, rate: R
             limit.release()
 
     while not conn.closed:
-        text = await _receive_text(conn.ws)
+        text = await conn.socket.receive_text()
         if text is None:
             return
         try:
@@ -366,30 +356,42 @@ def _drop_waiting(gw: Gateway, stale: list[Connection]) -> None:
 RPC_PATHS = frozenset({"/", "/ws"})
 
 
-class _RpcFront:
-    """Hands WebSocket upgrades on the RPC paths straight to the endpoint; everything else to Starlette.
+class RpcFront:
+    """The app uvicorn runs: the RPC sockets on their paths (``socket_class``, uvicorn's ``ws=``), Starlette for
+    everything else, and the origin check in front of both.
 
-    Why: Starlette's middleware stack wraps every ``send`` of a WebSocket in several layers (error
-    and exception middleware, routing), which cost more CPU per connect than our whole handshake.
-    The RPC socket handles its own errors, so it skips them; HTTP routes keep the full stack.
+    Why the RPC socket is not an ASGI route: it is the hot path, and what it needs beside frames (inline answers,
+    a per-turn budget, the pre-``connect`` frame cap, a close that does not wait for a peer that stopped reading)
+    is done in our own driver over websockets' sans-I/O protocol (``gateway.server.rpc_socket``). HTTP routes,
+    and a WebSocket on any other path, keep Starlette's full stack.
     """
 
-    def __init__(self, app: Starlette, endpoint: Callable[[WebSocket], Awaitable[None]], gateway: Gateway,
+    def __init__(self, app: Starlette, serve_socket: Callable[[RpcSocket], Awaitable[None]], gateway: Gateway,
                  rpc_paths: frozenset[str] = RPC_PATHS) -> None:
         self.app = app
-        self.endpoint = endpoint
+        self._serve_socket = serve_socket
         self.gw = gateway
         self.rpc_paths = rpc_paths
+
+    @cached_property
+    def socket_class(self) -> type[RpcSocket]:
+        """What to give uvicorn as ``ws=``: every upgrade reaches it; the RPC paths are served by ``serve``."""
+        return rpc_socket_class(self)
+
+    async def serve(self, socket: RpcSocket) -> None:
+        await self._serve_socket(socket)
+
+    def origin_ok(self, origin: str | None, host: str | None, *, path: str, remote: str) -> bool:
+        if origin_allowed(origin, host, self.gw.config.gateway.allowedOrigins):
+            return True
+        log.info("cross-origin request refused", path=path, client=remote)
+        return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("websocket", "http") and not self._origin_ok(scope):
             await self._refuse_origin(scope, send)
             return
-        if scope["type"] == "websocket" and scope["path"] in self.rpc_paths:
-            await self.endpoint(WebSocket(scope, receive, send))
-        else:
-            await self.app(scope, receive, send)
-
+        await self.app(scope, receive, send)
 
     def _origin_ok(self, scope: Scope) -> bool:
         origin = host = None
@@ -412,14 +414,12 @@ class _RpcFront:
         await send({"type": "http.response.body", "body": body})
 
 
-def build_app(gateway: Gateway) -> ASGIApp:
-    """The ASGI app bound to one running gateway."""
+def build_app(gateway: Gateway) -> RpcFront:
+    """The app bound to one running gateway (give uvicorn its ``socket_class`` as ``ws=``)."""
 
-    async def ws_endpoint(ws: WebSocket) -> None:
-        await ws.accept()
-        client = ws.client
-        remote = client.host if client else "unknown"
-        conn = Connection(ws, uuid.uuid4().hex[:16], remote,
+    async def serve_socket(socket: RpcSocket) -> None:
+        remote = socket.remote
+        conn = Connection(socket, uuid.uuid4().hex[:16], remote,
                           max_buffered=gateway.config.gateway.maxBufferedBytes, budget=gateway.outbound)
         conn.start_writer()
         if gateway.stopping:
@@ -427,8 +427,7 @@ def build_app(gateway: Gateway) -> ASGIApp:
             await conn.wait_closed()
             await conn.abort()
             return
-        spoke = ws.scope.get("extensions", {}).get(PEER_SPOKE)
-        _drop_waiting(gateway, gateway.preauth.admit(conn.conn_id, remote, conn, spoke))
+        _drop_waiting(gateway, gateway.preauth.admit(conn.conn_id, remote, conn, socket.peer_spoke))
         try:
             handshake = _Handshake(gateway, conn)
             try:
@@ -438,9 +437,7 @@ def build_app(gateway: Gateway) -> ASGIApp:
             if outcome is None:
                 await conn.wait_closed()
                 return
-            lift = ws.scope.get("extensions", {}).get(LIFT_FRAME_LIMIT)
-            if lift is not None:
-                lift()  # frames up to gateway.maxPayload from now on
+            socket.lift_frame_limit()  # frames up to gateway.maxPayload from now on
             frame, _params, caller = outcome
             conn.caller = caller
             conn.connected_at_ms = int(time.time() * 1000)
@@ -467,18 +464,13 @@ def build_app(gateway: Gateway) -> ASGIApp:
             conn.send_event("health", gateway.health())
             log.debug("client connected", conn_id=conn.conn_id, client=caller.client_id, role=caller.role,
                      remote=remote)
-            answer_inline = ws.scope.get("extensions", {}).get(ANSWER_INLINE)
             limits = gateway.config.gateway.requestRate
             rate = RequestRate(limits.perSecond, limits.burst)  # one bucket for both paths (request_rate)
-            if answer_inline is not None:
-                answer_inline(_inline_answers(gateway, conn, caller, rate))
+            socket.answer_inline(_inline_answers(gateway, conn, caller, rate))
             try:
                 await _serve_requests(gateway, conn, caller, rate)
             finally:
-                if answer_inline is not None:
-                    answer_inline(None)
-        except WebSocketDisconnect:
-            pass
+                socket.answer_inline(None)
         except Exception:
             log.exception("connection failed", conn_id=conn.conn_id)
             conn.close(CLOSE_INTERNAL, "internal error")
@@ -522,7 +514,7 @@ def build_app(gateway: Gateway) -> ASGIApp:
         routes += ui.routes()
         rpc_paths = rpc_paths | ui.socket_paths
     log.debug("serving", http=route_paths(routes), websocket=sorted(rpc_paths))  # what the origin check guards
-    return _RpcFront(Starlette(routes=routes), ws_endpoint, gateway, rpc_paths)
+    return RpcFront(Starlette(routes=routes), serve_socket, gateway, rpc_paths)
 
 
 def route_paths(routes: list[BaseRoute]) -> list[str]:

@@ -1,6 +1,7 @@
 """One client's WebSocket: an outbound queue with a byte budget, event sequence numbers, in-flight requests.
 
-Every frame a connection sends goes through ``send_text``. While the socket keeps up, a frame is written
+Every frame a connection sends goes through ``send_text``, and is framed by websockets' sans-I/O protocol under
+our own socket driver (``gateway.server.rpc_socket``). While the socket keeps up, a frame is written
 straight to the transport, with no task switch (a broadcast to 1,000 clients is 1,000 writes, not 1,000
 task wake-ups); once the peer stops reading (the transport pauses), frames wait in a queue that one
 writer task per connection drains in batches when the socket is writable again. So a slow client only
@@ -18,8 +19,6 @@ from collections import deque
 from typing import Any
 
 import structlog
-from starlette.websockets import WebSocket
-from websockets.protocol import State
 
 from gateway.dispatch.callers import Caller
 from gateway.protocol import (
@@ -32,6 +31,7 @@ from gateway.protocol import (
     encode,
     event_frame,
 )
+from gateway.server.rpc_socket import RpcSocket
 from gateway.server.send_budget import OutboundBudget
 
 __all__ = ["CLOSE_INTERNAL", "CLOSE_POLICY", "CLOSE_PROTOCOL", "CLOSE_RESTART", "CLOSE_TOO_BIG", "Connection"]
@@ -45,75 +45,12 @@ BATCH_BYTES = 64 * 1024
 """The most queued bytes the writer hands the transport at once (then it checks for backpressure again)."""
 
 
-class _Wire:
-    """Direct access to uvicorn's ``websockets-sansio`` protocol under a Starlette ``WebSocket``.
-
-    Why: going through ASGI ``send`` costs an await per frame; the sans-I/O protocol lets us frame
-    any number of messages and hand the transport one write. ``gateway.server.serve`` pins this
-    implementation; with any other server ``of`` returns None and frames go through ASGI.
-    """
-
-    __slots__ = ("by_hand", "conn", "proto", "transport")
-
-    def __init__(self, proto: Any) -> None:
-        self.proto = proto
-        self.conn = proto.conn
-        self.transport = proto.transport
-        self.by_hand = hasattr(self.conn, "writes") and hasattr(self.conn, "extensions")
-        """Frames made here (``write``); a websockets without those internals frames them itself."""
-
-    @classmethod
-    def of(cls, ws: WebSocket) -> _Wire | None:
-        proto = getattr(getattr(ws, "_send", None), "__self__", None)
-        if all(hasattr(proto, name) for name in ("conn", "transport", "writable", "close_sent", "disconnected")):
-            return cls(proto)
-        return None
-
-    def ready(self) -> bool:
-        """Writable right now: open, and the transport not pushing back."""
-        p = self.proto
-        return p.writable.is_set() and not p.close_sent and not p.disconnected and not self.transport.is_closing()
-
-    async def writable(self) -> None:
-        await self.proto.writable.wait()
-        if self.proto.close_sent or self.proto.disconnected or self.transport.is_closing():
-            raise ConnectionError("socket closed")
-
-    def write(self, texts: list[str]) -> None:
-        conn = self.conn
-        if not self.by_hand or conn.state is not State.OPEN or conn.extensions or conn.writes:
-            # websockets frames them (or refuses: the connection is closing)
-            for text in texts:
-                conn.send_text(text.encode())
-            self.transport.write(b"".join(conn.data_to_send()))
-            return
-        parts: list[bytes] = []
-        for text in texts:  # a server's text frame is a header and the bytes (RFC 6455 §5.2): no parser needed
-            payload = text.encode()
-            parts.append(_text_frame_head(len(payload)))
-            parts.append(payload)
-        self.transport.write(b"".join(parts))
-
-
-_SMALL_HEADS = [bytes((0x81, size)) for size in range(126)]
-
-
-def _text_frame_head(size: int) -> bytes:
-    """The header of a final, unmasked text frame of ``size`` bytes: what websockets would write, made without
-    its ``Frame`` object and serializer, which every answer used to cross."""
-    if size < 126:
-        return _SMALL_HEADS[size]
-    if size < 65536:
-        return b"\x81\x7e" + size.to_bytes(2, "big")
-    return b"\x81\x7f" + size.to_bytes(8, "big")
-
-
 class Connection:
     """The send side of one socket, plus what the handshake learned about the peer."""
 
-    def __init__(self, ws: WebSocket, conn_id: str, remote: str, *, max_buffered: int,
+    def __init__(self, socket: RpcSocket, conn_id: str, remote: str, *, max_buffered: int,
                  budget: OutboundBudget | None = None) -> None:
-        self.ws = ws
+        self.socket = socket
         self.conn_id = conn_id
         self.remote = remote
         self.max_buffered = max_buffered
@@ -130,7 +67,6 @@ class Connection:
         self._queue: deque[str] = deque()
         self._close_request: tuple[int, str] | None = None
         self._wake = asyncio.Event()
-        self._wire = _Wire.of(ws)
         self._writer: asyncio.Task[None] | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
         self.budget.register(self)
@@ -165,9 +101,9 @@ class Connection:
         budgets like our own queue. It drains without telling us, so it is re-read whenever this
         connection sends, and for everyone before the budget closes anybody.
         """
-        if self._wire is None or self.closed:
+        if self.closed:
             return
-        now = self._wire.transport.get_write_buffer_size()
+        now = self.socket.write_buffer_size()
         self.budget.total += now - self.in_transport
         self.in_transport = now
 
@@ -180,22 +116,16 @@ class Connection:
             while True:
                 if not self._queue:
                     if self._close_request is not None:  # queued behind what was already sent
-                        code, reason = self._close_request
-                        with contextlib.suppress(Exception):
-                            await self.ws.close(code=code, reason=reason)
+                        self.socket.close(*self._close_request)
                         return
                     self._wake.clear()
                     await self._wake.wait()
                     continue
-                if self._wire is not None:
-                    # Waits while the transport is paused (the peer is not reading): that wait is
-                    # what makes ``buffered`` grow for a slow consumer.
-                    await self._wire.writable()
-                    self._wire.write(self._take(BATCH_BYTES))
-                    self.sample()
-                else:
-                    text = self._take(1)[0]
-                    await self.ws.send_text(text)
+                # Waits while the transport is paused (the peer is not reading): that wait is
+                # what makes ``buffered`` grow for a slow consumer.
+                await self.socket.writable()
+                self.socket.write(self._take(BATCH_BYTES))
+                self.sample()
         except Exception:  # the peer went away; the reader side notices and cleans up
             self.closed = True
             self._drop_queue()
@@ -219,9 +149,9 @@ class Connection:
         budget = self.budget
         if budget.total + size > budget.limit and not budget.make_room(size, self):
             return False
-        if not self._queue and self._wire is not None and self._wire.ready():
+        if not self._queue and self.socket.ready():
             try:
-                self._wire.write([text])
+                self.socket.write([text])
                 self.sample()
                 return True
             except Exception:  # closing under us: let the writer find out, in order
@@ -275,9 +205,8 @@ class Connection:
         The writer is parked waiting for the transport to become writable, so a normal close would
         queue behind it forever. We stop the writer (it is between frames, so the stream stays well
         formed), drop its queue (that memory is what the budgets are for), append the close frame
-        straight to the transport, wake our reader with a disconnect, and abort the socket if the
-        peer has not finished closing in a few seconds. With a server other than uvicorn's
-        ``websockets-sansio`` (``_Wire``) it falls back to an ordinary close.
+        straight to the transport (which also ends our reader), and abort the socket if the peer has
+        not finished closing in a few seconds.
         """
         if self.closed:
             return
@@ -286,20 +215,7 @@ class Connection:
             self._writer.cancel()
         self._drop_queue()
         self._forget_transport()  # aborted within SLOW_CLOSE_GRACE_S at most: count it as freed now
-        wire = self._wire
-        if wire is None:
-            self._close_request = (CLOSE_POLICY, "slow consumer")
-            self.start_writer()
-            return
-        proto, transport = wire.proto, wire.transport
-        loop = asyncio.get_running_loop()
-        with contextlib.suppress(Exception):
-            if not proto.close_sent and not transport.is_closing():
-                wire.conn.send_close(CLOSE_POLICY, "slow consumer")
-                transport.write(b"".join(wire.conn.data_to_send()))
-                proto.close_sent = True
-                proto.close_timer = loop.call_later(SLOW_CLOSE_GRACE_S, transport.abort)
-            proto.queue.put_nowait({"type": "websocket.disconnect", "code": CLOSE_POLICY, "reason": "slow consumer"})
+        self.socket.close(CLOSE_POLICY, "slow consumer", within=SLOW_CLOSE_GRACE_S, abort=True)
 
     async def wait_closed(self, timeout: float = 2.0) -> None:
         if self._writer is not None:

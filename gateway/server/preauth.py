@@ -1,15 +1,15 @@
-"""Limits for sockets that have not logged in yet: how many may wait (their frames' size: ``ws_protocol``).
+"""Limits for sockets that have not logged in yet: how many may wait (their frames' size: ``rpc_socket``).
 
 Before ``connect`` succeeds, a peer is a stranger. Its frames are capped at ``MAX_PREAUTH_FRAME_BYTES``
-by the WebSocket parser itself (``gateway.server.ws_protocol``: a frame announcing more is refused from
+by the WebSocket parser itself (``gateway.server.rpc_socket``: a frame announcing more is refused from
 its header, close 1009, before its payload is read), and the limit is lifted to
 ``gateway.maxPayload`` once the handshake succeeds. How many strangers may wait at once is capped
 overall and per address (``PreAuthSockets``); at a cap the OLDEST waiting stranger is dropped, not the
 newcomer, so a flood cannot keep a real client (who logs in within milliseconds) from getting in.
 
 Only strangers that are idle on their side can be dropped (issue #28): one whose ``connect`` frame has
-arrived (read, or still unread in its socket while the event loop is behind: ``ws_protocol``'s
-``PEER_SPOKE``) is waiting on US, and one younger than ``GRACE_S`` may simply not have had its challenge
+arrived (read, or still unread in its socket while the event loop is behind: ``rpc_socket``'s
+``peer_spoke``) is waiting on US, and one younger than ``GRACE_S`` may simply not have had its challenge
 written yet, because the event loop is busy with a thousand others. Before that rule a connect storm
 of 1,000 real clients from one address (a proxy, a NAT, a benchmark) lost 301 of them to the
 per-address cap. Over a cap with nobody droppable, newcomers are let in and the count is checked
@@ -63,7 +63,7 @@ class PreAuthSockets:
     def admit(self, key: str, address: str, conn: Any, spoke: Callable[[], bool] | None = None) -> list[Any]:
         """Count ``conn`` in; returns the waiting connections to drop (the oldest idle) to stay within the caps.
 
-        ``spoke`` tells whether the peer has sent a whole message (``PEER_SPOKE``); without it the
+        ``spoke`` tells whether the peer has sent a whole message (``RpcSocket.peer_spoke``); without it the
         peer counts as idle. If the caps are still exceeded afterwards (nobody droppable yet), call
         ``sweep`` after ``overdue_in()`` seconds.
         """

@@ -26,7 +26,6 @@ from gateway.config.reload import register_secrets
 from gateway.server import gc_freezer
 from gateway.server.control_ui import find_root
 from gateway.server.loop_watch import LoopWatch
-from gateway.server.ws_protocol import GatewayWebSocketProtocol
 from gateway.store import StoreError
 
 __all__ = ["resolve_token", "run", "serve"]
@@ -171,9 +170,10 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
             # The app is built after start so capabilities and channels can add routes (``gateway.http_routes``).
             from gateway.server.app import build_app
 
+            app = build_app(gw)
             server = _Server(uvicorn.Config(
-                build_app(gw),
-                ws=GatewayWebSocketProtocol,  # websockets' sans-I/O core, with the pre-connect frame cap
+                app,
+                ws=app.socket_class,  # our RPC socket driver (gateway.server.rpc_socket); other paths: uvicorn's
                 # X-Forwarded-For is honoured from loopback only (uvicorn's default; FORWARDED_ALLOW_IPS widens
                 # it): behind a local TLS proxy, clients must keep their own address, or every one of them would
                 # look local (auto-approved devices, one shared auth-failure budget).
