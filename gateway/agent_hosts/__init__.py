@@ -5,7 +5,9 @@
   turn, each decided by the access model (a node reports about its own turns only);
 - ``remote``: the executor's turn carried to the node (``agent.run`` as a node invoke): paths, the shim's and the
   model gateway's addresses as the node reaches them, and the answer back as a process result;
-- ``parked``: messages for a node that is offline or dropped mid-turn, run when it is back.
+- ``parked``: messages for a node that is offline or dropped mid-turn, run when it is back (or, cut off mid-turn
+  where running again is not safe, the chat asked to send them again);
+- ``store``: those messages in the database (``node_kept_messages``): a gateway restart keeps them.
 
 The node's side is ``nodes/agents`` (what its owner lends, its sandbox).
 """

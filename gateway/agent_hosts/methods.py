@@ -42,4 +42,5 @@ async def node_agents(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Where each agent's turns run (the gateway or a node) and, for a node, whether one can be placed now and why
     not; and how many messages wait for each node that is away."""
     hosts = _hosts(ctx)
-    return {"agents": await hosts.placement.explain(list(ctx.config.agents.list)), "waiting": hosts.parked.waiting()}
+    agents = await hosts.placement.explain(list(ctx.config.agents.list))
+    return {"agents": agents, "waiting": await hosts.parked.waiting()}

@@ -12,19 +12,21 @@ from gateway.agent_hosts.streams import TurnStreams
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.config import AgentConfig
+    from gateway.config import AgentConfig, ConfigStore
     from gateway.devices.service import NodeService
     from gateway.runs import RunQueue
+    from gateway.store import Database
 
 __all__ = ["AgentHosts"]
 
 
 class AgentHosts:
-    def __init__(self, nodes: NodeService, bus: EventBus | None, runs: RunQueue) -> None:
+    def __init__(self, nodes: NodeService, bus: EventBus | None, runs: RunQueue, db: Database,
+                 config: ConfigStore) -> None:
         self.nodes = nodes
         self.placement = Placement(nodes)
         self.streams = TurnStreams(bus)
-        self.parked = Parked(nodes, runs)
+        self.parked = Parked(nodes, runs, db, config)
         nodes.on_connect.append(self._connected)
 
     LOST = LOST
@@ -46,8 +48,10 @@ class AgentHosts:
                            runtime=agent.runtime, logins=logins, plugin_tools="", local_fx=local_fx,
                            timeout_s=timeout_s)
 
-    def kept_for(self, node_ref: str, run: Any) -> None:
-        self.parked.keep(node_ref, run)
+    async def kept_for(self, node_ref: str, run: Any, why: str, *, mid_turn: bool) -> str:
+        """Keep ``run``'s messages for the node's return (unless a turn cut off must not run again); the chat's
+        line."""
+        return await self.parked.keep(node_ref, run, why, mid_turn=mid_turn)
 
     def _connected(self, node_id: str) -> None:
         self.placement.forget(node_id)

@@ -18,6 +18,7 @@ async def start(host: CapabilityHost) -> None:
     nodes = host.nodes
     if nodes is None:
         return
-    service = AgentHosts(nodes, host.bus, host.runs)
+    service = AgentHosts(nodes, host.bus, host.runs, host.db, host.config_store)
     host.services.provide(AGENT_HOSTS, service)
+    await service.parked.start()
     host.on_stop(service.parked.stop)

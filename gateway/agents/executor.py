@@ -278,18 +278,19 @@ class AgentExecutor:
                                     "ok": res.ok, "reply": res.reply if res.ok else None, "error": res.error,
                                     "durationMs": round((time.monotonic() - turn.started) * 1000)})
         if turn.node_lost is not None:
-            return self._keep_for_node(run, turn.agent, turn.node_lost)
+            return await self._keep_for_node(run, turn.agent, turn.node_lost, mid_turn=True)
         if not res.ok:
             return RunOutcome(status="error", error=res.error or "the agent failed")
         return RunOutcome(status="ok", reply=reply)
 
-    def _keep_for_node(self, run: Run, agent: AgentConfig, why: str) -> RunOutcome:
-        """The turn's node is away: the chat hears it in one line, and the messages run when the node is back."""
+    async def _keep_for_node(self, run: Run, agent: AgentConfig, why: str, *, mid_turn: bool) -> RunOutcome:
+        """The turn's node is away: the chat hears it in one line, and the messages run when the node is back
+        (kept in the database; a turn cut off mid-turn only when running it again is safe)."""
         hosts = self._services.find(AGENT_HOSTS)
         assert agent.node is not None and hosts is not None
-        hosts.kept_for(agent.node, run)
-        log.info("turn kept for its node", session_key=run.session_key, node=agent.node, why=why)
-        return RunOutcome(status="error", error=f"{why}; your message is kept and runs when the node is back")
+        line = await hosts.kept_for(agent.node, run, why, mid_turn=mid_turn)
+        log.info("turn's node is away", session_key=run.session_key, node=agent.node, why=why, mid_turn=mid_turn)
+        return RunOutcome(status="error", error=line)
 
     async def _prepare(self, run: Run) -> _Turn | RunOutcome:
         """The agent and its runtime, the budget check, the conversation to resume, the turn's folder (private, or
@@ -412,7 +413,8 @@ class AgentExecutor:
                                                     "turn does not carry yet (use permissions allowlist or bypass)")
         host, why, kept = await hosts.try_place(agent)
         if host is None:
-            return self._keep_for_node(run, agent, why) if kept else RunOutcome(status="error", error=why)
+            return (await self._keep_for_node(run, agent, why, mid_turn=False) if kept
+                    else RunOutcome(status="error", error=why))
         settings = self._config.config.agents.sandbox_for(agent)
         if not owner and settings.network_for(owner=False) != "open":
             return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name}, whose sandbox gives "

@@ -113,6 +113,19 @@ class AgentRunner:
         self.runs_dir = state / "agent-runs"
         self.homes_dir = state / "agent-homes"
         self.cli_state_dir = state / "agent-state"
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """What turns of a previous process of this node left behind (killed mid-turn: their sandboxed CLIs died
+        with it, bubblewrap's ``--die-with-parent``): their hand-back files and private workspaces. The gateway
+        has kept their messages; nothing of them is read again."""
+        if not self.runs_dir.is_dir():
+            return
+        for left in self.runs_dir.iterdir():
+            if left.is_dir() and _HASH.match(left.name):
+                shutil.rmtree(left, ignore_errors=True)
+            elif left.name.endswith((".side-effects.ndjson", ".plugin-tools.json")):
+                left.unlink(missing_ok=True)
 
     @property
     def settings(self) -> AgentHostSettings:
