@@ -181,6 +181,33 @@ def _pg_has_schema(url: Any) -> bool:
     return proc.stdout.strip() not in ("", "null")
 
 
+def _drop_tables_not_in(dump: str, dsn: str, env: dict[str, str]) -> None:
+    """Make the database the backup's: the tables it does not hold go first.
+
+    ``pg_restore --clean`` replaces only what the dump names, so a table a newer version's migration made (the
+    upgrade a backup is restored to undo) stayed behind, and the next upgrade's migration then failed on it
+    ("relation already exists"). Only tables of the schema the dump restores into are dropped."""
+    listed = subprocess.run([_tool("pg_restore"), "--list", dump], env=env, capture_output=True, text=True,
+                            check=False)
+    if listed.returncode != 0:
+        raise BackupError(f"pg_restore --list failed: {listed.stderr.strip()[-300:]}")
+    kept: set[tuple[str, ...]] = set()
+    for line in listed.stdout.splitlines():  # "214; 1259 23476 TABLE public sessions owner"
+        words = line.split()
+        if not line.startswith(";") and len(words) > 5 and words[3] == "TABLE" and words[4] != "DATA":
+            kept.add((words[4], words[5]))
+    found = subprocess.run([_tool("psql"), f"--dbname={dsn}", "-tAc",
+                            "SELECT schemaname, tablename FROM pg_tables WHERE schemaname = current_schema()"],
+                           env=env, capture_output=True, text=True, check=False)
+    if found.returncode != 0:
+        raise BackupError(f"cannot list the database's tables: {found.stderr.strip()[-300:]}")
+    stale = [tuple(row.split("|", 1)) for row in found.stdout.splitlines() if "|" in row]
+    drops = [f'DROP TABLE IF EXISTS "{schema}"."{name}" CASCADE;' for schema, name in stale
+             if (schema, name) not in kept]
+    if drops:
+        _run([_tool("psql"), f"--dbname={dsn}", "-v", "ON_ERROR_STOP=1", "-qc", " ".join(drops)], env)
+
+
 def restore(archive: Path, state: Path, *, force: bool = False) -> dict[str, Any]:
     """Put a backup back into ``state`` (the gateway must be stopped); returns the manifest."""
     manifest, members = _read(archive)
@@ -204,6 +231,7 @@ def restore(archive: Path, state: Path, *, force: bool = False) -> dict[str, Any
         with tempfile.NamedTemporaryFile(suffix=".pgdump") as dump:
             dump.write(members["db.pgdump"])
             dump.flush()
+            _drop_tables_not_in(dump.name, dsn, env)
             _run([_tool("pg_restore"), "--clean", "--if-exists", "--no-owner", "--no-privileges",
                   "--single-transaction", f"--dbname={dsn}", dump.name], env)
     targets = {"remoteclaw.json": paths.config_path(), "gateway.token": paths.token_path()}

@@ -129,3 +129,34 @@ async def test_a_restore_checks_the_whole_archive_before_writing_anything(tmp_pa
         assert says in out.stderr and "Traceback" not in out.stderr, (name, out.stderr)
         assert not (state / "remoteclaw.db").exists(), name  # nothing written: no half-done restore
         assert not (state / "remoteclaw.json").exists(), name
+
+
+async def test_a_postgres_restore_over_a_newer_schema_leaves_nothing_of_it_behind(tmp_path: Path) -> None:
+    """The rollback of an upgrade: N's backup restored with ``--force`` over the database N+1 migrated. A table
+    N+1's migration made must go with it, or the next upgrade's migration fails on "relation already exists"
+    (found by the rolling upgrade in a real engine, after the in-place upgrade's rollback)."""
+    import asyncpg
+
+    with fresh_database() as url:
+        env = {"REMOTECLAW_DATABASE_URL": url}
+        archive = tmp_path / "n.tar.gz"
+        with GatewayProcess(tmp_path / "a", config=CONFIG, env=env, token=None) as a:
+            before = await fill(a)
+            assert cli(a.state_dir, "backup", "--output", str(archive), env=env).returncode == 0
+        dsn = url.replace("postgresql+asyncpg://", "postgresql://")
+        conn = await asyncpg.connect(dsn)
+        try:  # what image N+1's migration leaves: a table of its own, with a row
+            await conn.execute("CREATE TABLE upgrade_test (id integer PRIMARY KEY);"
+                               " INSERT INTO upgrade_test VALUES (1)")
+        finally:
+            await conn.close()
+        forced = cli(tmp_path / "a", "restore", str(archive), "--force", env=env)
+        assert forced.returncode == 0, forced.stderr
+        conn = await asyncpg.connect(dsn)
+        try:
+            assert await conn.fetchval("SELECT to_regclass('upgrade_test')") is None
+            await conn.execute("CREATE TABLE upgrade_test (id integer PRIMARY KEY)")  # the next upgrade's migration
+        finally:
+            await conn.close()
+        with GatewayProcess(tmp_path / "a", env=env, token=None) as b:
+            assert await snapshot(b) == before
