@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from websockets.exceptions import InvalidHandshake
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from gateway.runs.recovery import RETRY_NOTICE
 from tests.support.ws import RawClient, operator
@@ -263,7 +263,7 @@ async def test_a_killed_replica_loses_no_client_for_long(compose: Compose) -> No
     async def answered() -> bool:
         try:
             history = await turn(url, compose.token, f"agent:main:after-{uuid.uuid4().hex[:6]}", "after the kill")
-        except (OSError, AssertionError, ConnectionError, TimeoutError, InvalidHandshake):
+        except (OSError, AssertionError, ConnectionError, TimeoutError, InvalidHandshake, ConnectionClosed):
             await asyncio.sleep(0.2)
             return False
         return history[-1][0] == "assistant"
@@ -334,7 +334,7 @@ async def with_the_fake_agent(compose: Compose) -> None:
 async def reachable(url: str, token: str) -> RawClient | None:
     try:
         return await operator(url, token)
-    except (OSError, AssertionError, ConnectionError, TimeoutError, InvalidHandshake):
+    except (OSError, AssertionError, ConnectionError, TimeoutError, InvalidHandshake, ConnectionClosed):
         return None
 
 
@@ -366,7 +366,7 @@ async def test_chaos_three_replicas_every_accepted_message_answered_once(compose
                     accepted[key] = text
                 else:
                     refused += 1
-            except (OSError, ConnectionError, TimeoutError):
+            except (OSError, ConnectionError, TimeoutError, ConnectionClosed):
                 refused += 1  # not accepted: the client saw no answer, and may send again
             finally:
                 await client.close()
@@ -608,7 +608,7 @@ async def test_a_rolling_upgrade_of_two_replicas_loses_no_message_and_answers_no
                     accepted[key] = text
                 else:
                     refused += 1
-            except (OSError, ConnectionError, TimeoutError):
+            except (OSError, ConnectionError, TimeoutError, ConnectionClosed):
                 refused += 1  # no answer: not accepted as far as the client knows, it may send again
             finally:
                 await client.close()
