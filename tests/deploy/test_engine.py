@@ -2,8 +2,9 @@
 the test), as an operator following docs/deploy.md does it.
 
 One compose project for the module (``rc-enginetest``), its images built once: the gateway builds and becomes
-healthy (``/readyz``) on PostgreSQL and Redis, answers a turn, keeps its data across ``down`` + ``up``, is not
-recreated when the ``replicas`` profile is added, scales to three replicas with three names and one config, says
+healthy (``/readyz``) on PostgreSQL and Redis, answers a turn, keeps its data across ``down`` + ``up``, pairs
+the ``node`` profile's node and gets its canvas back as a PNG showing what was drawn, is not recreated when the
+``node`` or the ``replicas`` profile is added, scales to three replicas with three names and one config, says
 it is not ready while PostgreSQL is stopped, backs up and restores inside compose, is upgraded to N+1 in place
 and rolled back, and as a rolling restart of two replicas, and survives the chaos run (``chaos`` marker: one of
 three replicas killed under load, then PostgreSQL, then Redis stopped). Timings go to
@@ -17,6 +18,8 @@ tests fail saying why; they never skip. Deselected from the suite (``docker`` ma
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
 import os
 import secrets
@@ -33,6 +36,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from gateway.runs.recovery import RETRY_NOTICE
+from tests.nodes.browser.test_browser_canvas import dark_pixels
 from tests.support.ws import RawClient, operator
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -120,14 +124,15 @@ def compose(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compose]:
     env_file.chmod(0o600)
     c = Compose(env_file)
     c.token = env_file.read_text().split("\n")[0].split("=", 1)[1]
-    c("--profile", "replicas", "down", "-v", "--remove-orphans", check=False)
+    c("--profile", "replicas", "--profile", "node", "down", "-v", "--remove-orphans", check=False)
     try:
         yield c
     finally:
         # every container's log, kept for a failure's post-mortem (the project is removed just below)
-        logs = c("--profile", "replicas", "logs", "--no-color", "--timestamps", check=False, scaled=True)
+        logs = c("--profile", "replicas", "--profile", "node", "logs", "--no-color", "--timestamps", check=False,
+                 scaled=True)
         (env_file.parent / "compose.log").write_text(logs.stdout + logs.stderr)
-        c("--profile", "replicas", "down", "-v", "--remove-orphans", check=False)
+        c("--profile", "replicas", "--profile", "node", "down", "-v", "--remove-orphans", check=False)
         out = os.environ.get("REMOTECLAW_DOCKER_TIMINGS")
         if out:
             Path(out).write_text(json.dumps(TIMINGS, indent=2) + "\n")
@@ -240,6 +245,99 @@ async def test_not_ready_while_postgresql_is_stopped(compose: Compose) -> None:
     finally:
         compose("start", "postgres", timeout=60)
     wait_for(lambda: http(PORT, "/readyz")[0] == 200, 60, "/readyz 200 again")
+
+
+NODE_NAME = "compose-node"  # deploy/compose.yaml's node service: --display-name compose-node
+CANVAS_TITLE = "Drawn on the compose node"
+CANVAS_CARD = "\n".join(json.dumps(m) for m in (
+    {"surfaceUpdate": {"surfaceId": "main", "components": [
+        {"id": "root", "component": {"Card": {"child": "title"}}},
+        {"id": "title", "component": {"Text": {"text": {"literalString": CANVAS_TITLE}, "usageHint": "h1"}}}]}},
+    {"beginRendering": {"surfaceId": "main", "root": "root"}}))
+CRIMSON, WHITE = (220, 20, 60), (255, 255, 255)
+BLOCK_PAGE = ("data:text/html,<body style='margin:0;background:rgb(255,255,255)'><div style='position:absolute;"
+              "left:100px;top:50px;width:200px;height:100px;background:rgb(220,20,60)'></div></body>")
+
+
+def node_cli(compose: Compose, *argv: str) -> Any:
+    """``remoteclaw nodes ... --json`` inside the gateway container, as docs/deploy.md tells the operator."""
+    out = compose.exec("gateway", "/app/.venv/bin/remoteclaw", "nodes", *argv, "--json").stdout
+    return json.loads(out)
+
+
+def picture(answer: dict[str, Any]) -> Any:
+    """The image in a ``canvas.snapshot`` answer, checked to be a PNG by its signature before Pillow reads it."""
+    from PIL import Image
+
+    shot = answer["payload"]
+    assert shot["format"] == "png", {k: v for k, v in shot.items() if k != "base64"}
+    data = base64.b64decode(shot["base64"])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:16]
+    return Image.open(io.BytesIO(data)).convert("RGB")
+
+
+def near(pixel: tuple[int, int, int], colour: tuple[int, int, int]) -> bool:
+    return all(abs(a - b) <= 3 for a, b in zip(pixel, colour, strict=True))
+
+
+async def test_the_node_profile_pairs_and_its_canvas_snapshot_shows_what_was_drawn(compose: Compose) -> None:
+    """``--profile node up`` next to the running gateway (not recreated): the node (deploy/Dockerfile.node, Debian's
+    Chromium driven by Playwright) asks to pair over compose's network, is approved as docs/deploy.md says, and
+    draws what it is given: an A2UI card on the gateway's canvas host page (loaded from ``http://gateway:18789``)
+    and a page of known colours; ``canvas.snapshot`` through the gateway brings back PNGs with those pixels. The
+    node is removed at the end, so the tests after run on the project as they would without it."""
+    before = compose.container_ids("gateway")
+    started = time.monotonic()
+    compose("--profile", "node", "build", "node", timeout=1500)
+    TIMINGS["node_build_s"] = round(time.monotonic() - started, 1)
+    try:
+        compose("--profile", "node", "up", "-d", "node", timeout=300)  # no --wait: a node has no health check
+        assert compose.container_ids("gateway") == before  # the node's profile leaves the running gateway alone
+        request = wait_for(lambda: next((r for r in node_cli(compose, "pending")
+                                         if r["displayName"] == NODE_NAME), None), 60, "the node's pairing request")
+        assert "canvas.snapshot" in request["commands"], request  # Chromium and Playwright's driver load
+        approved = node_cli(compose, "approve", request["requestId"])
+        assert approved["decision"] == "approved", approved
+        node_id = request["nodeId"]
+        live = wait_for(lambda: next((n for n in node_cli(compose, "list")["nodes"] if n["nodeId"] == node_id
+                                      and n["status"] == "approved" and n.get("connected")), None),
+                        60, "the node connected with its own token")
+        assert "canvas.snapshot" in live["allowedCommands"], live
+
+        client = await operator(f"ws://127.0.0.1:{PORT}/", compose.token)
+        try:
+            async def canvas(command: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+                body = {"nodeId": node_id, "command": command, "params": params or {}, "timeoutMs": 60_000,
+                        "idempotencyKey": str(uuid.uuid4())}
+                answer: dict[str, Any] = await client.call("node.invoke", body, timeout=75)
+                return answer
+
+            shown = await canvas("canvas.present", {"placement": {"width": 800, "height": 600}})
+            assert shown["payload"]["url"] == "http://gateway:18789/__remoteclaw__/canvas/", shown
+            empty = picture(await canvas("canvas.snapshot", {"format": "png"}))
+            pushed = await canvas("canvas.a2ui.pushJSONL", {"jsonl": CANVAS_CARD})
+            assert pushed["payload"]["surfaces"] == ["main"], pushed
+            drawn = picture(await canvas("canvas.snapshot", {"format": "png"}))
+            assert drawn.size == empty.size == (800, 600)
+            title_area = (0, 0, 800, 150)  # the card's h1, near the top
+            assert dark_pixels(drawn, title_area) > 200 > dark_pixels(empty, title_area)
+            text = await canvas("canvas.eval", {"javaScript":
+                                                "document.querySelector('[data-a2ui-id=title]').textContent"})
+            assert text["payload"]["result"] == CANVAS_TITLE
+
+            await canvas("canvas.present", {"url": BLOCK_PAGE})
+            block = picture(await canvas("canvas.snapshot", {"format": "png"}))
+            assert block.size == (800, 600)
+            assert near(block.getpixel((200, 100)), CRIMSON) and near(block.getpixel((101, 51)), CRIMSON)
+            assert near(block.getpixel((50, 25)), WHITE) and near(block.getpixel((400, 300)), WHITE)
+            grid = [(x, y) for x in range(0, 800, 4) for y in range(0, 600, 4)]
+            crimson = sum(1 for xy in grid if near(block.getpixel(xy), CRIMSON))
+            assert crimson == 50 * 25, crimson  # the 200 x 100 block, every 4th pixel each way, and nothing else
+        finally:
+            await client.close()
+    finally:
+        compose("--profile", "node", "rm", "-s", "-f", "node", timeout=120, check=False)
+    assert compose.container_ids("gateway") == before
 
 
 async def test_the_replicas_profile_leaves_the_running_gateway_alone(compose: Compose) -> None:
