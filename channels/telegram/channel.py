@@ -43,7 +43,7 @@ from channels.environment import ChannelEnvironment
 from channels.files import upload_of
 from channels.inbound import Payload
 from gateway.extras import MissingExtra
-from gateway.platforms import COMMANDS, ChatType, FileBytes, MediaKind
+from gateway.platforms import ChatType, FileBytes, MediaKind, chat_commands
 
 try:
     import telegram
@@ -207,7 +207,7 @@ class TelegramChannel(Channel):
             raise
         if self._menu_commands:  # the "/" menu in Telegram's apps lists the chat commands the gateway answers
             try:
-                await app.bot.set_my_commands([(c.name, c.description) for c in COMMANDS])
+                await app.bot.set_my_commands([(c.name, c.help) for c in chat_commands.specs("session")])
             except tg_error.TelegramError as exc:
                 log.warning("telegram command menu not set", account=self.account_id, error=str(exc))
         log.info("telegram bot started", account=self.account_id, username=self.username, mode=self.mode)

@@ -64,9 +64,10 @@ class Principal:
         return self.scope.session_key if self.scope is not None else None
 
     @classmethod
-    def for_chat(cls, session_key: str, channel: str, chat_id: str, *, person_id: str | None,
+    def for_chat(cls, session_key: str | None, channel: str, chat_id: str, *, person_id: str | None,
                  owner: bool) -> Principal:
-        """Who speaks in a chat: a chat command is decided as the run of that chat's session would be."""
+        """Who speaks in a chat: a chat command is decided as the run of that chat's session would be (no session
+        yet at the inbound door: then the chat and the person are all it has)."""
         if owner:
             return cls("run", person_id=person_id, sees_all=True, owner_tier=True, scopes=frozenset({ADMIN}))
         return cls("run", person_id=person_id,

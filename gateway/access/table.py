@@ -1,4 +1,5 @@
-"""The threat model as a table, computed from the model itself and the method registry (docs/security.md).
+"""The threat model as a table, computed from the model itself, the method registry and the chat-command registry
+(docs/security.md).
 
 Each cell asks ``may`` for a stand-in of that principal against its own object and against someone else's:
 "all" (someone else's too), "own" (only its own), or "—" (neither). So the table says what the code decides, and
@@ -62,23 +63,30 @@ def _cell(p: Principal, action: Action, kind: Kind) -> str:
 
 
 def render() -> str:
-    """The markdown table: one row per (kind, action) some method declares, the methods that do, a cell each."""
+    """The markdown table: one row per (kind, action) some method or chat command declares, the methods and the
+    commands that do (every command is named: there are few), a cell each."""
+    from gateway.dispatch.commands import commands
     from gateway.dispatch.registry import registry
     from gateway.methods import load_all
 
     load_all()
     rows: dict[tuple[str, str], list[str]] = {}
+    said: dict[tuple[str, str], list[str]] = {}
     for spec in registry.specs():
         for access in spec.access:
             rows.setdefault((access.kind, access.action), []).append(spec.name)
+    for cmd in commands.specs():
+        said.setdefault((cmd.access.kind, cmd.access.action), []).append(cmd.name)
+        rows.setdefault((cmd.access.kind, cmd.access.action), [])
     who = stand_ins()
-    head = "| object | action | methods | " + " | ".join(who) + " |"
-    lines = [head, "|" + " --- |" * (3 + len(who))]
+    head = "| object | action | methods | chat commands | " + " | ".join(who) + " |"
+    lines = [head, "|" + " --- |" * (4 + len(who))]
     for (kind, action), names in sorted(rows.items()):
         cells = [_cell(p, action, kind) for p in who.values()]  # type: ignore[arg-type]
         shown = ", ".join(f"`{n}`" for n in sorted(names)[:6]) + (f" and {len(names) - 6} more" if len(names) > 6
                                                                   else "")
-        lines.append(f"| {kind} | {action} | {shown} | " + " | ".join(cells) + " |")
+        typed = ", ".join(f"`/{n}`" for n in sorted(said.get((kind, action), [])))
+        lines.append(f"| {kind} | {action} | {shown} | {typed} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

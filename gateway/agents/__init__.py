@@ -8,6 +8,7 @@
 - ``workspace``, ``reply``: the per-session working folder; shaping and de-duplicating replies;
 - ``runtimes/``: one adapter per agent CLI, found through the ``remoteclaw.runtimes`` extension point.
 
-This package imports lazily (nothing here at import time), because ``gateway.platforms`` imports
-``agents.commands`` and the executor imports ``gateway.platforms``.
+This package imports lazily (nothing here at import time): the chat-command registry
+(``gateway.dispatch.commands``) imports ``agents.commands`` and the other command modules, and the executor
+imports ``gateway.platforms``.
 """

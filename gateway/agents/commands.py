@@ -1,73 +1,71 @@
-"""Chat commands: what a Telegram or Discord user types to steer the agent rather than talk to it.
+"""The conversation's chat commands: what a Telegram or Discord user types to steer the agent rather than talk to it.
 
-A chat has no Stop button and no "new conversation" menu, so these few words do that job. The
-executor's side answers them itself, at once, even while a turn is running; they never reach the agent.
-``/new`` followed by text starts the new conversation with that text.
+A chat has no Stop button and no "new conversation" menu, so these few words do that job. The inbound router
+answers them at once, even while a turn is running; they never reach the agent. ``/new`` followed by text starts
+the new conversation with that text. Declared with ``@command`` (``gateway.dispatch.commands``), as every chat
+command is beside what it serves.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from gateway.access import Access
+from gateway.dispatch.commands import CommandContext, command, commands
 
-__all__ = ["COMMANDS", "Command", "help_text", "parse"]
+__all__ = ["SESSION_READ", "SESSION_WRITE"]
 
-_SESSION_READ = Access("session", "read")
-_SESSION_WRITE = Access("session", "write")
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """A chat command, with what it acts on (``gateway.access``): the chat's own session unless it says more.
-
-    The inbound router asks the access model before answering one, as the dispatcher does for a method."""
-
-    name: str
-    description: str
-    access: Access
-    aliases: tuple[str, ...] = ()
+SESSION_READ = Access("session", "read")
+SESSION_WRITE = Access("session", "write")
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("stop", "Stop the current answer and drop the messages waiting for it", _SESSION_WRITE, ("abort",)),
-    Command("new", "Start a new conversation (the agent forgets this one)", _SESSION_WRITE, ("reset",)),
-    Command("status", "What the agent is doing and what this conversation has used", _SESSION_READ),
-    Command("project", "List the projects, or switch this conversation to one: /project <name>", _SESSION_WRITE),
-    Command("diff", "The last turn's changes as a file; /diff all: everything uncommitted", _SESSION_READ),
-    Command("queue", "Show the messages waiting for the next turn; /queue clear drops them", _SESSION_WRITE),
-    Command("usage", "Tokens and cost today, this week and in this conversation", Access("usage", "read")),
-    Command("handoff", "The command that continues this conversation in the agent's CLI on the machine", _SESSION_READ),
-    Command("record", "Record what the agent does on your desktop node: /record start, /record stop (sends the zip)",
-            Access("node", "exec")),
-    Command("approve", "Decide what the agent asked: /approve <id> allow-once|allow-always|deny",
-            Access("approval", "write")),
-    # /start is the first thing Telegram sends
-    Command("help", "List these commands", Access("gateway", "read"), ("start",)),
-)
-_BY_WORD = {word: cmd for cmd in COMMANDS for word in (cmd.name, *cmd.aliases)}
-# "/stop", "/stop@MyBot" (Telegram groups), then optional text after whitespace.
-_COMMAND = re.compile(r"^/([A-Za-z]+)(?:@\w+)?(?:\s+(.*))?$", re.DOTALL)
+@command("stop", access=SESSION_WRITE, aliases=("abort",),
+         help="Stop the current answer and drop the messages waiting for it")
+async def stop(ctx: CommandContext, rest: str) -> str:
+    stopped, _forwarded = await ctx.runs.abort_everywhere(ctx.key)
+    return "⏹ Stopped." if stopped else "Nothing is running."
 
 
-def parse(text: str) -> tuple[Command, str] | None:
-    """The command at the start of ``text`` and the text after it; None for an ordinary message."""
-    m = _COMMAND.match(text.strip())
-    if m is None:
-        return None
-    cmd = _BY_WORD.get(m.group(1).lower())
-    return (cmd, (m.group(2) or "").strip()) if cmd else None
+@command("new", access=SESSION_WRITE, aliases=("reset",), continues=True,
+         help="Start a new conversation (the agent forgets this one)")
+async def new(ctx: CommandContext, rest: str) -> str:
+    """The text after it (or the message's files) is the new conversation's first message (``continues``)."""
+    await ctx.sessions.reset(ctx.key)
+    return "🆕 New conversation: the agent starts fresh."
 
 
-PEOPLE_HELP = (
-    "/whoami — Who the gateway takes you for",
-    "/link — Link another chat of yours: /link here, then /link <code> from the other chat",
-    "/login — A one-time link that signs you in to the web chat",
-)
-"""The people commands (``gateway.people.chat``), answered at the inbound door before these."""
+@command("status", access=SESSION_READ, help="What the agent is doing and what this conversation has used")
+async def status(ctx: CommandContext, rest: str) -> str:
+    key = ctx.key
+    st = await ctx.sessions.status(key)
+    run = st["run"]
+    doing = "idle"
+    if run["active"]:
+        doing = "working" + (f", {run['queued']} message(s) waiting" if run["queued"] else "")
+    lines = [f"Agent: {st['agentId']} ({st['runtime']}{', ' + st['model'] if st['model'] else ''})",
+             f"Now: {doing}",
+             f"Tokens: {st['inputTokens']:,} in, {st['outputTokens']:,} out",
+             f"Session: {key}"]
+    if st.get("project"):
+        lines.insert(2, f"Project: {st['project']}" + (f" (branch {st['branch']})" if st.get("branch") else ""))
+    return "\n".join(lines)
 
 
-def help_text() -> str:
-    lines = [f"/{c.name} — {c.description}" for c in COMMANDS] + list(PEOPLE_HELP)
-    return "Anything else you write goes to the agent. Commands:\n" + "\n".join(lines)
+@command("queue", access=SESSION_WRITE, help="Show the messages waiting for the next turn; /queue clear drops them")
+async def queue(ctx: CommandContext, rest: str) -> str:
+    """``/queue``: what waits for the next turn; ``/queue clear``: drop it."""
+    if rest.lower() == "clear":
+        dropped = ctx.runs.clear_waiting(ctx.key)
+        return f"🗑 Dropped {dropped} waiting message(s)." if dropped else "Nothing is waiting."
+    if rest:
+        return "Usage: /queue shows what waits; /queue clear drops it."
+    waiting = ctx.runs.waiting(ctx.key)
+    if not waiting:
+        return "Nothing is waiting."
+    shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
+    return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
+
+
+# /start is the first thing Telegram sends
+@command("help", access=Access("gateway", "read"), aliases=("start",), help="List these commands")
+async def help_(ctx: CommandContext, rest: str) -> str:
+    """Generated from the registry: the commands this sender may use in this chat."""
+    return commands.help_text(ctx.speaker)

@@ -14,7 +14,10 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gateway.access import Access
 from gateway.agents.invocation import cli_argv
+from gateway.agents.projects import GitError
+from gateway.dispatch.commands import CommandContext, command
 from gateway.sessions import parse_key
 
 if TYPE_CHECKING:
@@ -28,6 +31,23 @@ if TYPE_CHECKING:
     CLI keeps the conversation in when that is the session's own (None: the machine's HOME)."""
 
 __all__ = ["handoff", "handoff_command"]
+
+
+@command("handoff", access=Access("session", "read"),
+         help="The command that continues this conversation in the agent's CLI on the machine")
+async def handoff_text(ctx: CommandContext, rest: str) -> str:
+    """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
+    try:
+        found = await handoff(ctx.sessions, ctx.replies.handoff_place, ctx.key)
+    except (GitError, OSError) as exc:
+        return f"The project's folder could not be prepared: {exc}"
+    if found is None:
+        return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
+    runtime, sid = found["runtime"], found["sessionId"]
+    if found["command"] is None:
+        return f"The {runtime} runtime cannot be resumed outside the gateway (session id {sid})."
+    return (f"Continue this conversation on the gateway's machine ({runtime}, session {sid}):\n\n"
+            f"{found['command']}\n\nWhat you do there is picked up here with the next message.")
 
 
 async def handoff(sessions: SessionsService, place: HandoffPlace, key: str) -> dict[str, str | None] | None:

@@ -2,8 +2,8 @@
 
 Platforms decide *whether* a sender may talk (access rules, pairing, the owner); this decides what
 their message does: which session it belongs to (shaped by ``session.dmScope``), whether it is a
-chat command the gateway answers at once (``/stop``, ``/new``, ``/status``, ``/queue``, ``/usage``, ``/handoff``,
-``/help``), and otherwise
+chat command the gateway answers at once (declared with ``@command`` beside what each serves,
+``gateway.dispatch.commands``: this only parses, decides with the access model and calls), and otherwise
 the run request it becomes, with its downloaded files named by their path in the run's workspace.
 """
 
@@ -14,23 +14,19 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
-from gateway.access import Obj, Principal, may
-from gateway.agents import commands, project_commands
-from gateway.agents.handoff import handoff
-from gateway.agents.projects import GitError
-from gateway.agents.strangers import dm_scope_for, moves_route, strangers_conversation
-from gateway.agents.usage import usage_text
+from gateway.agents.strangers import dm_scope_for, moves_route
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.composition.ports import CHAT_DECISIONS, RECORDER, VOICE
+from gateway.dispatch.commands import CommandContext, CommandSpec, Speaker, commands
 from gateway.people.service import person_key
 from gateway.protocol import InvalidRequest
 from gateway.runs import Origin, RunRequest
-from gateway.sessions import inbound_key, main_key, parse_key
+from gateway.sessions import inbound_key, main_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.composition.services import Services
-    from gateway.config import AgentConfig, ConfigStore, ProjectConfig
+    from gateway.config import AgentConfig, ConfigStore
     from gateway.hooks import HookRunner
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.messages import Inbound
@@ -129,8 +125,12 @@ class InboundRouter:
                         thread_id=msg.thread_id, reply_to_id=msg.message_id, sender_id=msg.sender_id,
                         sender_name=msg.sender_name)
         text = msg.text
+        command = commands.parse(text, "session")
+        if command is not None and not (self._config.config.messages.commands or command[0].always):
+            command = None  # commands are off: an ordinary message
         chat = self._services.find(CHAT_DECISIONS)
-        if chat is not None:  # /approve, or the answer to a pending question: never reaches the agent
+        if chat is not None and (command is None or not command[0].always):
+            # the answer to a pending question (whatever it looks like): never reaches the agent
             if msg.media and not text.strip() and chat.awaits_answer(key, is_owner=is_owner,
                                                                      chat_type=msg.chat_type):
                 spoken = await self._spoken_answer(msg, origin, key)
@@ -143,24 +143,9 @@ class InboundRouter:
                 if answer:
                     await self._agents.notify(origin, answer, key)
                 return
-        command = commands.parse(text) if self._config.config.messages.commands else None
         if command is not None:
-            cmd, rest = command
-            log.info("chat command", command=cmd.name, session_key=key, sender=msg.sender_id)
-            refused = command_refusal(cmd, key, msg, is_owner=is_owner, person=mine)
-            if refused is not None:  # decided by the one authorization model, as a method would be
-                await self._agents.notify(origin, refused, key)
-                return
-            if cmd.name == "record":
-                await self._record_command(rest, key, origin, is_owner=is_owner)
-                return
-            if cmd.name in ("project", "diff"):
-                answer = await self._project_command(cmd, rest, key, origin, is_owner=is_owner, person=mine)
-                await self._agents.notify(origin, answer, key)
-                return
-            answer = await self._answer_command(cmd, key, rest, is_owner=is_owner, person=mine)
-            await self._agents.notify(origin, answer, key)
-            if cmd.name != "new" or not (rest or msg.media):
+            spec, rest = command
+            if not await self._answer_command(spec, rest, msg, key, origin, is_owner=is_owner, person=mine):
                 return
             text = rest  # "/new <text>": the first message of the new conversation
         files: list[str] = []
@@ -221,105 +206,21 @@ class InboundRouter:
                                                 "the agent gets the audio file instead.", key)
         return note
 
-    async def _answer_command(self, cmd: commands.Command, key: str, rest: str = "", *, is_owner: bool = False,
-                              person: PersonView | None = None) -> str:
-        if cmd.name == "queue":
-            return self._queue_text(key, rest)
-        if cmd.name == "usage":
-            owner = is_owner or (person is not None and person.is_owner)
-            return await usage_text(self._db, key, self._sessions.agent(parse_key(key)[0]),
-                                    person_id=person.id if person is not None else None, everyone=owner)
-        if cmd.name == "handoff":
-            return await self._handoff_text(key)
-        if cmd.name == "stop":
-            stopped, _forwarded = await self._runs.abort_everywhere(key)
-            return "⏹ Stopped." if stopped else "Nothing is running."
-        if cmd.name == "new":
-            await self._sessions.reset(key)
-            return "🆕 New conversation: the agent starts fresh."
-        if cmd.name == "status":
-            return await self._status_text(key)
-        return commands.help_text()
-
-    async def _handoff_text(self, key: str) -> str:
-        """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
-        try:
-            found = await handoff(self._sessions, self._agents.handoff_place, key)
-        except (GitError, OSError) as exc:
-            return f"The project's folder could not be prepared: {exc}"
-        if found is None:
-            return "Nothing to hand off yet: this conversation has no agent session (send a message first)."
-        runtime, sid = found["runtime"], found["sessionId"]
-        if found["command"] is None:
-            return f"The {runtime} runtime cannot be resumed outside the gateway (session id {sid})."
-        return (f"Continue this conversation on the gateway's machine ({runtime}, session {sid}):\n\n"
-                f"{found['command']}\n\nWhat you do there is picked up here with the next message.")
-
-    def _queue_text(self, key: str, rest: str) -> str:
-        """``/queue``: what waits for the next turn; ``/queue clear``: drop it."""
-        if rest.lower() == "clear":
-            dropped = self._runs.clear_waiting(key)
-            return f"🗑 Dropped {dropped} waiting message(s)." if dropped else "Nothing is waiting."
-        if rest:
-            return "Usage: /queue shows what waits; /queue clear drops it."
-        waiting = self._runs.waiting(key)
-        if not waiting:
-            return "Nothing is waiting."
-        shown = [f"{i}. {m if len(m) <= 200 else m[:199] + '…'}" for i, m in enumerate(waiting, 1)]
-        return f"{len(waiting)} message(s) wait for the next turn:\n" + "\n".join(shown)
-
-    async def _record_command(self, rest: str, key: str, origin: Origin, *, is_owner: bool) -> None:
-        """``/record start|stop``: a desktop trajectory (``gateway.desktop``); the stop sends the zip."""
-        recorder = self._services.find(RECORDER)
-        if recorder is None:
-            await self._agents.notify(origin, "Recording needs the desktop capability and a desktop node.", key)
-            return
-        answer, file = await recorder.chat_command(key, rest, is_owner=is_owner)
-        await self._agents.notify(origin, answer, key)
-        if file is not None:
-            await self._agents.send_file(origin, Path(file), key)
-
-    async def _project_command(self, cmd: commands.Command, rest: str, key: str, origin: Origin, *, is_owner: bool,
-                               person: PersonView | None) -> str:
-        """``/project`` and ``/diff`` (see ``project_commands``): they take words after them and send files. The
-        projects offered are the session's agent's that are open to the sender (``projects[].people``)."""
-        agent = self._sessions.agent(parse_key(key)[0])
-        if cmd.name == "project":
-            people = self._people
-
-            def open_to(project: ProjectConfig) -> bool:
-                if strangers_conversation(is_owner=is_owner, person_id=person.id if person is not None else None,
-                                          chat_type=origin.chat_type):
-                    return False  # a project folder is someone's checkout: never a stranger's to work in
-                return people is None or people.may_work_in(person, project.people, is_owner=is_owner)
-
-            return await project_commands.answer_project(self._db, agent, key, rest, open_to)
-        return await project_commands.answer_diff(self._db, self._state_dir, self._agents.send_file, agent, key, rest,
-                                                 origin)
-
-    async def _status_text(self, key: str) -> str:
-        st = await self._sessions.status(key)
-        run = st["run"]
-        doing = "idle"
-        if run["active"]:
-            doing = "working" + (f", {run['queued']} message(s) waiting" if run["queued"] else "")
-        lines = [f"Agent: {st['agentId']} ({st['runtime']}{', ' + st['model'] if st['model'] else ''})",
-                 f"Now: {doing}",
-                 f"Tokens: {st['inputTokens']:,} in, {st['outputTokens']:,} out",
-                 f"Session: {key}"]
-        if st.get("project"):
-            lines.insert(2, f"Project: {st['project']}" + (f" (branch {st['branch']})" if st.get("branch") else ""))
-        return "\n".join(lines)
-
-
-def command_refusal(cmd: commands.Command, key: str, msg: Inbound, *, is_owner: bool,
-                    person: PersonView | None) -> str | None:
-    """Why the sender may not use ``cmd`` in their chat, as the access model decides (None: they may). A chat's
-    commands act on its own session (``key``), so what is refused is what needs more: the owner's node."""
-    speaker = Principal.for_chat(key, msg.channel, msg.chat_id, person_id=person.id if person else None,
-                                 owner=is_owner or (person is not None and person.is_owner))
-    target = Obj(cmd.access.kind, key=key, person_id=person.id if person else None, channel=msg.channel,
-                 peer_id=msg.chat_id)
-    if may(speaker, cmd.access.action, target):
-        return None
-    return f"⛔ /{cmd.name} is the owner's only."
+    async def _answer_command(self, spec: CommandSpec, rest: str, msg: Inbound, key: str, origin: Origin, *,
+                              is_owner: bool, person: PersonView | None) -> bool:
+        """Decide ``spec`` for its sender with the access model, answer it; True when the message goes on to the
+        agent after the answer (``/new <text>``, or ``/new`` with files)."""
+        log.info("chat command", command=spec.name, session_key=key, sender=msg.sender_id)
+        speaker = Speaker(msg.channel, msg.chat_id, msg.chat_type, person_id=person.id if person else None,
+                          owner=is_owner or (person is not None and person.is_owner), key=key)
+        if not speaker.may_use(spec):  # decided by the one authorization model, as a method would be
+            await self._agents.notify(origin, f"⛔ /{spec.name} is the owner's only.", key)
+            return False
+        ctx = CommandContext(msg=msg, key=key, origin=origin, person=person, is_owner=is_owner, speaker=speaker,
+                             db=self._db, config=self._config, sessions=self._sessions, runs=self._runs,
+                             people=self._people, state_dir=self._state_dir, replies=self._agents,
+                             recorder=self._services.find(RECORDER), decisions=self._services.find(CHAT_DECISIONS))
+        answer = await spec.handler(ctx, rest)
+        if answer:
+            await self._agents.notify(origin, answer, key)
+        return spec.continues and bool(rest or msg.media)

@@ -16,7 +16,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gateway.access import Access
 from gateway.agents import diffs, projects
+from gateway.agents.strangers import strangers_conversation
+from gateway.dispatch.commands import CommandContext, command
+from gateway.sessions import parse_key
 from gateway.store.transcripts import SessionRepo
 
 if TYPE_CHECKING:
@@ -34,6 +38,29 @@ def _everyone(_project: ProjectConfig) -> bool:
     return True
 
 __all__ = ["answer_diff", "answer_project", "no_projects_text", "switch_project"]
+
+
+@command("project", access=Access("session", "write"),
+         help="List the projects, or switch this conversation to one: /project <name>")
+async def project_command(ctx: CommandContext, rest: str) -> str:
+    """The projects offered are the session's agent's that are open to the sender (``projects[].people``)."""
+    agent = ctx.sessions.agent(parse_key(ctx.key)[0])
+    people, person = ctx.people, ctx.person
+
+    def open_to(project: ProjectConfig) -> bool:
+        if strangers_conversation(is_owner=ctx.is_owner, person_id=person.id if person is not None else None,
+                                  chat_type=ctx.origin.chat_type):
+            return False  # a project folder is someone's checkout: never a stranger's to work in
+        return people is None or people.may_work_in(person, project.people, is_owner=ctx.is_owner)
+
+    return await answer_project(ctx.db, agent, ctx.key, rest, open_to)
+
+
+@command("diff", access=Access("session", "read"),
+         help="The last turn's changes as a file; /diff all: everything uncommitted")
+async def diff_command(ctx: CommandContext, rest: str) -> str:
+    agent = ctx.sessions.agent(parse_key(ctx.key)[0])
+    return await answer_diff(ctx.db, ctx.state_dir, ctx.replies.send_file, agent, ctx.key, rest, ctx.origin)
 
 MAX_INLINE_DIFF = 3000  # characters of a diff shown in the web chat's answer (other chats get the file)
 

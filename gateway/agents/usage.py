@@ -10,6 +10,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from gateway.access import Access
+from gateway.dispatch.commands import CommandContext, command
+from gateway.sessions import parse_key
 from gateway.store.usage import Totals, UsageRepo, day_start_ms, week_start
 
 if TYPE_CHECKING:
@@ -17,6 +20,14 @@ if TYPE_CHECKING:
     from gateway.store.db import Database
 
 __all__ = ["budget_refusal", "turn_facts", "usage_text"]
+
+
+@command("usage", access=Access("usage", "read"), help="Tokens and cost today, this week and in this conversation")
+async def usage_command(ctx: CommandContext, rest: str) -> str:
+    person = ctx.person
+    owner = ctx.is_owner or (person is not None and person.is_owner)
+    return await usage_text(ctx.db, ctx.key, ctx.sessions.agent(parse_key(ctx.key)[0]),
+                            person_id=person.id if person is not None else None, everyone=owner)
 
 
 def _money(value: float) -> str:

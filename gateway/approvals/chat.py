@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
+from gateway.access import Access
 from gateway.approvals.pending import Decision, Pending
 from gateway.composition.ports import DECISION_REFUSED
+from gateway.dispatch.commands import CommandContext, command, commands
 from gateway.protocol import RpcError
 from gateway.runs import Origin
 from gateway.store.transcripts import SessionRepo
@@ -37,7 +39,6 @@ __all__ = ["ChatApprovals", "Requests", "answers_from_text"]
 
 log = structlog.get_logger("gateway.approvals")
 
-_APPROVE = re.compile(r"^/approve(?:@\w+)?(?:\s+(\S+))?(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
 _DECISIONS = {
     "allow-once": "allow-once",
     "once": "allow-once",
@@ -62,6 +63,18 @@ class Requests(Protocol):
 
 
 USAGE = "Usage: /approve <id> allow-once|allow-always|deny (or, for a question, /approve <id> <answer>)"
+
+
+@command("approve", access=Access("approval", "write"), always=True,
+         help="Decide what the agent asked: /approve <id> allow-once|allow-always|deny")
+async def approve(ctx: CommandContext, rest: str) -> str | None:
+    """Whose request it is is decided with the request (``ChatApprovals.approve``): the owner's, or in a direct
+    chat its own session's person. Answered with approvals off too, saying so."""
+    if ctx.decisions is None:
+        return "Approvals are not on in this gateway."
+    said = await ctx.decisions.approve(ctx.key, rest, sender=ctx.msg.sender_id, channel=ctx.msg.channel,
+                                       is_owner=ctx.is_owner, chat_type=ctx.msg.chat_type)
+    return said or None
 
 
 def answers_from_text(item: Pending, text: str) -> dict[str, list[str]]:
@@ -242,26 +255,36 @@ class ChatApprovals:
     async def handle(
         self, key: str, text: str, *, sender: str, channel: str, is_owner: bool, chat_type: str
     ) -> str | None:
-        """The answer to tell the chat when ``text`` was an approval or an answer; None when it was not one."""
-        service = self._service
-        m = _APPROVE.match(text.strip())
-        pending_questions = [i for i in service.pending_for(key) if i.kind == "question"]
-        if m is None and (not pending_questions or not text.strip()):  # a photo or a voice note stays a message
+        """The answer to tell the chat when ``text`` was an approval (``/approve``) or the free answer to a question
+        pending in the session; None when it was neither."""
+        parsed = commands.parse(text)
+        if parsed is not None and parsed[0].handler is approve:
+            return await self.approve(key, parsed[1], sender=sender, channel=channel, is_owner=is_owner,
+                                      chat_type=chat_type)
+        pending_questions = [i for i in self._service.pending_for(key) if i.kind == "question"]
+        if not pending_questions or not text.strip():  # a photo or a voice note stays a message
             return None
-        who = f"{channel}:{sender}"
-        item: Pending | None
-        if m is not None:
-            if not m.group(1):
-                return USAGE
-            item = await service.get(m.group(1))
-            if item is None:
-                return f"⚠️ No request {m.group(1)}."
-            rest = (m.group(2) or "").strip()
-        else:
-            item, rest = pending_questions[0], text.strip()
+        item = pending_questions[0]
         if not (is_owner or (chat_type == "dm" and item.session_key == key)):
-            # A typed message from someone else is just a message; a command is refused, saying why.
-            return DECISION_REFUSED if m is not None else None
+            return None  # a typed message from someone else is just a message
+        return await self._decide(item, text.strip(), f"{channel}:{sender}")
+
+    async def approve(self, key: str, rest: str, *, sender: str, channel: str, is_owner: bool,
+                      chat_type: str) -> str:
+        """``/approve <id> <decision or answer>``: "" when decided (the outcome message says so), else why not."""
+        words = rest.split(None, 1)
+        if not words:
+            return USAGE
+        request_id, answer = words[0], (words[1] if len(words) > 1 else "")
+        item = await self._service.get(request_id)
+        if item is None:
+            return f"⚠️ No request {request_id}."
+        if not (is_owner or (chat_type == "dm" and item.session_key == key)):
+            return DECISION_REFUSED
+        return await self._decide(item, answer.strip(), f"{channel}:{sender}")
+
+    async def _decide(self, item: Pending, rest: str, who: str) -> str:
+        service = self._service
         try:
             if item.kind == "tool":
                 decision = _DECISIONS.get(rest.lower())

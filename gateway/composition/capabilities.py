@@ -52,6 +52,9 @@ class Capability:
     """``async def start(host: CapabilityHost) -> None``: build the service, provide it, register clean-up."""
     methods: tuple[str, ...] = ()
     """Modules whose ``@method`` declarations register the capability's gateway methods."""
+    commands: tuple[str, ...] = ()
+    """Modules whose ``@command`` declarations register the capability's chat commands
+    (``gateway.dispatch.commands``)."""
     doctor: str | None = None
     """``def rows(config: Config) -> list[(name, status, detail, fix)]``: its lines in ``remoteclaw doctor``."""
 

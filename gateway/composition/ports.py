@@ -77,6 +77,11 @@ class ChatDecisions(Protocol):
         """The answer to tell the chat when ``text`` decided a pending request; None when it was no decision."""
         ...
 
+    async def approve(self, key: str, rest: str, *, sender: str, channel: str, is_owner: bool,
+                      chat_type: str) -> str:
+        """``/approve <rest>`` typed in session ``key``: "" when it decided, else what to tell the chat."""
+        ...
+
 
 class RunWatcher(Protocol):
     async def run_ended(self, session_key: str) -> int:

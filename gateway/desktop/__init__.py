@@ -10,5 +10,6 @@ CAPABILITY = Capability(
     "desktop",
     start="gateway.desktop.start:start",
     methods=("gateway.desktop.methods",),
+    commands=("gateway.desktop.chat",),
 )
 """What this capability adds to the gateway (``gateway.composition.capabilities``)."""

@@ -7,17 +7,33 @@ and the zip itself, sent to the chat as a file. ``/record`` alone says what is r
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gateway.access import Access
+from gateway.dispatch.commands import CommandContext, command
 from gateway.protocol import RpcError
 
 if TYPE_CHECKING:
     from gateway.config import ConfigStore
     from gateway.desktop.service import DesktopService
 
-__all__ = ["ChatRecorder"]
+__all__ = ["ChatRecorder", "record"]
 
 USAGE = "Usage: /record start [node], /record stop [node], /record (what is recording)."
+
+
+@command("record", access=Access("node", "exec"),
+         help="Record what the agent does on your desktop node: /record start, /record stop (sends the zip)")
+async def record(ctx: CommandContext, rest: str) -> None:
+    """The recorder is the desktop capability's (``RECORDER``): None when it is off."""
+    if ctx.recorder is None:
+        await ctx.say("Recording needs the desktop capability and a desktop node.")
+        return
+    answer, file = await ctx.recorder.chat_command(ctx.key, rest, is_owner=ctx.is_owner)
+    await ctx.say(answer)
+    if file is not None:
+        await ctx.send_file(Path(file))
 
 
 class ChatRecorder:

@@ -6,71 +6,70 @@
 - ``/login``: a one-time link that signs the person in to the web chat with a credential of their own.
 
 They are commands of direct chats only: a group would show codes and links to everyone in it (there they are
-ordinary messages).
+ordinary messages). Declared with ``@command(stage="door")`` (``gateway.dispatch.commands``); one the access model
+refuses, or that has nothing to answer (``/login`` from a stranger), goes on as an ordinary message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
 import structlog
 
-from gateway.people.service import CODE_TTL_S, PeopleService, PersonView
+from gateway.access import Access
+from gateway.dispatch.commands import DoorContext, command
+from gateway.people.service import CODE_TTL_S
 
-if TYPE_CHECKING:
-    from gateway.platforms.messages import Inbound
-
-__all__ = ["COMMANDS", "answer"]
+__all__ = ["link", "login", "whoami"]
 
 log = structlog.get_logger("gateway.people")
 
-COMMANDS = ("whoami", "link", "login")
 _MINUTES = CODE_TTL_S // 60
+_ANYONE = Access("gateway", "read")
+"""What a sender nobody knows yet may use: saying who they are to the gateway, and redeeming a link code."""
 
 
-def _parse(text: str) -> tuple[str, str] | None:
-    text = text.strip()
-    if not text.startswith("/"):
-        return None
-    head, _, rest = text[1:].partition(" ")
-    name = head.split("@", 1)[0].lower()  # Telegram appends @botname in groups
-    return (name, rest.strip()) if name in COMMANDS else None
-
-
-async def answer(people: PeopleService, msg: Inbound, person: PersonView | None,
-                 signin_base: Callable[[], str]) -> str | None:
-    """The reply to a people command, or None when the message is not one (it goes on as usual)."""
-    parsed = _parse(msg.text)
-    if parsed is None:
-        return None
-    name, rest = parsed
-    if msg.chat_type != "dm":
-        return None  # codes and links are for one person's eyes: in a group these are ordinary messages
-    if name == "link" and rest:
-        return await _redeem(people, msg, rest)
-    if name == "whoami":
-        if person is None:
-            return (f"You are not on this gateway's people list. Your id here is {msg.channel}:{msg.sender_id} "
-                    "(an admin links it with: remoteclaw people link <person> "
-                    f"{msg.channel} {msg.sender_id}).")
-        return f"You are {person.name} ({person.id}), {person.role} on this gateway, writing from {msg.channel}."
+@command("whoami", access=_ANYONE, stage="door", dm_only=True, help="Who the gateway takes you for")
+async def whoami(ctx: DoorContext, rest: str) -> str:
+    msg, person = ctx.msg, ctx.person
     if person is None:
-        return None  # not someone the gateway knows: the usual access rules answer (pairing, or nothing)
-    if name == "link":
-        code = await people.new_code(person.id, "link")
-        log.info("link code made", person=person.id, channel=msg.channel)
-        return (f"Your link code: {code}\nSend \"/link {code}\" to me from your other chat (another app, or "
-                f"another account) within {_MINUTES} minutes, and both chats will be you.")
-    code = await people.new_code(person.id, "signin")
-    log.info("sign-in link made", person=person.id, channel=msg.channel)
-    return (f"Your sign-in link (one use, {_MINUTES} minutes): {signin_base().rstrip('/')}/#signin={code}\n"
+        return (f"You are not on this gateway's people list. Your id here is {msg.channel}:{msg.sender_id} "
+                "(an admin links it with: remoteclaw people link <person> "
+                f"{msg.channel} {msg.sender_id}).")
+    return f"You are {person.name} ({person.id}), {person.role} on this gateway, writing from {msg.channel}."
+
+
+@command("link", access=_ANYONE, stage="door", dm_only=True,
+         help="Link another chat of yours: /link here, then /link <code> from the other chat")
+async def link(ctx: DoorContext, rest: str) -> str | None:
+    """``/link <code>`` works for a sender the gateway does not know yet (that is the point); ``/link`` alone
+    makes the code, for a person on record (anyone else has nothing to link from: an ordinary message)."""
+    msg, person = ctx.msg, ctx.person
+    if rest:
+        return await _redeem(ctx, rest)
+    if person is None:
+        return None
+    code = await ctx.people.new_code(person.id, "link")
+    log.info("link code made", person=person.id, channel=msg.channel)
+    return (f"Your link code: {code}\nSend \"/link {code}\" to me from your other chat (another app, or "
+            f"another account) within {_MINUTES} minutes, and both chats will be you.")
+
+
+@command("login", access=Access("person", "become"), stage="door", dm_only=True,
+         help="A one-time link that signs you in to the web chat")
+async def login(ctx: DoorContext, rest: str) -> str | None:
+    """A sign-in is for oneself: the access model lets a person on record (``become`` themselves) have one."""
+    person = ctx.person
+    if person is None:
+        return None
+    code = await ctx.people.new_code(person.id, "signin")
+    log.info("sign-in link made", person=person.id, channel=ctx.msg.channel)
+    return (f"Your sign-in link (one use, {_MINUTES} minutes): {ctx.signin_base().rstrip('/')}/#signin={code}\n"
             "Open it in the browser you want to use. Your web chat shows your sign-ins, and you can revoke "
             "them there (or an admin does, with remoteclaw people signins).")
 
 
-async def _redeem(people: PeopleService, msg: Inbound, code: str) -> str:
-    got = await people.redeem_link(code, msg.channel, msg.sender_id)
+async def _redeem(ctx: DoorContext, code: str) -> str:
+    msg = ctx.msg
+    got = await ctx.people.redeem_link(code, msg.channel, msg.sender_id)
     if got is None:
         return ("That code is unknown or has expired. Send /link in a chat where I already know you to get a "
                 "new one.")

@@ -3,13 +3,14 @@
 A platform package imports from here (and ``gateway.protocol`` for the error types), never from the
 gateway's deeper modules: the messages both sides share, the ``ChatPlatforms`` interface it implements,
 the ``PlatformHost`` it is given at start, the config model (and that of channel access rules), and the chat
-commands the gateway answers (for platforms that list them in a menu).
+commands the gateway answers (``chat_commands``, the registry: for platforms that list them in a menu).
 """
 
 from __future__ import annotations
 
-from gateway.agents.commands import COMMANDS, Command
 from gateway.config import ChannelAccessConfig, Config
+from gateway.dispatch.commands import CommandSpec
+from gateway.dispatch.commands import commands as chat_commands
 from gateway.netguard import is_public_address
 from gateway.paths import OUTBOUND
 from gateway.platforms.history import MessageLog
@@ -23,13 +24,12 @@ from gateway.sandbox.open_beneath import FileBytes, read_fd
 from gateway.webchat.posts import WebchatPosts
 
 __all__ = [
-    "COMMANDS",
     "MAX_ATTACHMENT_BYTES",
     "OUTBOUND",
     "ChannelAccessConfig",
     "ChatPlatforms",
     "ChatType",
-    "Command",
+    "CommandSpec",
     "Config",
     "FileBytes",
     "Inbound",
@@ -44,6 +44,7 @@ __all__ = [
     "Sent",
     "WebchatPosts",
     "channel_section",
+    "chat_commands",
     "is_public_address",
     "read_fd",
 ]

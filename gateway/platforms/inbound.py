@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from gateway.people import chat as people_chat
+from gateway.dispatch.commands import DoorContext, Speaker, commands
 from gateway.people.service import PeopleService, PersonView
 from gateway.platforms import access, sender_pairing
 from gateway.platforms.history import MessageLog
@@ -100,7 +100,7 @@ class InboundDoor:
         cfg = access.access_config(channel_section(config, msg.channel))
         person = await self._people.by_identity(msg.channel, msg.sender_id) if self._people is not None else None
         if self._people is not None and cfg.enabled:
-            said = await people_chat.answer(self._people, msg, person, self._signin_base)
+            said = await self._door_command(self._people, msg, person)
             if said is not None:
                 with contextlib.suppress(Exception):
                     await self._send_text(msg.channel, msg.account_id, msg.chat_id, said, thread_id=msg.thread_id)
@@ -119,6 +119,20 @@ class InboundDoor:
         elif decision.action == "allow":
             await self._agents.handle(msg, is_owner=decision.is_owner, person=person)
         return decision
+
+    async def _door_command(self, people: PeopleService, msg: Inbound, person: PersonView | None) -> str | None:
+        """The answer to a door command (``@command(stage="door")``: ``/whoami``, ``/link``, ``/login``), or None:
+        not one, refused by the access model, or nothing to say (the message goes on as usual)."""
+        parsed = commands.parse(msg.text, "door")
+        if parsed is None:
+            return None
+        spec, rest = parsed
+        speaker = Speaker(msg.channel, msg.chat_id, msg.chat_type, person_id=person.id if person else None,
+                          owner=person is not None and person.is_owner)
+        if not speaker.may_use(spec):
+            return None
+        said: str | None = await spec.handler(DoorContext(msg, person, people, self._signin_base, speaker), rest)
+        return said
 
     async def _offer_pairing(self, msg: Inbound) -> None:
         got = await sender_pairing.request_code(self._db, msg)

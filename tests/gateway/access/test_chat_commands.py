@@ -1,8 +1,11 @@
-"""Chat commands are declared with what they act on (``Command.access``) and decided by the access model: the
-chat's own session for everyone, the owner's desktop node for the owner alone."""
+"""Chat commands are declared once, with ``@command`` beside what each serves (``gateway.dispatch.commands``), with
+what they act on (``CommandSpec.access``), and decided by the access model: the chat's own session for everyone,
+the owner's desktop node for the owner alone. ``/help``, the Telegram menu and docs/security.md's access table are
+generated from the declarations."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -10,29 +13,79 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from gateway.access import Obj, Principal, may
-from gateway.agents.commands import COMMANDS, help_text
+from gateway.access.table import render
+from gateway.dispatch.commands import CommandRegistry, Speaker, commands
+from tests.support import ROOT as REPO
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.gateway_proc import ROOT, GatewayProcess
 
 OWNER_TG, STRANGER_TG = 411, 412
 KEY = "agent:main:telegram:direct:412"
+STRANGER = Speaker("telegram", "412", "dm", person_id=None, owner=False, key=KEY)
+OWNER = Speaker("telegram", "411", "dm", person_id=None, owner=True, key="agent:main:main")
 
 
-def test_every_command_is_declared_once_and_in_the_help() -> None:
-    words = [w for c in COMMANDS for w in (c.name, *c.aliases)]
+def _declared_in_source() -> list[str]:
+    """Every ``@command("<name>", ...)`` in the gateway's source, read from the files (not from the registry, which
+    refuses a second declaration and so could not show one)."""
+    names: list[str] = []
+    for path in sorted((REPO / "gateway").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for deco in node.decorator_list:
+                    if (isinstance(deco, ast.Call) and getattr(deco.func, "id", None) == "command" and deco.args
+                            and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str)):
+                        names.append(deco.args[0].value)
+    return names
+
+
+def test_every_command_is_declared_once_and_in_the_generated_help() -> None:
+    declared = _declared_in_source()
+    specs = commands.specs()
+    assert sorted(declared) == sorted(s.name for s in specs), declared  # each declaration, once, registered
+    words = [w for s in specs for w in (s.name, *s.aliases)]
     assert len(words) == len(set(words)), words
-    shown = help_text()
-    for cmd in COMMANDS:
-        assert cmd.access.kind and f"/{cmd.name} — " in shown, cmd
+    shown = commands.help_text(OWNER)
+    for spec in specs:  # the owner, in a direct chat, may use every one
+        assert f"/{spec.name} — {spec.help}" in shown, spec.name
+
+
+def test_a_second_declaration_of_a_word_is_refused() -> None:
+    again = CommandRegistry()
+    again.command("ping", access=commands.specs()[0].access, help="once")(commands.specs()[0].handler)
+    with pytest.raises(ValueError, match="/ping"):
+        again.command("pong", access=commands.specs()[0].access, help="twice", aliases=("ping",))(
+            commands.specs()[0].handler)
+
+
+def test_each_commands_access_is_in_the_generated_access_table() -> None:
+    rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line for line in render().splitlines()}
+    for spec in commands.specs():
+        row = rows[(spec.access.kind, spec.access.action)]
+        assert f"`/{spec.name}`" in row.split("|")[4], (spec.name, row)
+
+
+def test_the_help_lists_what_the_asker_may_use_there() -> None:
+    stranger = commands.help_text(STRANGER)
+    assert "/record" not in stranger and "/login" not in stranger  # the owner's node; a sign-in is a person's
+    assert "/status" in stranger and "/whoami" in stranger and "/link" in stranger
+    group = commands.help_text(Speaker("telegram", "-5", "group", person_id="bob", owner=False,
+                                       key="agent:main:telegram:group:-5"))
+    assert "/whoami" not in group and "/status" in group  # codes and links are for direct chats only
+    person = commands.help_text(Speaker("telegram", "7", "dm", person_id="bob", owner=False,
+                                        key="agent:main:person:bob"))
+    assert "/login" in person and "/record" not in person
 
 
 def test_a_stranger_may_use_the_commands_of_their_own_chat_but_not_the_owners_node() -> None:
     stranger = Principal.for_chat(KEY, "telegram", "412", person_id=None, owner=False)
     owner = Principal.for_chat("agent:main:main", "telegram", "411", person_id=None, owner=True)
-    allowed = {c.name for c in COMMANDS
+    session = commands.specs("session")
+    allowed = {c.name for c in session
                if may(stranger, c.access.action, Obj(c.access.kind, key=KEY, channel="telegram", peer_id="412"))}
-    assert allowed == {c.name for c in COMMANDS} - {"record"}, allowed
-    assert all(may(owner, c.access.action, Obj(c.access.kind, key="agent:main:main")) for c in COMMANDS)
+    assert allowed == {c.name for c in session} - {"record"}, allowed
+    assert {c.name for c in session if STRANGER.may_use(c)} == allowed
+    assert all(may(owner, c.access.action, Obj(c.access.kind, key="agent:main:main")) for c in commands.specs())
 
 
 @pytest.fixture(scope="module")

@@ -15,5 +15,5 @@ def test_the_security_page_shows_what_the_model_decides() -> None:
 def test_the_table_can_tell_own_from_anyones() -> None:
     table = render()
     session_read = next(line for line in table.splitlines() if line.startswith("| session | read |"))
-    cells = [c.strip() for c in session_read.strip("|").split("|")][3:]
+    cells = [c.strip() for c in session_read.strip("|").split("|")][4:]  # after object, action, methods, commands
     assert cells[0] == "all" and cells[2] == "own" and cells[-1] == "—", cells  # owner, member, node

@@ -10,7 +10,7 @@ import asyncio
 import json
 from typing import Any
 
-from gateway.agents.commands import parse
+from gateway.dispatch.commands import commands
 from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.procs import alive, host_pid
@@ -37,6 +37,9 @@ async def say(fake: FakeTelegram, text: str, answer: Any, timeout: float = 15.0)
     return call.params["text"]
 
 
+parse = commands.parse
+
+
 def test_parse() -> None:
     assert parse("/stop")[0].name == "stop"  # type: ignore[index]
     assert parse("/STOP@my_bot")[0].name == "stop"  # type: ignore[index]
@@ -51,8 +54,8 @@ async def test_the_command_menu_is_registered(gw: GatewayProcess, fake: FakeTele
     call = await fake.wait_call("setMyCommands")
     commands = call.params["commands"]
     commands = json.loads(commands) if isinstance(commands, str) else commands
-    assert [c["command"] for c in commands] == ["stop", "new", "status", "project", "diff", "queue", "usage",
-                                                "handoff", "record", "approve", "help"]
+    assert [c["command"] for c in commands] == ["stop", "new", "status", "queue", "handoff", "usage", "project",
+                                                "diff", "approve", "record", "help"]
 
 
 async def test_help_and_status_are_answered_by_the_gateway(gw: GatewayProcess, fake: FakeTelegram) -> None:
