@@ -57,8 +57,9 @@ async def test_every_client_of_hundreds_gets_every_event_once_in_the_same_order(
     try:
         token = gw.token or ""
         admin = await operator(gw.url, token)
-        peers = [p for p in await _join_many(gw.url, token, 300) if isinstance(p, Peer)]
-        assert len(peers) == 300
+        joined = await _join_many(gw.url, token, 300)
+        peers = [p for p in joined if isinstance(p, Peer)]
+        assert len(peers) == 300, sorted({repr(p)[:200] for p in joined if not isinstance(p, Peer)})
         answers = await asyncio.gather(*(admin.req("hooks.tool.before", {"toolName": "order_probe",
                                                                          "params": {"n": n}}) for n in range(30)))
         assert all(a["ok"] and a["payload"]["delivered"] >= 300 for a in answers), answers[0]
