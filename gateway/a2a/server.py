@@ -44,6 +44,8 @@ from gateway.people.service import person_key
 from gateway.server.origins import origin_allowed
 
 if TYPE_CHECKING:
+    from starlette.types import Message
+
     from gateway.access.principals import Principal
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import AgentConfig
@@ -240,7 +242,7 @@ class A2aServer:
             return _error(200, INVALID_PARAMS, f"{field}: slash commands are not taken over A2A (they are for the "
                                                "person's own chat)", parsed.get("id"), field=field)
         request.scope["a2a.peer"] = peer
-        return await self.dispatcher.handle_requests(request)
+        return await self.dispatcher.handle_requests(_replaying(request, body))
 
     @staticmethod
     async def _read(request: Request, limit: int) -> bytes | Response:
@@ -252,12 +254,26 @@ class A2aServer:
             body += chunk
             if len(body) > limit:
                 return _error(413, INVALID_REQUEST, f"Payload Too Large: at most {limit} bytes (a2a.maxRequestBytes)")
-        request._body = bytes(body)  # the SDK's dispatcher reads the body again: from here
         return bytes(body)
 
     async def stop(self) -> None:
         await self.handler.aclose()
         await self.store.flush()  # the tasks' states still waiting to be written
+
+
+def _replaying(request: Request, body: bytes) -> Request:
+    """The same request for the SDK's dispatcher, which reads the body again: its ``receive`` gives the bytes
+    already read (and then what the client sends next, a disconnect), so no private attribute is set."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await request.receive()
+
+    return Request(request.scope, receive)
 
 
 A2A_SERVER: Key[A2aServer] = Key("a2a server")
