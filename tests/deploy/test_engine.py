@@ -484,9 +484,13 @@ async def test_chaos_three_replicas_every_accepted_message_answered_once(compose
     try:
         job = await setup.call("cron.add", {"name": "chaos tick", "schedule": {"kind": "every", "everyMs": 3000},
                                             "payload": {"kind": "agentTurn", "message": "cron tick"}})
+        deadline = time.monotonic() + 30  # a firing before the faults (the first is due 3 s after the add)
+        while not any(r["status"] == "ok" for r in
+                      (await setup.call("cron.runs", {"id": job["id"], "limit": 10}))["entries"]):
+            assert time.monotonic() < deadline, "the cron job did not fire within 30 s of being added"
+            await asyncio.sleep(0.5)
     finally:
         await setup.close()
-    await asyncio.sleep(4)  # a firing or two before the faults
 
     await send("calm", 4)
     killed_at = time.monotonic()
@@ -585,7 +589,9 @@ async def test_chaos_three_replicas_every_accepted_message_answered_once(compose
     assert len(due) == len(set(due)), ("a cron firing ran twice", runs)
     assert all(r["status"] in ("ok", "interrupted") for r in runs), runs
     assert sum(1 for r in runs if r["status"] == "interrupted") <= 1, runs  # at most the one the kill cut
-    assert len(runs) >= 3, runs
+    # One firing before the kill and one after the faults at least: those in between are not owed (firings due while
+    # the killed replica's claim lapses, or while the database is away, are skipped, not made up for later).
+    assert len(runs) >= 2, runs
     TIMINGS["chaos_cron_firings"] = len(runs)
     TIMINGS["chaos_cron_interrupted"] = sum(1 for r in runs if r["status"] == "interrupted")
     compose("--profile", "replicas", "rm", "-s", "-f", "gateway", timeout=120, scaled=True)
