@@ -28,6 +28,8 @@ GATEWAY_PUBLIC = {
     # on a node is confined and run by the same rules as one on the gateway's machine
     "gateway.sandbox.layout", "gateway.sandbox.probe", "gateway.sandbox.service",
     "gateway.agents.runtimes.base", "gateway.agents.runtimes.process",
+    # and the projects' git helpers, so a node's project, worktree and diff are made as the gateway makes its own
+    "gateway.agents.projects", "gateway.agents.diffs",
 }
 SHIM_ALLOWED = {"gateway.protocol", "gateway"}  # the package itself: its __version__
 

@@ -51,7 +51,7 @@ class NodePlace:
     cli_state: Path
 
     @classmethod
-    def of(cls, host: Host, *, session_key: str, run_id: str, workspace: str | None) -> NodePlace:
+    def of(cls, host: Host, *, session_key: str, run_id: str, workspace: str | Path | None) -> NodePlace:
         session = hashlib.sha256(session_key.encode()).hexdigest()[:20]
         runs = host.path("runsDir")
         return cls(workspace=Path(workspace) if workspace else runs / session, private=workspace is None,
@@ -69,7 +69,7 @@ class NodeProcess:
 
     def __init__(self, nodes: NodeService, streams: TurnStreams, host: Host, place: NodePlace, *, run_id: str,
                  agent_id: str, runtime: str, logins: tuple[str, ...], plugin_tools: str, local_fx: Path,
-                 timeout_s: float) -> None:
+                 timeout_s: float, project: dict[str, Any] | None = None) -> None:
         self._nodes = nodes
         self._streams = streams
         self.host = host
@@ -82,7 +82,10 @@ class NodeProcess:
         self._local_fx = local_fx
         self._timeout_ms = int(timeout_s * 1000) + MARGIN_MS
         self._attempt = 0
+        self._project = project
         self.first_line_at: float | None = None
+        self.diff: dict[str, Any] | None = None
+        """What the turn changed in its git project, as the node diffed it (``{text, files, added, removed}``)."""
 
     async def __call__(self, inv: Invocation, on_object: Callable[[dict[str, Any]], None], *,
                        no_output_timeout: float, on_spawn: Callable[[float], None] | None = None,
@@ -93,7 +96,7 @@ class NodeProcess:
                   "files": {str(path): text for path, text in inv.files.items()},
                   "stdin": inv.stdin.decode() if inv.stdin is not None else None, "passEnv": list(inv.pass_env),
                   "noOutputTimeoutS": no_output_timeout, "logins": list(self._logins), "session": self.place.session,
-                  "private": self.place.private, "pluginTools": self._plugin_tools}
+                  "private": self.place.private, "pluginTools": self._plugin_tools, "project": self._project}
 
         def lines(batch: list[Any]) -> None:
             for obj in batch:
@@ -123,6 +126,8 @@ class NodeProcess:
         effects = result.get("sideEffects")
         if isinstance(effects, str) and effects:
             self._local_fx.write_text(effects)
+        diff = result.get("diff")
+        self.diff = diff if isinstance(diff, dict) and isinstance(diff.get("text"), str) else None
         noise = result.get("stdoutNoise")
         return ProcessResult(returncode=result.get("returncode"), stderr_tail=str(result.get("stderrTail") or ""),
                              stdout_noise=[str(n) for n in noise] if isinstance(noise, list) else [],

@@ -36,7 +36,7 @@ import structlog
 
 from gateway.agents import outbox
 from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
-from gateway.agents.diffs import diff_trees, save_diff, snapshot
+from gateway.agents.diffs import Diff, diff_trees, save_diff, snapshot
 from gateway.agents.inbound import InboundRouter
 from gateway.agents.invocation import cli_argv
 from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
@@ -83,7 +83,7 @@ if TYPE_CHECKING:
     from gateway.agents.tokens import RunTokens
     from gateway.composition.callable_types import Broadcast
     from gateway.composition.services import Services
-    from gateway.config import AgentConfig, ConfigStore
+    from gateway.config import AgentConfig, ConfigStore, ProjectConfig
     from gateway.hooks import HookRunner
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
@@ -330,7 +330,7 @@ class AgentExecutor:
             log.info("session idle: starting a fresh conversation", session_key=run.session_key)
             resume_id = None
         if agent.node is not None:  # placed on a node: its turns run there, never here
-            return await self._prepare_on_node(run, agent, runtime, resume_id, person)
+            return await self._prepare_on_node(run, agent, runtime, resume_id, person, project)
         try:
             workdir = await resolve_workdir(agent, row.project if row is not None else None, run.session_key)
         except (GitError, OSError) as exc:
@@ -397,10 +397,11 @@ class AgentExecutor:
                      model_drop=fronted.drop if fronted is not None else ())
 
     async def _prepare_on_node(self, run: Run, agent: AgentConfig, runtime: Runtime, resume_id: str | None,
-                               person: PersonView | None) -> _Turn | RunOutcome:
-        """A turn of an agent placed on a node (``gateway.agent_hosts``): the node found and described, its paths,
-        the model gateway's stand-in at the address the node reaches, and the run token; the node sandboxes the CLI
-        itself. A node that is away keeps the message for its return."""
+                               person: PersonView | None, project: ProjectConfig | None) -> _Turn | RunOutcome:
+        """A turn of an agent placed on a node (``gateway.agent_hosts``): the node found and described, its paths
+        (the session's project folder or worktree there, made by the node), the model gateway's stand-in at the
+        address the node reaches, and the run token; the node sandboxes the CLI itself, and diffs the project. A
+        node that is away keeps the message for its return."""
         hosts = self._services.find(AGENT_HOSTS)
         if hosts is None:
             return RunOutcome(status="error", error=f"agent {agent.id} runs on node {agent.node}, but this gateway "
@@ -434,6 +435,15 @@ class AgentExecutor:
             if refused is not None:
                 return RunOutcome(status="error", error=refused)
             fronted = plan if not plan.unfronted else None
+        workdir = None
+        if project is not None:  # a folder on the node: it checks it is lent, and makes the worktree
+            try:
+                workdir = await hosts.workdir(host.node_id, project, run.session_key, create=True)
+            except RpcError as exc:
+                return RunOutcome(status="error", error=f"project {project.name}: {exc.message}")
+            run.answer_facts["project"] = workdir.project
+            if workdir.branch:
+                run.answer_facts["branch"] = workdir.branch
         run.answer_facts["node"] = host.name
         private_dir(self.root)
         private_dir(self.runs_dir)
@@ -457,10 +467,12 @@ class AgentExecutor:
             issued.base_urls = hosts.rebase(issued.base_urls, local_root, host.http_origin)
         process = hosts.process(host, session_key=run.session_key, run_id=run.id, agent=agent,
                                 logins=runtime.logins, local_fx=fx_path,
-                                timeout_s=self._config.config.agents.timeoutSeconds)
+                                timeout_s=self._config.config.agents.timeoutSeconds, workdir=workdir, project=project)
         place = process.place
-        return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=None,
-                     workspace=place.workspace, scratch=place.workspace, fx_path=fx_path, tools_path=tools_path,
+        return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=workdir,
+                     workspace=place.workspace,
+                     scratch=place.workspace if workdir is None else place.workspace / PRIVATE_DIR,
+                     fx_path=fx_path, tools_path=tools_path,
                      cli_state=place.cli_state, before=None, confinement=confinement, token=token,
                      started=time.monotonic(), person_id=person.id if person is not None else None, models=issued,
                      model_drop=fronted.drop if fronted is not None else (), node=process)
@@ -622,7 +634,8 @@ class AgentExecutor:
         if res.usage or res.cost_usd is not None:
             run.answer_facts["usage"] = turn_facts(res.usage, res.cost_usd)
         reply = self._page_reply(run, res.reply) if res.ok else res.reply
-        changed = await self._turn_diff(run, turn.workdir, turn.before)
+        changed = (await self._turn_diff(run, turn.workdir, turn.before) if turn.node is None
+                   else await self._node_diff(run, turn.node.diff))
         if changed is not None:  # in the transcript entry and the final chat event: the web chat renders it
             run.answer_facts["diff"] = changed
             if res.ok and reply and not clean_reply(reply)[1]:  # a silent answer stays silent
@@ -692,6 +705,23 @@ class AgentExecutor:
         except (GitError, OSError) as exc:
             log.warning("the turn's diff could not be made", run_id=run.id, error=str(exc))
             return None
+        return await self._keep_diff(run, diff)
+
+    async def _node_diff(self, run: Run, made: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What a node turn changed in its git project, as the node diffed it: kept as a local turn's is."""
+        if made is None:
+            return None
+        try:
+            diff = Diff(text=str(made["text"]), files=int(made["files"]), added=int(made["added"]),
+                        removed=int(made["removed"]))
+        except (KeyError, TypeError, ValueError):
+            log.warning("a node sent a diff in an unknown shape", run_id=run.id)
+            return None
+        return await self._keep_diff(run, diff)
+
+    async def _keep_diff(self, run: Run, diff: Diff) -> dict[str, Any] | None:
+        """The turn's diff saved as a ``.diff`` file for the chat (and ``/diff``), and described for the
+        transcript."""
         if diff.empty:
             return None
         path = await asyncio.to_thread(save_diff, self._state_dir, run.session_key, diff)

@@ -7,6 +7,10 @@ Switching starts a fresh agent conversation: the CLIs file their sessions by wor
 could not be resumed in the new folder anyway.
 
 ``/diff`` sends the last turn's diff again; ``/diff all`` everything not committed in the project now.
+
+For an agent placed on a node (``agents.list[].node``) the projects are the node's folders: ``/project`` asks the
+node where the session works (``AgentHosts.describe``) and refuses a folder it does not lend; the diffs are made
+there, with the turn.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.access import Access
 from gateway.agents import diffs, projects
@@ -30,6 +34,8 @@ if TYPE_CHECKING:
 
 SendFile = Callable[["Origin", Path, str], Awaitable[bool]]
 """``AgentExecutor.send_file``: a file the gateway made, attached in the chat behind an origin."""
+Describe = Callable[["AgentConfig", "str | None", str], Awaitable[dict[str, Any]]]
+"""Where a session works in a project: ``projects.describe`` here, ``AgentHosts.describe`` on a node."""
 OpenTo = Callable[["ProjectConfig"], bool]
 """Whether the conversation asking may work in a project (``PeopleService.may_work_in`` for its person)."""
 
@@ -53,7 +59,8 @@ async def project_command(ctx: CommandContext, rest: str) -> str:
             return False  # a project folder is someone's checkout: never a stranger's to work in
         return people is None or people.may_work_in(person, project.people, is_owner=ctx.is_owner)
 
-    return await answer_project(ctx.db, agent, ctx.key, rest, open_to)
+    where = ctx.agent_hosts.describe if agent.node is not None and ctx.agent_hosts is not None else None
+    return await answer_project(ctx.db, agent, ctx.key, rest, open_to, where)
 
 
 @command("diff", access=Access("session", "read"),
@@ -86,27 +93,35 @@ async def switch_project(db: Database, key: str, name: str | None) -> None:
             row.cli_sessions = "{}"
 
 
-async def answer_project(db: Database, agent: AgentConfig, key: str, arg: str, open_to: OpenTo = _everyone) -> str:
+async def answer_project(db: Database, agent: AgentConfig, key: str, arg: str, open_to: OpenTo = _everyone,
+                         describe: Describe | None = None) -> str:
     """The answer to ``/project [arg]``: only the projects open to the conversation's person are listed or chosen."""
     if not agent.projects:
         return no_projects_text(agent)
+    describe = describe or projects.describe
     current = agent.project(await _current(db, key))
     word = arg.strip()
     if not word:
-        return await _listing(agent, current, key, open_to)
+        return await _listing(agent, current, key, open_to, describe)
     chosen = agent.project(word)
     if chosen is not None and not open_to(chosen):
         return f"Project {chosen.name} is not open to you (projects[].people); ask the owner."
     if chosen is not None:
+        where = await describe(agent, chosen.name, key)
+        if where.get("refused"):  # a node that does not lend the folder: its turns would be refused there
+            return f"⚠️ Project {chosen.name} cannot be used on node {agent.node}: {where['refused']}"
         await switch_project(db, key, chosen.name)
-        where = await projects.describe(agent, chosen.name, key)
         how = ("its own git worktree (made at the first message)" if chosen.worktrees
                else f"{where['path']}" + (f" on branch {where['branch']}" if where["branch"] else ""))
-        return f"📁 Now working in {chosen.name}: {how}. The agent starts a fresh conversation there."
+        on = f" on node {agent.node}" if agent.node is not None else ""
+        note = f" (not checked now: {where['note']})" if where.get("note") else ""
+        return f"📁 Now working in {chosen.name}{on}: {how}{note}. The agent starts a fresh conversation there."
     lowered = word.lower()
     if lowered in ("none", "off"):
         await switch_project(db, key, None)
         return "📁 No project: each turn runs in a fresh private folder again."
+    if lowered in ("worktrees", "remove") and agent.node is not None:
+        return f"/project {lowered} is not available yet for an agent on a node (its worktrees are on {agent.node})."
     if lowered == "worktrees":
         return await _worktrees(current)
     if lowered == "remove":
@@ -115,7 +130,7 @@ async def answer_project(db: Database, agent: AgentConfig, key: str, arg: str, o
     return f"There is no project {word!r}. Projects: {names}."
 
 
-async def _listing(agent: AgentConfig, current: object, key: str, open_to: OpenTo) -> str:
+async def _listing(agent: AgentConfig, current: object, key: str, open_to: OpenTo, describe: Describe) -> str:
     mine = [p for p in agent.projects if open_to(p)]
     if not mine:
         return "No project of this agent is open to you: each turn runs in a fresh private folder."
@@ -126,9 +141,12 @@ async def _listing(agent: AgentConfig, current: object, key: str, open_to: OpenT
     if current is None:
         lines.append("This conversation has no project: each turn runs in a fresh private folder.")
     else:
-        where = await projects.describe(agent, getattr(current, "name", None), key)
-        lines.append(f"Now: {where['project']} in {where['path']}"
+        where = await describe(agent, getattr(current, "name", None), key)
+        on = f" on node {agent.node}" if agent.node is not None else ""
+        lines.append(f"Now: {where['project']} in {where['path']}{on}"
                      + (f" on branch {where['branch']}" if where["branch"] else ""))
+        if where.get("refused") or where.get("note"):
+            lines.append(f"⚠️ {where.get('refused') or where.get('note')}")
     return "\n".join(lines)
 
 
@@ -165,6 +183,9 @@ async def answer_diff(db: Database, state_dir: Path, send_file: SendFile, agent:
     """The answer to ``/diff`` (the last turn's) or ``/diff all`` (everything uncommitted); the file is sent to
     the chat, except on the web chat, which gets (the start of) the diff in the answer."""
     if arg.strip().lower() in ("all", "uncommitted"):
+        if agent.node is not None:
+            return (f"/diff all is not available yet for an agent on a node (its project is on {agent.node}); "
+                    "/diff sends the last turn's diff.")
         name = await _current(db, key)
         where = await projects.describe(agent, name, key)
         if where["path"] is None:

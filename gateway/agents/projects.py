@@ -26,9 +26,9 @@ import structlog
 if TYPE_CHECKING:
     from gateway.config import AgentConfig, ProjectConfig
 
-__all__ = ["BRANCH_PREFIX", "PRIVATE_DIR", "GitError", "Workdir", "branch_of", "describe", "ensure_excluded", "git",
-           "git_toplevel", "remove_worktree", "resolve_workdir", "session_slug", "shared_git_dir", "worktree_path",
-           "worktrees_of"]
+__all__ = ["BRANCH_PREFIX", "PRIVATE_DIR", "GitError", "Workdir", "branch_of", "describe", "ensure_excluded",
+           "ensure_worktree", "git", "git_toplevel", "remove_worktree", "resolve_workdir", "session_slug",
+           "shared_git_dir", "worktree_path", "worktrees_of"]
 
 log = structlog.get_logger("gateway.agents")
 
@@ -134,8 +134,9 @@ def worktree_path(repo: Path, session_key: str) -> Path:
     return repo.parent / f"{repo.name}.worktrees" / session_slug(session_key)
 
 
-async def _ensure_worktree(repo: Path, session_key: str) -> tuple[Path, str]:
-    """The session's worktree and branch, created on first use (``git worktree add``), reused after."""
+async def ensure_worktree(repo: Path, session_key: str) -> tuple[Path, str]:
+    """The session's worktree and branch, created on first use (``git worktree add``), reused after (by the
+    gateway for its own projects, by a node for the projects of an agent placed on it: ``nodes.agents``)."""
     path = worktree_path(repo, session_key)
     branch = BRANCH_PREFIX + session_slug(session_key)
     if (path / ".git").exists():
@@ -172,7 +173,7 @@ async def _workdir(project: ProjectConfig, session_key: str) -> Workdir:
     if top is None:
         return Workdir(path=folder, project=project.name)
     if project.worktrees:
-        path, branch = await _ensure_worktree(top, session_key)
+        path, branch = await ensure_worktree(top, session_key)
         await ensure_excluded(path)
         return Workdir(path=path, project=project.name, branch=branch, git=True, worktree=True)
     await ensure_excluded(folder)
@@ -185,6 +186,8 @@ async def describe(agent: AgentConfig, project_name: str | None, session_key: st
     project = agent.project(project_name)
     if project is None:
         return {"project": None, "path": None, "branch": None}
+    if agent.node is not None:  # a folder on the node: only the node runs git there (``/project`` asks it)
+        return {"project": project.name, "path": project.path, "branch": None}
     folder = Path(project.path)
     top = await git_toplevel(folder)
     if top is not None and project.worktrees:

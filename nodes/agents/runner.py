@@ -8,6 +8,8 @@ and token are not in it; HOME is a folder of the agent's own on this node) and s
 output to the gateway as it comes (``node.agent.output``), before answering the invoke with how the process
 ended and the side effects its tools recorded. The MCP shim inside connects to the gateway itself, outbound, with
 the run's own token: a node behind NAT needs no inbound port. A cancel (``/stop``) kills the CLI's process group.
+A turn in a project (``agent.project``, ``workdirs``) works in the project folder or the session's worktree of it,
+and its diff is made here and sent back with the answer.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from nodes.agents.settings import AgentHostSettings
+from nodes.agents.workdirs import diff_since, parse_project, resolve, snapshot_of
 from nodes.errors import CommandError
 
 __all__ = ["COMMANDS", "AgentRunner"]
 
-COMMANDS = ("agent.describe", "agent.run")
+COMMANDS = ("agent.describe", "agent.project", "agent.run")
 CAPS = ("agent",)
 MAX_EFFECTS_BYTES = 1_000_000
 MAX_BATCH = 200
@@ -142,7 +145,18 @@ class AgentRunner:
     async def run(self, command: str, params: dict[str, Any], invoke_id: str) -> dict[str, Any]:
         if command == "agent.describe":
             return self.describe()
+        if command == "agent.project":
+            return await self.project(params)
         return await self.turn(params)
+
+    async def project(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Where a session works in a project on this node: described (``create: false``, for ``/project``) or
+        made ready (its worktree added on first use)."""
+        create = params.get("create", False)
+        if not isinstance(create, bool):
+            raise CommandError("INVALID_REQUEST", "agent.project: create must be true or false")
+        ask = parse_project(params.get("project"), "agent.project")
+        return (await resolve(ask, self.settings.folders, create=create)).to_json()
 
     def describe(self) -> dict[str, Any]:
         from gateway.sandbox.probe import probe_bwrap
@@ -161,7 +175,14 @@ class AgentRunner:
         from gateway.agents.runtimes.process import run_process
 
         settings = self.settings
-        inv, turn_id, cwd, private, fx, tools = await asyncio.to_thread(self._plan, params, settings)
+        where = None
+        if params.get("project") is not None:  # a project folder or worktree here: checked, made, snapshotted
+            where = await resolve(parse_project(params["project"], "agent.run"), settings.folders, create=True)
+            if params.get("private") or Path(str(params.get("cwd") or "")) != where.path:
+                raise CommandError("INVALID_REQUEST", f"agent.run: cwd must be the project's folder here, {where.path}")
+        inv, turn_id, cwd, private, fx, tools = await asyncio.to_thread(
+            self._plan, params, settings, [where.git_dir] if where is not None and where.git_dir else [])
+        before = await snapshot_of(where) if where is not None else None
         out = _Output(turn_id, self.report)
         started = time.time()
         try:
@@ -172,12 +193,15 @@ class AgentRunner:
         finally:
             await out.close()
             effects = await asyncio.to_thread(_take_back, fx, tools, cwd if private else None)
-        return {"returncode": result.returncode, "stderrTail": result.stderr_tail[-4000:],
+        diff = await diff_since(where, before) if where is not None else None
+        return {"diff": diff, "returncode": result.returncode, "stderrTail": result.stderr_tail[-4000:],
                 "stdoutNoise": result.stdout_noise[-40:], "watchdogFired": result.watchdog_fired,
                 "sideEffects": effects, "startedAtMs": int(started * 1000), "sandbox": settings.sandbox}
 
-    def _plan(self, params: dict[str, Any], settings: AgentHostSettings) -> tuple[Any, str, Path, bool, Path, Path]:
-        """The turn checked against what the node's owner lends, its files written, its command confined."""
+    def _plan(self, params: dict[str, Any], settings: AgentHostSettings,
+              git_dirs: list[Path]) -> tuple[Any, str, Path, bool, Path, Path]:
+        """The turn checked against what the node's owner lends, its files written, its command confined (a
+        worktree's repository git folder writable too: its commits go there)."""
         from gateway.agents.runtimes.base import Invocation
 
         turn_id = params.get("turnId")
@@ -252,7 +276,8 @@ class AgentRunner:
                          stdin=stdin.encode() if stdin is not None else None,
                          pass_env=tuple(_str_list(params, "passEnv")))
         try:
-            inv = self._confine(inv, settings, home=home, write=[cwd, fx, cli_state], read=[tools], logins=logins)
+            inv = self._confine(inv, settings, home=home, write=[cwd, fx, cli_state, *git_dirs],
+                                read=[tools], logins=logins)
         except BaseException:
             _take_back(fx, tools, cwd if private else None)
             raise
