@@ -98,6 +98,10 @@ async def document_after(fake: FakeTelegram, user: int, start: int) -> dict[str,
     return call.files["document"]
 
 
+def exists(path: str) -> bool:
+    return Path(path).exists()
+
+
 def branch_in(tree: Path) -> str:
     return git(tree, "symbolic-ref", "--short", "HEAD").strip()
 
@@ -217,4 +221,4 @@ async def test_new_and_another_conversation_on_the_node(world: dict[str, Any], n
     await say(fake, BEN, "look around", lambda t: t.startswith("echo: look around"))
     fresh = last_run(node, "look around")
     assert "scratch.txt" not in fresh["files"] and "--resume" not in fresh["argv"]
-    assert not Path(private["cwd"]).exists()
+    assert not exists(private["cwd"]), "the turn's private folder was removed after it"
