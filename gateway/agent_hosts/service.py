@@ -63,21 +63,29 @@ class AgentHosts:
                            runtime=agent.runtime, logins=logins, plugin_tools="", local_fx=local_fx,
                            timeout_s=timeout_s, project=block)
 
-    async def workdir(self, host_ref: str, project: ProjectConfig, session_key: str, *, create: bool) -> Workdir:
-        """Where the session works in ``project`` on the node (``agent.project``): the folder or its worktree, made
-        on first use when ``create``. ``RpcError`` with the node's reason when it refuses (a folder not lent)."""
+    async def ask(self, host_ref: str, project: ProjectConfig, session_key: str, action: str) -> dict[str, Any]:
+        """The node's answer about the session's project (``agent.project``): ``describe``, ``prepare`` (the
+        worktree made on first use), ``uncommitted``, ``worktrees``, ``remove``. ``RpcError`` with the node's
+        reason when it refuses (a folder not lent)."""
         answer = await self.nodes.invoke(host_ref, "agent.project",
-                                         {"project": project_block(project, session_key), "create": create},
+                                         {"project": project_block(project, session_key), "action": action},
                                          timeout_ms=PROJECT_TIMEOUT_MS,
                                          idempotency_key=f"agent.project:{uuid.uuid4().hex}")
-        got = answer.get("payload") or {}
+        got = answer.get("payload")
+        return got if isinstance(got, dict) else {}
+
+    async def workdir(self, host_ref: str, project: ProjectConfig, session_key: str, *, create: bool) -> Workdir:
+        """Where the session works in ``project`` on the node: the folder or its worktree, made when ``create``."""
+        got = await self.ask(host_ref, project, session_key, "prepare" if create else "describe")
         return Workdir(path=Path(str(got.get("path") or project.path)), project=project.name,
                        branch=str(got["branch"]) if got.get("branch") else None, git=bool(got.get("git")),
                        worktree=bool(got.get("worktree")))
 
-    async def describe(self, agent: AgentConfig, name: str | None, session_key: str) -> dict[str, Any]:
-        """``{project, path, branch}`` of a session of an agent on a node, as the node sees it (nothing made);
-        ``refused``: the node does not lend that folder (why); ``note``: the node could not be asked now (why)."""
+    async def describe(self, agent: AgentConfig, name: str | None, session_key: str,
+                       action: str = "describe") -> dict[str, Any]:
+        """``{project, path, branch}`` of a session of an agent on a node, as the node sees it (with what
+        ``action`` asked: ``diff``, ``worktrees``, ``removed``); ``refused``: the node does not lend that folder,
+        or git refused (why); ``note``: the node could not be asked now (why)."""
         project = agent.project(name)
         if project is None:
             return {"project": None, "path": None, "branch": None}
@@ -90,11 +98,12 @@ class AgentHosts:
             return {**out, "refused": f"{project.path} is not in a folder node {host.name} lends (it lends: "
                                       f"{folders}; on the node: remoteclaw node agents set folders ...)"}
         try:
-            where = await self.workdir(host.node_id, project, session_key, create=False)
+            got = await self.ask(host.node_id, project, session_key, action)
         except RpcError as exc:
             key = "refused" if exc.code in ("FORBIDDEN", "INVALID_REQUEST") else "note"
             return {**out, key: exc.message}
-        return {**out, "path": str(where.path), "branch": where.branch}
+        return {**out, **got, "project": project.name, "path": str(got.get("path") or project.path),
+                "branch": got.get("branch")}
 
     async def kept_for(self, node_ref: str, run: Any, why: str, *, mid_turn: bool) -> str:
         """Keep ``run``'s messages for the node's return (unless a turn cut off must not run again); the chat's

@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 SendFile = Callable[["Origin", Path, str], Awaitable[bool]]
 """``AgentExecutor.send_file``: a file the gateway made, attached in the chat behind an origin."""
-Describe = Callable[["AgentConfig", "str | None", str], Awaitable[dict[str, Any]]]
-"""Where a session works in a project: ``projects.describe`` here, ``AgentHosts.describe`` on a node."""
+Describe = Callable[..., Awaitable[dict[str, Any]]]
+"""Where a session works in a project, ``(agent, project name, session key)``: ``projects.describe`` here,
+``AgentHosts.describe`` on a node (which takes an ``action`` too: ``worktrees``, ``remove``, ``uncommitted``)."""
 OpenTo = Callable[["ProjectConfig"], bool]
 """Whether the conversation asking may work in a project (``PeopleService.may_work_in`` for its person)."""
 
@@ -67,7 +68,8 @@ async def project_command(ctx: CommandContext, rest: str) -> str:
          help="The last turn's changes as a file; /diff all: everything uncommitted")
 async def diff_command(ctx: CommandContext, rest: str) -> str:
     agent = ctx.sessions.agent(parse_key(ctx.key)[0])
-    return await answer_diff(ctx.db, ctx.state_dir, ctx.replies.send_file, agent, ctx.key, rest, ctx.origin)
+    return await answer_diff(ctx.db, ctx.state_dir, ctx.replies.send_file, agent, ctx.key, rest, ctx.origin,
+                             ctx.agent_hosts)
 
 MAX_INLINE_DIFF = 3000  # characters of a diff shown in the web chat's answer (other chats get the file)
 
@@ -121,7 +123,7 @@ async def answer_project(db: Database, agent: AgentConfig, key: str, arg: str, o
         await switch_project(db, key, None)
         return "📁 No project: each turn runs in a fresh private folder again."
     if lowered in ("worktrees", "remove") and agent.node is not None:
-        return f"/project {lowered} is not available yet for an agent on a node (its worktrees are on {agent.node})."
+        return await _on_node(agent, current, key, lowered, describe)
     if lowered == "worktrees":
         return await _worktrees(current)
     if lowered == "remove":
@@ -164,6 +166,30 @@ async def _worktrees(current: object) -> str:
     return f"Worktrees of {current.name}:\n" + "\n".join(f"• {branch} — {path}" for path, branch in trees)
 
 
+async def _on_node(agent: AgentConfig, current: ProjectConfig | None, key: str, action: str,
+                   describe: Describe) -> str:
+    """``/project worktrees`` and ``/project remove`` for an agent on a node: the node lists or removes them."""
+    if current is None:
+        return "Choose a project first (/project <name>)."
+    got = await describe(agent, current.name, key, action)
+    if got.get("note"):
+        return f"⚠️ {got['note']}"
+    if action == "worktrees":
+        if got.get("refused"):
+            return f"⚠️ {got['refused']}"
+        trees = got.get("worktrees") or []
+        if not trees:
+            return f"{current.name} has no conversation worktrees."
+        return (f"Worktrees of {current.name} on node {agent.node}:\n"
+                + "\n".join(f"• {t['branch']} — {t['path']}" for t in trees))
+    if got.get("refused"):
+        return f"⚠️ The worktree stays: {got['refused']} (commit or discard the changes first)."
+    if not got.get("removed"):
+        return "This conversation has no worktree of this project."
+    return (f"🗑 Removed {got['removed']} on node {agent.node}; its branch and commits stay. The next message makes "
+            "a fresh worktree.")
+
+
 async def _remove(current: object, key: str) -> str:
     from gateway.config import ProjectConfig
 
@@ -178,14 +204,41 @@ async def _remove(current: object, key: str) -> str:
     return f"🗑 Removed {removed}; its branch and commits stay. The next message makes a fresh worktree."
 
 
+async def _uncommitted_on_node(db: Database, agent: AgentConfig, key: str, hosts: Any) -> diffs.Diff | str:
+    """``/diff all`` for an agent on a node: the node diffs its folder; the diff, or the answer saying why not."""
+    name = await _current(db, key)
+    if agent.project(name) is None:
+        return no_projects_text(agent) if not agent.projects else "This conversation has no project."
+    if hosts is None:
+        return f"⚠️ No diff: agent {agent.id} runs on node {agent.node}, and this gateway has no node service."
+    got = await hosts.describe(agent, name, key, "uncommitted")
+    if got.get("note") or got.get("refused"):
+        return f"⚠️ No diff: {got.get('note') or got.get('refused')}"
+    if not got.get("git"):
+        return f"{name} is not a git repository: no diff."
+    if not got.get("exists", True):
+        return f"Nothing yet: this conversation's worktree of {name} is made at its first message."
+    made = got.get("diff")
+    if not isinstance(made, dict):
+        return f"Nothing uncommitted in {name}."
+    return diffs.Diff(text=str(made.get("text") or ""), files=int(made.get("files") or 0),
+                      added=int(made.get("added") or 0), removed=int(made.get("removed") or 0))
+
+
 async def answer_diff(db: Database, state_dir: Path, send_file: SendFile, agent: AgentConfig, key: str, arg: str,
-                      origin: Origin) -> str:
+                      origin: Origin, hosts: Any = None) -> str:
     """The answer to ``/diff`` (the last turn's) or ``/diff all`` (everything uncommitted); the file is sent to
-    the chat, except on the web chat, which gets (the start of) the diff in the answer."""
-    if arg.strip().lower() in ("all", "uncommitted"):
-        if agent.node is not None:
-            return (f"/diff all is not available yet for an agent on a node (its project is on {agent.node}); "
-                    "/diff sends the last turn's diff.")
+    the chat, except on the web chat, which gets (the start of) the diff in the answer. ``hosts``: the node
+    service, for an agent on a node (its project is diffed there)."""
+    if arg.strip().lower() in ("all", "uncommitted") and agent.node is not None:
+        got = await _uncommitted_on_node(db, agent, key, hosts)
+        if isinstance(got, str):
+            return got
+        name = await _current(db, key)
+        path = diffs.save_diff(state_dir, key, got, name="uncommitted")
+        summary = f"Uncommitted in {name} on node {agent.node}: {got.summary()}"
+        text = got.text
+    elif arg.strip().lower() in ("all", "uncommitted"):
         name = await _current(db, key)
         where = await projects.describe(agent, name, key)
         if where["path"] is None:

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from gateway.config import AgentConfig, ProjectConfig
 
 __all__ = ["BRANCH_PREFIX", "PRIVATE_DIR", "GitError", "Workdir", "branch_of", "describe", "ensure_excluded",
-           "ensure_worktree", "git", "git_toplevel", "remove_worktree", "resolve_workdir", "session_slug",
-           "shared_git_dir", "worktree_path", "worktrees_of"]
+           "ensure_worktree", "git", "git_toplevel", "remove_worktree", "remove_worktree_in", "resolve_workdir",
+           "session_slug", "shared_git_dir", "worktree_path", "worktrees_in", "worktrees_of"]
 
 log = structlog.get_logger("gateway.agents")
 
@@ -200,7 +200,12 @@ async def describe(agent: AgentConfig, project_name: str | None, session_key: st
 
 async def worktrees_of(project: ProjectConfig) -> list[tuple[Path, str]]:
     """The conversations' worktrees of a project: ``(path, branch)`` for each on a ``remoteclaw/`` branch."""
-    top = await git_toplevel(Path(project.path))
+    return await worktrees_in(Path(project.path))
+
+
+async def worktrees_in(folder: Path) -> list[tuple[Path, str]]:
+    """The conversations' worktrees of the repository ``folder`` is in (here, or on a node for its projects)."""
+    top = await git_toplevel(folder)
     if top is None:
         return []
     out: list[tuple[Path, str]] = []
@@ -218,7 +223,12 @@ async def worktrees_of(project: ProjectConfig) -> list[tuple[Path, str]]:
 async def remove_worktree(project: ProjectConfig, session_key: str) -> Path | None:
     """Remove the session's worktree of ``project`` (git refuses one with uncommitted changes: ``GitError``);
     the branch and its commits stay. None when the session has none."""
-    top = await git_toplevel(Path(project.path))
+    return await remove_worktree_in(Path(project.path), session_key)
+
+
+async def remove_worktree_in(folder: Path, session_key: str) -> Path | None:
+    """``remove_worktree`` for the repository ``folder`` is in."""
+    top = await git_toplevel(folder)
     if top is None:
         return None
     path = worktree_path(top, session_key)

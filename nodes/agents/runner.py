@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nodes.agents.settings import AgentHostSettings
-from nodes.agents.workdirs import diff_since, parse_project, resolve, snapshot_of
+from nodes.agents.workdirs import ACTIONS, act, diff_since, parse_project, resolve, snapshot_of
 from nodes.errors import CommandError
 
 __all__ = ["COMMANDS", "AgentRunner"]
@@ -150,13 +150,12 @@ class AgentRunner:
         return await self.turn(params)
 
     async def project(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Where a session works in a project on this node: described (``create: false``, for ``/project``) or
-        made ready (its worktree added on first use)."""
-        create = params.get("create", False)
-        if not isinstance(create, bool):
-            raise CommandError("INVALID_REQUEST", "agent.project: create must be true or false")
-        ask = parse_project(params.get("project"), "agent.project")
-        return (await resolve(ask, self.settings.folders, create=create)).to_json()
+        """A session's project on this node: where it works (described, or made ready: its worktree added on
+        first use), what is uncommitted there, the repository's conversation worktrees, this one's removed."""
+        action = params.get("action", "describe")
+        if action not in ACTIONS:
+            raise CommandError("INVALID_REQUEST", f"agent.project: action must be one of {', '.join(ACTIONS)}")
+        return await act(action, parse_project(params.get("project"), "agent.project"), self.settings.folders)
 
     def describe(self) -> dict[str, Any]:
         from gateway.sandbox.probe import probe_bwrap

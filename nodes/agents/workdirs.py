@@ -22,12 +22,13 @@ from typing import Any
 
 from nodes.errors import CommandError
 
-__all__ = ["MAX_DIFF_CHARS", "ProjectAsk", "Resolved", "diff_since", "lent_path", "parse_project", "resolve",
-           "snapshot_of"]
+__all__ = ["ACTIONS", "MAX_DIFF_CHARS", "ProjectAsk", "Resolved", "act", "diff_since", "lent_path", "parse_project",
+           "resolve", "snapshot_of"]
 
 MAX_DIFF_CHARS = 1_000_000
 """A turn's diff text sent back at most (the rest cut, and said so)."""
 MAX_KEY = 512
+ACTIONS = ("describe", "prepare", "uncommitted", "worktrees", "remove")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +172,38 @@ async def diff_since(where: Resolved, before: str | None) -> dict[str, Any] | No
         diff = await diffs.diff_trees(where.path, before, await diffs.snapshot(where.path))
     except (projects.GitError, OSError):
         return None
+    return _diff_json(diff)
+
+
+def _diff_json(diff: Any) -> dict[str, Any] | None:
     if diff.empty:
         return None
     cut = len(diff.text) > MAX_DIFF_CHARS
     return {"text": diff.text[:MAX_DIFF_CHARS] + ("\n… (cut)\n" if cut else ""), "files": diff.files,
             "added": diff.added, "removed": diff.removed, "cut": cut}
+
+
+async def act(action: str, ask: ProjectAsk, folders: list[str]) -> dict[str, Any]:
+    """``agent.project``'s answer: ``describe`` (nothing made), ``prepare`` (the worktree made), ``uncommitted``
+    (everything not committed there now, as a diff), ``worktrees`` (the conversations' worktrees of the
+    repository), ``remove`` (this session's worktree; git refuses one with uncommitted changes)."""
+    from gateway.agents import diffs, projects
+
+    where = await resolve(ask, folders, create=action == "prepare")
+    out = where.to_json()
+    if action == "uncommitted" and where.git and where.exists:
+        try:
+            out["diff"] = _diff_json(await diffs.uncommitted(where.path))
+        except (projects.GitError, OSError) as exc:
+            out["refused"] = str(exc)
+    elif action == "worktrees" and where.git:
+        trees = await projects.worktrees_in(ask.path)
+        out["worktrees"] = [{"path": str(path), "branch": branch} for path, branch in trees]
+    elif action == "remove" and where.worktree:
+        try:
+            removed = await projects.remove_worktree_in(ask.path, ask.session_key) if where.exists else None
+        except (projects.GitError, OSError) as exc:
+            out["refused"] = str(exc)
+        else:
+            out["removed"] = str(removed) if removed is not None else None
+    return out

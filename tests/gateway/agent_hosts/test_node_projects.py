@@ -43,10 +43,15 @@ def world(tmp_path_factory: pytest.TempPathFactory, fake: FakeTelegram) -> Itera
     code = node_home / "code"  # the folder the node lends: the repository and its worktrees beside it are in it
     repo = make_repo(code / "web", {"README.md": "# web\nsecond\nthird\n"})
     outside = make_repo(node_home / "private" / "secret", {"keys.txt": "not lent\n"})
+    (code / "linked").symlink_to(outside)  # a link in the lent folder, leading out of it
+    api = make_repo(code / "api", {"main.py": "print()\n"})
+    (code / "api.worktrees").symlink_to(outside.parent)  # its worktrees would land outside the lent folder
     agent = {"id": "remote", "node": NODE,
              "projects": [{"name": "web", "path": str(repo), "worktrees": True},
                           {"name": "inplace", "path": str(repo)},
-                          {"name": "outside", "path": str(outside)}]}
+                          {"name": "outside", "path": str(outside)},
+                          {"name": "linked", "path": str(code / "linked")},
+                          {"name": "api", "path": str(api), "worktrees": True}]}
     config = {"agents": {"default": "remote", "list": [agent]}, "session": {"dmScope": "per-peer"}}
     owners = {"ownerAllowFrom": [f"telegram:{u}" for u in (ADA, BEN, CY)]}
     with telegram_gateway(root / "gw", fake, dmPolicy="open", config=config, channels=owners) as gw:
@@ -114,6 +119,12 @@ async def test_a_project_folder_the_node_does_not_lend_is_refused(world: dict[st
     refused = await say(fake, CY, "/project outside", lambda t: "outside" in t)
     assert refused.startswith("⚠️ Project outside cannot be used on node workbench"), refused
     assert f"{world['outside']} is not in a folder node {NODE} lends" in refused and str(world["code"]) in refused
+    # a folder that is lent by name but leads out through a symlink: the node refuses it
+    linked = await say(fake, CY, "/project linked", lambda t: "linked" in t)
+    assert linked.startswith("⚠️ Project linked cannot be used") and "symlink" in linked, linked
+    api = await say(fake, CY, "/project api", lambda t: "api" in t)
+    assert api.startswith("⚠️ Project api cannot be used") and "the worktree" in api and "symlink" in api, api
+    assert not list((world["outside"].parent).glob("*-*")), "no worktree made through the link"
     # placement says which project folder is not lent
     gw: GatewayProcess = world["gw"]
     c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
@@ -168,6 +179,12 @@ async def test_a_worktree_on_the_node_and_the_turns_diff_in_the_chat(world: dict
     listing = await say(fake, ADA, "/project", lambda t: t.startswith("Projects"))
     assert f"Now: web in {tree} on node workbench on branch {branch}" in listing, listing
     assert "Last turn's diff" in await say(fake, ADA, "/diff", lambda t: "diff" in t)
+    start = len(fake.calls)
+    everything = await say(fake, ADA, "/diff all", lambda t: t.startswith("Uncommitted"))
+    assert everything == "Uncommitted in web on node workbench: 1 file changed, +3 \N{MINUS SIGN}0", everything
+    assert "+++ b/hello.txt" in (await document_after(fake, ADA, start))["data"].decode()
+    trees = await say(fake, ADA, "/project worktrees", lambda t: t.startswith("Worktrees"))
+    assert f"• {branch} — {tree}" in trees, trees
 
     # The next turn reuses the worktree; its diff is its own change only.
     start = len(fake.calls)
@@ -222,3 +239,23 @@ async def test_new_and_another_conversation_on_the_node(world: dict[str, Any], n
     fresh = last_run(node, "look around")
     assert "scratch.txt" not in fresh["files"] and "--resume" not in fresh["argv"]
     assert not exists(private["cwd"]), "the turn's private folder was removed after it"
+
+
+async def test_a_worktree_on_the_node_is_removed_there_and_comes_back(world: dict[str, Any], node: NodeHostProcess,
+                                                                      fake: FakeTelegram) -> None:
+    await fake.wait_polling()
+    repo: Path = world["repo"]
+    await say(fake, BEN, "/project web", lambda t: t.startswith("📁"))
+    await say(fake, BEN, "edit:keep.txt work", lambda t: t.startswith("echo: edit:keep.txt"))
+    tree = Path(last_run(node, "edit:keep.txt")["cwd"])
+    branch = branch_in(tree)
+    refused = await say(fake, BEN, "/project remove", lambda t: "worktree" in t.lower())
+    assert refused.startswith("⚠️ The worktree stays"), refused  # uncommitted changes: git on the node refuses
+    git(tree, "add", "-A")
+    git(tree, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-m", "agent work")
+    removed = await say(fake, BEN, "/project remove", lambda t: "Removed" in t)
+    assert f"Removed {tree} on node workbench" in removed, removed
+    assert not exists(str(tree)) and git(repo, "branch", "--list", branch).strip()
+    await say(fake, BEN, "edit:more.txt again", lambda t: t.startswith("echo: edit:more.txt"))
+    assert Path(last_run(node, "edit:more.txt")["cwd"]) == tree and branch_in(tree) == branch
+    assert (tree / "keep.txt").exists()  # checked out again on its branch, with its commit
