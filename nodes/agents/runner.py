@@ -290,7 +290,7 @@ class AgentRunner:
 
         from gateway.sandbox.layout import Layout, runtime_roots
         from gateway.sandbox.probe import probe_bwrap
-        from gateway.sandbox.service import wrap_bwrap
+        from gateway.sandbox.service import git_protected, wrap_bwrap
 
         real_home = Path.home()
         if settings.sandbox == "off":
@@ -302,6 +302,7 @@ class AgentRunner:
         layout = Layout(cwd=inv.cwd, home=home, home_at=home,
                         hide=[self.state.resolve(), self.state / "identity.json", self.state / "node.json"])
         layout.write = list(write)
+        layout.protect = git_protected(layout.write)  # a project's .git/config and hooks: read-only, as locally
         layout.read = [*runtime_roots(), *read,
                        *(Path(a) for a in inv.argv if os.path.isabs(a) and os.path.isfile(a))]
         if settings.credentials == "own":  # this machine's CLI login, shown in the agent's HOME

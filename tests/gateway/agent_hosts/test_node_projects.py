@@ -205,6 +205,10 @@ async def test_a_project_without_worktrees_works_in_the_nodes_folder(world: dict
     assert Path(last_run(node, "edit:README.md retitle")["cwd"]) == repo
     assert (repo / "README.md").read_text().startswith("edited by the agent\n")
     git(repo, "checkout", "--", "README.md")
+    # the repository's config and hooks stay read-only in the node's sandbox: what git would run is not the turn's
+    config = (repo / ".git" / "config").read_text()
+    refused = await say(fake, CY, "edit:.git/config plant a filter", lambda t: "Read-only file system" in t)
+    assert "⚠️" in refused and (repo / ".git" / "config").read_text() == config
 
 
 async def test_new_and_another_conversation_on_the_node(world: dict[str, Any], node: NodeHostProcess,
