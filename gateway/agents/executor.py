@@ -36,10 +36,8 @@ import structlog
 
 from gateway.agents import outbox
 from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
-from gateway.agents.diffs import diff_trees, save_diff, snapshot
 from gateway.agents.inbound import InboundRouter
 from gateway.agents.invocation import cli_argv
-from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
 from gateway.agents.runtimes.base import Approve, Fronted, Runtime
@@ -48,7 +46,6 @@ from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.strangers import strangers_conversation
 from gateway.agents.stream import RunStream
-from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import (
     ATTACHMENTS_DIR,
     copy_attachments,
@@ -67,13 +64,16 @@ from gateway.composition.ports import (
     VOICE,
     Voice,
 )
+from gateway.projects.diffs import diff_trees, save_diff, snapshot
+from gateway.projects.workdir import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.protocol import InvalidRequest, RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
 from gateway.sandbox import RunConfinement, SandboxRefused
-from gateway.sessions import parse_key
-from gateway.store.transcripts import SessionRepo
-from gateway.store.usage import UsageRepo
+from gateway.sessions.service import parse_key
+from gateway.sessions.store import SessionRepo
+from gateway.usage.chat import budget_refusal, turn_facts
+from gateway.usage.store import UsageRepo
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
     from gateway.runs import RunQueue
     from gateway.sandbox import Sandbox
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["AgentExecutor"]

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.messages import Inbound
     from gateway.runs import Origin, RunQueue
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["CORE_MODULES", "CommandContext", "CommandRegistry", "CommandReplies", "CommandSpec", "DoorContext",
@@ -43,8 +43,8 @@ Stage = Literal["door", "session"]
 CommandHandler = Callable[[Any, str], Awaitable["str | None"]]
 """``async def handler(ctx: CommandContext | DoorContext, rest: str) -> str | None``."""
 
-CORE_MODULES = ("gateway.agents.commands", "gateway.agents.handoff", "gateway.agents.usage",
-                "gateway.agents.project_commands", "gateway.people.chat")
+CORE_MODULES = ("gateway.agents.commands", "gateway.projects.handoff", "gateway.usage.chat",
+                "gateway.projects.commands", "gateway.people.chat")
 """The core's command modules, in help order; each capability names its own (``Capability.commands``)."""
 
 # "/stop", "/stop@MyBot" (Telegram groups), then optional text after whitespace.

@@ -23,7 +23,7 @@ import structlog
 from sqlalchemy import select
 
 from gateway.runs.model import Origin, RunRequest
-from gateway.store.transcripts import AgentRun, SessionRecord, SessionRepo
+from gateway.sessions.store import AgentRun, SessionRecord, SessionRepo
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -29,7 +29,7 @@ from gateway.hooks import HookRunner
 from gateway.runs.lease import LeaseService
 from gateway.runs.model import Run, RunOutcome
 from gateway.runs.queue import RunQueue
-from gateway.sessions import SessionsService
+from gateway.sessions.service import SessionsService
 from gateway.store import Database
 
 pytestmark = pytest.mark.timeout(60)
