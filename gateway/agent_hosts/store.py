@@ -16,8 +16,8 @@ import orjson
 from sqlalchemy import DateTime, Integer, String, Text, delete, func, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.runs.model import Origin, RunRequest
-from gateway.store.models import Base, utcnow
+from gateway.runs.run import Origin, RunRequest
+from gateway.store.base import Base, utcnow
 
 if TYPE_CHECKING:
     from gateway.store import Database

@@ -36,9 +36,9 @@ import structlog
 
 from gateway.agents import outbox
 from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
-from gateway.agents.inbound import InboundRouter
 from gateway.agents.invocation import cli_argv
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
+from gateway.agents.router import InboundRouter
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
 from gateway.agents.runtimes.base import Approve, Fronted, Runtime
 from gateway.agents.runtimes.driver import TurnResult, run_turn

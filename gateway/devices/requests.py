@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway.runs.model import Origin, RunRequest
+from gateway.runs.run import Origin, RunRequest
 from gateway.sessions.service import main_key
 
 if TYPE_CHECKING:

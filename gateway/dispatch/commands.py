@@ -4,10 +4,10 @@ The chat twin of ``@method`` (``gateway.dispatch.registry``). A declaration give
 aliases), its help line, what it acts on (``gateway.access.Access``: the inbound side asks ``may`` before the
 handler runs, as the dispatcher does for a method) and the stage that answers it:
 
-- ``door``: the inbound door (``gateway.platforms.inbound``), before the channel's access rules, for commands a
+- ``door``: the inbound door (``gateway.platforms.door``), before the channel's access rules, for commands a
   sender the gateway does not know yet may need (``/whoami``, ``/link <code>``). A refused or declined door
   command (its handler answers None) goes on as an ordinary message.
-- ``session``: the inbound router (``gateway.agents.inbound``), once the message has a session; the agent never
+- ``session``: the inbound router (``gateway.agents.router``), once the message has a session; the agent never
   sees the command.
 
 The router and the door only route (``parse``, decide, call); ``/help``, the Telegram menu and the access table
@@ -95,7 +95,7 @@ class Speaker:
 
 class CommandReplies(Protocol):
     """What a command uses of the agent executor: answering in the chat, files it made, where a session's CLI
-    works (``gateway.agents.inbound.Replies`` is this and more)."""
+    works (``gateway.agents.router.Replies`` is this and more)."""
 
     async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int: ...
     async def send_file(self, origin: Origin, path: Path, session_key: str, caption: str | None = None) -> bool: ...

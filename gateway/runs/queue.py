@@ -29,7 +29,7 @@ import structlog
 
 from gateway.protocol import InvalidRequest
 from gateway.runs.lease import LeaseService, LeaseUnavailable
-from gateway.runs.model import FINISHED, Run, RunOutcome, RunRequest
+from gateway.runs.run import FINISHED, Run, RunOutcome, RunRequest
 from gateway.runs.steering import effective_mode
 from gateway.sessions.events import openclaw_message
 from gateway.sessions.store import AgentRun, SessionRepo

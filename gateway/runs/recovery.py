@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import structlog
 from sqlalchemy import select
 
-from gateway.runs.model import Origin, RunRequest
+from gateway.runs.run import Origin, RunRequest
 from gateway.sessions.store import AgentRun, SessionRecord, SessionRepo
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from gateway.runs import RunRequest
 from gateway.sessions.events import announce
 from gateway.sessions.service import parse_key
 from gateway.sessions.store import SessionRepo, SessionWithin
-from gateway.store.models import utcnow
+from gateway.store.base import utcnow
 from gateway.webchat.files import delete_files
 
 if TYPE_CHECKING:

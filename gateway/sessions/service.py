@@ -31,7 +31,7 @@ from gateway.agents.invocation import cli_facts
 from gateway.projects.workdir import describe as describe_project
 from gateway.protocol import InvalidRequest
 from gateway.sessions.store import SessionRecord, SessionRepo
-from gateway.store.models import utcnow
+from gateway.store.base import utcnow
 from gateway.webchat.files import delete_files
 
 if TYPE_CHECKING:

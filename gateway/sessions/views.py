@@ -15,7 +15,7 @@ from pydantic import Field
 
 from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
-from gateway.runs.model import Run
+from gateway.runs.run import Run
 from gateway.sessions.methods import check_visible
 from gateway.sessions.store import SessionRepo
 

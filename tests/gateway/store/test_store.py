@@ -236,7 +236,7 @@ async def test_failed_migration_rolls_back_and_keeps_data(target: Target, tmp_pa
     db = await _open(target, scripts)
     await db.migrate()
     async with db.session() as s:
-        from gateway.store.models import Device
+        from gateway.store.base import Device
 
         s.add(Device(id="d1", public_key="k", status="approved", role="operator", client_id="c"))
     await db.close()
