@@ -128,7 +128,8 @@ COMPOSITION_ROOT = {
     "gateway.composition.wiring",  # builds every core service with what it uses
     "gateway.composition.hosts", "gateway.platforms.host",  # what a capability / a platform package is shown of it
     "gateway.dispatch.dispatcher",  # a handler's context (its typed services come from the gateway)
-    "gateway.server.app", "gateway.server.serve",  # the HTTP app and the serve loop around one gateway
+    "gateway.server.app", "gateway.server.rpc_serve", "gateway.server.serve",  # the HTTP app, one RPC socket served,
+    # and the serve loop, around one gateway
 }
 
 
