@@ -119,8 +119,12 @@ async def test_an_attachment_reaches_the_turns_folder_on_the_node(world: dict[st
 
         # An agent with no workspace: its private folder on the node has them in attachments/, as a local one.
         image = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
-        done = await wait(c, await send(c, "agent:private:main", "show attachments",
-                                        [upload("../../etc/pic.png", image, "image/png")]))
+        run_id = await send(c, "agent:private:main", "sleep:3 show attachments",
+                            [upload("../../etc/pic.png", image, "image/png")])
+        runs = node.state / "agent-runs"
+        found = await until(lambda: list(runs.glob("*/attachments/*pic.png")), 30, "the picture in the private folder")
+        assert found[0].read_bytes() == image and found[0].parent.parent.parent == runs, found
+        done = await wait(c, run_id)
         assert done["status"] == "ok", done
         assert "pic.png=" in done["reply"] and repr(image[:20])[2:-1] in done["reply"], done["reply"]
     finally:
@@ -196,3 +200,73 @@ async def test_a_node_run_naming_a_gateway_path_gets_nothing_of_it(world: dict[s
     finally:
         (code / "link.txt").unlink(missing_ok=True)
         await c.close()
+
+
+async def test_a_message_kept_while_the_node_is_away_brings_its_attachment_when_it_returns(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    gw: GatewayProcess = world["gw"]
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    try:
+        node.stop()
+        data = b"kept for the node's return\n"
+        kept = await wait(c, await send(c, "agent:remote:main", "show attachments", [upload("later.txt", data)]))
+        assert kept["status"] == "error" and "kept" in kept["error"], kept
+        run_with_agents(node)
+
+        async def answered() -> bool:
+            history = await c.call("chat.history", {"sessionKey": "agent:remote:main", "limit": 10})
+            return any(f"later.txt={data!r}" in json.dumps(m) or "later.txt=" in str(m.get("text") or "")
+                       for m in history["messages"] if m.get("role") == "assistant")
+
+        await until(answered, 60, "the kept message to run on the node with its attachment")
+        seen = cli_log(world)[-1]
+        assert "[attachment: file .remoteclaw/attachments/" in seen["prompt"] and "later.txt" in seen["prompt"]
+    finally:
+        await c.close()
+
+
+def test_the_node_writes_attachments_only_inside_the_turns_folder_by_safe_names(tmp_path: Path) -> None:
+    from nodes.agents.files import attachments_of, drop_attachments, place_attachments
+    from nodes.errors import CommandError
+
+    items = attachments_of({"attachments": [upload("../../outside.txt", b"a"), upload(".hidden", b"b"),
+                                            upload("a b/c?.txt", b"c")]})
+    assert [name for name, _ in items] == ["outside.txt", "hidden", "c_.txt"]
+    lent = tmp_path / "code"
+    lent.mkdir()
+    place_attachments(lent, False, items)
+    assert sorted(p.name for p in (lent / ".remoteclaw" / "attachments").iterdir()) == ["c_.txt", "hidden",
+                                                                                         "outside.txt"]
+    assert not (tmp_path / "outside.txt").exists()
+    drop_attachments(lent)
+    assert not (lent / ".remoteclaw" / "attachments").exists()
+    # a .remoteclaw/ left as a link by a run before (aimed at a folder it cannot see) is never written through
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (lent / ".remoteclaw").rmdir()
+    (lent / ".remoteclaw").symlink_to(elsewhere)
+    with pytest.raises(CommandError, match="cannot be written"):
+        place_attachments(lent, False, items)
+    assert list(elsewhere.iterdir()) == []
+    with pytest.raises(CommandError, match="base64"):
+        attachments_of({"attachments": [{"name": "x", "base64": "not base64!"}]})
+
+
+def test_the_node_reads_a_turns_file_only_inside_its_folder(tmp_path: Path) -> None:
+    from nodes.agents.files import read_turn_file
+    from nodes.errors import CommandError
+
+    cwd = tmp_path / "turn"
+    (cwd / "out").mkdir(parents=True)
+    (cwd / "out" / "a.txt").write_bytes(b"hello")
+    (tmp_path / "secret").write_text("not the turn's")
+    (cwd / "link").symlink_to(tmp_path / "secret")
+    got = read_turn_file(cwd, "out/a.txt", 100)
+    assert base64.b64decode(got["base64"]) == b"hello" and got["name"] == "a.txt"
+    assert read_turn_file(cwd, str(cwd / "out" / "a.txt"), 100)["size"] == 5
+    for path, why in (("../secret", "outside"), (str(tmp_path / "secret"), "outside"), ("~/x", "outside"),
+                      ("link", "symbolic link"), ("out", "not a file"), ("nope", "not found")):
+        with pytest.raises(CommandError, match=why):
+            read_turn_file(cwd, path, 100)
+    with pytest.raises(CommandError, match="larger than"):
+        read_turn_file(cwd, "out/a.txt", 4)
