@@ -35,13 +35,16 @@ if TYPE_CHECKING:
     from gateway.dispatch.callers import Caller
     from gateway.runs import Run
 
-__all__ = ["FILE_TIMEOUT_MS", "TooLarge", "file_from_node", "renamed_in_prompt", "size_text", "turn_attachments"]
+__all__ = ["FILE_TIMEOUT_MS", "TooLarge", "file_from_node", "outgoing_limit", "renamed_in_prompt", "size_text",
+           "turn_attachments"]
 
 log = structlog.get_logger("gateway.agent_hosts")
 
 FILE_TIMEOUT_MS = 60_000
 FRAME_MARGIN = 64 * 1024
 """Room in the node's answer frame for what is not the file (the envelope, the JSON around the base64)."""
+QUEUE_MARGIN = 1024 * 1024
+"""Room in the node connection's send queue for what else is queued there, and the rest of ``agent.run``."""
 
 
 class TooLarge(Exception):
@@ -51,6 +54,13 @@ class TooLarge(Exception):
 def size_text(n: int) -> str:
     """``64 KB``, ``20 MB``: a limit as the chat reads it."""
     return f"{n / (1024 * 1024):.3g} MB" if n >= 1024 * 1024 else f"{n / 1024:.3g} KB"
+
+
+def outgoing_limit(config: ConfigStore) -> int:
+    """What one turn's attachments may be in all: ``nodes.agentFilesMaxBytes``, and what the node's connection may
+    queue in one frame as base64 (``gateway.maxBufferedBytes``: a frame past it closes the connection as slow)."""
+    cfg = config.config
+    return max(0, min(cfg.nodes.agentFilesMaxBytes, (cfg.gateway.maxBufferedBytes - QUEUE_MARGIN) * 3 // 4))
 
 
 def turn_attachments(run: Run, *, limit: int, node: str) -> list[dict[str, str]]:
@@ -67,7 +77,8 @@ def turn_attachments(run: Run, *, limit: int, node: str) -> list[dict[str, str]]
     total = sum(sizes.values())
     if total > limit:
         raise TooLarge(f"the message's attachments ({size_text(total)}) are more than the {size_text(limit)} a turn "
-                       f"on node {node} carries (nodes.agentFilesMaxBytes); send smaller files, or fewer at once")
+                       f"on node {node} carries (nodes.agentFilesMaxBytes, within gateway.maxBufferedBytes); send "
+                       "smaller files, or fewer at once")
     out: list[dict[str, str]] = []
     for source in sizes:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gateway.agent_hosts.files import TooLarge, file_from_node, renamed_in_prompt, turn_attachments
+from gateway.agent_hosts.files import TooLarge, file_from_node, outgoing_limit, renamed_in_prompt, turn_attachments
 from gateway.agent_hosts.parked import Parked
 from gateway.agent_hosts.placement import Host, Placement, Unplaced
 from gateway.agent_hosts.remote import LOST, NodePlace, NodeProcess, rebase
@@ -40,7 +40,7 @@ class AgentHosts:
 
     def attachments(self, run: Any, node: str) -> list[dict[str, str]]:
         """The run's files for its turn on ``node`` (``files.turn_attachments``; blocking: run in a thread)."""
-        return turn_attachments(run, limit=self._config.config.nodes.agentFilesMaxBytes, node=node)
+        return turn_attachments(run, limit=outgoing_limit(self._config), node=node)
 
     async def read_file(self, caller: Caller, file: str, field: str, max_bytes: int) -> FileBytes:
         """A file a run on a node names, read on that node inside its turn's folder (``files.file_from_node``)."""
