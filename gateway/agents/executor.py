@@ -434,6 +434,13 @@ class AgentExecutor:
             if refused is not None:
                 return RunOutcome(status="error", error=refused)
             fronted = plan if not plan.unfronted else None
+        try:  # the message's files go with the turn, into its folder on the node
+            attachments = await asyncio.to_thread(hosts.attachments, run, host.name) \
+                if any(req.files for req in run.requests) else []
+        except hosts.TooLarge as exc:
+            log.info("turn refused: its attachments are too large for a node", session_key=run.session_key,
+                     node=host.name)
+            return RunOutcome(status="error", error=str(exc))
         run.answer_facts["node"] = host.name
         private_dir(self.root)
         private_dir(self.runs_dir)
@@ -441,11 +448,12 @@ class AgentExecutor:
         tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
         for path in (fx_path, tools_path):
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
-        confinement = RunConfinement("node", settings, visible=())  # no file of the node is read by the gateway
+        # No path of the run is resolved on the gateway's disk: a file it names is read on its node (the token's node)
+        confinement = RunConfinement("node", settings, visible=())
         confined_person = (person.id if person is not None and person.role != "guest"
                            and person.confined(admins_read_transcripts=self._people.admins_read_transcripts())
                            else None)
-        token = issue_run_token(self._run_tokens, run, (), person_id=confined_person)
+        token = issue_run_token(self._run_tokens, run, (), person_id=confined_person, node_id=host.node_id)
         issued = None
         if fronted is not None and models is not None:
             issued = await models.issue(fronted, run_id=run.id, agent=agent, session_key=run.session_key,
@@ -457,10 +465,12 @@ class AgentExecutor:
             issued.base_urls = hosts.rebase(issued.base_urls, local_root, host.http_origin)
         process = hosts.process(host, session_key=run.session_key, run_id=run.id, agent=agent,
                                 logins=runtime.logins, local_fx=fx_path,
-                                timeout_s=self._config.config.agents.timeoutSeconds)
+                                timeout_s=self._config.config.agents.timeoutSeconds, attachments=attachments)
         place = process.place
+        # A lent folder is the node's project: the turn's own files (attachments) go in its .remoteclaw/ there.
+        scratch = place.workspace if place.private else place.workspace / PRIVATE_DIR
         return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=None,
-                     workspace=place.workspace, scratch=place.workspace, fx_path=fx_path, tools_path=tools_path,
+                     workspace=place.workspace, scratch=scratch, fx_path=fx_path, tools_path=tools_path,
                      cli_state=place.cli_state, before=None, confinement=confinement, token=token,
                      started=time.monotonic(), person_id=person.id if person is not None else None, models=issued,
                      model_drop=fronted.drop if fronted is not None else (), node=process)
@@ -488,6 +498,8 @@ class AgentExecutor:
         if turn.node is not None:
             turn.node._plugin_tools = orjson.dumps(listing).decode()
         prompt = prompt_for(run)
+        if turn.node is not None and any(req.files for req in run.requests):  # as the node names them
+            prompt = self._services.get(AGENT_HOSTS).renamed_in_prompt(prompt, run)
         if turn.scratch != turn.workspace:  # the prompt names attachments by their place in the workspace
             prompt = _ATTACHMENT_NOTE.sub(rf"\1{PRIVATE_DIR}/{ATTACHMENTS_DIR}/", prompt)
         if self._hooks.has("before_agent_start"):
