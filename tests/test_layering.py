@@ -28,6 +28,9 @@ GATEWAY_PUBLIC = {
     # on a node is confined and run by the same rules as one on the gateway's machine
     "gateway.sandbox.layout", "gateway.sandbox.probe", "gateway.sandbox.service",
     "gateway.agents.runtimes.base", "gateway.agents.runtimes.process",
+    # and the files of such a turn written and read by the same rules: where they go in the turn's folder, never
+    # through a link
+    "gateway.agents.workspace", "gateway.projects.workdir", "gateway.sandbox.open_beneath",
 }
 SHIM_ALLOWED = {"gateway.protocol", "gateway"}  # the package itself: its __version__
 

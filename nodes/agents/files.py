@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gateway.agents.projects import PRIVATE_DIR
 from gateway.agents.workspace import ATTACHMENTS_DIR, own_folder, safe_name
+from gateway.projects.workdir import PRIVATE_DIR
 from gateway.sandbox.open_beneath import MAX_READ_BYTES, LinkRefused, read_beneath, remove_tree_beneath, write_beneath
 from nodes.errors import CommandError
 
