@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from channels.inbound import InboundPipeline, Payload
 from channels.media import account_media_dir
+from channels.pipeline import InboundPipeline, Payload
 
 if TYPE_CHECKING:
     from gateway.platforms import Inbound, InboundHandler, InboundJournal, MessageLog, PlatformHost
@@ -75,6 +75,6 @@ class ChannelEnvironment:
 
     def pipeline(self, handle: Callable[[Payload], Awaitable[None]],
                  conversation: Callable[[Payload], Hashable]) -> InboundPipeline:
-        """The account's inbound pipeline (``channels.inbound``), on the gateway's journal when there is one."""
+        """The account's inbound pipeline (``channels.pipeline``), on the gateway's journal when there is one."""
         return InboundPipeline(self.channel, self.account_id, self.journal, handle=handle,
                                conversation=conversation)

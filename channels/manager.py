@@ -5,7 +5,7 @@ It puts three parts together, one job each:
 - ``channels.operations``: the gateway's ``ChatPlatforms`` (replies, typing, progress, approvals' buttons, the
   ``message.*`` operations), attached as the gateway's way to chats;
 - the inbound side is the gateway's: every account hands each message to ``host.receive`` once
-  (``gateway.platforms.inbound``: history, access, pairing offers, routing).
+  (``gateway.platforms.door``: history, access, pairing offers, routing).
 It also keeps the received media folder pruned and follows live config changes.
 """
 

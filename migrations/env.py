@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from gateway.store.models import Base
+from gateway.store.base import Base
 
 connection = context.config.attributes.get("connection")
 if connection is None:

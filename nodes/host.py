@@ -40,6 +40,8 @@ STABLE_AFTER_S = 10.0
 
 DEDUPE_KEYS = 256
 DEDUPE_TTL_S = 600.0
+UNREMEMBERED = frozenset({"agent.file"})
+"""Answers not kept for a retried key: they hold a file's bytes (a retry reads the file again)."""
 INVOKE_GRACE_S = 2.0
 """How long past the request's timeoutMs the node keeps at an invocation before giving it up itself."""
 
@@ -403,7 +405,7 @@ class NodeHost:
                 log(f"{command} failed: {exc!r}")
                 answer.update(ok=False, error={"code": "UNAVAILABLE", "message": f"{command} failed on the node: "
                                                                                  f"{exc}"})
-            if isinstance(key, str) and key and answer.get("ok"):
+            if isinstance(key, str) and key and answer.get("ok") and command not in UNREMEMBERED:
                 self._remember(key, {k: answer[k] for k in ("ok", "payloadJSON")})
         client = self.client
         if client is None:

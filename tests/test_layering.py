@@ -28,8 +28,11 @@ GATEWAY_PUBLIC = {
     # on a node is confined and run by the same rules as one on the gateway's machine
     "gateway.sandbox.layout", "gateway.sandbox.probe", "gateway.sandbox.service",
     "gateway.agents.runtimes.base", "gateway.agents.runtimes.process",
+    # and the files of such a turn written and read by the same rules: where they go in the turn's folder, never
+    # through a link
+    "gateway.agents.workspace", "gateway.projects.workdir", "gateway.sandbox.open_beneath",
     # and the projects' git helpers, so a node's project, worktree and diff are made as the gateway makes its own
-    "gateway.agents.projects", "gateway.agents.diffs",
+    "gateway.projects.diffs",
 }
 SHIM_ALLOWED = {"gateway.protocol", "gateway"}  # the package itself: its __version__
 
@@ -130,7 +133,8 @@ COMPOSITION_ROOT = {
     "gateway.composition.wiring",  # builds every core service with what it uses
     "gateway.composition.hosts", "gateway.platforms.host",  # what a capability / a platform package is shown of it
     "gateway.dispatch.dispatcher",  # a handler's context (its typed services come from the gateway)
-    "gateway.server.app", "gateway.server.serve",  # the HTTP app and the serve loop around one gateway
+    "gateway.server.app", "gateway.server.rpc_serve", "gateway.server.serve",  # the HTTP app, one RPC socket served,
+    # and the serve loop, around one gateway
 }
 
 

@@ -9,7 +9,7 @@ Targets (``to``): ``channel:<id>`` or a bare ``<id>`` is a channel (guild text c
 or DM channel); ``user:<id>`` opens (or reuses) the DM channel with that user. A ``thread_id``
 sends into that thread instead of ``to``: Discord threads are channels of their own.
 
-**Inbound.** Every message and button press goes through the inbound pipeline (``channels.inbound``): written
+**Inbound.** Every message and button press goes through the inbound pipeline (``channels.pipeline``): written
 to the gateway's journal as it arrives (a message by its channel and id, a press with all it carries), handled
 in order per conversation, marked done, and replayed at the next start if the gateway stopped in between (a
 replayed message is fetched again by id; one deleted meanwhile is dropped).
@@ -64,7 +64,7 @@ from channels.chunking import split_text
 from channels.environment import ChannelEnvironment
 from channels.fetch import FetchRefused, fetch_public
 from channels.files import upload_of
-from channels.inbound import Payload
+from channels.pipeline import Payload
 from gateway.extras import MissingExtra
 from gateway.platforms import ChatType, FileBytes
 

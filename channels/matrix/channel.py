@@ -34,9 +34,9 @@ from channels.base import (
     Sent,
 )
 from channels.environment import ChannelEnvironment
-from channels.inbound import Payload
 from channels.matrix.config import MatrixAccountConfig, parse_config
 from channels.matrix.state import StateFiles
+from channels.pipeline import Payload
 from gateway.extras import MissingExtra
 from gateway.platforms import FileBytes
 

@@ -17,13 +17,13 @@ from typing import Any
 import nio
 import structlog
 
-from channels.inbound import Payload
 from channels.matrix import crypto
 from channels.matrix.config import MatrixAccountConfig
 from channels.matrix.errors import error_of
 from channels.matrix.invites import Invites
 from channels.matrix.session import Session
 from channels.matrix.state import StateFiles
+from channels.pipeline import Payload
 
 __all__ = ["Sync"]
 

@@ -10,7 +10,7 @@ way: an ``interactive`` envelope, or a form POST with ``payload=``.
 What is handed to the agent: every DM (``im``); in channels (public, private, group DMs) a message that
 mentions the bot, or any message in a thread the bot takes part in (it was mentioned there or posted there).
 A thread is its own session (``thread_ts`` is the thread id). ``message`` and ``app_mention`` events for the
-same message are handled once: each event goes through the inbound pipeline (``channels.inbound``) keyed by
+same message are handled once: each event goes through the inbound pipeline (``channels.pipeline``) keyed by
 channel and ``ts``, so Slack's redeliveries are dropped and a restart replays what was cut off.
 
 Outbound: Markdown converted to mrkdwn; replies go into the thread of the message replied to (Slack has no
@@ -52,7 +52,7 @@ from channels.base import (
 )
 from channels.environment import ChannelEnvironment
 from channels.files import upload_of
-from channels.inbound import Payload
+from channels.pipeline import Payload
 from channels.slack.config import SlackAccountConfig, parse_config
 from channels.slack.format import to_mrkdwn
 from gateway.extras import MissingExtra

@@ -41,7 +41,7 @@ from channels.base import (
 )
 from channels.environment import ChannelEnvironment
 from channels.files import upload_of
-from channels.inbound import Payload
+from channels.pipeline import Payload
 from gateway.extras import MissingExtra
 from gateway.platforms import ChatType, FileBytes, MediaKind, chat_commands
 

@@ -4,7 +4,7 @@ One ``WhatsAppChannel`` is one business phone number. Meta pushes what happens t
 ``/channels/whatsapp/<account>/webhook``: a ``GET`` once, when the webhook is set up in the app dashboard
 (``hub.verify_token`` checked, ``hub.challenge`` echoed), then a signed ``POST`` per batch of events
 (``X-Hub-Signature-256``: HMAC-SHA256 of the raw body with the app secret; anything else is refused before it is
-read). Each message goes through the inbound pipeline (``channels.inbound``: journalled) before Meta is answered
+read). Each message goes through the inbound pipeline (``channels.pipeline``: journalled) before Meta is answered
 200, so a retried webhook is handled once, and one cut off by a stop is handled at the next start.
 
 Inbound: text, replies (``context.id``), media (downloaded with ``GET /{media-id}`` then the URL it gives, with
@@ -59,7 +59,7 @@ from channels.base import (
 )
 from channels.environment import ChannelEnvironment
 from channels.files import upload_of
-from channels.inbound import Payload
+from channels.pipeline import Payload
 from channels.whatsapp.config import WhatsAppAccountConfig, parse_config
 from channels.whatsapp.format import to_whatsapp
 from gateway.platforms import FileBytes, MediaKind

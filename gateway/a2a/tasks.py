@@ -35,7 +35,7 @@ from sqlalchemy import BigInteger, String, Text, delete, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.access.policy import may
-from gateway.store.models import Base
+from gateway.store.base import Base
 
 if TYPE_CHECKING:
     from a2a.server.context import ServerCallContext

@@ -16,7 +16,7 @@ from gateway.access.policy import may, require
 from gateway.access.principals import Principal, principal_of
 from gateway.dispatch.callers import Caller
 from gateway.protocol import InvalidRequest
-from gateway.store.transcripts import SessionRepo
+from gateway.sessions.store import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.store import Database

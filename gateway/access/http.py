@@ -82,7 +82,8 @@ class HttpCredentials:
         if grant is not None:  # as the handshake's caller_for: the grant's scopes, methods, confinement, person
             return Caller(conn_id=conn_id, role="operator", scopes=grant.scopes, client_id="http",
                           client_mode="backend", remote=remote, methods=grant.methods, confined_to=grant.confine,
-                          reach=grant.reach, person_id=grant.person_id, run_session=grant.session_key)
+                          reach=grant.reach, person_id=grant.person_id, run_session=grant.session_key,
+                          run_node=grant.node_id, extra={"runId": grant.run_id} if grant.run_id else {})
         for verify in self._verifiers:
             found = await verify(given, conn_id, remote)
             if found is not None:

@@ -7,7 +7,9 @@
   model gateway's addresses as the node reaches them, and the answer back as a process result;
 - ``parked``: messages for a node that is offline or dropped mid-turn, run when it is back (or, cut off mid-turn
   where running again is not safe, the chat asked to send them again);
-- ``store``: those messages in the database (``node_kept_messages``): a gateway restart keeps them.
+- ``store``: those messages in the database (``node_kept_messages``): a gateway restart keeps them;
+- ``files``: the turn's files both ways: the message's attachments sent with ``agent.run``, and a file its agent
+  sends back read on the node (``agent.file``), never a path on the gateway's disk.
 
 The node's side is ``nodes/agents`` (what its owner lends, its sandbox).
 """

@@ -69,7 +69,8 @@ class NodeProcess:
 
     def __init__(self, nodes: NodeService, streams: TurnStreams, host: Host, place: NodePlace, *, run_id: str,
                  agent_id: str, runtime: str, logins: tuple[str, ...], plugin_tools: str, local_fx: Path,
-                 timeout_s: float, project: dict[str, Any] | None = None) -> None:
+                 timeout_s: float, attachments: list[dict[str, str]] | None = None,
+                 project: dict[str, Any] | None = None) -> None:
         self._nodes = nodes
         self._streams = streams
         self.host = host
@@ -80,6 +81,9 @@ class NodeProcess:
         self._logins = logins
         self._plugin_tools = plugin_tools
         self._local_fx = local_fx
+        self._attachments = attachments or []
+        """The message's files (``{name, base64}``, ``files.turn_attachments``): the node writes them in the turn's
+        folder where a local turn has them."""
         self._timeout_ms = int(timeout_s * 1000) + MARGIN_MS
         self._attempt = 0
         self._project = project
@@ -96,7 +100,8 @@ class NodeProcess:
                   "files": {str(path): text for path, text in inv.files.items()},
                   "stdin": inv.stdin.decode() if inv.stdin is not None else None, "passEnv": list(inv.pass_env),
                   "noOutputTimeoutS": no_output_timeout, "logins": list(self._logins), "session": self.place.session,
-                  "private": self.place.private, "pluginTools": self._plugin_tools, "project": self._project}
+                  "private": self.place.private, "pluginTools": self._plugin_tools,
+                  "attachments": self._attachments, "project": self._project}
 
         def lines(batch: list[Any]) -> None:
             for obj in batch:

@@ -6,18 +6,21 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.agent_hosts.files import TooLarge, file_from_node, outgoing_limit, renamed_in_prompt, turn_attachments
 from gateway.agent_hosts.parked import Parked
 from gateway.agent_hosts.placement import Host, Placement, Unplaced, lends
 from gateway.agent_hosts.remote import LOST, NodePlace, NodeProcess, rebase
 from gateway.agent_hosts.streams import TurnStreams
-from gateway.agents.projects import Workdir
+from gateway.projects.workdir import Workdir
 from gateway.protocol import RpcError
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
     from gateway.config import AgentConfig, ConfigStore, ProjectConfig
     from gateway.devices.service import NodeService
+    from gateway.dispatch.callers import Caller
     from gateway.runs import RunQueue
+    from gateway.sandbox.open_beneath import FileBytes
     from gateway.store import Database
 
 __all__ = ["AgentHosts", "project_block"]
@@ -35,13 +38,24 @@ class AgentHosts:
     def __init__(self, nodes: NodeService, bus: EventBus | None, runs: RunQueue, db: Database,
                  config: ConfigStore) -> None:
         self.nodes = nodes
+        self._config = config
         self.placement = Placement(nodes)
         self.streams = TurnStreams(bus)
         self.parked = Parked(nodes, runs, db, config)
         nodes.on_connect.append(self._connected)
 
     LOST = LOST
+    TooLarge = TooLarge
     rebase = staticmethod(rebase)
+    renamed_in_prompt = staticmethod(renamed_in_prompt)
+
+    def attachments(self, run: Any, node: str) -> list[dict[str, str]]:
+        """The run's files for its turn on ``node`` (``files.turn_attachments``; blocking: run in a thread)."""
+        return turn_attachments(run, limit=outgoing_limit(self._config), node=node)
+
+    async def read_file(self, caller: Caller, file: str, field: str, max_bytes: int) -> FileBytes:
+        """A file a run on a node names, read on that node inside its turn's folder (``files.file_from_node``)."""
+        return await file_from_node(self.nodes, self._config, caller, file, field, max_bytes)
 
     async def try_place(self, agent: AgentConfig) -> tuple[Host | None, str, bool]:
         """``(host, "", False)``, or ``(None, why, kept)``: why the turn cannot run there now, and whether its message
@@ -52,8 +66,8 @@ class AgentHosts:
             return None, exc.message, exc.kept
 
     def process(self, host: Host, *, session_key: str, run_id: str, agent: AgentConfig, logins: tuple[str, ...],
-                local_fx: Path, timeout_s: float, workdir: Workdir | None = None,
-                project: ProjectConfig | None = None) -> NodeProcess:
+                local_fx: Path, timeout_s: float, attachments: list[dict[str, str]] | None = None,
+                workdir: Workdir | None = None, project: ProjectConfig | None = None) -> NodeProcess:
         """What runs the turn on ``host`` (a ``ProcessRunner`` for the driver), with its paths there: the session's
         project folder or worktree there when it has one (the node checks it again, snapshots and diffs it)."""
         place = NodePlace.of(host, session_key=session_key, run_id=run_id,
@@ -61,7 +75,7 @@ class AgentHosts:
         block = project_block(project, session_key) if project is not None and workdir is not None else None
         return NodeProcess(self.nodes, self.streams, host, place, run_id=run_id, agent_id=agent.id,
                            runtime=agent.runtime, logins=logins, plugin_tools="", local_fx=local_fx,
-                           timeout_s=timeout_s, project=block)
+                           timeout_s=timeout_s, attachments=attachments or [], project=block)
 
     async def ask(self, host_ref: str, project: ProjectConfig, session_key: str, action: str) -> dict[str, Any]:
         """The node's answer about the session's project (``agent.project``): ``describe``, ``prepare`` (the

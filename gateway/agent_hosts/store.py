@@ -2,7 +2,8 @@
 gateway restart, and any replica that sees the node back claims and runs them.
 
 A row is the message's request as it was accepted (its text is in the transcript already): who sent it, from
-where, whether the reply is delivered to a chat. Claiming is deleting: of two replicas releasing the same rows,
+where, whether the reply is delivered to a chat, the gateway's copies of its attachments (they go to the node
+when it runs). Claiming is deleting: of two replicas releasing the same rows,
 each row's delete succeeds for one of them only, so a message runs once.
 """
 
@@ -16,8 +17,8 @@ import orjson
 from sqlalchemy import DateTime, Integer, String, Text, delete, func, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.runs.model import Origin, RunRequest
-from gateway.store.models import Base, utcnow
+from gateway.runs.run import Origin, RunRequest
+from gateway.store.base import Base, utcnow
 
 if TYPE_CHECKING:
     from gateway.store import Database
@@ -40,7 +41,7 @@ def _encode(req: RunRequest) -> str:
     return orjson.dumps({"sessionKey": req.session_key, "agentId": req.agent_id, "message": req.message,
                          "source": req.source, "isOwner": req.is_owner, "toolProfile": req.tool_profile,
                          "origin": asdict(req.origin) if req.origin is not None else None, "deliver": req.deliver,
-                         "voiceIn": req.voice_in}).decode()
+                         "voiceIn": req.voice_in, "files": list(req.files)}).decode()
 
 
 def _decode(text: str) -> RunRequest:
@@ -49,7 +50,8 @@ def _decode(text: str) -> RunRequest:
     return RunRequest(session_key=data["sessionKey"], agent_id=data["agentId"], message=data["message"],
                       source=data["source"], is_owner=bool(data["isOwner"]), tool_profile=data.get("toolProfile"),
                       origin=Origin(**origin) if isinstance(origin, dict) else None, deliver=bool(data["deliver"]),
-                      voice_in=bool(data.get("voiceIn")), stored=True)
+                      voice_in=bool(data.get("voiceIn")), files=tuple(str(f) for f in data.get("files") or ()),
+                      stored=True)
 
 
 class KeptStore:

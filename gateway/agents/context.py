@@ -22,21 +22,25 @@ def is_owner_run(run: Run) -> bool:
     return run.is_owner and run.first.source != "cron"
 
 
-def issue_run_token(tokens: RunTokens, run: Run, reach: tuple[str, ...], *, person_id: str | None = None) -> str:
+def issue_run_token(tokens: RunTokens, run: Run, reach: tuple[str, ...], *, person_id: str | None = None,
+                    node_id: str | None = None) -> str:
     """A token for this run's shim only, capped to its tier (the agent can read it; see ``RunTokens``), naming
     the folders it may name files in (``reach``: what the run itself can see).
 
     ``person_id``: the run is in the session of a person who sees only their own things (``gateway.people``): its
     tools reach that person's sessions too (their other chats, their web chat), and nobody else's, whatever its
     tier.
+
+    ``node_id``: the run's turn is on that node: the files it names are read there (``reach`` is then empty).
     """
     origin = run.last.origin
     if is_owner_run(run) and person_id is None:
-        return tokens.issue(frozenset(OPERATOR_SCOPES), reach=reach, session_key=run.session_key, run_id=run.id)
+        return tokens.issue(frozenset(OPERATOR_SCOPES), reach=reach, session_key=run.session_key, run_id=run.id,
+                            node_id=node_id)
     confine = SessionScope(run.session_key, origin.channel if origin else None, origin.to if origin else None,
                            person_id=person_id)
     return tokens.issue(frozenset({READ, WRITE}), methods=registry.baseline_names(), confine=confine, reach=reach,
-                        session_key=run.session_key, run_id=run.id)
+                        session_key=run.session_key, run_id=run.id, node_id=node_id)
 
 
 def context_env(run: Run, *, agent: AgentConfig, config: Config, listen: tuple[str, int], fx_path: Path,

@@ -36,11 +36,9 @@ import structlog
 
 from gateway.agents import outbox
 from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
-from gateway.agents.diffs import Diff, diff_trees, save_diff, snapshot
-from gateway.agents.inbound import InboundRouter
 from gateway.agents.invocation import cli_argv
-from gateway.agents.projects import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
+from gateway.agents.router import InboundRouter
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
 from gateway.agents.runtimes.base import Approve, Fronted, Runtime
 from gateway.agents.runtimes.driver import TurnResult, run_turn
@@ -48,7 +46,6 @@ from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
 from gateway.agents.strangers import strangers_conversation
 from gateway.agents.stream import RunStream
-from gateway.agents.usage import budget_refusal, turn_facts
 from gateway.agents.workspace import (
     ATTACHMENTS_DIR,
     copy_attachments,
@@ -67,13 +64,16 @@ from gateway.composition.ports import (
     VOICE,
     Voice,
 )
+from gateway.projects.diffs import Diff, diff_trees, save_diff, snapshot
+from gateway.projects.workdir import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.protocol import InvalidRequest, RpcError
 from gateway.runs import Origin, Run, RunOutcome
 from gateway.runs.steering import effective_mode
 from gateway.sandbox import RunConfinement, SandboxRefused
-from gateway.sessions import parse_key
-from gateway.store.transcripts import SessionRepo
-from gateway.store.usage import UsageRepo
+from gateway.sessions.service import parse_key
+from gateway.sessions.store import SessionRepo
+from gateway.usage.chat import budget_refusal, turn_facts
+from gateway.usage.store import UsageRepo
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
     from gateway.runs import RunQueue
     from gateway.sandbox import Sandbox
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["AgentExecutor"]
@@ -435,6 +435,13 @@ class AgentExecutor:
             if refused is not None:
                 return RunOutcome(status="error", error=refused)
             fronted = plan if not plan.unfronted else None
+        try:  # the message's files go with the turn, into its folder on the node
+            attachments = await asyncio.to_thread(hosts.attachments, run, host.name) \
+                if any(req.files for req in run.requests) else []
+        except hosts.TooLarge as exc:
+            log.info("turn refused: its attachments are too large for a node", session_key=run.session_key,
+                     node=host.name)
+            return RunOutcome(status="error", error=str(exc))
         workdir = None
         if project is not None:  # a folder on the node: it checks it is lent, and makes the worktree
             try:
@@ -451,11 +458,12 @@ class AgentExecutor:
         tools_path = self.runs_dir / f"{run.id}.plugin-tools.json"
         for path in (fx_path, tools_path):
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
-        confinement = RunConfinement("node", settings, visible=())  # no file of the node is read by the gateway
+        # No path of the run is resolved on the gateway's disk: a file it names is read on its node (the token's node)
+        confinement = RunConfinement("node", settings, visible=())
         confined_person = (person.id if person is not None and person.role != "guest"
                            and person.confined(admins_read_transcripts=self._people.admins_read_transcripts())
                            else None)
-        token = issue_run_token(self._run_tokens, run, (), person_id=confined_person)
+        token = issue_run_token(self._run_tokens, run, (), person_id=confined_person, node_id=host.node_id)
         issued = None
         if fronted is not None and models is not None:
             issued = await models.issue(fronted, run_id=run.id, agent=agent, session_key=run.session_key,
@@ -467,12 +475,13 @@ class AgentExecutor:
             issued.base_urls = hosts.rebase(issued.base_urls, local_root, host.http_origin)
         process = hosts.process(host, session_key=run.session_key, run_id=run.id, agent=agent,
                                 logins=runtime.logins, local_fx=fx_path,
-                                timeout_s=self._config.config.agents.timeoutSeconds, workdir=workdir, project=project)
+                                timeout_s=self._config.config.agents.timeoutSeconds, attachments=attachments,
+                                workdir=workdir, project=project)
         place = process.place
+        # A lent folder or a project on the node: the turn's own files (attachments) go in its .remoteclaw/ there.
+        scratch = place.workspace if place.private else place.workspace / PRIVATE_DIR
         return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=workdir,
-                     workspace=place.workspace,
-                     scratch=place.workspace if workdir is None else place.workspace / PRIVATE_DIR,
-                     fx_path=fx_path, tools_path=tools_path,
+                     workspace=place.workspace, scratch=scratch, fx_path=fx_path, tools_path=tools_path,
                      cli_state=place.cli_state, before=None, confinement=confinement, token=token,
                      started=time.monotonic(), person_id=person.id if person is not None else None, models=issued,
                      model_drop=fronted.drop if fronted is not None else (), node=process)
@@ -500,6 +509,8 @@ class AgentExecutor:
         if turn.node is not None:
             turn.node._plugin_tools = orjson.dumps(listing).decode()
         prompt = prompt_for(run)
+        if turn.node is not None and any(req.files for req in run.requests):  # as the node names them
+            prompt = self._services.get(AGENT_HOSTS).renamed_in_prompt(prompt, run)
         if turn.scratch != turn.workspace:  # the prompt names attachments by their place in the workspace
             prompt = _ATTACHMENT_NOTE.sub(rf"\1{PRIVATE_DIR}/{ATTACHMENTS_DIR}/", prompt)
         if self._hooks.has("before_agent_start"):

@@ -23,9 +23,9 @@ import structlog
 from sqlalchemy import BigInteger, Integer, String, Text, delete, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.runs.model import Origin
+from gateway.runs.run import Origin
+from gateway.store.base import Base
 from gateway.store.messages import ChannelMessage
-from gateway.store.models import Base
 
 if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.sessions import main_key
+from gateway.sessions.service import main_key
 
 if TYPE_CHECKING:
     from gateway.people.service import PersonView

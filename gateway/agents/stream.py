@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from gateway.store.transcripts import SessionRepo
+from gateway.sessions.store import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.agents.runtimes import Event

@@ -29,6 +29,9 @@ class RunGrant:
     """The session whose turn holds the token (who did what, in the audit log)."""
     run_id: str | None = None
     """The run whose token it is: the connections opened with it are closed when the run ends (``on_revoke``)."""
+    node_id: str | None = None
+    """The node the run's turn is on (``gateway.agent_hosts``): a file it names is that node's, read there
+    (``gateway.sandbox.reach.read_run_file``), never a path on the gateway's disk."""
 
 
 class RunTokens:
@@ -56,10 +59,10 @@ class RunTokens:
 
     def issue(self, scopes: frozenset[str], methods: frozenset[str] | None = None,
               confine: SessionScope | None = None, reach: tuple[str, ...] = (), session_key: str | None = None,
-              run_id: str | None = None) -> str:
+              run_id: str | None = None, node_id: str | None = None) -> str:
         token = self.PREFIX + secrets.token_urlsafe(32)
         self._grants[self._key(token)] = RunGrant(scopes, methods, confine, reach, session_key=session_key,
-                                                  run_id=run_id)
+                                                  run_id=run_id, node_id=node_id)
         return token
 
     def on_revoke(self, hook: Callable[[RunGrant], object]) -> None:

@@ -19,11 +19,20 @@ if TYPE_CHECKING:
     from gateway.runs import Run
 
 __all__ = ["ATTACHMENTS_DIR", "copy_attachments", "own_folder", "private_dir", "read_effects", "remove_own",
-           "runs_folder"]
+           "runs_folder", "safe_name"]
 
 log = structlog.get_logger("gateway.agents")
 
 ATTACHMENTS_DIR = "attachments"  # inside the run's workspace
+
+
+def safe_name(name: str) -> str:
+    """A file name fit to be written in a run's folder: its last component only, letters, digits and ``._-``
+    (anything else ``_``), no leading dot. The names the gateway gives its copies (``<id>.jpg``, an upload's
+    ``<random>-<name>``) pass unchanged; what a node writes for a turn is always passed through it."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    clean = "".join(c if c.isalnum() or c in "._-" else "_" for c in base).lstrip(".")
+    return clean[-200:] or "file"
 
 
 def runs_folder(state_dir: Path) -> Path:

@@ -24,7 +24,7 @@ from gateway.composition.ports import DECISION_REFUSED
 from gateway.dispatch.commands import CommandContext, command, commands
 from gateway.protocol import RpcError
 from gateway.runs import Origin
-from gateway.store.transcripts import SessionRepo
+from gateway.sessions.store import SessionRepo
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -27,7 +27,7 @@ from gateway.approvals.pending import Decision, Pending
 from gateway.approvals.service import APPROVALS_SERVICE, ApprovalService
 from gateway.dispatch.dispatcher import APPROVALS, QUESTIONS, WRITE, CallContext, NoParams, Params, method
 from gateway.protocol import ApprovalNotFound, InvalidRequest
-from gateway.sessions import parse_key
+from gateway.sessions.service import parse_key
 
 __all__: list[str] = []
 

@@ -13,7 +13,7 @@ import orjson
 from sqlalchemy import BigInteger, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.store.models import Base
+from gateway.store.base import Base
 
 __all__ = ["ApprovalRequest", "ApprovalRule"]
 

@@ -16,8 +16,8 @@ from sqlalchemy import BigInteger, Index, Integer, String, Text, and_, delete, o
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from gateway.store.base import Base
 from gateway.store.db import rowcount
-from gateway.store.models import Base
 
 __all__ = ["AuditEvent", "Cursor", "Filter", "insert", "page", "prune"]
 

@@ -35,7 +35,7 @@ from gateway.server.heap_trim import ReleaseAfterCrowd
 from gateway.server.preauth import PreAuthSockets
 from gateway.server.presence import PresenceBoard
 from gateway.server.send_budget import OutboundBudget
-from gateway.server.session_events import SessionSubscriptions
+from gateway.sessions.events import SessionSubscriptions
 from gateway.store import Database, database_url
 from gateway.store.idempotency import MISSING, DurableOutcomes
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
 
 __all__ = ["Gateway"]
 
@@ -75,7 +75,7 @@ class Gateway:
     """
 
     sessions: SessionsService
-    """Session keys, agents, the sessions table (``gateway.sessions``)."""
+    """Session keys, agents, the sessions table (``gateway.sessions.service``)."""
     runs: RunQueue
     """The run queue (``gateway.runs``)."""
     agents: AgentExecutor
@@ -118,7 +118,7 @@ class Gateway:
         self.connections: dict[str, Connection] = {}
         self.subscriptions = SessionSubscriptions()
         """Which connections asked for ``sessions.changed`` and ``session.message``
-        (``gateway.server.session_events``)."""
+        (``gateway.sessions.events``)."""
         self.taps = EventTaps(event_session)
         """In-process taps on one session's events, for the HTTP doors that run turns (``event_taps``)."""
         self.run_tokens = RunTokens()

@@ -73,7 +73,7 @@ async def _start_runs(gw: Gateway) -> None:
 
 
 async def _start_sessions(gw: Gateway) -> None:
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
 
     gw.sessions = SessionsService(gw.db, gw.config_store, gw.hooks, gw.runs)
 

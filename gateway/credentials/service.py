@@ -30,7 +30,7 @@ from gateway.credentials.standins import StandIn, StandIns
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.relay import GatewayRelay
 from gateway.sandbox.service import PORTAL_PORT
-from gateway.store.usage import TurnUsage, UsageRepo, day_start_ms
+from gateway.usage.store import TurnUsage, UsageRepo, day_start_ms
 
 if TYPE_CHECKING:
     import aiohttp

@@ -25,7 +25,7 @@ from gateway.runs import Origin
 
 if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["WebhookRefused", "announce", "post_webhook", "skip_reason"]
@@ -53,7 +53,7 @@ async def announce(db: Database, sessions: SessionsService, platforms: ChatPlatf
                    text: str, session_key: str, agent_id: str) -> str:
     """Send ``text`` to the delivery's chat, or to the last chat the session (or the agent's main
     session) was used from; returns the delivery status."""
-    from gateway.store.transcripts import SessionRepo
+    from gateway.sessions.store import SessionRepo
 
     if not text.strip():
         return "skipped:empty"

@@ -37,7 +37,7 @@ from gateway.composition.services import Key
 from gateway.cron.delivery import announce, post_webhook, skip_reason
 from gateway.cron.schedule import Schedule, parse_schedule
 from gateway.cron.store import CronJob, CronRun
-from gateway.runs.model import RunRequest
+from gateway.runs.run import RunRequest
 from gateway.store.db import rowcount
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["CronService", "now_ms", "start", "stored_schedule"]

@@ -16,7 +16,7 @@ from sqlalchemy import BigInteger, Boolean, Index, Integer, Select, String, Text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.store.models import Base
+from gateway.store.base import Base
 
 __all__ = ["CronJob", "CronRun", "JobCounts", "JobPage", "delivery_status", "job_counts", "job_page", "remove_job",
            "run_page"]

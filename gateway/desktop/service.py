@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from gateway.devices.service import NodeService
     from gateway.dispatch.callers import Caller
     from gateway.runs import RunQueue
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["ASKING_MODES", "DesktopService", "Recording"]
@@ -98,7 +98,7 @@ class DesktopService:
         """The agent behind a run's call and its permission mode."""
         agent_id = None
         if session_key:
-            from gateway.sessions import parse_key
+            from gateway.sessions.service import parse_key
 
             try:
                 agent_id = parse_key(self._sessions.normalize_key(session_key))[0]
@@ -236,7 +236,7 @@ class DesktopService:
 
     async def _asked(self, session_key: str) -> list[dict[str, Any]]:
         """What the agent was asked: the session's last messages from people."""
-        from gateway.store.transcripts import SessionRepo
+        from gateway.sessions.store import SessionRepo
 
         try:
             async with self._db.session() as s:

@@ -26,6 +26,11 @@ class NodesConfig(Section):
                                  description="How long node.invoke waits for a node when the call gives no timeoutMs.")
     maxPendingRequests: int = Field(100, ge=1, le=10_000,
                                     description="Pending pairing requests kept at most (the oldest are dropped).")
+    agentFilesMaxBytes: int = Field(
+        5 * 1024 * 1024, ge=1024, le=200 * 1024 * 1024,
+        description="What files may travel with a turn on a node (docs/nodes.md#files-both-ways): the attachments "
+                    "copied to the node for one turn, in total (within what gateway.maxBufferedBytes lets one frame "
+                    "to the node be, as base64), and one file its agent sends back (within gateway.maxPayload).")
     browserNode: str | None = Field(
         None, max_length=256, description="The node browser.request uses when several offer a browser (id, id "
                                           "prefix or name); unset: the only browser node connected.")

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gateway.dispatch.dispatcher import PAIRING
 from gateway.protocol.connect_params import ConnectParams
-from gateway.store.models import Device, utcnow
+from gateway.store.base import Device, utcnow
 
 if TYPE_CHECKING:
     from gateway.composition.callable_types import Broadcast

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway.runs.model import Origin, RunRequest
-from gateway.sessions import main_key
+from gateway.runs.run import Origin, RunRequest
+from gateway.sessions.service import main_key
 
 if TYPE_CHECKING:
     from gateway.devices.service import EventHandler
     from gateway.runs import RunQueue
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
 
 __all__ = ["MAX_MESSAGE_CHARS", "agent_request", "agent_requests"]
 

@@ -22,7 +22,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from gateway.store import Database
-from gateway.store.models import Device, utcnow
+from gateway.store.base import Device, utcnow
 
 __all__ = ["APPROVED", "PENDING", "REJECTED", "Admission", "NodeStore", "as_node"]
 

@@ -81,3 +81,6 @@ class Caller:
     run_session: str | None = None
     """An agent run (owner tier too): the session whose turn it is, so what the run does can be told apart
     (the audit log's ``agent-run:<sessionKey>``); None: not a run."""
+    run_node: str | None = None
+    """An agent run whose turn is on a node (``agents.list[].node``): that node's id. A file the run names is the
+    node's, read there inside the turn's folder (``gateway.sandbox.reach.read_run_file``); None: here."""

@@ -4,10 +4,10 @@ The chat twin of ``@method`` (``gateway.dispatch.registry``). A declaration give
 aliases), its help line, what it acts on (``gateway.access.Access``: the inbound side asks ``may`` before the
 handler runs, as the dispatcher does for a method) and the stage that answers it:
 
-- ``door``: the inbound door (``gateway.platforms.inbound``), before the channel's access rules, for commands a
+- ``door``: the inbound door (``gateway.platforms.door``), before the channel's access rules, for commands a
   sender the gateway does not know yet may need (``/whoami``, ``/link <code>``). A refused or declined door
   command (its handler answers None) goes on as an ordinary message.
-- ``session``: the inbound router (``gateway.agents.inbound``), once the message has a session; the agent never
+- ``session``: the inbound router (``gateway.agents.router``), once the message has a session; the agent never
   sees the command.
 
 The router and the door only route (``parse``, decide, call); ``/help``, the Telegram menu and the access table
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.messages import Inbound
     from gateway.runs import Origin, RunQueue
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["CORE_MODULES", "CommandContext", "CommandRegistry", "CommandReplies", "CommandSpec", "DoorContext",
@@ -43,8 +43,8 @@ Stage = Literal["door", "session"]
 CommandHandler = Callable[[Any, str], Awaitable["str | None"]]
 """``async def handler(ctx: CommandContext | DoorContext, rest: str) -> str | None``."""
 
-CORE_MODULES = ("gateway.agents.commands", "gateway.agents.handoff", "gateway.agents.usage",
-                "gateway.agents.project_commands", "gateway.people.chat")
+CORE_MODULES = ("gateway.agents.commands", "gateway.projects.handoff", "gateway.usage.chat",
+                "gateway.projects.commands", "gateway.people.chat")
 """The core's command modules, in help order; each capability names its own (``Capability.commands``)."""
 
 # "/stop", "/stop@MyBot" (Telegram groups), then optional text after whitespace.
@@ -95,7 +95,7 @@ class Speaker:
 
 class CommandReplies(Protocol):
     """What a command uses of the agent executor: answering in the chat, files it made, where a session's CLI
-    works (``gateway.agents.inbound.Replies`` is this and more)."""
+    works (``gateway.agents.router.Replies`` is this and more)."""
 
     async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int: ...
     async def send_file(self, origin: Origin, path: Path, session_key: str, caption: str | None = None) -> bool: ...

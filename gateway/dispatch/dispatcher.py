@@ -76,8 +76,8 @@ if TYPE_CHECKING:
     from gateway.people.service import PeopleService
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
-    from gateway.server.session_events import SessionSubscriptions
-    from gateway.sessions import SessionsService
+    from gateway.sessions.events import SessionSubscriptions
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
     from gateway.store.idempotency import Durable
 

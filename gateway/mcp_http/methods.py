@@ -19,8 +19,8 @@ from gateway.mcp_http import tokens
 from gateway.mcp_http.transport import MCP_HTTP
 from gateway.people.service import PersonView, person_key
 from gateway.protocol import Forbidden, InvalidRequest
-from gateway.sessions import parse_key
-from gateway.store.transcripts import SessionRepo
+from gateway.sessions.service import parse_key
+from gateway.sessions.store import SessionRepo
 
 
 class CreateParams(Params):

@@ -23,8 +23,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from gateway.people.store import Person
 from gateway.protocol import InvalidRequest
 from gateway.store import Database
+from gateway.store.base import Base
 from gateway.store.db import rowcount
-from gateway.store.models import Base
 
 __all__ = ["PREFIX", "McpToken", "TokenGrant", "create", "list_tokens", "parse_ttl", "revoke", "revoke_person",
            "verify"]

@@ -1,6 +1,6 @@
-"""Gateway methods: one module per method group of the core here, the node methods beside the rest of the nodes'
-gateway side (``gateway.devices.methods``), plus the method modules each capability declares
-(``gateway.composition.capabilities``). Importing a module registers its methods.
+"""Gateway methods: the gateway's own surface here, each core concept's methods in its own package
+(``ELSEWHERE``), plus the method modules each capability declares (``gateway.composition.capabilities``).
+Importing a module registers its methods.
 
 A start imports none of them: ``defer_all`` gives the registry every method's name and module from
 ``index.json``, and a module is imported at the first call of one of its methods (``Registry.defer``). The index
@@ -20,9 +20,14 @@ __all__ = ["INDEX_FILE", "defer_all", "load_all", "modules"]
 
 _loaded = False
 
-ELSEWHERE = ("gateway.devices.methods", "gateway.people.methods")
-"""Core method modules kept in the package of what they serve: ``node.*`` with the node service and its store,
-``people.*`` with the people service."""
+ELSEWHERE = ("gateway.sessions.methods", "gateway.sessions.views", "gateway.sessions.subscriptions",
+             "gateway.runs.chat_methods", "gateway.runs.chat_startup", "gateway.runs.agent_methods",
+             "gateway.usage.methods", "gateway.projects.methods", "gateway.projects.handoff_methods",
+             "gateway.platforms.message_methods", "gateway.platforms.sender_pairing_methods",
+             "gateway.devices.methods", "gateway.devices.pairing_methods", "gateway.people.methods")
+"""Core method modules kept in the package of the concept they serve (its service and store beside them):
+sessions, runs (``chat.*``, ``agent``), usage, projects, the platforms' messages and sender pairing, nodes and
+device pairing, people. What stays in this package is the gateway's own surface (health, config, host, update)."""
 
 INDEX_FILE = Path(__file__).with_name("index.json")
 """Module -> the method ``names`` and ``aliases`` it declares (``gateway.dispatch.method_index``)."""

@@ -25,11 +25,11 @@ class StatusParams(Params):
 @method("status", access=(Access("gateway", "read"), Access("session", "read", ("sessionKey",))),
         params=StatusParams, scope=READ, baseline=True)
 async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
-    """Gateway status; with ``sessionKey``, that session's status (``gateway.sessions``)."""
+    """Gateway status; with ``sessionKey``, that session's status (``gateway.sessions.service``)."""
     gw = ctx.gateway
     if p.sessionKey:
-        from gateway.methods.projects import open_projects
-        from gateway.methods.sessions import check_visible
+        from gateway.projects.methods import open_projects
+        from gateway.sessions.methods import check_visible
 
         await check_visible(ctx, gw.sessions.normalize_key(p.sessionKey))
         out = await gw.sessions.status(p.sessionKey)

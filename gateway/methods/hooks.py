@@ -17,7 +17,7 @@ from pydantic import Field
 from gateway.access import Access
 from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
 from gateway.protocol import RpcError
-from gateway.sessions import parse_key
+from gateway.sessions.service import parse_key
 
 log = structlog.get_logger("gateway.hooks")
 

@@ -29,7 +29,7 @@ from gateway.openai_api import conversations, shapes, wire
 from gateway.openai_api.errors import ApiError, error_body, response
 from gateway.openai_api.turns import Delta, Done, Started, TurnRunner
 from gateway.protocol import Forbidden, InvalidRequest
-from gateway.sessions import parse_key
+from gateway.sessions.service import parse_key
 
 if TYPE_CHECKING:
     from gateway.access import Principal
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from gateway.openai_api.config import OpenAiApiConfig
     from gateway.people.service import PeopleService
     from gateway.runs import RunQueue
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
 
 __all__ = ["OpenAiApi"]
 

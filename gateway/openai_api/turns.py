@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 
 from gateway.openai_api.errors import ApiError, from_rpc
 from gateway.protocol import RpcError
-from gateway.store.usage import TurnUsage
+from gateway.usage.store import TurnUsage
 
 log = structlog.get_logger("gateway.openai_api")
 

@@ -25,8 +25,8 @@ from sqlalchemy import delete, func, select, update
 from gateway.people.roles import ROLES, confined
 from gateway.people.store import LinkCode, Person, PersonIdentity, Signin
 from gateway.protocol import Forbidden, InvalidRequest
-from gateway.store.transcripts import SessionRecord
-from gateway.store.usage import TurnUsage, day_start_ms
+from gateway.sessions.store import SessionRecord
+from gateway.usage.store import TurnUsage, day_start_ms
 
 if TYPE_CHECKING:
     from gateway.config import ConfigStore

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.store.models import Base
+from gateway.store.base import Base
 
 __all__ = ["LinkCode", "Person", "PersonIdentity", "Signin"]
 

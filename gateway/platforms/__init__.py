@@ -13,9 +13,9 @@ from gateway.dispatch.commands import CommandSpec
 from gateway.dispatch.commands import commands as chat_commands
 from gateway.netguard import is_public_address
 from gateway.paths import OUTBOUND
+from gateway.platforms.door import channel_section
 from gateway.platforms.history import MessageLog
 from gateway.platforms.host import PlatformHost
-from gateway.platforms.inbound import channel_section
 from gateway.platforms.interface import MAX_ATTACHMENT_BYTES, ChatPlatforms, ProgressSink
 from gateway.platforms.journal import InboundJournal
 from gateway.platforms.messages import ChatType, Inbound, InboundHandler, Media, MediaKind, Sent

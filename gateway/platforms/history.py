@@ -14,8 +14,8 @@ import structlog
 from sqlalchemy import select, update
 
 from gateway.platforms.messages import Inbound, Sent
+from gateway.store.base import utcnow
 from gateway.store.messages import ChannelMessage, InboundRef, mark_handled
-from gateway.store.models import utcnow
 
 if TYPE_CHECKING:
     from gateway.store import Database

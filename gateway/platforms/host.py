@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from gateway.composition.hosts import GatewayHost
 from gateway.config.reload import Listener
 from gateway.platforms import sender_pairing
+from gateway.platforms.door import InboundDoor
 from gateway.platforms.history import MessageLog
-from gateway.platforms.inbound import InboundDoor
 from gateway.platforms.journal import InboundJournal
 from gateway.webchat.posts import WebchatPosts
 
@@ -69,7 +69,7 @@ class PlatformHost(GatewayHost):
     # -- inbound ---------------------------------------------------------------------------------
 
     async def receive(self, msg: Inbound) -> None:
-        """Every message a channel receives, handed over once (``gateway.platforms.inbound``)."""
+        """Every message a channel receives, handed over once (``gateway.platforms.door``)."""
         await self.door.receive(msg)
 
     async def is_approved(self, channel: str, sender_id: str) -> bool:

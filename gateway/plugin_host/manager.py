@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import Config, ConfigStore
     from gateway.hooks import HookRunner
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["LOAD_TIMEOUT_S", "PLUGINS", "PluginManager", "ToolFailed", "start"]
@@ -347,7 +347,7 @@ class PluginManager:
         sessions = self._sessions
         agent_id = sessions.default_agent_id
         if session_key:
-            from gateway.sessions import parse_key
+            from gateway.sessions.service import parse_key
 
             agent_id = parse_key(sessions.normalize_key(session_key))[0]
         if tool.agents is not None and agent_id not in tool.agents:

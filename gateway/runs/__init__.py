@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from gateway.runs.model import FINISHED, Origin, Run, RunOutcome, RunRequest
 from gateway.runs.queue import RunQueue
+from gateway.runs.run import FINISHED, Origin, Run, RunOutcome, RunRequest
 
 __all__ = ["FINISHED", "Origin", "Run", "RunOutcome", "RunQueue", "RunRequest"]

@@ -29,12 +29,12 @@ import structlog
 
 from gateway.protocol import InvalidRequest
 from gateway.runs.lease import LeaseService, LeaseUnavailable
-from gateway.runs.model import FINISHED, Run, RunOutcome, RunRequest
+from gateway.runs.run import FINISHED, Run, RunOutcome, RunRequest
 from gateway.runs.steering import effective_mode
-from gateway.server.session_events import openclaw_message
+from gateway.sessions.events import openclaw_message
+from gateway.sessions.store import AgentRun, SessionRepo
 from gateway.store.leases import LeaseRepo
 from gateway.store.messages import mark_handled
-from gateway.store.transcripts import AgentRun, SessionRepo
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus

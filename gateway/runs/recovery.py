@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import structlog
 from sqlalchemy import select
 
-from gateway.runs.model import Origin, RunRequest
-from gateway.store.transcripts import AgentRun, SessionRecord, SessionRepo
+from gateway.runs.run import Origin, RunRequest
+from gateway.sessions.store import AgentRun, SessionRecord, SessionRepo
 
 if TYPE_CHECKING:
     from collections.abc import Callable

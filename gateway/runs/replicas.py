@@ -31,9 +31,9 @@ import structlog
 from sqlalchemy import select, update
 
 from gateway.runs.lease import ttl_from_env
+from gateway.sessions.store import AgentRun
 from gateway.store.db import rowcount
 from gateway.store.leases import ReplicaRepo
-from gateway.store.transcripts import AgentRun
 
 if TYPE_CHECKING:
     from gateway.composition.callable_types import Spawn

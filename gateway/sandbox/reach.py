@@ -9,12 +9,20 @@ sent (``<state>/outbound/<kind>/<session>``: voice notes, browser screenshots, d
 The file is then opened once, by descriptor, below that folder and through no symlink (``open_beneath``), and
 its bytes go on: checking the path and reading it by name later would let the run swap a folder for a link to
 the state dir in between. URLs are not files and pass.
+
+A run whose turn is on a node (``Caller.run_node``) names the node's files: ``read_run_file`` has the node read
+them, inside the turn's folder there (``gateway.agent_hosts.files``), and never resolves such a path on the
+gateway's disk. The one exception is the media the gateway itself made for that run's session (its own
+``outbound`` folder, above: a voice note its ``tts_convert`` made, a browser screenshot), which exist only here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from gateway.dispatch.callers import Caller
@@ -22,7 +30,10 @@ from gateway.paths import OUTBOUND, outbound_session
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.open_beneath import FileBytes, LinkRefused, read_beneath
 
-__all__ = ["open_run_file"]
+__all__ = ["NodeFileReader", "open_run_file", "read_run_file"]
+
+NodeFileReader = Callable[[Caller, str, str, int], Awaitable[FileBytes]]
+"""``(caller, file, field, max_bytes)``: a node run's file, read on its node (``AgentHosts.read_file``)."""
 
 
 def _roots(caller: Caller, state_dir: Path, path: Path) -> list[tuple[Path, str]]:
@@ -74,3 +85,26 @@ def open_run_file(caller: Caller, file: str, *, field: str, state_dir: Path, max
     except OSError as exc:
         why = exc.strerror if exc.errno != errno.EFBIG else f"it is {exc.strerror}"
         raise InvalidRequest(f"{field}: cannot read {file}: {why}", details={"field": field}) from None
+
+
+def _gateway_media(caller: Caller, state_dir: Path, file: str) -> bool:
+    """Whether ``file`` names, by an absolute path, media the gateway made for the caller's own session."""
+    raw = file.removeprefix("file://")
+    if not raw.startswith("/"):
+        return False
+    return bool(_roots(replace(caller, reach=()), state_dir, Path(os.path.normpath(raw))))
+
+
+async def read_run_file(caller: Caller, file: str, *, field: str, state_dir: Path, max_bytes: int,
+                        from_node: NodeFileReader | None) -> str | FileBytes:
+    """``open_run_file`` for every caller, a run on a node too: a file that run names is read on its node
+    (``from_node``), or, when it is media the gateway made for the run's session, here; raises ``InvalidRequest``
+    naming ``field``."""
+    if caller.run_node is None or file.startswith(("http://", "https://")) or _gateway_media(caller, state_dir,
+                                                                                              file):
+        return await asyncio.to_thread(open_run_file, caller, file, field=field, state_dir=state_dir,
+                                       max_bytes=max_bytes)
+    if from_node is None:
+        raise InvalidRequest(f"{field}: this run's turn is on a node, and this gateway cannot reach nodes' files",
+                             details={"field": field})
+    return await from_node(caller, file, field, max_bytes)

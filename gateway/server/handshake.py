@@ -83,6 +83,9 @@ class RunGrantLike(Protocol):
     @property
     def run_id(self) -> str | None: ...
 
+    @property
+    def node_id(self) -> str | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
@@ -210,6 +213,7 @@ def caller_for(params: ConnectParams, accepted: Accepted, *, conn_id: str, remot
         reach=accepted.run_grant.reach if accepted.run_grant is not None else None,
         person_id=accepted.run_grant.person_id if accepted.run_grant is not None else None,
         run_session=accepted.run_grant.session_key if accepted.run_grant is not None else None,
+        run_node=accepted.run_grant.node_id if accepted.run_grant is not None else None,
     )
 
 

@@ -8,9 +8,9 @@ claiming rows must be one statement in one transaction (cron's scheduler, replic
 method handler never writes SQL: it calls one of those (``tests/test_layering.py``).
 """
 
+from gateway.store.base import Base, Device
 from gateway.store.db import Database
 from gateway.store.errors import BadDatabaseUrl, DatabaseUnavailable, MigrationFailed, StoreError
-from gateway.store.models import Base, Device
 from gateway.store.urls import database_url
 
 __all__ = [

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.protocol import decode, encode
 from gateway.store import upsert
+from gateway.store.base import Base
 from gateway.store.db import Database
-from gateway.store.models import Base
 
 __all__ = ["MISSING", "Durable", "DurableOutcomes", "IdempotencyOutcome"]
 

@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.store import upsert
+from gateway.store.base import Base
 from gateway.store.db import rowcount
-from gateway.store.models import Base
 
 __all__ = ["LeaseRepo", "ReplicaHeartbeat", "ReplicaRepo", "SessionLease"]
 

@@ -14,7 +14,7 @@ from sqlalchemy import BigInteger, DateTime, Index, Integer, String, Text, Uniqu
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.store.models import Base, utcnow
+from gateway.store.base import Base, utcnow
 
 __all__ = ["ApprovedSender", "ChannelMessage", "InboundRef", "JournalEntry", "PairingRequest", "mark_handled"]
 

@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from gateway.access import Access
+from gateway.composition.ports import AGENT_HOSTS
 from gateway.dispatch.dispatcher import ADMIN, READ, WRITE, CallContext, NoParams, Params, method
 from gateway.extras import require
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.open_beneath import FileBytes
-from gateway.sandbox.reach import open_run_file
+from gateway.sandbox.reach import read_run_file
 from gateway.voice.service import VOICE_SERVICE, VoiceService, format_for_channel
 
 MAX_AUDIO_BYTES = 25 * 1024 * 1024
@@ -116,8 +117,9 @@ async def stt_transcribe(p: TranscribeParams, ctx: CallContext) -> dict[str, Any
     """Transcribe an audio file on the gateway's disk (``path``: admin, since it reads any file the gateway
     can) or at a public ``url``."""
     if p.path is not None:
-        named = await asyncio.to_thread(open_run_file, ctx.caller, p.path, field="path", state_dir=ctx.state_dir,
-                                        max_bytes=MAX_AUDIO_BYTES)
+        hosts = ctx.services.find(AGENT_HOSTS)
+        named = await read_run_file(ctx.caller, p.path, field="path", state_dir=ctx.state_dir,
+                                    max_bytes=MAX_AUDIO_BYTES, from_node=hosts.read_file if hosts is not None else None)
         if isinstance(named, FileBytes):  # an agent run's file: read once, inside what the run sees
             return (await _voice(ctx).transcribe(named.data, named.name)).to_dict()
         file = await asyncio.to_thread(Path(named).expanduser)

@@ -13,7 +13,7 @@ from sqlalchemy import BigInteger, Boolean, String, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.store import Database
-from gateway.store.models import Base
+from gateway.store.base import Base
 
 __all__ = ["VoicePrefs", "VoicePrefsRow", "load", "save"]
 

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from starlette.responses import PlainTextResponse, Response
 
 from gateway.sandbox.open_beneath import MAX_READ_BYTES, FileBytes, read_fd
-from gateway.store.models import Base
+from gateway.store.base import Base
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 from gateway.dispatch.callers import READ
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.open_beneath import FileBytes
-from gateway.server.session_events import agent_of, openclaw_message
-from gateway.store.transcripts import SessionRepo, TranscriptEntry
+from gateway.sessions.events import agent_of, openclaw_message
+from gateway.sessions.store import SessionRepo, TranscriptEntry
 from gateway.webchat.files import delete_files, link_attachment, store_file
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from gateway.composition.callable_types import Broadcast
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["WebchatPosts"]

@@ -25,13 +25,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from nodes.agents.files import attachments_of, drop_attachments, place_attachments, read_turn_file
 from nodes.agents.settings import AgentHostSettings
 from nodes.agents.workdirs import ACTIONS, act, diff_since, parse_project, resolve, snapshot_of
 from nodes.errors import CommandError
 
 __all__ = ["COMMANDS", "AgentRunner"]
 
-COMMANDS = ("agent.describe", "agent.project", "agent.run")
+COMMANDS = ("agent.describe", "agent.project", "agent.run", "agent.file")
 CAPS = ("agent",)
 MAX_EFFECTS_BYTES = 1_000_000
 MAX_BATCH = 200
@@ -45,13 +46,16 @@ Report = Callable[[dict[str, Any]], Awaitable[None]]
 """Sends one ``node.agent.output`` to the gateway (awaits its answer: output arrives in order)."""
 
 
-def _take_back(fx: Path, tools: Path, private: Path | None) -> str:
-    """The side-effect records the turn's tools wrote, and the turn's files gone (its private workspace too)."""
+def _take_back(fx: Path, tools: Path, private: Path | None, lent: Path | None = None) -> str:
+    """The side-effect records the turn's tools wrote, and the turn's files gone (its private workspace too, or
+    the attachments in the lent folder ``lent``)."""
     effects = fx.read_bytes()[:MAX_EFFECTS_BYTES].decode("utf-8", "replace") if fx.exists() else ""
     fx.unlink(missing_ok=True)
     tools.unlink(missing_ok=True)
     if private is not None:
         shutil.rmtree(private, ignore_errors=True)
+    if lent is not None:
+        drop_attachments(lent)
     return effects
 
 
@@ -116,6 +120,8 @@ class AgentRunner:
         self.runs_dir = state / "agent-runs"
         self.homes_dir = state / "agent-homes"
         self.cli_state_dir = state / "agent-state"
+        self._turns: dict[str, Path] = {}
+        """The turns running here, by turn id: their folder (where ``agent.file`` reads)."""
         self._sweep()
 
     def _sweep(self) -> None:
@@ -145,6 +151,8 @@ class AgentRunner:
     async def run(self, command: str, params: dict[str, Any], invoke_id: str) -> dict[str, Any]:
         if command == "agent.describe":
             return self.describe()
+        if command == "agent.file":
+            return await self.file(params)
         if command == "agent.project":
             return await self.project(params)
         return await self.turn(params)
@@ -156,6 +164,18 @@ class AgentRunner:
         if action not in ACTIONS:
             raise CommandError("INVALID_REQUEST", f"agent.project: action must be one of {', '.join(ACTIONS)}")
         return await act(action, parse_project(params.get("project"), "agent.project"), self.settings.folders)
+
+    async def file(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A file the agent of a turn running here sends: read inside that turn's folder only (``files``)."""
+        turn_id, path, limit = params.get("turnId"), params.get("path"), params.get("maxBytes")
+        if not isinstance(path, str) or not path or len(path) > 4096:
+            raise CommandError("INVALID_REQUEST", "agent.file: path must be a file path")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+            raise CommandError("INVALID_REQUEST", "agent.file: maxBytes must be a positive number")
+        cwd = self._turns.get(turn_id) if isinstance(turn_id, str) else None
+        if cwd is None:
+            raise CommandError("INVALID_REQUEST", f"agent.file: no turn {turn_id} is running on this node")
+        return await asyncio.to_thread(read_turn_file, cwd, path, limit)
 
     def describe(self) -> dict[str, Any]:
         from gateway.sandbox.probe import probe_bwrap
@@ -184,14 +204,17 @@ class AgentRunner:
         before = await snapshot_of(where) if where is not None else None
         out = _Output(turn_id, self.report)
         started = time.time()
+        lent = cwd if not private and params.get("attachments") else None
+        self._turns[turn_id] = cwd
         try:
             result = await run_process(inv, out.add, no_output_timeout=float(params.get("noOutputTimeoutS") or 180),
                                        on_spawn=lambda _at: out.add({"_spawned": True}))
         except (FileNotFoundError, PermissionError) as exc:
             raise CommandError("UNAVAILABLE", f"agent.run: the CLI could not start on this node: {exc}") from None
         finally:
+            self._turns.pop(turn_id, None)
             await out.close()
-            effects = await asyncio.to_thread(_take_back, fx, tools, cwd if private else None)
+            effects = await asyncio.to_thread(_take_back, fx, tools, cwd if private else None, lent)
         diff = await diff_since(where, before) if where is not None else None
         return {"diff": diff, "returncode": result.returncode, "stderrTail": result.stderr_tail[-4000:],
                 "stdoutNoise": result.stdout_noise[-40:], "watchdogFired": result.watchdog_fired,
@@ -256,6 +279,7 @@ class AgentRunner:
         session = str(params.get("session") or "")
         if not _HASH.match(session):
             raise CommandError("INVALID_REQUEST", "agent.run: session must be the session's folder name")
+        attachments = attachments_of(params)
 
         fx = self.runs_dir / f"{turn_id}.side-effects.ndjson"
         tools = self.runs_dir / f"{turn_id}.plugin-tools.json"
@@ -266,6 +290,11 @@ class AgentRunner:
         if private:
             shutil.rmtree(cwd, ignore_errors=True)
             cwd.mkdir(mode=0o700)
+        try:
+            place_attachments(cwd, private, attachments)
+        except CommandError:
+            _take_back(fx, tools, cwd if private else None, cwd if attachments and not private else None)
+            raise
         fx.write_bytes(b"")
         fx.chmod(0o600)
         tools.write_text(str(params.get("pluginTools") or '{"tools": []}'))
@@ -278,7 +307,7 @@ class AgentRunner:
             inv = self._confine(inv, settings, home=home, write=[cwd, fx, cli_state, *git_dirs],
                                 read=[tools], logins=logins)
         except BaseException:
-            _take_back(fx, tools, cwd if private else None)
+            _take_back(fx, tools, cwd if private else None, cwd if attachments and not private else None)
             raise
         return inv, turn_id, cwd, private, fx, tools
 

@@ -1,8 +1,8 @@
 """Project folders on this node: an agent placed here may have ``projects`` whose paths are this machine's.
 
 The gateway asks where a session works (``agent.project``) and sends the same ``project`` block with the turn
-(``agent.run``); the answer is worked out here, by the gateway's own helpers (``gateway.agents.projects``,
-``gateway.agents.diffs``) run on this machine: the folder itself, or, with ``worktrees``, the session's git
+(``agent.run``); the answer is worked out here, by the gateway's own helpers (``gateway.projects.workdir``,
+``gateway.projects.diffs``) run on this machine: the folder itself, or, with ``worktrees``, the session's git
 worktree beside the repository (``<repo>.worktrees/<slug>``, branch ``remoteclaw/<slug>``), made on first use and
 reused after; the snapshots before and after the turn and the diff between them are taken here too, and only the
 diff's text goes back.
@@ -96,7 +96,7 @@ def _refuse(what: str, path: Path, folders: list[str]) -> CommandError:
 
 async def resolve(ask: ProjectAsk, folders: list[str], *, create: bool) -> Resolved:
     """The session's folder in the project: checked against ``folders``, its worktree made when ``create``."""
-    from gateway.agents import projects
+    from gateway.projects import workdir as projects
 
     folder = lent_path(ask.path, folders)
     if folder is None:
@@ -143,7 +143,7 @@ async def resolve(ask: ProjectAsk, folders: list[str], *, create: bool) -> Resol
 
 
 async def _common_dir(top: Path) -> Path:
-    from gateway.agents import projects
+    from gateway.projects import workdir as projects
 
     common = Path((await projects.git(top, "rev-parse", "--git-common-dir")).strip())
     return common if common.is_absolute() else top / common  # a link or .. on the way: lent_path refuses it
@@ -151,7 +151,8 @@ async def _common_dir(top: Path) -> Path:
 
 async def snapshot_of(where: Resolved) -> str | None:
     """The work tree's snapshot before a turn (None outside git, or when git fails: then no diff)."""
-    from gateway.agents import diffs, projects
+    from gateway.projects import diffs
+    from gateway.projects import workdir as projects
 
     if not where.git:
         return None
@@ -164,7 +165,8 @@ async def snapshot_of(where: Resolved) -> str | None:
 async def diff_since(where: Resolved, before: str | None) -> dict[str, Any] | None:
     """What the turn changed since ``before``: ``{text, files, added, removed, cut}``, or None (nothing, or no
     snapshot)."""
-    from gateway.agents import diffs, projects
+    from gateway.projects import diffs
+    from gateway.projects import workdir as projects
 
     if before is None:
         return None
@@ -187,7 +189,8 @@ async def act(action: str, ask: ProjectAsk, folders: list[str]) -> dict[str, Any
     """``agent.project``'s answer: ``describe`` (nothing made), ``prepare`` (the worktree made), ``uncommitted``
     (everything not committed there now, as a diff), ``worktrees`` (the conversations' worktrees of the
     repository), ``remove`` (this session's worktree; git refuses one with uncommitted changes)."""
-    from gateway.agents import diffs, projects
+    from gateway.projects import diffs
+    from gateway.projects import workdir as projects
 
     where = await resolve(ask, folders, create=action == "prepare")
     out = where.to_json()

@@ -1,4 +1,4 @@
-"""The inbound pipeline every channel uses (``channels.inbound``), built from its constructor on a real journal.
+"""The inbound pipeline every channel uses (``channels.pipeline``), built from its constructor on a real journal.
 
 Fast tier: no gateway process. The journal is the gateway's own (``InboundJournal`` on a migrated SQLite file), and
 ``handle`` is what a channel gives: here a recorder that can be told to fail or to hang.
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from channels.inbound import SEEN_KEPT, InboundPipeline
+from channels.pipeline import SEEN_KEPT, InboundPipeline
 from gateway.platforms import InboundJournal
 from gateway.store import Database
 

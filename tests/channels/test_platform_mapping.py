@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from channels.environment import ChannelEnvironment
-from channels.inbound import InboundPipeline
+from channels.pipeline import InboundPipeline
 from gateway.platforms import Inbound
 
 pytestmark = pytest.mark.timeout(30)

@@ -33,7 +33,7 @@ from typing import Any
 PRELOAD = (
     "gateway.cli", "gateway.server.serve", "gateway.composition.wiring", "gateway.composition.gateway",
     "uvloop", "aiosqlite", "sqlalchemy.dialects.sqlite.aiosqlite", "gateway.runs", "gateway.runs.recovery",
-    "gateway.runs.replicas", "gateway.sessions", "gateway.agents.executor", "gateway.people.service",
+    "gateway.runs.replicas", "gateway.sessions.service", "gateway.agents.executor", "gateway.people.service",
     "gateway.devices.service", "gateway.approvals.chat", "gateway.cron.heartbeat", "gateway.cron.delivery",
     "gateway.plugin_host.discovery", "gateway.webchat", "gateway.canvas.page", "gateway.desktop.tools",
     "mcp_shim.tools", "jsonschema",

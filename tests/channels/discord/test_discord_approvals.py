@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gateway.sessions import inbound_key
+from gateway.sessions.service import inbound_key
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support.fake_discord import FakeDiscord, discord_gateway, module_fake, snowflake

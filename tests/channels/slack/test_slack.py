@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from gateway.sessions import inbound_key
+from gateway.sessions.service import inbound_key
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory
 from tests.support import FAKE_CLI

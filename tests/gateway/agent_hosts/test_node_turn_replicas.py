@@ -5,8 +5,10 @@ on the node held by A."""
 
 from __future__ import annotations
 
+import base64
 import secrets
 import sys
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -81,3 +83,20 @@ async def test_stop_sent_to_the_replica_holding_the_node_stops_the_turn_the_othe
     finally:
         await on_a.close()
         await on_b.close()
+
+
+async def test_an_attachment_sent_at_the_other_replica_reaches_the_node(world: dict[str, Any],
+                                                                      node: NodeHostProcess) -> None:
+    b: GatewayProcess = world["b"]
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        data = b"sent at B, read on the node A holds\n"
+        res = await c.call("chat.send", {"sessionKey": KEY, "message": "show attachments",
+                                         "idempotencyKey": str(uuid.uuid4()), "attachments": [
+                                             {"name": "far.txt", "base64": base64.b64encode(data).decode()}]})
+        done = await c.call("agent.wait", {"runId": res["runId"], "timeoutMs": 60_000}, timeout=65)
+        assert done["status"] == "ok", done
+        assert f"far.txt={data!r}" in done["reply"], done["reply"]  # agent.run carried it over the bus
+        assert "far.txt" in cli_log(world)[-1]["prompt"]
+    finally:
+        await c.close()

@@ -17,7 +17,7 @@ import pytest
 from channels.chunking import split_text
 from gateway.agents.reply import clean_reply, is_duplicate
 from gateway.runs import Origin
-from gateway.sessions import inbound_key
+from gateway.sessions.service import inbound_key
 from tests.support import SUPPORT
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.ws import RawClient, operator

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.agents import diffs, projects
+from gateway.projects import diffs
+from gateway.projects import workdir as projects
 from tests.support.gitrepo import git, make_repo
 
 

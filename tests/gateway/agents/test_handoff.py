@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from gateway.agents.handoff import handoff_command
+from gateway.projects.handoff import handoff_command
 
 WS = Path("/tmp/remoteclaw-runs/abc/my session")
 

@@ -132,7 +132,7 @@ async def test_approval_buttons_allow_and_the_message_shows_who(
 async def test_approve_in_a_group_only_from_the_owner(
     gw: GatewayProcess, fake: FakeTelegram, start_shim: ShimFactory
 ) -> None:
-    from gateway.sessions import inbound_key
+    from gateway.sessions.service import inbound_key
 
     await fake.wait_polling()
     await route(fake, GROUP, STRANGER, chat_type="supergroup")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gateway.config import ConfigError, validate
-from gateway.sessions import inbound_key
+from gateway.sessions.service import inbound_key
 from tests.gateway.approvals.test_approvals_chat import edited, route, said, sent
 from tests.mcp_shim import conftest as shim_fixtures
 from tests.mcp_shim.conftest import ShimFactory

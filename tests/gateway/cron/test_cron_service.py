@@ -27,9 +27,9 @@ from gateway.cron.service import CronService
 from gateway.cron.store import CronJob
 from gateway.hooks import HookRunner
 from gateway.runs.lease import LeaseService
-from gateway.runs.model import Run, RunOutcome
 from gateway.runs.queue import RunQueue
-from gateway.sessions import SessionsService
+from gateway.runs.run import Run, RunOutcome
+from gateway.sessions.service import SessionsService
 from gateway.store import Database
 
 pytestmark = pytest.mark.timeout(60)

@@ -27,10 +27,10 @@ from gateway.dispatch.registry import registry, MethodSpec
 
 defer_all()
 listed_before = registry.names()
-out = {"before": "gateway.methods.chat" in sys.modules or "gateway.voice.methods" in sys.modules,
+out = {"before": "gateway.runs.chat_methods" in sys.modules or "gateway.voice.methods" in sys.modules,
        "listed": "chat.send" in registry.names() and "tts.convert" in registry.names()}
 spec = registry.get("chat.send")
-out["chat_after_get"] = "gateway.methods.chat" in sys.modules and spec is not None and spec.name == "chat.send"
+out["chat_after_get"] = "gateway.runs.chat_methods" in sys.modules and spec is not None and spec.name == "chat.send"
 out["voice_still_deferred"] = "gateway.voice.methods" not in sys.modules
 out["plugin_name_taken"] = registry.declares("tts.convert") and "gateway.voice.methods" not in sys.modules
 out["unknown"] = registry.get("no.such.method") is None

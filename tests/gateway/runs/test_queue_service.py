@@ -21,10 +21,10 @@ import pytest
 from gateway.config import ConfigStore
 from gateway.config.model import validate
 from gateway.runs.lease import LeaseService
-from gateway.runs.model import Run, RunOutcome, RunRequest
 from gateway.runs.queue import RunQueue
+from gateway.runs.run import Run, RunOutcome, RunRequest
+from gateway.sessions.store import SessionRepo
 from gateway.store import Database
-from gateway.store.transcripts import SessionRepo
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -194,7 +194,7 @@ async def test_another_sessions_run_cannot_send_the_owners_diff(gw: GatewayProce
     owner_key = f"agent:main:owner-{uuid.uuid4().hex[:6]}"
     app = project_of(gw) / "app.py"
     found_in(await turn(gw, owner_key, {"write": [str(app)]}, owner=True, project="svc"))
-    from gateway.agents.projects import session_slug
+    from gateway.projects.workdir import session_slug
 
     slug = session_slug(owner_key)
     diffs = [p for p in (gw.state_dir / "outbound" / "diffs").rglob("*.diff") if slug in p.name]

@@ -236,7 +236,7 @@ async def test_failed_migration_rolls_back_and_keeps_data(target: Target, tmp_pa
     db = await _open(target, scripts)
     await db.migrate()
     async with db.session() as s:
-        from gateway.store.models import Device
+        from gateway.store.base import Device
 
         s.add(Device(id="d1", public_key="k", status="approved", role="operator", client_id="c"))
     await db.close()
@@ -274,7 +274,7 @@ async def test_a_run_started_while_its_message_is_still_being_stored_is_saved_on
     """A queued turn can start (its row written ``running``) while the message that created it is still being
     committed (its row written ``queued``). Both writers race to insert one row: neither may fail, and the
     later ``queued`` must not undo ``running``. (Seen as "the run could not start: UNIQUE constraint failed".)"""
-    from gateway.store.transcripts import AgentRun, SessionRepo
+    from gateway.sessions.store import AgentRun, SessionRepo
 
     db = await _open(target)
     try:

@@ -17,12 +17,12 @@ from gateway.access import Access
 from gateway.agents.workspace import ATTACHMENTS_DIR
 from gateway.composition.ports import CHAT_DECISIONS, DECISION_REFUSED, VOICE
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
-from gateway.methods.agent import delivery_origin
-from gateway.methods.sessions import check_visible, claim_session, is_owner
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.runs import Origin, RunRequest
-from gateway.sessions import parse_key
-from gateway.store.transcripts import SessionRepo
+from gateway.runs.agent_methods import delivery_origin
+from gateway.sessions.methods import check_visible, claim_session, is_owner
+from gateway.sessions.service import parse_key
+from gateway.sessions.store import SessionRepo
 from gateway.webchat.files import store_file
 
 MAX_CLIP_BYTES = 10 * 1024 * 1024

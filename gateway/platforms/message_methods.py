@@ -11,17 +11,17 @@ The reference's colon names (``message:send`` ...) are accepted as aliases.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
 from gateway.access import Access
+from gateway.composition.ports import AGENT_HOSTS
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.platforms import MAX_ATTACHMENT_BYTES
 from gateway.protocol import InvalidRequest, RpcError
 from gateway.sandbox.open_beneath import FileBytes
-from gateway.sandbox.reach import open_run_file
+from gateway.sandbox.reach import read_run_file
 
 __all__ = [
     "BroadcastParams",
@@ -144,9 +144,11 @@ def _sent(p: _Target, to: str, sent: list[Any]) -> dict[str, Any]:
 
 async def _run_file(ctx: CallContext, file: str, field: str) -> str | FileBytes:
     """A file an agent run names, only where the run itself can see it, as its bytes read once
-    (``gateway.sandbox.reach``): the channel never reads the run's path again."""
-    return await asyncio.to_thread(open_run_file, ctx.caller, file, field=field, state_dir=ctx.state_dir,
-                                   max_bytes=MAX_ATTACHMENT_BYTES)
+    (``gateway.sandbox.reach``), on its node for a run whose turn is there: the channel never reads the run's path
+    again."""
+    hosts = ctx.services.find(AGENT_HOSTS)
+    return await read_run_file(ctx.caller, file, field=field, state_dir=ctx.state_dir, max_bytes=MAX_ATTACHMENT_BYTES,
+                               from_node=hosts.read_file if hosts is not None else None)
 
 
 @method("message.send", access=(Access("chat", "write"), Access("session", "write", ("sessionKey",))),

@@ -1,6 +1,6 @@
 """Session subscriptions: ``sessions.subscribe``, ``sessions.messages.subscribe`` and its unsubscribe twin.
 
-They register the calling connection with ``gateway.server.session_events``; the events then arrive as sessions
+They register the calling connection with ``gateway.sessions.events``; the events then arrive as sessions
 change, until the connection unsubscribes or closes. OpenClaw has no ``sessions.unsubscribe``: a
 connection stops getting ``sessions.changed`` when it closes, and so it is here.
 """
@@ -14,8 +14,8 @@ from pydantic import ConfigDict, Field
 
 from gateway.access import Access
 from gateway.dispatch.dispatcher import APPROVALS, READ, CallContext, Params, grants, method
-from gateway.methods.sessions import check_visible
 from gateway.protocol import Forbidden
+from gateway.sessions.methods import check_visible
 
 
 class SubscribeParams(Params):

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.access import Access
-from gateway.agents import diffs, projects
 from gateway.agents.strangers import strangers_conversation
 from gateway.dispatch.commands import CommandContext, command
-from gateway.sessions import parse_key
-from gateway.store.transcripts import SessionRepo
+from gateway.projects import diffs
+from gateway.projects import workdir as projects
+from gateway.sessions.service import parse_key
+from gateway.sessions.store import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig, ProjectConfig

@@ -17,8 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.agents.projects import GitError, filters_off, git, session_slug
 from gateway.paths import OUTBOUND, outbound_dir, outbound_session
+from gateway.projects.workdir import GitError, filters_off, git, session_slug
 
 __all__ = ["EMPTY_TREE", "Diff", "diff_trees", "file_entries", "last_diff", "save_diff", "snapshot", "uncommitted"]
 

@@ -1,6 +1,6 @@
 """Cost and usage as a chat user meets them: the ``/usage`` answer and the daily budget's refusal.
 
-The figures are what the CLIs report per turn (``gateway.store.usage``): Claude Code and OpenCode state a
+The figures are what the CLIs report per turn (``gateway.usage.store``): Claude Code and OpenCode state a
 cost, Codex and Gemini CLI only tokens, so a cost is a lower bound whenever some turns were unpriced, and the
 text says so. Days are UTC days, weeks start on Monday.
 """
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from gateway.access import Access
 from gateway.dispatch.commands import CommandContext, command
-from gateway.sessions import parse_key
-from gateway.store.usage import Totals, UsageRepo, day_start_ms, week_start
+from gateway.sessions.service import parse_key
+from gateway.usage.store import Totals, UsageRepo, day_start_ms, week_start
 
 if TYPE_CHECKING:
     from gateway.config.model import AgentConfig

@@ -17,7 +17,7 @@ from sqlalchemy import BigInteger, Float, Index, Integer, String, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.store.models import Base
+from gateway.store.base import Base
 
 __all__ = ["Totals", "TurnUsage", "UsageRepo", "day_start_ms", "week_start"]
 

@@ -1,4 +1,4 @@
-"""Session keys and the sessions service (``gateway.sessions``).
+"""Session keys and the sessions service (``gateway.sessions.service``).
 
 Every conversation an agent has is a session named ``agent:<agentId>:<rest>``. How direct
 messages map onto sessions is the operator's choice (``session.dmScope``):
@@ -28,10 +28,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from gateway.agents.invocation import cli_facts
-from gateway.agents.projects import describe as describe_project
+from gateway.projects.workdir import describe as describe_project
 from gateway.protocol import InvalidRequest
-from gateway.store.models import utcnow
-from gateway.store.transcripts import SessionRecord, SessionRepo
+from gateway.sessions.store import SessionRecord, SessionRepo
+from gateway.store.base import utcnow
 from gateway.webchat.files import delete_files
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ PAIRING_TEXT = (
 
 
 class AgentInbound(Protocol):
-    """Where allowed messages go: the agents' inbound handler (``gateway.agents.inbound``)."""
+    """Where allowed messages go: the agents' inbound handler (``gateway.agents.router``)."""
 
     async def handle(self, msg: Inbound, *, is_owner: bool, tool_profile: str | None = None,
                      person: PersonView | None = None) -> None: ...

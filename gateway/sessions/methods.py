@@ -17,10 +17,10 @@ from gateway.dispatch.dispatcher import READ, WRITE, CallContext, NoParams, Para
 from gateway.people.service import person_key
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.runs import RunRequest
-from gateway.server.session_events import announce
-from gateway.sessions import parse_key
-from gateway.store.models import utcnow
-from gateway.store.transcripts import SessionRepo, SessionWithin
+from gateway.sessions.events import announce
+from gateway.sessions.service import parse_key
+from gateway.sessions.store import SessionRepo, SessionWithin
+from gateway.store.base import utcnow
 from gateway.webchat.files import delete_files
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class ListParams(Params):
 @method("sessions.list", access=Access("session", "read", each=True), params=ListParams, scope=READ, baseline=True)
 async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels; the global and
-    unknown sessions only when asked for (see ``gateway/sessions.py``)."""
+    unknown sessions only when asked for (see ``gateway/sessions/service.py``)."""
     runs = ctx.runs
     scope = ctx.caller.confined_to
     within = None if scope is None else SessionWithin(scope.session_key, scope.person_id, scope.channel, scope.chat_id)

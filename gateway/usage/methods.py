@@ -21,8 +21,8 @@ from gateway.access import Access, Obj
 from gateway.access.rows import session_obj
 from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
 from gateway.protocol import Forbidden, InvalidRequest
-from gateway.store.transcripts import SessionRepo
-from gateway.store.usage import Totals, UsageRepo, day_start_ms
+from gateway.sessions.store import SessionRepo
+from gateway.usage.store import Totals, UsageRepo, day_start_ms
 
 _DATE = r"^\d{4}-\d{2}-\d{2}$"
 _RANGES = {"7d": 7, "30d": 30, "90d": 90, "1y": 365}

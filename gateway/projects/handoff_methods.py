@@ -1,7 +1,7 @@
 """``sessions.handoff`` (ours): the shell line that resumes a session in its CLI on the gateway's machine.
 
 The web chat's "At the desk" button reads it; chat apps get the same answer from ``/handoff``
-(``gateway.agents.handoff``). Write scope, as sending a message: the web chat's owner may continue what it
+(``gateway.projects.handoff``). Write scope, as sending a message: the web chat's owner may continue what it
 may drive, and making the answer may prepare the session's project worktree as the next turn would.
 """
 
@@ -12,11 +12,11 @@ from typing import Any
 from pydantic import Field
 
 from gateway.access import Access
-from gateway.agents.handoff import handoff
-from gateway.agents.projects import GitError
 from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
+from gateway.projects.handoff import handoff
+from gateway.projects.workdir import GitError
 from gateway.protocol import InvalidRequest, Unavailable
-from gateway.sessions import parse_key
+from gateway.sessions.service import parse_key
 
 
 class HandoffParams(Params):

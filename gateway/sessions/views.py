@@ -15,9 +15,9 @@ from pydantic import Field
 
 from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
-from gateway.methods.sessions import check_visible
-from gateway.runs.model import Run
-from gateway.store.transcripts import SessionRepo
+from gateway.runs.run import Run
+from gateway.sessions.methods import check_visible
+from gateway.sessions.store import SessionRepo
 
 Key = Field(min_length=1, max_length=512)
 

@@ -1,4 +1,5 @@
-"""Table definitions. Alembic migrations in ``migrations/`` must match these."""
+"""The declarative base every table derives from (each concept keeps its own rows in its package's ``store.py``),
+and the device table the core's pairing shares. Alembic migrations in ``migrations/`` must match the tables."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from gateway.dispatch.commands import CommandContext, CommandSpec, Speaker, comm
 from gateway.people.service import person_key
 from gateway.protocol import InvalidRequest
 from gateway.runs import Origin, RunRequest
-from gateway.sessions import inbound_key, main_key
-from gateway.store.transcripts import SessionRepo
+from gateway.sessions.service import inbound_key, main_key
+from gateway.sessions.store import SessionRepo
 
 if TYPE_CHECKING:
     from gateway.composition.services import Services
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.messages import Inbound
     from gateway.runs import RunQueue
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
     from gateway.store import Database
 
 __all__ = ["InboundRouter", "Replies"]

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 
 from gateway.access import Access
 from gateway.agents.invocation import cli_argv
-from gateway.agents.projects import GitError
 from gateway.dispatch.commands import CommandContext, command
-from gateway.sessions import parse_key
+from gateway.projects.workdir import GitError
+from gateway.sessions.service import parse_key
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
     from pathlib import Path
 
-    from gateway.sessions import SessionsService
+    from gateway.sessions.service import SessionsService
 
     HandoffPlace = Callable[[str], Awaitable[tuple[Path, Path, Path | None]]]
     """``AgentExecutor.handoff_place``: a session's workspace, its runtime state folder, and the sandbox HOME its

@@ -1,7 +1,7 @@
 """``sessions.project``: switch a conversation's project from a client (the chat's ``/project <name>``);
 ``sessions.diff``: what the session's project changed, in OpenClaw's shape.
 
-Chats switch with the ``/project`` command (``gateway/agents/project_commands.py``); the web chat and API clients
+Chats switch with the ``/project`` command (``gateway/projects/commands.py``); the web chat and API clients
 have no chat commands, so this method does the same for them. ``status {sessionKey}`` reads the project and branch
 back. See docs/projects.md.
 """
@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import Field, model_validator
 
 from gateway.access import Access
-from gateway.agents.diffs import EMPTY_TREE, file_entries, snapshot
-from gateway.agents.project_commands import switch_project
-from gateway.agents.projects import GitError, branch_of, describe, git, git_toplevel
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
-from gateway.methods.sessions import check_visible, is_owner
+from gateway.projects.commands import switch_project
+from gateway.projects.diffs import EMPTY_TREE, file_entries, snapshot
+from gateway.projects.workdir import GitError, branch_of, describe, git, git_toplevel
 from gateway.protocol import Forbidden, InvalidRequest
-from gateway.sessions import parse_key
+from gateway.sessions.methods import check_visible, is_owner
+from gateway.sessions.service import parse_key
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig

@@ -13,10 +13,10 @@ from pydantic import Field, model_validator
 
 from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
-from gateway.methods.sessions import check_visible
 from gateway.protocol import InvalidRequest
-from gateway.server.session_events import openclaw_message
-from gateway.store.transcripts import SessionRepo
+from gateway.sessions.events import openclaw_message
+from gateway.sessions.methods import check_visible
+from gateway.sessions.store import SessionRepo
 
 MAX_STARTUP_MESSAGES = 200
 

@@ -33,8 +33,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.store import upsert
+from gateway.store.base import Base, utcnow
 from gateway.store.db import rowcount
-from gateway.store.models import Base, utcnow
 
 __all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "SessionWithin", "TranscriptEntry"]
 

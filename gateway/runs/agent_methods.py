@@ -12,9 +12,9 @@ from pydantic import Field
 
 from gateway.access import Access
 from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
-from gateway.methods.sessions import check_visible, claim_session, is_owner
 from gateway.runs import Origin, RunRequest
-from gateway.sessions import main_key
+from gateway.sessions.methods import check_visible, claim_session, is_owner
+from gateway.sessions.service import main_key
 
 
 class AgentParams(Params):
