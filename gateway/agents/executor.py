@@ -38,7 +38,6 @@ from gateway.agents import outbox
 from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
 from gateway.agents.invocation import cli_argv
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
-from gateway.agents.router import InboundRouter
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
 from gateway.agents.runtimes.base import Approve, Fronted, Runtime
 from gateway.agents.runtimes.driver import TurnResult, run_turn
@@ -181,8 +180,6 @@ class AgentExecutor:
         self._listen = listen
         """Where the gateway listens (the shim's address), known once the server is bound."""
         self._sandbox = sandbox
-        self.inbound = InboundRouter(self, db=db, config=config, sessions=sessions, runs=runs, hooks=hooks,
-                                     services=services, state_dir=state_dir, people=people)
         self._notes: dict[str, ProgressSink] = {}
         """The progress note of each session's running turn (told when the run waits for its person)."""
         self.runs_dir = runs_dir
