@@ -343,8 +343,10 @@ class NodeService:
     # -- invoking ------------------------------------------------------------------------------
 
     async def invoke(self, ref: str, command: str, params: Any, *, timeout_ms: int | None,
-                     idempotency_key: str) -> dict[str, Any]:
-        """Run ``command`` on a node and return its answer; each way it can fail has its own error code."""
+                     idempotency_key: str, remember: bool = True) -> dict[str, Any]:
+        """Run ``command`` on a node and return its answer; each way it can fail has its own error code.
+        ``remember``: keep the answer for a retry with the same key (off for a stream of small calls, each its
+        own key, such as a node turn's stdin)."""
         found = await self.store.find(ref)
         if found is None:
             raise _unknown(ref)
@@ -373,7 +375,7 @@ class NodeService:
         timeout_ms = timeout_ms or self._config.config.nodes.invokeTimeoutMs
         fingerprint = _fingerprint(node_id, command, params)
         return await self._once(idempotency_key, fingerprint, lambda: self._route(
-            node, instance, command, params, timeout_ms, idempotency_key))
+            node, instance, command, params, timeout_ms, idempotency_key), remember=remember)
 
     def _why_missing(self, node_id: str, command: str) -> str:
         """The reason a node gave for not offering a command (``capabilities.unavailable``), if it gave one."""
@@ -385,7 +387,7 @@ class NodeService:
             return f" ({str(said.get('reason'))[:300]})"
         return ""
 
-    async def _once(self, key: str, fingerprint: str, call: Any) -> dict[str, Any]:
+    async def _once(self, key: str, fingerprint: str, call: Any, *, remember: bool = True) -> dict[str, Any]:
         """Run a call once per idempotency key: a repeat gets the first answer marked ``replayed``; the same
         key for a different call is refused (it would otherwise silently return the wrong answer)."""
         def check(stored_fp: str) -> None:
@@ -397,7 +399,7 @@ class NodeService:
         if running is not None:
             check(running[0])
             return {**await asyncio.shield(running[1]), "replayed": True}
-        durable = self._durable
+        durable = self._durable if remember else None
         if durable is not None:
             stored = await durable.get(IDEMPOTENCY_METHOD, key)
             if isinstance(stored, dict) and "fingerprint" in stored:
