@@ -268,22 +268,36 @@ async def run_acp_turn(inv: Invocation, spec: RunSpec, emit: Callable[[Event], N
     wire = FeedTransport(feed)
     client = TurnClient(spec, emit, feed)
     runner = process or run_process
-    ran = asyncio.create_task(runner(inv, wire.put, no_output_timeout=no_output_timeout, on_spawn=on_spawn,
+    spawned = asyncio.Event()
+
+    def started(at: float) -> None:
+        spawned.set()  # its stdin is the feed's from here (a node's: queued until its CLI runs)
+        if on_spawn is not None:
+            on_spawn(at)
+
+    ran = asyncio.create_task(runner(inv, wire.put, no_output_timeout=no_output_timeout, on_spawn=started,
                                      feed=feed), name="acp-process")
     ran.add_done_callback(lambda _t: wire.eof())
     conn = connect_to_agent(cast("Client", client), cast(Any, wire), observers=[client.seen])
-    turn = asyncio.create_task(_converse(conn, client, spec, meta, modes))
+
+    async def conversation() -> None:
+        await spawned.wait()
+        await _converse(conn, client, spec, meta, modes)
+
+    turn = asyncio.create_task(conversation())
     try:
         await asyncio.wait({turn, ran}, return_when=asyncio.FIRST_COMPLETED)
         if turn.done():  # the turn is over: stdin closed, the agent exits (or is stopped after LINGER_S)
             with contextlib.suppress(Exception):
                 await conn.close()
             feed.close()
-        result = await ran
-        if result.watchdog_fired:
+        try:
+            result = await ran
+        except BaseException:
             turn.cancel()
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(asyncio.shield(turn), 5)  # its end of stream ends the conversation too
+            raise
+        if not result.watchdog_fired:  # its end of stream ends the conversation too
+            await asyncio.wait({turn}, timeout=5)
         turn.cancel()
         with contextlib.suppress(BaseException):
             await turn
