@@ -9,6 +9,7 @@ ends such a turn. The same ACP stand-in run on the gateway's machine answers the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -32,6 +33,9 @@ pytestmark = [pytest.mark.timeout(240)]
 
 FAKE_CLI = str(SUPPORT / "fake_cli.py")
 FAKE_ACP = str(SUPPORT / "fake_acp_agent.py")
+FAKE_CODEX = str(SUPPORT / "fake_codex_app.py")
+SILENCE_S = 5
+"""The no-output watchdog: a turn waiting on the person longer than this is not stopped (on the node either)."""
 NODE = "workbench"
 
 
@@ -41,10 +45,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     node_home = root / "node-home"
     code = node_home / "code"
     code.mkdir(parents=True)
-    cfg = {"agents": {"list": [
+    cfg = {"agents": {"noOutputTimeoutSeconds": SILENCE_S, "list": [
         {"id": "steer", "node": NODE, "workspace": str(code), "steering": "steer"},
         {"id": "acp", "runtime": "acp", "acp": {"command": "fake-acp"}, "node": NODE, "workspace": str(code),
          "permissions": "ask"},
+        {"id": "codex", "runtime": "codex", "node": NODE, "workspace": str(code), "permissions": "ask"},
         {"id": "main", "runtime": "acp", "command": [sys.executable, FAKE_ACP],
          "permissions": "ask"}]},
         "approvals": {"timeoutSeconds": 60}}
@@ -56,7 +61,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 async def node(world: dict[str, Any]) -> AsyncIterator[NodeHostProcess]:
     host = node_process(world)
     host.state.mkdir(parents=True)
-    lent = f"claude={sys.executable} {FAKE_CLI},acp={sys.executable} {FAKE_ACP}"
+    lent = (f"claude={sys.executable} {FAKE_CLI},acp={sys.executable} {FAKE_ACP},"
+            f"codex={sys.executable} {FAKE_CODEX}")
     assert node_cli(host, "agents", "set", "clis", lent).returncode == 0
     assert node_cli(host, "agents", "set", "folders", str(world["code"])).returncode == 0
     gw: GatewayProcess = world["gw"]
@@ -109,11 +115,14 @@ def acp_log(world: dict[str, Any], folder: Path | None = None) -> list[dict[str,
     return [e for e in (json.loads(x) for x in path.read_text().splitlines()) if e.get("acp")] if path.exists() else []
 
 
-async def asked_and_answered(c: RawClient, key: str, command: str, decision: str) -> dict[str, Any]:
-    """An ACP turn that asks about ``command``, decided ``decision`` from the chat's approval: its end."""
+async def asked_and_answered(c: RawClient, key: str, command: str, decision: str, *,
+                             think_s: float = 0) -> dict[str, Any]:
+    """A turn that asks about ``command``, decided ``decision`` from the chat's approval after ``think_s``: its
+    end."""
     done = await start_turn(c, f"ask:{command}", key)
     event = await approval_asked(c, key)
     assert event["presentation"]["commandText"] == f"Bash: {command}", event
+    await asyncio.sleep(think_s)
     await c.call("exec.approval.resolve", {"id": event["id"], "decision": decision})
     return dict(await done)
 
@@ -124,7 +133,9 @@ async def test_an_acp_agent_on_the_node_asks_the_chat_and_the_answer_reaches_it(
     key = "agent:acp:main"
     c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
     try:
-        ended = await asked_and_answered(c, key, "touch acp-made.txt && echo acp-$((6*7))", "allow-once")
+        # the person takes longer than the watchdog: the node hears that the CLI waits on them, and lets it wait
+        ended = await asked_and_answered(c, key, "touch acp-made.txt && echo acp-$((6*7))", "allow-once",
+                                         think_s=SILENCE_S + 3)
         assert ended["status"] == "ok", ended
         reply = [m for m in await history(c, key) if m["role"] == "assistant"][-1]
         assert "ran: acp-42" in json.dumps(reply), reply
@@ -169,5 +180,23 @@ async def test_the_same_acp_agent_runs_on_the_gateways_machine_through_the_same_
         ended = await asked_and_answered(c, key, "echo local-$((6*7))", "allow-once")
         assert ended["status"] == "ok", ended
         assert "ran: local-42" in json.dumps([m for m in await history(c, key) if m["role"] == "assistant"][-1])
+    finally:
+        await c.close()
+
+
+async def test_codex_app_server_on_the_node_asks_the_chat_and_the_decision_reaches_it(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    gw: GatewayProcess = world["gw"]
+    key = "agent:codex:main"
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    try:
+        ended = await asked_and_answered(c, key, "touch codex-made.txt && echo codex-$((6*7))", "allow-once",
+                                         think_s=SILENCE_S + 3)
+        assert ended["status"] == "ok", ended
+        assert "ran: codex-42" in json.dumps([m for m in await history(c, key) if m["role"] == "assistant"][-1])
+        assert (world["code"] / "codex-made.txt").exists()
+        seen = [e for e in cli_log(world) if e.get("codex")]
+        assert [e["decision"] for e in seen if "decision" in e] == ["accept"]
+        assert seen[0]["cwd"] == str(world["code"])
     finally:
         await c.close()
