@@ -1,10 +1,11 @@
 """Two gateway replicas on one PostgreSQL database and one Redis, a node host connected to replica A and the
 messages arriving at replica B: B runs the turn, which goes to the node through A (``agent.run`` relayed over the
 bus), and the node's output comes back through A to B as a live reply; ``/stop`` sent to A stops the turn B runs
-on the node held by A."""
+on the node held by A; a message sent at B mid-turn steers it (its ``agent.input`` relayed through A)."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -37,7 +38,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, pg_url_module: str) -> Itera
     env = {"REMOTECLAW_DATABASE_URL": pg_url_module, "REMOTECLAW_REDIS_URL": REDIS_URL,
            "REMOTECLAW_REDIS_PREFIX": prefix}
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
-                               {"id": "remote", "node": NODE, "workspace": str(code)}]}}
+                               {"id": "remote", "node": NODE, "workspace": str(code)},
+                               {"id": "steer", "node": NODE, "workspace": str(code), "steering": "steer"}]}}
     with GatewayProcess(root / "a", config=cfg, env=env).start(30) as a, \
             GatewayProcess(root / "b", config=cfg, env=env).start(30) as b:
         yield {"a": a, "b": b, "root": root, "home": home, "code": code, "prefix": prefix}
@@ -81,3 +83,23 @@ async def test_stop_sent_to_the_replica_holding_the_node_stops_the_turn_the_othe
     finally:
         await on_a.close()
         await on_b.close()
+
+
+async def test_a_message_at_the_other_replica_steers_the_turn_on_the_node_the_first_holds(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    b: GatewayProcess = world["b"]
+    key = "agent:steer:main"
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        before = len(cli_log(world))
+        run_id = await send(c, key, "sleep:4 the first part")
+        started = await until(lambda: next((e for e in cli_log(world)[before:] if "the first part" in
+                                            str(e.get("prompt"))), None), 60, "the CLI to start on the node")
+        await send(c, key, "and the second part")
+        done = await c.call("agent.wait", {"runId": run_id, "timeoutMs": 60_000}, timeout=65)
+        assert done["status"] == "ok", done
+        assert "echo: and the second part" in done["reply"], done
+        steered = [json.loads(x) for x in (world["code"] / "cli.log.steered").read_text().splitlines()]
+        assert [(e["steered"], e["pid"]) for e in steered] == [("and the second part", started["pid"])]
+    finally:
+        await c.close()
