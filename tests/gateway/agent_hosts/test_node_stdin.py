@@ -1,7 +1,8 @@
 """The stdin of a node turn's CLI: the gateway writes to it (``agent.input``) while the turn runs on the node.
 
-A node host as a second real process lends two stand-ins: the stream-json CLI (``fake_cli.py``, for steering) and an
-ACP agent (``fake_acp_agent.py``, JSON-RPC over stdio both ways). A message sent while a ``steering: steer`` turn
+A node host as a second real process lends stand-ins: the stream-json CLI (``fake_cli.py``, for steering), an ACP
+agent (``fake_acp_agent.py``, JSON-RPC over stdio both ways: as ``runtime: acp`` and as Gemini CLI's ``--acp``) and
+a Codex app-server (``fake_codex_app.py``). A message sent while a ``steering: steer`` turn
 runs there reaches the same CLI process on the node (its log says so) and is answered in the same turn; an ACP
 agent on the node asks the person through the chat's approval, and the answer travels back down its stdin; ``/stop``
 ends such a turn. The same ACP stand-in run on the gateway's machine answers the same way (one adapter for both).
@@ -50,6 +51,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         {"id": "acp", "runtime": "acp", "acp": {"command": "fake-acp"}, "node": NODE, "workspace": str(code),
          "permissions": "ask"},
         {"id": "codex", "runtime": "codex", "node": NODE, "workspace": str(code), "permissions": "ask"},
+        {"id": "gem", "runtime": "gemini", "node": NODE, "workspace": str(code), "permissions": "ask"},
         {"id": "main", "runtime": "acp", "command": [sys.executable, FAKE_ACP],
          "permissions": "ask"}]},
         "approvals": {"timeoutSeconds": 60}}
@@ -62,7 +64,7 @@ async def node(world: dict[str, Any]) -> AsyncIterator[NodeHostProcess]:
     host = node_process(world)
     host.state.mkdir(parents=True)
     lent = (f"claude={sys.executable} {FAKE_CLI},acp={sys.executable} {FAKE_ACP},"
-            f"codex={sys.executable} {FAKE_CODEX}")
+            f"codex={sys.executable} {FAKE_CODEX},gemini={sys.executable} {FAKE_ACP}")
     assert node_cli(host, "agents", "set", "clis", lent).returncode == 0
     assert node_cli(host, "agents", "set", "folders", str(world["code"])).returncode == 0
     gw: GatewayProcess = world["gw"]
@@ -199,5 +201,23 @@ async def test_codex_app_server_on_the_node_asks_the_chat_and_the_decision_reach
         seen = [e for e in cli_log(world) if e.get("codex")]
         assert [e["decision"] for e in seen if "decision" in e] == ["accept"]
         assert seen[0]["cwd"] == str(world["code"])
+    finally:
+        await c.close()
+
+
+async def test_gemini_in_its_acp_mode_on_the_node_asks_the_chat_and_the_answer_reaches_it(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    gw: GatewayProcess = world["gw"]
+    key = "agent:gem:main"
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    try:
+        before = len(acp_log(world))
+        ended = await asked_and_answered(c, key, "touch gem-made.txt && echo gem-$((6*7))", "allow-once")
+        assert ended["status"] == "ok", ended
+        assert "ran: gem-42" in json.dumps([m for m in await history(c, key) if m["role"] == "assistant"][-1])
+        assert (world["code"] / "gem-made.txt").exists()
+        seen = acp_log(world)[before:]
+        assert seen[0]["home"] == str(node.state / "agent-homes" / "gem")  # the Gemini agent's, on the node
+        assert [e["decision"] for e in seen if "decision" in e] == ["yes"]
     finally:
         await c.close()
