@@ -418,10 +418,11 @@ class AgentExecutor:
             return (await self._keep_for_node(run, agent, why, mid_turn=False) if kept
                     else RunOutcome(status="error", error=why))
         if not host.takes_input and _talks_over_stdin(agent, runtime):
+            fix = "" if runtime.self_driven else ", or use permissions allowlist or bypass"
             return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name}: its {runtime.name} "
                                                     "runtime in this mode talks to its CLI over stdin, which this "
-                                                    "node does not take (it does not offer agent.input: update its "
-                                                    "remoteclaw, or use permissions allowlist or bypass)")
+                                                    "node does not take (agent.input: not offered by its remoteclaw, "
+                                                    f"or held back by nodes.denyCommands){fix}")
         settings = self._config.config.agents.sandbox_for(agent)
         if not owner and settings.network_for(owner=False) != "open":
             return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name}, whose sandbox gives "

@@ -21,7 +21,15 @@ from typing import Any
 
 import pytest
 
-from tests.gateway.agent_hosts.test_node_turns import cli_log, node_cli, node_process, run_with_agents, send, wait
+from tests.gateway.agent_hosts.test_node_turns import (
+    cli_log,
+    lent_node,
+    node_cli,
+    node_process,
+    run_with_agents,
+    send,
+    wait,
+)
 from tests.gateway.agents.runtimes.flows import approval_asked, start_turn
 from tests.nodes.test_node_host import pair
 from tests.support import SUPPORT
@@ -221,3 +229,35 @@ async def test_gemini_in_its_acp_mode_on_the_node_asks_the_chat_and_the_answer_r
         assert [e["decision"] for e in seen if "decision" in e] == ["yes"]
     finally:
         await c.close()
+
+
+async def test_a_node_that_takes_no_stdin_refuses_the_conversations_and_queues_steering(
+        tmp_path: Path) -> None:
+    """``nodes.denyCommands: [agent.input]`` (as a node without it): the runtimes that talk over stdin are refused
+    with a message saying so, and a message sent mid-turn waits for the next turn instead of steering."""
+    code = tmp_path / "node-home" / "code"
+    code.mkdir(parents=True)
+    cfg = {"nodes": {"denyCommands": ["agent.input"]}, "agents": {"default": "steer", "list": [
+        {"id": "steer", "node": NODE, "workspace": str(code), "steering": "steer"},
+        {"id": "acp", "runtime": "acp", "acp": {"command": "fake-acp"}, "node": NODE, "workspace": str(code)}]}}
+    with GatewayProcess(tmp_path / "gw", config=cfg) as gw:
+        world = {"gw": gw, "root": tmp_path, "home": tmp_path / "node-home", "code": code}
+        host = node_process(world)
+        async with lent_node(gw, host, f"claude={sys.executable} {FAKE_CLI},acp={sys.executable} {FAKE_ACP}",
+                             code):
+            c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+            try:
+                done = await wait(c, await send(c, "agent:acp:main", "hello"))
+                assert done["status"] == "error" and "agent.input" in done["error"], done
+                assert "talks to its CLI over stdin" in done["error"], done
+                first = await send(c, "agent:steer:main", "sleep:3 the first part")
+                await until(lambda: any("the first part" in str(e.get("prompt")) for e in cli_log(world)), 60,
+                            "the CLI to start on the node")
+                second = await send(c, "agent:steer:main", "and the second part")
+                assert second != first  # queued for a turn of its own
+                assert (await wait(c, first))["status"] == "ok"
+                later = await wait(c, second)
+                assert later["status"] == "ok" and "echo: and the second part" in later["reply"], later
+                assert "--input-format" not in cli_log(world)[0]["argv"]  # its stdin was never kept open
+            finally:
+                await c.close()
