@@ -46,6 +46,9 @@ class Host:
     node_id: str
     name: str
     facts: dict[str, Any]
+    takes_input: bool = False
+    """The node offers ``agent.input`` (a running turn's stdin) and the policy allows it: steering, and the
+    runtimes that talk to their CLI over stdin, can run there."""
 
     @property
     def gateway_url(self) -> str:
@@ -120,7 +123,8 @@ class Placement:
         if facts.get("sandboxProblem"):
             raise Unplaced(f"{where}, which cannot sandbox its turns: {facts['sandboxProblem']}",
                            code="NODE_SANDBOX")
-        return Host(node["nodeId"], name, facts)
+        return Host(node["nodeId"], name, facts, takes_input="agent.input" in live["commands"]
+                    and "agent.input" in live["allowedCommands"])
 
     async def _describe(self, node_id: str, name: str) -> dict[str, Any]:
         cached = self._facts.get(node_id)

@@ -9,6 +9,7 @@ executor reads them as a local run's.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.agent_hosts.stdin import NodeStdin
 from gateway.agents.runtimes.process import ProcessResult
 from gateway.protocol import RpcError, Unavailable
 
@@ -65,7 +67,9 @@ def rebase(values: dict[str, str], local_root: str, node_root: str) -> dict[str,
 
 
 class NodeProcess:
-    """A ``ProcessRunner`` (``gateway.agents.runtimes.driver``) that runs the invocation on ``host``."""
+    """A ``ProcessRunner`` (``gateway.agents.runtimes.driver``) that runs the invocation on ``host``: its output
+    comes back as the lines it writes, and with ``inv.keep_stdin`` the ``feed`` writes to its stdin there
+    (``NodeStdin``), so the adapters drive a node's CLI as they drive a local one."""
 
     def __init__(self, nodes: NodeService, streams: TurnStreams, host: Host, place: NodePlace, *, run_id: str,
                  agent_id: str, runtime: str, logins: tuple[str, ...], plugin_tools: str, local_fx: Path,
@@ -95,19 +99,26 @@ class NodeProcess:
                        no_output_timeout: float, on_spawn: Callable[[float], None] | None = None,
                        feed: StdinFeed | None = None) -> ProcessResult:
         self._attempt += 1
+        spawned = asyncio.Event()
+        pipe = None
+        if feed is not None and inv.keep_stdin:
+            pipe = NodeStdin(self._nodes, self._streams, node_id=self.host.node_id, turn_id=self._run_id,
+                             key=f"agent.input:{self._run_id}:{self._attempt}", started=spawned)
+            feed.attach(pipe)
         params = {"turnId": self._run_id, "agentId": self._agent_id, "runtime": self._runtime,
                   "argv": list(inv.argv), "env": dict(inv.env), "cwd": str(inv.cwd),
                   "files": {str(path): text for path, text in inv.files.items()},
                   "stdin": inv.stdin.decode() if inv.stdin is not None else None, "passEnv": list(inv.pass_env),
                   "noOutputTimeoutS": no_output_timeout, "logins": list(self._logins), "session": self.place.session,
                   "private": self.place.private, "pluginTools": self._plugin_tools,
-                  "attachments": self._attachments, "project": self._project}
+                  "attachments": self._attachments, "keepStdin": pipe is not None, "project": self._project}
 
         def lines(batch: list[Any]) -> None:
             for obj in batch:
                 if not isinstance(obj, dict):
                     continue
                 if obj.get("_spawned") is True:
+                    spawned.set()
                     if on_spawn is not None:
                         on_spawn(time.monotonic())
                     continue
@@ -127,6 +138,10 @@ class NodeProcess:
             raise
         finally:
             self._streams.close(self._run_id)
+            if pipe is not None:
+                await pipe.aclose()
+            if feed is not None:
+                feed.close()
         result = answer.get("payload") or {}
         effects = result.get("sideEffects")
         if isinstance(effects, str) and effects:

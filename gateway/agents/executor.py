@@ -38,9 +38,8 @@ from gateway.agents import outbox
 from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
 from gateway.agents.invocation import cli_argv
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
-from gateway.agents.router import InboundRouter
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
-from gateway.agents.runtimes.base import Approve, Fronted, Runtime
+from gateway.agents.runtimes.base import ASKING_MODES, Approve, Fronted, Runtime
 from gateway.agents.runtimes.driver import TurnResult, run_turn
 from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
@@ -148,6 +147,13 @@ def _drop_scratch(workspace: Path, scratch: Path) -> None:
         remove_own(workspace, PRIVATE_DIR)
 
 
+def _talks_over_stdin(agent: AgentConfig, runtime: Runtime) -> bool:
+    """Whether a turn writes to its CLI's stdin while it runs (a conversation over stdio: ACP, Codex's app-server,
+    Gemini's ``--acp``), which a node carries with ``agent.input``. Steering does too, but a node without it just
+    queues the message."""
+    return runtime.self_driven or (agent.permissions in ASKING_MODES and runtime.name in ("codex", "gemini"))
+
+
 def _steer_into(feed: StdinFeed, runtime: Runtime) -> Callable[[str], bool]:
     """The run's ``steer``: hand one more user message to its running CLI (False once its stdin is closed)."""
     return lambda text: feed.send(runtime.user_message(text))
@@ -181,8 +187,6 @@ class AgentExecutor:
         self._listen = listen
         """Where the gateway listens (the shim's address), known once the server is bound."""
         self._sandbox = sandbox
-        self.inbound = InboundRouter(self, db=db, config=config, sessions=sessions, runs=runs, hooks=hooks,
-                                     services=services, state_dir=state_dir, people=people)
         self._notes: dict[str, ProgressSink] = {}
         """The progress note of each session's running turn (told when the run waits for its person)."""
         self.runs_dir = runs_dir
@@ -407,15 +411,16 @@ class AgentExecutor:
             return RunOutcome(status="error", error=f"agent {agent.id} runs on node {agent.node}, but this gateway "
                                                     "has no node service")
         owner = is_owner_run(run)
-        if runtime.self_driven or (agent.permissions in ("ask", "ask-dangerous") and runtime.name in ("codex",
-                                                                                                       "gemini")):
-            return RunOutcome(status="error", error=f"agent {agent.id} runs on node {agent.node}: its {runtime.name} "
-                                                    f"runtime in this mode talks to its CLI over stdin, which a node "
-                                                    "turn does not carry yet (use permissions allowlist or bypass)")
         host, why, kept = await hosts.try_place(agent)
         if host is None:
             return (await self._keep_for_node(run, agent, why, mid_turn=False) if kept
                     else RunOutcome(status="error", error=why))
+        if not host.takes_input and _talks_over_stdin(agent, runtime):
+            fix = "" if runtime.self_driven else ", or use permissions allowlist or bypass"
+            return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name}: its {runtime.name} "
+                                                    "runtime in this mode talks to its CLI over stdin, which this "
+                                                    "node does not take (agent.input: not offered by its remoteclaw, "
+                                                    f"or held back by nodes.denyCommands){fix}")
         settings = self._config.config.agents.sandbox_for(agent)
         if not owner and settings.network_for(owner=False) != "open":
             return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name}, whose sandbox gives "
@@ -585,18 +590,20 @@ class AgentExecutor:
             run.spawned_mono = at
 
         feed: StdinFeed | None = None
-        if turn.node is not None:  # no steering into a node's CLI yet: a message sent meanwhile waits its turn
+        # messages sent mid-turn go to this CLI (on a node: to its stdin there, if the node takes it)
+        if effective_mode(self._config.config, turn.agent.id) == "steer" and (
+                turn.node is None or turn.node.host.takes_input):
+            spec.steer, feed = True, StdinFeed()
+            run.steer = _steer_into(feed, turn.runtime)
+        if turn.node is not None:
             try:
                 return await run_turn(turn.runtime, spec, turn.stream.on_event,
                                       no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds,
-                                      on_spawn=on_spawn, process=turn.node)
+                                      on_spawn=on_spawn, feed=feed, process=turn.node)
             except RpcError as exc:  # the node refused, or went away (its messages then wait for it)
                 if (exc.details or {}).get("code") == self._services.get(AGENT_HOSTS).LOST:
                     turn.node_lost = exc.message
                 return TurnResult(ok=False, error=exc.message)
-        if effective_mode(self._config.config, turn.agent.id) == "steer":  # messages sent mid-turn go to this CLI
-            spec.steer, feed = True, StdinFeed()
-            run.steer = _steer_into(feed, turn.runtime)
         return await run_turn(turn.runtime, spec, turn.stream.on_event,
                               no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds,
                               on_spawn=on_spawn, feed=feed)

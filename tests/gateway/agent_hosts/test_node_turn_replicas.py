@@ -1,11 +1,12 @@
 """Two gateway replicas on one PostgreSQL database and one Redis, a node host connected to replica A and the
 messages arriving at replica B: B runs the turn, which goes to the node through A (``agent.run`` relayed over the
 bus), and the node's output comes back through A to B as a live reply; ``/stop`` sent to A stops the turn B runs
-on the node held by A."""
+on the node held by A; a message sent at B mid-turn steers it (its ``agent.input`` relayed through A)."""
 
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 import sys
 import uuid
@@ -39,7 +40,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, pg_url_module: str) -> Itera
     env = {"REMOTECLAW_DATABASE_URL": pg_url_module, "REMOTECLAW_REDIS_URL": REDIS_URL,
            "REMOTECLAW_REDIS_PREFIX": prefix}
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
-                               {"id": "remote", "node": NODE, "workspace": str(code)}]}}
+                               {"id": "remote", "node": NODE, "workspace": str(code)},
+                               {"id": "steer", "node": NODE, "workspace": str(code), "steering": "steer"}]}}
     with GatewayProcess(root / "a", config=cfg, env=env).start(30) as a, \
             GatewayProcess(root / "b", config=cfg, env=env).start(30) as b:
         yield {"a": a, "b": b, "root": root, "home": home, "code": code, "prefix": prefix}
@@ -98,5 +100,25 @@ async def test_an_attachment_sent_at_the_other_replica_reaches_the_node(world: d
         assert done["status"] == "ok", done
         assert f"far.txt={data!r}" in done["reply"], done["reply"]  # agent.run carried it over the bus
         assert "far.txt" in cli_log(world)[-1]["prompt"]
+    finally:
+        await c.close()
+
+
+async def test_a_message_at_the_other_replica_steers_the_turn_on_the_node_the_first_holds(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    b: GatewayProcess = world["b"]
+    key = "agent:steer:main"
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        before = len(cli_log(world))
+        run_id = await send(c, key, "sleep:4 the first part")
+        started = await until(lambda: next((e for e in cli_log(world)[before:] if "the first part" in
+                                            str(e.get("prompt"))), None), 60, "the CLI to start on the node")
+        await send(c, key, "and the second part")
+        done = await c.call("agent.wait", {"runId": run_id, "timeoutMs": 60_000}, timeout=65)
+        assert done["status"] == "ok", done
+        assert "echo: and the second part" in done["reply"], done
+        steered = [json.loads(x) for x in (world["code"] / "cli.log.steered").read_text().splitlines()]
+        assert [(e["steered"], e["pid"]) for e in steered] == [("and the second part", started["pid"])]
     finally:
         await c.close()
