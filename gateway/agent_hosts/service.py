@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.agent_hosts.files import TooLarge, file_from_node, outgoing_limit, renamed_in_prompt, turn_attachments
 from gateway.agent_hosts.parked import Parked
 from gateway.agent_hosts.placement import Host, Placement, Unplaced, lends
-from gateway.agent_hosts.remote import LOST, NodePlace, NodeProcess, rebase
+from gateway.agent_hosts.remote import LOST, LOST_CODES, NodePlace, NodeProcess, rebase
 from gateway.agent_hosts.streams import TurnStreams
 from gateway.projects.workdir import Workdir
 from gateway.protocol import RpcError
@@ -45,6 +45,7 @@ class AgentHosts:
         nodes.on_connect.append(self._connected)
 
     LOST = LOST
+    LOST_CODES = LOST_CODES
     TooLarge = TooLarge
     rebase = staticmethod(rebase)
     renamed_in_prompt = staticmethod(renamed_in_prompt)

@@ -452,6 +452,9 @@ class AgentExecutor:
             try:
                 workdir = await hosts.workdir(host.node_id, project, run.session_key, create=True)
             except RpcError as exc:
+                if (exc.details or {}).get("code") in hosts.LOST_CODES:  # gone since it was placed: it waits
+                    return await self._keep_for_node(run, agent, f"node {host.name} went away ({exc.message})",
+                                                     mid_turn=False)
                 return RunOutcome(status="error", error=f"project {project.name}: {exc.message}")
             run.answer_facts["project"] = workdir.project
             if workdir.branch:
