@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.agent_hosts.environments import node_environments
 from gateway.agent_hosts.parked import Parked
 from gateway.agent_hosts.placement import Host, Placement, Unplaced
 from gateway.agent_hosts.remote import LOST, NodePlace, NodeProcess, rebase
@@ -52,6 +53,11 @@ class AgentHosts:
         """Keep ``run``'s messages for the node's return (unless a turn cut off must not run again); the chat's
         line."""
         return await self.parked.keep(node_ref, run, why, mid_turn=mid_turn)
+
+    async def environments(self, agents: list[AgentConfig]) -> list[dict[str, Any]]:
+        """The nodes as ``environments.list`` entries: each paired node and each node an agent is placed on, with
+        those agents and whether a turn can be placed there now."""
+        return node_environments(await self.nodes.list(), await self.placement.explain(agents))
 
     def _connected(self, node_id: str) -> None:
         self.placement.forget(node_id)
