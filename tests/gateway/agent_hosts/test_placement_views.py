@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.gateway.agent_hosts.test_node_turns import FAKE_CLI, lent_node
+from tests.gateway.agent_hosts.test_node_turns import FAKE_CLI, PRYING_CLI, lent_node
 from tests.support.gateway_proc import ROOT, GatewayProcess
 from tests.support.node_host import NodeHostProcess
 from tests.support.openclaw_schema import require_schema
@@ -39,6 +39,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     code.mkdir(parents=True)
     cfg = {"agents": {"list": [
         {"id": "main", "command": [sys.executable, FAKE_CLI]},
+        {"id": "pry", "command": [sys.executable, PRYING_CLI]},  # asks the gateway with its run's token
         {"id": "remote", "node": NODE, "workspace": str(code)},  # placeable: claude is lent, in this folder
         {"id": "coder", "node": NODE, "runtime": "codex"},  # codex is not lent
         {"id": "elsewhere", "node": NODE, "workspace": str(root / "not-lent")},  # a folder the node does not lend
@@ -123,6 +124,30 @@ async def test_online_each_view_says_where_agents_run_and_why_a_turn_cannot_be_p
         assert "agent remote (claude)" not in lines  # its CLI is the node's: not looked for on this machine
     finally:
         await c.close()
+
+
+async def test_a_caller_that_may_not_read_nodes_sees_neither_the_nodes_nor_where_agents_run(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    """A stranger's run (a turn sent without the owner's authority) lists the agents but is not told where they
+    run: the access model denies it ``node`` reads, and ``agents.list`` (like ``environments.list``) asks it."""
+    gw: GatewayProcess = world["gw"]
+    stranger = await operator(gw.url, gw.token or "", scopes=["operator.read", "operator.write"])
+    try:
+        ask = {"calls": [["environments.list", {}], ["agents.list", {}], ["node.list", {}]]}
+        sent = await stranger.call("chat.send", {"sessionKey": "agent:pry:views", "message": json.dumps(ask),
+                                                 "idempotencyKey": "views-pry"})
+        done = await stranger.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 60_000}, timeout=70)
+        assert done["status"] == "ok", done
+        found, _ = json.JSONDecoder().raw_decode(done["reply"])
+        # Its tier keeps it from the host and node methods at all; agents.list it may call, and that answer
+        # leaves out where agents run.
+        assert "owner tools only" in found["calls"]["node.list"], found["calls"]
+        assert "owner tools only" in found["calls"]["environments.list"], found["calls"]
+        agents = {a["id"]: a for a in found["answers"]["agents.list"]["agents"]}
+        assert "remote" in agents and "workspace" not in agents["remote"], agents["remote"]
+        assert "devicePlacement" not in agents["remote"]["agentRuntime"]
+    finally:
+        await stranger.close()
 
 
 @pytest.mark.slow
