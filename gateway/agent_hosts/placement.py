@@ -10,6 +10,7 @@ per connection.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class Placement:
     def __init__(self, nodes: NodeService) -> None:
         self._nodes = nodes
         self._facts: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._asking: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
     def forget(self, node_id: str) -> None:
         """The node (re)connected: what it lends may have changed."""
@@ -117,9 +119,23 @@ class Placement:
         return Host(node["nodeId"], name, facts)
 
     async def _describe(self, node_id: str, name: str) -> dict[str, Any]:
+        """What the node lends (cached a minute); callers asking at once share one ``agent.describe``."""
         cached = self._facts.get(node_id)
         if cached is not None and time.monotonic() - cached[0] < DESCRIBE_TTL_S:
             return cached[1]
+        asking = self._asking.get(node_id)
+        if asking is None:
+            asking = asyncio.ensure_future(self._ask(node_id, name))
+            self._asking[node_id] = asking
+            asking.add_done_callback(lambda t: self._asked(node_id, t))
+        return await asyncio.shield(asking)
+
+    def _asked(self, node_id: str, task: asyncio.Future[dict[str, Any]]) -> None:
+        self._asking.pop(node_id, None)
+        if not task.cancelled():
+            task.exception()  # retrieved here: its askers may all have stopped waiting
+
+    async def _ask(self, node_id: str, name: str) -> dict[str, Any]:
         try:
             answer = await self._nodes.invoke(node_id, "agent.describe", {}, timeout_ms=DESCRIBE_TIMEOUT_MS,
                                               idempotency_key=f"agent.describe:{uuid.uuid4().hex}")
@@ -137,29 +153,27 @@ class Placement:
 
     async def explain(self, agents: list[AgentConfig]) -> list[dict[str, Any]]:
         """For each agent: where its turns run (``gateway`` or a node) and, on a node, whether a turn can be placed
-        there now and why not; and the node as it is now (known, connected, on this replica or another)."""
-        out = []
-        for agent in agents:
-            if agent.node is None:
-                out.append({"agentId": agent.id, "runsOn": "gateway"})
-                continue
-            row: dict[str, Any] = {"agentId": agent.id, "runsOn": "node", "node": agent.node,
-                                   "runtime": agent.runtime, "workspace": agent.workspace}
-            node = await self._nodes.store.find(agent.node)
-            if node is not None:
-                live = self._nodes.live_view(node)
-                row.update(nodeId=node["nodeId"], nodeName=node["displayName"], nodeStatus=node["status"],
-                           connected=bool(live["connected"]),
-                           connectedTo=_held_by(live))
-            try:
-                host = await self.place(agent)
-            except Unplaced as exc:
-                row.update(placeable=False, why=exc.message, brief=exc.brief, code=exc.code, waits=exc.kept)
-            else:
-                row.update(placeable=True, credentials=host.facts.get("credentials"),
-                           sandbox=host.facts.get("sandbox"))
-            out.append(row)
-        return out
+        there now and why not; and the node as it is now (known, connected, on this replica or another). The
+        agents are looked at together: a node slow to describe itself delays the answer once, not per agent."""
+        return list(await asyncio.gather(*(self._explain(agent) for agent in agents)))
+
+    async def _explain(self, agent: AgentConfig) -> dict[str, Any]:
+        if agent.node is None:
+            return {"agentId": agent.id, "runsOn": "gateway"}
+        row: dict[str, Any] = {"agentId": agent.id, "runsOn": "node", "node": agent.node,
+                               "runtime": agent.runtime, "workspace": agent.workspace}
+        node = await self._nodes.store.find(agent.node)
+        if node is not None:
+            live = self._nodes.live_view(node)
+            row.update(nodeId=node["nodeId"], nodeName=node["displayName"], nodeStatus=node["status"],
+                       connected=bool(live["connected"]), connectedTo=_held_by(live))
+        try:
+            host = await self.place(agent)
+        except Unplaced as exc:
+            row.update(placeable=False, why=exc.message, brief=exc.brief, code=exc.code, waits=exc.kept)
+        else:
+            row.update(placeable=True, credentials=host.facts.get("credentials"), sandbox=host.facts.get("sandbox"))
+        return row
 
 
 def _held_by(live: dict[str, Any]) -> str | None:
