@@ -105,7 +105,8 @@ class ListParams(Params):
 @method("sessions.list", access=Access("session", "read", each=True), params=ListParams, scope=READ, baseline=True)
 async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels; the global and
-    unknown sessions only when asked for (see ``gateway/sessions.py``)."""
+    unknown sessions only when asked for (see ``gateway/sessions.py``). A session of an agent placed on a node
+    names the node (``execNode``: its id) to a caller that may read nodes."""
     runs = ctx.runs
     scope = ctx.caller.confined_to
     within = None if scope is None else SessionWithin(scope.session_key, scope.person_id, scope.channel, scope.chat_id)
@@ -117,8 +118,11 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
         titles = await SessionRepo.first_user_texts(s, keys) if p.includeDerivedTitles else {}
         latest = await SessionRepo.last_texts(s, keys) if p.includeLastMessage else {}
     out = []
+    on_nodes = await _placed_on_nodes(ctx)
     for row in ctx.access.visible(ctx.caller, rows, session_obj):  # the query prefiltered; the model decides
         d = row.to_dict()
+        if (node_id := on_nodes.get(row.agent_id)) is not None:
+            d["execNode"] = node_id  # OpenClaw's Systems page lists the session under that node
         if runs is not None:
             d["run"] = runs.lane_state(row.key)
         if p.includeDerivedTitles:
@@ -245,6 +249,21 @@ async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     # Sessions are per agent and per sender (``agent:<id>:<...>``); OpenClaw's "global" would be one session for
     # every chat, which we do not have (dmScope "main" shares the agent's main session among DMs only).
     return {"defaultId": svc.default_agent_id, "mainKey": "main", "agents": agents, "scope": "per-sender"}
+
+
+async def _placed_on_nodes(ctx: CallContext) -> dict[str, str]:
+    """The id of the node each node-placed agent runs on, by agent id, for a caller that may read nodes (a node
+    the gateway does not know is left out)."""
+    placed = [a for a in ctx.config.agents.list if a.node is not None]
+    if not placed or ctx.nodes is None or not ctx.access.allows(ctx.caller, "read", Obj("node")):
+        return {}
+    out = {}
+    for agent in placed:
+        assert agent.node is not None
+        node = await ctx.nodes.store.find(agent.node)
+        if node is not None:
+            out[agent.id] = str(node["nodeId"])
+    return out
 
 
 def node_placement(agent: AgentConfig) -> dict[str, Any]:
