@@ -27,9 +27,11 @@ def agent_chip(row: dict[str, Any]) -> str:
 
 
 def _summary(node: dict[str, Any], placed: list[dict[str, Any]]) -> dict[str, Any]:
+    """One node: ``available`` while connected and paired (a node waiting for approval runs nothing)."""
     out: dict[str, Any] = {
         "id": f"node:{node['nodeId']}", "type": "node", "label": node.get("displayName") or node["nodeId"],
-        "status": "available" if node.get("connected") else "unavailable", "sessionHost": False,
+        "status": "available" if node.get("connected") and node.get("status") == APPROVED else "unavailable",
+        "sessionHost": False,
         "trust": "persistent",
     }
     if node.get("platform"):
@@ -44,7 +46,7 @@ def _summary(node: dict[str, Any], placed: list[dict[str, Any]]) -> dict[str, An
     if chips:
         out["capabilities"] = chips
     commands = sorted({str(c) for c in node.get("allowedCommands") or [] if c and len(str(c)) <= MAX_COMMANDS})
-    if node.get("connected") and commands:
+    if node.get("connected") and node.get("status") == APPROVED and commands:
         out["invocableCommands"] = commands[:MAX_COMMANDS]
     return out
 

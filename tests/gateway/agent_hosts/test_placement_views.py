@@ -29,6 +29,8 @@ from tests.support.ws import RawClient, operator
 pytestmark = [pytest.mark.timeout(240)]
 
 NODE = "placebox"
+PENDING = "pendingbox"
+"""A node that asks to pair and is never approved."""
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         {"id": "remote", "node": NODE, "workspace": str(code)},  # placeable: claude is lent, in this folder
         {"id": "coder", "node": NODE, "runtime": "codex"},  # codex is not lent
         {"id": "elsewhere", "node": NODE, "workspace": str(root / "not-lent")},  # a folder the node does not lend
-        {"id": "nowhere", "node": "no-such-node"}]}}
+        {"id": "nowhere", "node": "no-such-node"},
+        {"id": "unpaired", "node": PENDING}]}}
     with GatewayProcess(root / "gw", config=cfg) as gw:
         yield {"gw": gw, "root": root, "home": home, "code": code}
 
@@ -158,6 +161,25 @@ async def test_a_caller_that_may_not_read_nodes_sees_neither_the_nodes_nor_where
         assert "devicePlacement" not in agents["remote"]["agentRuntime"]
     finally:
         await stranger.close()
+
+
+async def test_a_node_not_yet_approved_is_listed_unavailable_with_the_agent_that_waits_for_it(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    gw: GatewayProcess = world["gw"]
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    with NodeHostProcess(world["root"] / "pending-state", gw.port, token=gw.token, name=PENDING) as asking:
+        try:
+            async def listed() -> dict[str, Any] | None:
+                envs, _ = await views(c)
+                found = next(e for e in envs.values() if e.get("label") == PENDING)
+                return found if found["status"] != "error" else None  # until it asks: a node no one knows
+
+            entry = await until(listed, 20, "the pending node listed")
+            assert entry["status"] == "unavailable" and entry["capabilities"][0] == "agent unpaired: node not paired"
+            assert "remoteclaw nodes approve" in entry["lastSeenReason"], entry
+            assert asking.proc is not None and asking.proc.poll() is None  # it still waits for the owner
+        finally:
+            await c.close()
 
 
 @pytest.mark.slow
