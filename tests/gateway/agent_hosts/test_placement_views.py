@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,14 @@ async def views(c: RawClient) -> tuple[dict[str, dict[str, Any]], dict[str, dict
     return {e["id"]: e for e in envs["environments"]}, {a["id"]: a for a in agents["agents"]}
 
 
+async def turn_on_the_node(c: RawClient) -> None:
+    """One turn of the agent on the node: its session exists."""
+    sent = await c.call("chat.send", {"sessionKey": "agent:remote:main", "message": "hello node",
+                                      "idempotencyKey": str(uuid.uuid4())})
+    done = await c.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 60_000}, timeout=70)
+    assert done["status"] == "ok", done
+
+
 def remoteclaw(gw: GatewayProcess, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI as the owner runs it on the gateway's machine: it finds the gateway by its state dir (the token is
     the one the gateway was started with)."""
@@ -112,10 +121,7 @@ async def test_online_each_view_says_where_agents_run_and_why_a_turn_cannot_be_p
         assert "devicePlacement" not in agents["main"]["agentRuntime"] and "workspace" not in agents["main"]
 
         # A session of the agent on the node names it (OpenClaw's Systems page lists it among the node's sessions).
-        sent = await c.call("chat.send", {"sessionKey": "agent:remote:main", "message": "hello node",
-                                          "idempotencyKey": "views-remote"})
-        done = await c.call("agent.wait", {"runId": sent["runId"], "timeoutMs": 60_000}, timeout=70)
-        assert done["status"] == "ok", done
+        await turn_on_the_node(c)
         sessions = {r["key"]: r for r in (await c.call("sessions.list", {}))["sessions"]}
         assert sessions["agent:remote:main"]["execNode"] == mine["id"].removeprefix("node:")
         assert require_schema().properties("SessionRow")["execNode"] == {"type": "string"}  # OpenClaw's field
@@ -193,6 +199,11 @@ async def test_the_control_ui_systems_page_shows_the_node_and_its_agents(world: 
     require(Path(cui.CHROMIUM).exists(), "needs /usr/bin/chromium (apt-get install chromium)")  # noqa: ASYNC240
     require((cui.UI_ROOT / "index.html").is_file(), "needs the openclaw npm package (scripts/install-openclaw)")
     gw: GatewayProcess = world["gw"]
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    try:
+        await turn_on_the_node(c)
+    finally:
+        await c.close()
     pw = await cui.playwright_api.async_playwright().start()
     browser = await pw.chromium.launch(executable_path=cui.CHROMIUM, args=cui.CHROMIUM_ARGS)
     try:
