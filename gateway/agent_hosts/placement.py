@@ -10,6 +10,7 @@ per connection.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from dataclasses import dataclass
@@ -30,12 +31,14 @@ DESCRIBE_TIMEOUT_MS = 10_000
 
 
 class Unplaced(Exception):
-    """The turn cannot run on its node now. ``kept``: the node is only away, so the message waits for it."""
+    """The turn cannot run on its node now. ``kept``: the node is only away, so the message waits for it;
+    ``brief``: the reason in a few words, where there is little room (the Control UI's chips)."""
 
-    def __init__(self, message: str, *, code: str, kept: bool = False) -> None:
+    def __init__(self, message: str, *, code: str, brief: str, kept: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
+        self.brief = brief
         self.kept = kept
 
 
@@ -80,6 +83,7 @@ class Placement:
     def __init__(self, nodes: NodeService) -> None:
         self._nodes = nodes
         self._facts: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._asking: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
     def forget(self, node_id: str) -> None:
         """The node (re)connected: what it lends may have changed."""
@@ -92,44 +96,62 @@ class Placement:
         where = f"agent {agent.id} runs on node {agent.node}"
         if node is None:
             raise Unplaced(f"{where}, which is not a node this gateway knows (remoteclaw nodes lists them)",
-                           code="UNKNOWN_NODE")
+                           code="UNKNOWN_NODE", brief="no such node")
         name = node["displayName"]
         if node["status"] != APPROVED:
             raise Unplaced(f"{where}, which is not paired (remoteclaw nodes approve {node['requestId']})",
-                           code="NODE_NOT_PAIRED")
+                           code="NODE_NOT_PAIRED", brief="node not paired")
         live = self._nodes.live_view(node)
         if not live["connected"]:
-            raise Unplaced(f"{where}, which is offline", code="NODE_NOT_CONNECTED", kept=True)
+            raise Unplaced(f"{where}, which is offline", code="NODE_NOT_CONNECTED", brief="node offline, messages wait",
+                           kept=True)
         if "agent.run" not in live["commands"]:
             raise Unplaced(f"{where}, which does not offer agent turns: on {name}, lend a CLI "
                            f"(remoteclaw node agents set clis {agent.runtime}={agent.runtime}) and start it with "
-                           "remoteclaw node run --agents", code="NODE_NO_AGENTS")
+                           "remoteclaw node run --agents", code="NODE_NO_AGENTS",
+                           brief="node not started with --agents")
         if "agent.run" not in live["allowedCommands"]:
             raise Unplaced(f"{where}, but the gateway's node policy does not allow agent.run there "
-                           "(nodes.denyCommands)", code="COMMAND_NOT_ALLOWED")
+                           "(nodes.denyCommands)", code="COMMAND_NOT_ALLOWED",
+                           brief="agent.run denied by nodes.denyCommands")
         facts = await self._describe(node["nodeId"], name)
         clis = facts.get("clis") or {}
         if agent.runtime not in clis:
             raise Unplaced(f"{where}, which does not lend the {agent.runtime} CLI (it lends: "
                            f"{', '.join(sorted(clis)) or 'none'}; on the node: remoteclaw node agents set clis ...)",
-                           code="CLI_NOT_LENT")
+                           code="CLI_NOT_LENT", brief=f"{agent.runtime} CLI not lent")
         if agent.workspace is not None:
             folders = [Path(f) for f in facts.get("folders") or []]
             ws = Path(agent.workspace)
             if not any(ws == f or f in ws.parents for f in folders):
                 raise Unplaced(f"{where}, which does not lend {agent.workspace} (it lends: "
                                f"{', '.join(map(str, folders)) or 'no folders'}; on the node: remoteclaw node agents "
-                               "set folders ...)", code="FOLDER_NOT_LENT")
+                               "set folders ...)", code="FOLDER_NOT_LENT",
+                               brief=f"{agent.workspace} not lent")
         if facts.get("sandboxProblem"):
             raise Unplaced(f"{where}, which cannot sandbox its turns: {facts['sandboxProblem']}",
-                           code="NODE_SANDBOX")
+                           code="NODE_SANDBOX", brief="node cannot sandbox turns")
         return Host(node["nodeId"], name, facts, takes_input="agent.input" in live["commands"]
                     and "agent.input" in live["allowedCommands"])
 
     async def _describe(self, node_id: str, name: str) -> dict[str, Any]:
+        """What the node lends (cached a minute); callers asking at once share one ``agent.describe``."""
         cached = self._facts.get(node_id)
         if cached is not None and time.monotonic() - cached[0] < DESCRIBE_TTL_S:
             return cached[1]
+        asking = self._asking.get(node_id)
+        if asking is None:
+            asking = asyncio.ensure_future(self._ask(node_id, name))
+            self._asking[node_id] = asking
+            asking.add_done_callback(lambda t: self._asked(node_id, t))
+        return await asyncio.shield(asking)
+
+    def _asked(self, node_id: str, task: asyncio.Future[dict[str, Any]]) -> None:
+        self._asking.pop(node_id, None)
+        if not task.cancelled():
+            task.exception()  # retrieved here: its askers may all have stopped waiting
+
+    async def _ask(self, node_id: str, name: str) -> dict[str, Any]:
         try:
             answer = await self._nodes.invoke(node_id, "agent.describe", {}, timeout_ms=DESCRIBE_TIMEOUT_MS,
                                               idempotency_key=f"agent.describe:{uuid.uuid4().hex}")
@@ -137,33 +159,48 @@ class Placement:
             kept = (err.details or {}).get("code") in ("NODE_NOT_CONNECTED", "NODE_DISCONNECTED",
                                                        "NODE_INVOKE_TIMEOUT", "NODE_NOT_REACHABLE")
             raise Unplaced(f"node {name} did not describe what it lends: {err.message}", code="NODE_DESCRIBE",
-                           kept=kept) from None
+                           brief="node did not describe what it lends", kept=kept) from None
         facts = answer.get("payload")
         if not isinstance(facts, dict):
-            raise Unplaced(f"node {name} answered agent.describe with nothing usable", code="NODE_DESCRIBE")
+            raise Unplaced(f"node {name} answered agent.describe with nothing usable", code="NODE_DESCRIBE",
+                           brief="node did not describe what it lends")
         self._facts[node_id] = (time.monotonic(), facts)
         return facts
 
     async def explain(self, agents: list[AgentConfig]) -> list[dict[str, Any]]:
         """For each agent: where its turns run (``gateway`` or a node) and, on a node, whether a turn can be placed
-        there now and why not."""
-        out = []
-        for agent in agents:
-            if agent.node is None:
-                out.append({"agentId": agent.id, "runsOn": "gateway"})
-                continue
-            row: dict[str, Any] = {"agentId": agent.id, "runsOn": "node", "node": agent.node,
-                                   "runtime": agent.runtime, "workspace": agent.workspace,
-                                   "projects": [p.name for p in agent.projects]}
-            try:
-                host = await self.place(agent)
-            except Unplaced as exc:
-                row.update(placeable=False, why=exc.message, code=exc.code, waits=exc.kept)
-            else:
-                row.update(placeable=True, nodeId=host.node_id, nodeName=host.name,
-                           credentials=host.facts.get("credentials"), sandbox=host.facts.get("sandbox"))
-                unlent = not_lent(agent, host)
-                if unlent:  # the agent runs there, but a turn in these projects is refused by the node
-                    row["projectsNotLent"] = [{"name": p.name, "path": p.path} for p in unlent]
-            out.append(row)
-        return out
+        there now and why not; and the node as it is now (known, connected, on this replica or another). The
+        agents are looked at together: a node slow to describe itself delays the answer once, not per agent."""
+        return list(await asyncio.gather(*(self._explain(agent) for agent in agents)))
+
+    async def _explain(self, agent: AgentConfig) -> dict[str, Any]:
+        if agent.node is None:
+            return {"agentId": agent.id, "runsOn": "gateway"}
+        row: dict[str, Any] = {"agentId": agent.id, "runsOn": "node", "node": agent.node,
+                               "runtime": agent.runtime, "workspace": agent.workspace,
+                               "projects": [p.name for p in agent.projects]}
+        node = await self._nodes.store.find(agent.node)
+        if node is not None:
+            live = self._nodes.live_view(node)
+            row.update(nodeId=node["nodeId"], nodeName=node["displayName"], nodeStatus=node["status"],
+                       connected=bool(live["connected"]), connectedTo=_held_by(live))
+        try:
+            host = await self.place(agent)
+        except Unplaced as exc:
+            row.update(placeable=False, why=exc.message, brief=exc.brief, code=exc.code, waits=exc.kept)
+        else:
+            row.update(placeable=True, nodeId=host.node_id, nodeName=host.name,
+                       credentials=host.facts.get("credentials"), sandbox=host.facts.get("sandbox"))
+            unlent = not_lent(agent, host)
+            if unlent:  # the agent runs there, but a turn in these projects is refused by the node
+                row["projectsNotLent"] = [{"name": p.name, "path": p.path} for p in unlent]
+        return row
+
+
+def _held_by(live: dict[str, Any]) -> str | None:
+    """Which replica holds the node's socket: ``this replica``, ``replica <id>``, or None (offline)."""
+    if not live["connected"]:
+        return None
+    if live.get("connectedHere"):
+        return "this replica"
+    return f"replica {live['replica']}" if live.get("replica") else "another replica"

@@ -6,6 +6,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.agent_hosts.environments import node_environments
 from gateway.agent_hosts.files import TooLarge, file_from_node, outgoing_limit, renamed_in_prompt, turn_attachments
 from gateway.agent_hosts.parked import Parked
 from gateway.agent_hosts.placement import Host, Placement, Unplaced, lends
@@ -124,6 +125,11 @@ class AgentHosts:
         """Keep ``run``'s messages for the node's return (unless a turn cut off must not run again); the chat's
         line."""
         return await self.parked.keep(node_ref, run, why, mid_turn=mid_turn)
+
+    async def environments(self, agents: list[AgentConfig]) -> list[dict[str, Any]]:
+        """The nodes as ``environments.list`` entries: each paired node and each node an agent is placed on, with
+        those agents and whether a turn can be placed there now."""
+        return node_environments(await self.nodes.list(), await self.placement.explain(agents))
 
     def _connected(self, node_id: str) -> None:
         self.placement.forget(node_id)

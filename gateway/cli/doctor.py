@@ -329,7 +329,8 @@ async def run_checks() -> list[Check]:
         checks.append(redis_check)
     async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
         checks += await _bots(client, config)
-    checks += [await asyncio.to_thread(_agent, agent) for agent in config.agents.list]
+    # An agent placed on a node runs its node's CLI, not this machine's: its line is agent_hosts' (below).
+    checks += [await asyncio.to_thread(_agent, agent) for agent in config.agents.list if agent.node is None]
     checks += [Check(*row) for row in await asyncio.to_thread(sandbox_report, config)]
     checks += [Check(*row) for row in await asyncio.to_thread(_capability_rows, config)]
     checks += _extras(config)

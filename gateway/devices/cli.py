@@ -1,6 +1,6 @@
 """``remoteclaw nodes``: see, pair, rename and invoke the nodes of a running gateway.
 
-    remoteclaw nodes list                      every node: paired, pending, rejected; connected or not
+    remoteclaw nodes list                      every node: paired, pending, rejected; connected or not; its agents
     remoteclaw nodes pending                   pairing requests waiting for the owner
     remoteclaw nodes approve REQUEST_ID        let the node in (it gets its own token)
     remoteclaw nodes reject REQUEST_ID         refuse it (and disconnect it)
@@ -82,16 +82,33 @@ def _line(node: dict[str, Any]) -> str:
             f"{node.get('platform') or '-':<8} {', '.join(node.get('allowedCommands') or []) or '-'}{_lends(node)}")
 
 
+def _placed(agents: list[dict[str, Any]], node_id: str) -> str:
+    """The agents placed on the node, each with whether a turn can be placed there now (or why not, briefly)."""
+    mine = [a for a in agents if a.get("nodeId") == node_id]
+    if not mine:
+        return ""
+    return "  agents: " + ", ".join(f"{a['agentId']} ({'ready' if a.get('placeable') else a.get('brief')})"
+                                    for a in mine)
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
-    result = _call(args, "node.list", {})
+    from gateway.cli import call_gateway_all
+
+    result, placement = call_gateway_all(args.url, args.token, [("node.list", {}), ("node.agents", {})])
+    agents = [a for a in placement["agents"] if a.get("runsOn") == "node"]
+    nodes = result["nodes"]
     if args.json:
+        for node in nodes:
+            node["agents"] = [a["agentId"] for a in agents if a.get("nodeId") == node["nodeId"]]
         print_json(result)
         return 0
-    nodes = result["nodes"]
     if not nodes:
         print("no nodes yet: start one with `remoteclaw node run --host H --port P` and approve its request")
     for node in nodes:
-        print(_line(node))
+        print(_line(node) + _placed(agents, node["nodeId"]))
+    for agent in agents:
+        if not agent.get("nodeId"):
+            print(f"agent {agent['agentId']} is placed on node {agent['node']}: {agent.get('why')}")
     return 0
 
 

@@ -2,8 +2,8 @@
 
 OpenClaw's Control UI shows these on its Systems and Settings pages. ``system.info`` describes the machine
 the gateway runs on (the schema calls the runtime version ``nodeVersion``: ours is Python's).
-``environments.list`` is this gateway's own host, where every agent run happens (paired nodes are
-``node.list``'s), with the run slots free now.
+``environments.list`` is this gateway's own host, with the run slots free now, and the paired nodes, with the
+agents whose turns run on each and whether a turn can be placed there now (``gateway.agent_hosts.environments``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import Field
 
-from gateway.access import Access
+from gateway.access import Access, Obj
+from gateway.composition.ports import AGENT_HOSTS
 from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
 
 _ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64", "i686": "ia32", "armv7l": "arm"}
@@ -97,12 +98,18 @@ class EnvironmentsListParams(Params):
 
 @method("environments.list", access=Access("gateway", "read"), params=EnvironmentsListParams, scope=READ)
 async def environments_list(_p: EnvironmentsListParams, ctx: CallContext) -> dict[str, Any]:
-    """Where agent runs happen: this gateway's host (paired nodes are listed by ``node.list``)."""
+    """Where agent turns run: this gateway's host (``gateway``, as OpenClaw names it) and, for a caller that may
+    read nodes, each paired node and each node an agent is placed on, with whether a turn can be placed there."""
     slots = ctx.config.agents.maxConcurrentRuns
     busy = ctx.runs.active_count
-    return {"environments": [{
-        "id": "local", "type": "local", "label": socket.gethostname() or "gateway host", "status": "available",
+    local = [a for a in ctx.config.agents.list if a.node is None]
+    out = [{
+        "id": "gateway", "type": "local", "label": socket.gethostname() or "gateway host", "status": "available",
         "platform": sys.platform, "sessionHost": True, "trust": "persistent",
         "workerSlots": {"total": max(1, min(slots, 1024)), "available": max(0, min(slots - busy, 1024))},
-        "capabilities": sorted({a.runtime for a in ctx.config.agents.list}),
-    }]}
+        "capabilities": [f"agent {a.id}" for a in local] + sorted({a.runtime for a in local}),
+    }]
+    hosts = ctx.services.find(AGENT_HOSTS)  # with the node service only
+    if hosts is not None and ctx.access.allows(ctx.caller, "read", Obj("node")):
+        out += await hosts.environments(list(ctx.config.agents.list))
+    return {"environments": out}

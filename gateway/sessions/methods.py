@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from gateway.access import Access
+from gateway.access import Access, Obj
 from gateway.access import is_owner as owner_authority
 from gateway.access.rows import session_obj
 from gateway.agents.context import is_owner_run
@@ -105,7 +105,8 @@ class ListParams(Params):
 @method("sessions.list", access=Access("session", "read", each=True), params=ListParams, scope=READ, baseline=True)
 async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
     """Sessions, most recently active first, filtered by a search over keys and labels; the global and
-    unknown sessions only when asked for (see ``gateway/sessions/service.py``)."""
+    unknown sessions only when asked for (see ``gateway/sessions/service.py``). A session of an agent placed on a
+    node names the node (``execNode``: its id) to a caller that may read nodes."""
     runs = ctx.runs
     scope = ctx.caller.confined_to
     within = None if scope is None else SessionWithin(scope.session_key, scope.person_id, scope.channel, scope.chat_id)
@@ -117,8 +118,11 @@ async def sessions_list(p: ListParams, ctx: CallContext) -> dict[str, Any]:
         titles = await SessionRepo.first_user_texts(s, keys) if p.includeDerivedTitles else {}
         latest = await SessionRepo.last_texts(s, keys) if p.includeLastMessage else {}
     out = []
+    on_nodes = await _placed_on_nodes(ctx)
     for row in ctx.access.visible(ctx.caller, rows, session_obj):  # the query prefiltered; the model decides
         d = row.to_dict()
+        if (node_id := on_nodes.get(row.agent_id)) is not None:
+            d["execNode"] = node_id  # OpenClaw's Systems page lists the session under that node
         if runs is not None:
             d["run"] = runs.lane_state(row.key)
         if p.includeDerivedTitles:
@@ -227,18 +231,50 @@ async def sessions_delete(p: KeyParams, ctx: CallContext) -> dict[str, Any]:
 @method("agents.list", access=Access("agent", "read"), scope=READ, baseline=True)
 async def agents_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """The configured agents and which one is the default, in OpenClaw's shape (``AgentsListResult``): each
-    agent's CLI is its ``agentRuntime.id`` (``claude``, ``codex``...); ``status`` says where the CLI is."""
+    agent's CLI is its ``agentRuntime.id`` (``claude``, ``codex``...); an agent placed on a node says so to a
+    caller that may read nodes (``node_placement``)."""
     svc = ctx.sessions
+    placed = {a.id: a for a in ctx.config.agents.list if a.node is not None}
+    sees_nodes = bool(placed) and ctx.access.allows(ctx.caller, "read", Obj("node"))
     agents = []
     for a in svc.agents():
         # Every agent names its model, as ``models.list`` lists it (``<runtime>/<model or default>``): OpenClaw's
         # Control UI offers no chat for an agent without one.
-        agents.append({"id": a["id"], "kind": "agent", "name": a["name"],
-                       "agentRuntime": {"id": a["runtime"], "source": "agent"},
-                       "model": {"primary": f"{a['runtime']}/{a.get('model') or 'default'}"}})
+        row = {"id": a["id"], "kind": "agent", "name": a["name"],
+               "agentRuntime": {"id": a["runtime"], "source": "agent"},
+               "model": {"primary": f"{a['runtime']}/{a.get('model') or 'default'}"}}
+        if sees_nodes and a["id"] in placed:
+            row.update(node_placement(placed[a["id"]]))
+        agents.append(row)
     # Sessions are per agent and per sender (``agent:<id>:<...>``); OpenClaw's "global" would be one session for
     # every chat, which we do not have (dmScope "main" shares the agent's main session among DMs only).
     return {"defaultId": svc.default_agent_id, "mainKey": "main", "agents": agents, "scope": "per-sender"}
+
+
+async def _placed_on_nodes(ctx: CallContext) -> dict[str, str]:
+    """The id of the node each node-placed agent runs on, by agent id, for a caller that may read nodes (a node
+    the gateway does not know is left out)."""
+    placed = [a for a in ctx.config.agents.list if a.node is not None]
+    if not placed or ctx.nodes is None or not ctx.access.allows(ctx.caller, "read", Obj("node")):
+        return {}
+    out = {}
+    for agent in placed:
+        assert agent.node is not None
+        node = await ctx.nodes.store.find(agent.node)
+        if node is not None:
+            out[agent.id] = str(node["nodeId"])
+    return out
+
+
+def node_placement(agent: AgentConfig) -> dict[str, Any]:
+    """What ``agents.list`` says of an agent whose turns run on a node, in the fields OpenClaw's schema has: its
+    runtime is placed on a device that offers ``agent.run`` (taking no worker slot of the node's), and its
+    ``workspace`` names the node (``<node>:<folder>``, as scp writes a path on another machine)."""
+    folder = agent.workspace or "(a private folder per session)"
+    return {"workspace": f"{agent.node}:{folder}",
+            "agentRuntime": {"id": agent.runtime, "source": "agent", "devicePlacementSupported": True,
+                             "cloudPlacementSupported": False,
+                             "devicePlacement": {"requiredNodeCommands": ["agent.run"], "consumesWorkerSlot": False}}}
 
 
 # -- sub-agents ------------------------------------------------------------------------------

@@ -64,6 +64,16 @@ async def test_a_message_at_the_other_replica_runs_on_the_node_and_its_reply_str
     try:
         placed = {r["agentId"]: r for r in (await c.call("node.agents"))["agents"]}
         assert placed["remote"]["placeable"], placed["remote"]  # B places it on the node A holds
+        assert placed["remote"]["connectedTo"] not in (None, "this replica"), placed["remote"]  # and says so
+        envs = {e["id"]: e for e in (await c.call("environments.list"))["environments"]}
+        assert envs[f"node:{placed['remote']['nodeId']}"]["status"] == "available"  # online, on A
+        assert "agent remote: ready" in envs[f"node:{placed['remote']['nodeId']}"]["capabilities"]
+        on_a = await operator(world["a"].url, world["a"].token or "", scopes=["operator.admin"])
+        try:
+            held = {r["agentId"]: r for r in (await on_a.call("node.agents"))["agents"]}["remote"]
+            assert held["connectedTo"] == "this replica", held
+        finally:
+            await on_a.close()
         p, deltas = await streamed(c, await send(c, KEY, "stream:3 words come one by one"))
         assert p["state"] == "final", p
         assert len(deltas) >= 3, deltas  # the node's lines came through A to B as they were written
