@@ -132,9 +132,11 @@ def stale_paths(page: Path, root: Path = ROOT) -> list[str]:
     return problems
 
 
-def test_architecture_names_only_paths_that_exist() -> None:
-    """docs/architecture.md is the map a newcomer reads first: a module that moves must move there too."""
-    assert stale_paths(ROOT / "docs" / "architecture.md") == []
+@pytest.mark.parametrize("page", ["architecture.md", "modules.md", "testing.md"])
+def test_the_maps_name_only_paths_that_exist(page: str) -> None:
+    """docs/architecture.md is the map a newcomer reads first, docs/modules.md the module map beside the code: a
+    module that moves must move there too."""
+    assert stale_paths(ROOT / "docs" / page) == []
 
 
 def test_the_path_checker_catches_a_moved_module(tmp_path: Path) -> None:
