@@ -38,6 +38,8 @@ class ApprovalRequest(Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
     expires_at: Mapped[int] = mapped_column(BigInteger)
     resolved_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    holder: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    """The replica whose memory holds the request while it is pending (its asker waits there)."""
 
     @property
     def body_json(self) -> Any:

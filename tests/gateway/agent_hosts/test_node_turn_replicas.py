@@ -6,6 +6,8 @@ on the node held by A."""
 from __future__ import annotations
 
 import base64
+import json
+import re
 import secrets
 import sys
 import uuid
@@ -14,14 +16,22 @@ from typing import Any
 
 import pytest
 
-from tests.gateway.agent_hosts.test_node_turns import FAKE_CLI, cli_log, lent_node, send, stopped_on_node, streamed
+from tests.gateway.agent_hosts.test_node_turns import (
+    FAKE_CLI,
+    cli_log,
+    lent_node,
+    send,
+    stopped_on_node,
+    streamed,
+    wait,
+)
 from tests.gateway.devices.test_node_scaleout import REDIS_URL
 from tests.gateway.devices.test_node_scaleout import _subscribed as subscribed
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.node_host import NodeHostProcess
 from tests.support.postgres import pg_url_module  # noqa: F401
 from tests.support.waiting import until
-from tests.support.ws import operator
+from tests.support.ws import RawClient, operator
 
 pytestmark = [pytest.mark.timeout(180)]
 
@@ -98,5 +108,65 @@ async def test_an_attachment_sent_at_the_other_replica_reaches_the_node(world: d
         assert done["status"] == "ok", done
         assert f"far.txt={data!r}" in done["reply"], done["reply"]  # agent.run carried it over the bus
         assert "far.txt" in cli_log(world)[-1]["prompt"]
+    finally:
+        await c.close()
+
+
+async def _refused(gw: GatewayProcess, token: str) -> bool:
+    client = await RawClient.open(gw.url)
+    try:
+        frame = await client.handshake(token, scopes=["operator.write"])
+    finally:
+        await client.close()
+    return not frame["ok"]
+
+
+async def _history(c: RawClient) -> list[str]:
+    return [json.dumps(m) for m in (await c.call("chat.history", {"sessionKey": KEY, "limit": 30}))["messages"]]
+
+
+async def test_the_shim_of_a_turn_run_by_the_other_replica_works_through_the_replica_holding_the_node(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    """The turn runs at B; its shim on the node connects to A (the node's address) with B's run token: A accepts
+    it, the message it sends lands in the chat, and after the run the token counts on neither replica."""
+    a: GatewayProcess = world["a"]
+    b: GatewayProcess = world["b"]
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        ask = {"target": KEY, "message": "sent by the node's shim through A"}
+        done = await wait(c, await send(c, KEY, f"tool:message_send {json.dumps(ask)}"))
+        assert done["status"] == "ok", done
+        assert '"ok": true' in done["reply"], done["reply"]  # A took B's token and sent it
+        seen = cli_log(world)[-1]["env"]
+        assert seen["REMOTECLAW_GATEWAY_URL"].rstrip("/") == a.url.rstrip("/")  # the shim went to A
+        assert any("sent by the node's shim through A" in m for m in await _history(c))
+        token = seen["REMOTECLAW_GATEWAY_TOKEN"]
+        for gw in (b, a):  # the run is over: its token is refused everywhere
+            await until(lambda gw=gw: _refused(gw, token), 15, f"the run's token refused at {gw.state_dir.name}")
+    finally:
+        await c.close()
+
+
+async def test_an_approval_asked_through_the_replica_holding_the_node_is_answered_from_the_chat_at_the_other(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    """The turn runs at B, its shim asks at A (Claude Code's permission prompt tool); the chat is told, the person
+    answers with ``/approve`` sent to B, and the CLI on the node proceeds with the decision."""
+    b: GatewayProcess = world["b"]
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        run_id = await send(c, KEY, "ask:make deploy-far")
+
+        async def asked() -> str | None:
+            for m in await _history(c):
+                if "make deploy-far" in m and (found := re.search(r"/approve (\S+) allow-once", m)):
+                    return found.group(1)
+            return None
+
+        approval_id = await until(asked, 60, "the approval request told in the chat")
+        await c.call("chat.send", {"sessionKey": KEY, "message": f"/approve {approval_id} allow-once",
+                                   "idempotencyKey": str(uuid.uuid4())})
+        done = await wait(c, run_id)
+        assert done["status"] == "ok", done
+        assert done["reply"] == "approval: allow", done["reply"]  # the decision reached the CLI on the node
     finally:
         await c.close()
