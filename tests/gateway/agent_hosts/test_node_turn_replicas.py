@@ -170,3 +170,27 @@ async def test_an_approval_asked_through_the_replica_holding_the_node_is_answere
         assert done["reply"] == "approval: allow", done["reply"]  # the decision reached the CLI on the node
     finally:
         await c.close()
+
+
+async def test_a_socket_opened_at_the_other_replica_with_the_runs_token_closes_when_the_run_ends(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    """While B runs the turn its token opens a socket at A (as the shim does); the run's end closes it there."""
+    a: GatewayProcess = world["a"]
+    b: GatewayProcess = world["b"]
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        before = len(cli_log(world))
+        run_id = await send(c, KEY, "sleep:4")
+        await until(lambda: len(cli_log(world)) > before, 30, "the CLI to start on the node")
+        token = cli_log(world)[-1]["env"]["REMOTECLAW_GATEWAY_TOKEN"]
+        held = await operator(a.url, token, scopes=["operator.write"])  # A accepts B's run token meanwhile
+        try:
+            listed = await held.call("sessions.list", {"limit": 5})
+            assert any(s["key"] == KEY for s in listed["sessions"]), listed
+            done = await wait(c, run_id)
+            assert done["status"] == "ok", done
+            assert await held.wait_closed(15) == 1008  # closed at A by the end of B's run
+        finally:
+            await held.close()
+    finally:
+        await c.close()
