@@ -312,7 +312,7 @@ class ApprovalService:
                 )
             )
         if not rowcount(result):  # decided meanwhile at another replica: that outcome stands
-            await self._settle_from_row(item.id)
+            await self._settle_from_row(item.id, raced=True)
             return False
         item.done.set()
         if item.remote:  # the replica holding it tells its asker, the operators and the chats
@@ -330,11 +330,12 @@ class ApprovalService:
         if isinstance(payload, dict) and isinstance(payload.get("id"), str) and payload["id"] in self._items:
             self._spawn(self._settle_from_row(payload["id"]), "approval-decided-elsewhere")
 
-    async def _settle_from_row(self, request_id: str) -> None:
+    async def _settle_from_row(self, request_id: str, *, raced: bool = False) -> None:
         """A request pending here that its row says is decided (at another replica): the asker, the operators and
-        the chats learn the outcome as if it had been decided here."""
+        the chats learn the outcome as if it had been decided here. ``raced``: a decision here lost to that one
+        (the item already holds what was tried here: the row's outcome replaces it)."""
         item = self._items.get(request_id)
-        if item is None or not item.pending:
+        if item is None or (not item.pending and not raced) or item.done.is_set():
             return
         async with self._db.reading() as s:
             row = await s.get(ApprovalRequest, request_id)
