@@ -370,6 +370,24 @@ class ApprovalService:
     def pending(self, kind: Kind) -> list[Pending]:
         return sorted((i for i in self._items.values() if i.pending and i.kind == kind), key=lambda i: i.created_at)
 
+    async def pending_everywhere(self, kind: Kind) -> list[Pending]:
+        """The pending requests of this replica and those other replicas hold (a node turn's shim asked there):
+        what an operator's list shows, whichever replica it asks."""
+        here = self.pending(kind)
+        if self._bus is None or not self._bus.url:  # one replica: its memory is everything
+            return here
+        async with self._db.reading() as s:
+            rows = (await s.execute(
+                select(ApprovalRequest).where(ApprovalRequest.kind == kind, ApprovalRequest.status == "pending",
+                                              ApprovalRequest.holder.is_not(None),
+                                              ApprovalRequest.holder != self._holder,
+                                              ApprovalRequest.expires_at > now_ms())
+            )).scalars().all()
+        elsewhere = [Pending.from_row(r) for r in rows if r.id not in self._items]
+        for item in elsewhere:
+            item.remote = True
+        return sorted([*here, *elsewhere], key=lambda i: i.created_at)
+
     def pending_for(self, session_key: str) -> list[Pending]:
         return [i for i in self._items.values() if i.pending and i.session_key == session_key]
 

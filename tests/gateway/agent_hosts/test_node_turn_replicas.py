@@ -163,6 +163,8 @@ async def test_an_approval_asked_through_the_replica_holding_the_node_is_answere
             return None
 
         approval_id = await until(asked, 60, "the approval request told in the chat")
+        listed = await c.call("exec.approval.list")  # held by A, listed at B too
+        assert [i["id"] for i in listed if i["id"] == approval_id] == [approval_id], listed
         await c.call("chat.send", {"sessionKey": KEY, "message": f"/approve {approval_id} allow-once",
                                    "idempotencyKey": str(uuid.uuid4())})
         done = await wait(c, run_id)
