@@ -374,19 +374,26 @@ class ApprovalService:
         """The pending requests of this replica and those other replicas hold (a node turn's shim asked there):
         what an operator's list shows, whichever replica it asks."""
         here = self.pending(kind)
+        return sorted([*here, *await self._held_elsewhere(kind)], key=lambda i: i.created_at)
+
+    async def questions_elsewhere(self, session_key: str) -> list[Pending]:
+        """The questions of ``session_key`` other replicas hold, pending (a free answer typed here answers them)."""
+        return await self._held_elsewhere("question", session_key)
+
+    async def _held_elsewhere(self, kind: Kind, session_key: str | None = None) -> list[Pending]:
         if self._bus is None or not self._bus.url:  # one replica: its memory is everything
-            return here
+            return []
+        q = select(ApprovalRequest).where(ApprovalRequest.status == "pending", ApprovalRequest.kind == kind,
+                                          ApprovalRequest.holder.is_not(None), ApprovalRequest.holder != self._holder,
+                                          ApprovalRequest.expires_at > now_ms())
+        if session_key is not None:
+            q = q.where(ApprovalRequest.session_key == session_key)
         async with self._db.reading() as s:
-            rows = (await s.execute(
-                select(ApprovalRequest).where(ApprovalRequest.kind == kind, ApprovalRequest.status == "pending",
-                                              ApprovalRequest.holder.is_not(None),
-                                              ApprovalRequest.holder != self._holder,
-                                              ApprovalRequest.expires_at > now_ms())
-            )).scalars().all()
+            rows = (await s.execute(q.order_by(ApprovalRequest.created_at))).scalars().all()
         elsewhere = [Pending.from_row(r) for r in rows if r.id not in self._items]
         for item in elsewhere:
             item.remote = True
-        return sorted([*here, *elsewhere], key=lambda i: i.created_at)
+        return elsewhere
 
     def pending_for(self, session_key: str) -> list[Pending]:
         return [i for i in self._items.values() if i.pending and i.session_key == session_key]

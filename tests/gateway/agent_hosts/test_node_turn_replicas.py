@@ -196,3 +196,24 @@ async def test_a_socket_opened_at_the_other_replica_with_the_runs_token_closes_w
             await held.close()
     finally:
         await c.close()
+
+
+async def test_a_question_asked_through_the_replica_holding_the_node_takes_a_free_answer_typed_at_the_other(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    """``ask_user`` from the shim at A; the person's plain reply in the chat at B (an option's number) answers it."""
+    b: GatewayProcess = world["b"]
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        run_id = await send(c, KEY, "question:Which database far away?")
+
+        async def asked() -> bool:
+            return any("Which database far away?" in m and "Reply with a number" in m for m in await _history(c))
+
+        await until(asked, 60, "the question told in the chat")
+        res = await c.call("chat.send", {"sessionKey": KEY, "message": "2", "idempotencyKey": str(uuid.uuid4())})
+        assert res["status"] == "decided", res  # an answer, not a new message for the agent
+        done = await wait(c, run_id)
+        assert done["status"] == "ok", done
+        assert done["reply"] == "answer: SQLite", done["reply"]
+    finally:
+        await c.close()
