@@ -31,6 +31,8 @@ GATEWAY_PUBLIC = {
     # and the files of such a turn written and read by the same rules: where they go in the turn's folder, never
     # through a link
     "gateway.agents.workspace", "gateway.projects.workdir", "gateway.sandbox.open_beneath",
+    # and the projects' git helpers, so a node's project, worktree and diff are made as the gateway makes its own
+    "gateway.projects.diffs",
 }
 SHIM_ALLOWED = {"gateway.protocol", "gateway"}  # the package itself: its __version__
 

@@ -16,7 +16,8 @@ def rows(config: Config) -> list[tuple[str, str, str, str]]:
     for agent in config.agents.list:
         if agent.node is None:
             continue
-        where = agent.workspace or "a private folder per session"
+        where = agent.workspace or (f"its projects {', '.join(p.name for p in agent.projects)} or a private folder "
+                                    "per session" if agent.projects else "a private folder per session")
         out.append((f"agent {agent.id}", "ok", f"turns run on node {agent.node} ({agent.runtime}, in {where})",
                     "remoteclaw nodes agents: whether a turn can be placed there now, and why not"))
     return out

@@ -20,10 +20,10 @@ from gateway.devices.store import APPROVED
 from gateway.protocol import RpcError
 
 if TYPE_CHECKING:
-    from gateway.config import AgentConfig
+    from gateway.config import AgentConfig, ProjectConfig
     from gateway.devices.service import NodeService
 
-__all__ = ["Host", "Placement", "Unplaced"]
+__all__ = ["Host", "Placement", "Unplaced", "not_lent"]
 
 DESCRIBE_TTL_S = 60.0
 DESCRIBE_TIMEOUT_MS = 10_000
@@ -46,6 +46,9 @@ class Host:
     node_id: str
     name: str
     facts: dict[str, Any]
+    takes_input: bool = False
+    """The node offers ``agent.input`` (a running turn's stdin) and the policy allows it: steering, and the
+    runtimes that talk to their CLI over stdin, can run there."""
 
     @property
     def gateway_url(self) -> str:
@@ -59,6 +62,18 @@ class Host:
 
     def path(self, key: str) -> Path:
         return Path(str(self.facts[key]))
+
+
+def lends(host: Host, path: str) -> bool:
+    """Whether ``path`` is in a folder ``host`` lends (by name: the node checks links itself)."""
+    folders = [Path(f) for f in host.facts.get("folders") or []]
+    target = Path(path)
+    return any(target == f or f in target.parents for f in folders)
+
+
+def not_lent(agent: AgentConfig, host: Host) -> list[ProjectConfig]:
+    """The agent's projects whose folders ``host`` does not lend."""
+    return [p for p in agent.projects if not lends(host, p.path)]
 
 
 class Placement:
@@ -108,7 +123,8 @@ class Placement:
         if facts.get("sandboxProblem"):
             raise Unplaced(f"{where}, which cannot sandbox its turns: {facts['sandboxProblem']}",
                            code="NODE_SANDBOX")
-        return Host(node["nodeId"], name, facts)
+        return Host(node["nodeId"], name, facts, takes_input="agent.input" in live["commands"]
+                    and "agent.input" in live["allowedCommands"])
 
     async def _describe(self, node_id: str, name: str) -> dict[str, Any]:
         cached = self._facts.get(node_id)
@@ -137,7 +153,8 @@ class Placement:
                 out.append({"agentId": agent.id, "runsOn": "gateway"})
                 continue
             row: dict[str, Any] = {"agentId": agent.id, "runsOn": "node", "node": agent.node,
-                                   "runtime": agent.runtime, "workspace": agent.workspace}
+                                   "runtime": agent.runtime, "workspace": agent.workspace,
+                                   "projects": [p.name for p in agent.projects]}
             try:
                 host = await self.place(agent)
             except Unplaced as exc:
@@ -145,5 +162,8 @@ class Placement:
             else:
                 row.update(placeable=True, nodeId=host.node_id, nodeName=host.name,
                            credentials=host.facts.get("credentials"), sandbox=host.facts.get("sandbox"))
+                unlent = not_lent(agent, host)
+                if unlent:  # the agent runs there, but a turn in these projects is refused by the node
+                    row["projectsNotLent"] = [{"name": p.name, "path": p.path} for p in unlent]
             out.append(row)
         return out

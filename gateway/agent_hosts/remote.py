@@ -9,6 +9,7 @@ executor reads them as a local run's.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.agent_hosts.stdin import NodeStdin
 from gateway.agents.runtimes.process import ProcessResult
 from gateway.protocol import RpcError, Unavailable
 
@@ -51,7 +53,7 @@ class NodePlace:
     cli_state: Path
 
     @classmethod
-    def of(cls, host: Host, *, session_key: str, run_id: str, workspace: str | None) -> NodePlace:
+    def of(cls, host: Host, *, session_key: str, run_id: str, workspace: str | Path | None) -> NodePlace:
         session = hashlib.sha256(session_key.encode()).hexdigest()[:20]
         runs = host.path("runsDir")
         return cls(workspace=Path(workspace) if workspace else runs / session, private=workspace is None,
@@ -65,11 +67,14 @@ def rebase(values: dict[str, str], local_root: str, node_root: str) -> dict[str,
 
 
 class NodeProcess:
-    """A ``ProcessRunner`` (``gateway.agents.runtimes.driver``) that runs the invocation on ``host``."""
+    """A ``ProcessRunner`` (``gateway.agents.runtimes.driver``) that runs the invocation on ``host``: its output
+    comes back as the lines it writes, and with ``inv.keep_stdin`` the ``feed`` writes to its stdin there
+    (``NodeStdin``), so the adapters drive a node's CLI as they drive a local one."""
 
     def __init__(self, nodes: NodeService, streams: TurnStreams, host: Host, place: NodePlace, *, run_id: str,
                  agent_id: str, runtime: str, logins: tuple[str, ...], plugin_tools: str, local_fx: Path,
-                 timeout_s: float, attachments: list[dict[str, str]] | None = None) -> None:
+                 timeout_s: float, attachments: list[dict[str, str]] | None = None,
+                 project: dict[str, Any] | None = None) -> None:
         self._nodes = nodes
         self._streams = streams
         self.host = host
@@ -85,25 +90,35 @@ class NodeProcess:
         folder where a local turn has them."""
         self._timeout_ms = int(timeout_s * 1000) + MARGIN_MS
         self._attempt = 0
+        self._project = project
         self.first_line_at: float | None = None
+        self.diff: dict[str, Any] | None = None
+        """What the turn changed in its git project, as the node diffed it (``{text, files, added, removed}``)."""
 
     async def __call__(self, inv: Invocation, on_object: Callable[[dict[str, Any]], None], *,
                        no_output_timeout: float, on_spawn: Callable[[float], None] | None = None,
                        feed: StdinFeed | None = None) -> ProcessResult:
         self._attempt += 1
+        spawned = asyncio.Event()
+        pipe = None
+        if feed is not None and inv.keep_stdin:
+            pipe = NodeStdin(self._nodes, self._streams, node_id=self.host.node_id, turn_id=self._run_id,
+                             key=f"agent.input:{self._run_id}:{self._attempt}", started=spawned)
+            feed.attach(pipe)
         params = {"turnId": self._run_id, "agentId": self._agent_id, "runtime": self._runtime,
                   "argv": list(inv.argv), "env": dict(inv.env), "cwd": str(inv.cwd),
                   "files": {str(path): text for path, text in inv.files.items()},
                   "stdin": inv.stdin.decode() if inv.stdin is not None else None, "passEnv": list(inv.pass_env),
                   "noOutputTimeoutS": no_output_timeout, "logins": list(self._logins), "session": self.place.session,
                   "private": self.place.private, "pluginTools": self._plugin_tools,
-                  "attachments": self._attachments}
+                  "attachments": self._attachments, "keepStdin": pipe is not None, "project": self._project}
 
         def lines(batch: list[Any]) -> None:
             for obj in batch:
                 if not isinstance(obj, dict):
                     continue
                 if obj.get("_spawned") is True:
+                    spawned.set()
                     if on_spawn is not None:
                         on_spawn(time.monotonic())
                     continue
@@ -123,10 +138,16 @@ class NodeProcess:
             raise
         finally:
             self._streams.close(self._run_id)
+            if pipe is not None:
+                await pipe.aclose()
+            if feed is not None:
+                feed.close()
         result = answer.get("payload") or {}
         effects = result.get("sideEffects")
         if isinstance(effects, str) and effects:
             self._local_fx.write_text(effects)
+        diff = result.get("diff")
+        self.diff = diff if isinstance(diff, dict) and isinstance(diff.get("text"), str) else None
         noise = result.get("stdoutNoise")
         return ProcessResult(returncode=result.get("returncode"), stderr_tail=str(result.get("stderrTail") or ""),
                              stdout_noise=[str(n) for n in noise] if isinstance(noise, list) else [],

@@ -2,25 +2,36 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.agent_hosts.files import TooLarge, file_from_node, outgoing_limit, renamed_in_prompt, turn_attachments
 from gateway.agent_hosts.parked import Parked
-from gateway.agent_hosts.placement import Host, Placement, Unplaced
-from gateway.agent_hosts.remote import LOST, NodePlace, NodeProcess, rebase
+from gateway.agent_hosts.placement import Host, Placement, Unplaced, lends
+from gateway.agent_hosts.remote import LOST, LOST_CODES, NodePlace, NodeProcess, rebase
 from gateway.agent_hosts.streams import TurnStreams
+from gateway.projects.workdir import Workdir
+from gateway.protocol import RpcError
 
 if TYPE_CHECKING:
     from gateway.bus import EventBus
-    from gateway.config import AgentConfig, ConfigStore
+    from gateway.config import AgentConfig, ConfigStore, ProjectConfig
     from gateway.devices.service import NodeService
     from gateway.dispatch.callers import Caller
     from gateway.runs import RunQueue
     from gateway.sandbox.open_beneath import FileBytes
     from gateway.store import Database
 
-__all__ = ["AgentHosts"]
+__all__ = ["AgentHosts", "project_block"]
+
+PROJECT_TIMEOUT_MS = 60_000
+"""A worktree's first ``git worktree add`` on a large repository takes a while."""
+
+
+def project_block(project: ProjectConfig, session_key: str) -> dict[str, Any]:
+    """What the node is told of a session's project (``agent.project``, ``agent.run``'s ``project``)."""
+    return {"path": project.path, "worktrees": project.worktrees, "sessionKey": session_key}
 
 
 class AgentHosts:
@@ -34,6 +45,7 @@ class AgentHosts:
         nodes.on_connect.append(self._connected)
 
     LOST = LOST
+    LOST_CODES = LOST_CODES
     TooLarge = TooLarge
     rebase = staticmethod(rebase)
     renamed_in_prompt = staticmethod(renamed_in_prompt)
@@ -55,12 +67,58 @@ class AgentHosts:
             return None, exc.message, exc.kept
 
     def process(self, host: Host, *, session_key: str, run_id: str, agent: AgentConfig, logins: tuple[str, ...],
-                local_fx: Path, timeout_s: float, attachments: list[dict[str, str]] | None = None) -> NodeProcess:
-        """What runs the turn on ``host`` (a ``ProcessRunner`` for the driver), with its paths there."""
-        place = NodePlace.of(host, session_key=session_key, run_id=run_id, workspace=agent.workspace)
+                local_fx: Path, timeout_s: float, attachments: list[dict[str, str]] | None = None,
+                workdir: Workdir | None = None, project: ProjectConfig | None = None) -> NodeProcess:
+        """What runs the turn on ``host`` (a ``ProcessRunner`` for the driver), with its paths there: the session's
+        project folder or worktree there when it has one (the node checks it again, snapshots and diffs it)."""
+        place = NodePlace.of(host, session_key=session_key, run_id=run_id,
+                             workspace=workdir.path if workdir is not None else agent.workspace)
+        block = project_block(project, session_key) if project is not None and workdir is not None else None
         return NodeProcess(self.nodes, self.streams, host, place, run_id=run_id, agent_id=agent.id,
                            runtime=agent.runtime, logins=logins, plugin_tools="", local_fx=local_fx,
-                           timeout_s=timeout_s, attachments=attachments or [])
+                           timeout_s=timeout_s, attachments=attachments or [], project=block)
+
+    async def ask(self, host_ref: str, project: ProjectConfig, session_key: str, action: str) -> dict[str, Any]:
+        """The node's answer about the session's project (``agent.project``): ``describe``, ``prepare`` (the
+        worktree made on first use), ``uncommitted``, ``worktrees``, ``remove``. ``RpcError`` with the node's
+        reason when it refuses (a folder not lent)."""
+        answer = await self.nodes.invoke(host_ref, "agent.project",
+                                         {"project": project_block(project, session_key), "action": action},
+                                         timeout_ms=PROJECT_TIMEOUT_MS,
+                                         idempotency_key=f"agent.project:{uuid.uuid4().hex}")
+        got = answer.get("payload")
+        return got if isinstance(got, dict) else {}
+
+    async def workdir(self, host_ref: str, project: ProjectConfig, session_key: str, *, create: bool) -> Workdir:
+        """Where the session works in ``project`` on the node: the folder or its worktree, made when ``create``."""
+        got = await self.ask(host_ref, project, session_key, "prepare" if create else "describe")
+        return Workdir(path=Path(str(got.get("path") or project.path)), project=project.name,
+                       branch=str(got["branch"]) if got.get("branch") else None, git=bool(got.get("git")),
+                       worktree=bool(got.get("worktree")))
+
+    async def describe(self, agent: AgentConfig, name: str | None, session_key: str,
+                       action: str = "describe") -> dict[str, Any]:
+        """``{project, path, branch}`` of a session of an agent on a node, as the node sees it (with what
+        ``action`` asked: ``diff``, ``worktrees``, ``removed``); ``refused``: the node does not lend that folder,
+        or git refused (why); ``note``: the node could not be asked now (why)."""
+        project = agent.project(name)
+        if project is None:
+            return {"project": None, "path": None, "branch": None}
+        out: dict[str, Any] = {"project": project.name, "path": project.path, "branch": None}
+        host, why, _kept = await self.try_place(agent)
+        if host is None:
+            return {**out, "note": why}
+        if not lends(host, project.path):
+            folders = ", ".join(host.facts.get("folders") or []) or "no folders"
+            return {**out, "refused": f"{project.path} is not in a folder node {host.name} lends (it lends: "
+                                      f"{folders}; on the node: remoteclaw node agents set folders ...)"}
+        try:
+            got = await self.ask(host.node_id, project, session_key, action)
+        except RpcError as exc:
+            key = "refused" if exc.code in ("FORBIDDEN", "INVALID_REQUEST") else "note"
+            return {**out, key: exc.message}
+        return {**out, **got, "project": project.name, "path": str(got.get("path") or project.path),
+                "branch": got.get("branch")}
 
     async def kept_for(self, node_ref: str, run: Any, why: str, *, mid_turn: bool) -> str:
         """Keep ``run``'s messages for the node's return (unless a turn cut off must not run again); the chat's

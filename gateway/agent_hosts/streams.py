@@ -48,6 +48,12 @@ class TurnStreams:
     def close(self, turn_id: str) -> None:
         self._turns.pop(turn_id, None)
 
+    def input_allowed(self, turn_id: str, node_id: str) -> bool:
+        """Whether stdin may go to ``node_id`` for ``turn_id``: a turn running here, placed on that node (the same
+        decision as for its output: the turn's stream is that node's object)."""
+        turn = self._turns.get(turn_id)
+        return turn is not None and may(Principal("node", node_id=node_id), "write", Obj("node", key=turn.node_id))
+
     def deliver(self, node: Principal, turn_id: str, seq: int, lines: list[Any]) -> str:
         """One batch from ``node``: ``delivered``, ``refused`` (not its turn), ``stale`` (a repeat or an ended turn),
         or ``relayed`` (the turn is elsewhere: the bus carries it there)."""

@@ -38,9 +38,8 @@ from gateway.agents import outbox
 from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
 from gateway.agents.invocation import cli_argv
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
-from gateway.agents.router import InboundRouter
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
-from gateway.agents.runtimes.base import Approve, Fronted, Runtime
+from gateway.agents.runtimes.base import ASKING_MODES, Approve, Fronted, Runtime
 from gateway.agents.runtimes.driver import TurnResult, run_turn
 from gateway.agents.runtimes.process import StdinFeed
 from gateway.agents.runtimes.prompt import build_system_prompt
@@ -64,7 +63,7 @@ from gateway.composition.ports import (
     VOICE,
     Voice,
 )
-from gateway.projects.diffs import diff_trees, save_diff, snapshot
+from gateway.projects.diffs import Diff, diff_trees, save_diff, snapshot
 from gateway.projects.workdir import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.protocol import InvalidRequest, RpcError
 from gateway.runs import Origin, Run, RunOutcome
@@ -84,7 +83,7 @@ if TYPE_CHECKING:
     from gateway.agents.tokens import RunTokens
     from gateway.composition.callable_types import Broadcast
     from gateway.composition.services import Services
-    from gateway.config import AgentConfig, ConfigStore
+    from gateway.config import AgentConfig, ConfigStore, ProjectConfig
     from gateway.hooks import HookRunner
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
@@ -151,6 +150,13 @@ def _drop_scratch(workspace: Path, scratch: Path) -> None:
         remove_own(workspace, PRIVATE_DIR)
 
 
+def _talks_over_stdin(agent: AgentConfig, runtime: Runtime) -> bool:
+    """Whether a turn writes to its CLI's stdin while it runs (a conversation over stdio: ACP, Codex's app-server,
+    Gemini's ``--acp``), which a node carries with ``agent.input``. Steering does too, but a node without it just
+    queues the message."""
+    return runtime.self_driven or (agent.permissions in ASKING_MODES and runtime.name in ("codex", "gemini"))
+
+
 def _steer_into(feed: StdinFeed, runtime: Runtime) -> Callable[[str], bool]:
     """The run's ``steer``: hand one more user message to its running CLI (False once its stdin is closed)."""
     return lambda text: feed.send(runtime.user_message(text))
@@ -184,8 +190,6 @@ class AgentExecutor:
         self._listen = listen
         """Where the gateway listens (the shim's address), known once the server is bound."""
         self._sandbox = sandbox
-        self.inbound = InboundRouter(self, db=db, config=config, sessions=sessions, runs=runs, hooks=hooks,
-                                     services=services, state_dir=state_dir, people=people)
         self._notes: dict[str, ProgressSink] = {}
         """The progress note of each session's running turn (told when the run waits for its person)."""
         self.runs_dir = runs_dir
@@ -333,7 +337,7 @@ class AgentExecutor:
             log.info("session idle: starting a fresh conversation", session_key=run.session_key)
             resume_id = None
         if agent.node is not None:  # placed on a node: its turns run there, never here
-            return await self._prepare_on_node(run, agent, runtime, resume_id, person)
+            return await self._prepare_on_node(run, agent, runtime, resume_id, person, project)
         try:
             workdir = await resolve_workdir(agent, row.project if row is not None else None, run.session_key)
         except (GitError, OSError) as exc:
@@ -400,24 +404,26 @@ class AgentExecutor:
                      model_drop=fronted.drop if fronted is not None else ())
 
     async def _prepare_on_node(self, run: Run, agent: AgentConfig, runtime: Runtime, resume_id: str | None,
-                               person: PersonView | None) -> _Turn | RunOutcome:
-        """A turn of an agent placed on a node (``gateway.agent_hosts``): the node found and described, its paths,
-        the model gateway's stand-in at the address the node reaches, and the run token; the node sandboxes the CLI
-        itself. A node that is away keeps the message for its return."""
+                               person: PersonView | None, project: ProjectConfig | None) -> _Turn | RunOutcome:
+        """A turn of an agent placed on a node (``gateway.agent_hosts``): the node found and described, its paths
+        (the session's project folder or worktree there, made by the node), the model gateway's stand-in at the
+        address the node reaches, and the run token; the node sandboxes the CLI itself, and diffs the project. A
+        node that is away keeps the message for its return."""
         hosts = self._services.find(AGENT_HOSTS)
         if hosts is None:
             return RunOutcome(status="error", error=f"agent {agent.id} runs on node {agent.node}, but this gateway "
                                                     "has no node service")
         owner = is_owner_run(run)
-        if runtime.self_driven or (agent.permissions in ("ask", "ask-dangerous") and runtime.name in ("codex",
-                                                                                                       "gemini")):
-            return RunOutcome(status="error", error=f"agent {agent.id} runs on node {agent.node}: its {runtime.name} "
-                                                    f"runtime in this mode talks to its CLI over stdin, which a node "
-                                                    "turn does not carry yet (use permissions allowlist or bypass)")
         host, why, kept = await hosts.try_place(agent)
         if host is None:
             return (await self._keep_for_node(run, agent, why, mid_turn=False) if kept
                     else RunOutcome(status="error", error=why))
+        if not host.takes_input and _talks_over_stdin(agent, runtime):
+            fix = "" if runtime.self_driven else ", or use permissions allowlist or bypass"
+            return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name}: its {runtime.name} "
+                                                    "runtime in this mode talks to its CLI over stdin, which this "
+                                                    "node does not take (agent.input: not offered by its remoteclaw, "
+                                                    f"or held back by nodes.denyCommands){fix}")
         settings = self._config.config.agents.sandbox_for(agent)
         if not owner and settings.network_for(owner=False) != "open":
             return RunOutcome(status="error", error=f"agent {agent.id} runs on node {host.name}, whose sandbox gives "
@@ -444,6 +450,18 @@ class AgentExecutor:
             log.info("turn refused: its attachments are too large for a node", session_key=run.session_key,
                      node=host.name)
             return RunOutcome(status="error", error=str(exc))
+        workdir = None
+        if project is not None:  # a folder on the node: it checks it is lent, and makes the worktree
+            try:
+                workdir = await hosts.workdir(host.node_id, project, run.session_key, create=True)
+            except RpcError as exc:
+                if (exc.details or {}).get("code") in hosts.LOST_CODES:  # gone since it was placed: it waits
+                    return await self._keep_for_node(run, agent, f"node {host.name} went away ({exc.message})",
+                                                     mid_turn=False)
+                return RunOutcome(status="error", error=f"project {project.name}: {exc.message}")
+            run.answer_facts["project"] = workdir.project
+            if workdir.branch:
+                run.answer_facts["branch"] = workdir.branch
         run.answer_facts["node"] = host.name
         private_dir(self.root)
         private_dir(self.runs_dir)
@@ -473,11 +491,12 @@ class AgentExecutor:
             issued.base_urls = hosts.rebase(issued.base_urls, local_root, host.http_origin)
         process = hosts.process(host, session_key=run.session_key, run_id=run.id, agent=agent,
                                 logins=runtime.logins, local_fx=fx_path,
-                                timeout_s=self._config.config.agents.timeoutSeconds, attachments=attachments)
+                                timeout_s=self._config.config.agents.timeoutSeconds, attachments=attachments,
+                                workdir=workdir, project=project)
         place = process.place
-        # A lent folder is the node's project: the turn's own files (attachments) go in its .remoteclaw/ there.
+        # A lent folder or a project on the node: the turn's own files (attachments) go in its .remoteclaw/ there.
         scratch = place.workspace if place.private else place.workspace / PRIVATE_DIR
-        return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=None,
+        return _Turn(run=run, agent=agent, runtime=runtime, resume_id=resume_id, workdir=workdir,
                      workspace=place.workspace, scratch=scratch, fx_path=fx_path, tools_path=tools_path,
                      cli_state=place.cli_state, before=None, confinement=confinement, token=token,
                      started=time.monotonic(), person_id=person.id if person is not None else None, models=issued,
@@ -582,18 +601,20 @@ class AgentExecutor:
             run.spawned_mono = at
 
         feed: StdinFeed | None = None
-        if turn.node is not None:  # no steering into a node's CLI yet: a message sent meanwhile waits its turn
+        # messages sent mid-turn go to this CLI (on a node: to its stdin there, if the node takes it)
+        if effective_mode(self._config.config, turn.agent.id) == "steer" and (
+                turn.node is None or turn.node.host.takes_input):
+            spec.steer, feed = True, StdinFeed()
+            run.steer = _steer_into(feed, turn.runtime)
+        if turn.node is not None:
             try:
                 return await run_turn(turn.runtime, spec, turn.stream.on_event,
                                       no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds,
-                                      on_spawn=on_spawn, process=turn.node)
+                                      on_spawn=on_spawn, feed=feed, process=turn.node)
             except RpcError as exc:  # the node refused, or went away (its messages then wait for it)
                 if (exc.details or {}).get("code") == self._services.get(AGENT_HOSTS).LOST:
                     turn.node_lost = exc.message
                 return TurnResult(ok=False, error=exc.message)
-        if effective_mode(self._config.config, turn.agent.id) == "steer":  # messages sent mid-turn go to this CLI
-            spec.steer, feed = True, StdinFeed()
-            run.steer = _steer_into(feed, turn.runtime)
         return await run_turn(turn.runtime, spec, turn.stream.on_event,
                               no_output_timeout=self._config.config.agents.noOutputTimeoutSeconds,
                               on_spawn=on_spawn, feed=feed)
@@ -642,7 +663,8 @@ class AgentExecutor:
         if res.usage or res.cost_usd is not None:
             run.answer_facts["usage"] = turn_facts(res.usage, res.cost_usd)
         reply = self._page_reply(run, res.reply) if res.ok else res.reply
-        changed = await self._turn_diff(run, turn.workdir, turn.before)
+        changed = (await self._turn_diff(run, turn.workdir, turn.before) if turn.node is None
+                   else await self._node_diff(run, turn.node.diff))
         if changed is not None:  # in the transcript entry and the final chat event: the web chat renders it
             run.answer_facts["diff"] = changed
             if res.ok and reply and not clean_reply(reply)[1]:  # a silent answer stays silent
@@ -712,6 +734,23 @@ class AgentExecutor:
         except (GitError, OSError) as exc:
             log.warning("the turn's diff could not be made", run_id=run.id, error=str(exc))
             return None
+        return await self._keep_diff(run, diff)
+
+    async def _node_diff(self, run: Run, made: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What a node turn changed in its git project, as the node diffed it: kept as a local turn's is."""
+        if made is None:
+            return None
+        try:
+            diff = Diff(text=str(made["text"]), files=int(made["files"]), added=int(made["added"]),
+                        removed=int(made["removed"]))
+        except (KeyError, TypeError, ValueError):
+            log.warning("a node sent a diff in an unknown shape", run_id=run.id)
+            return None
+        return await self._keep_diff(run, diff)
+
+    async def _keep_diff(self, run: Run, diff: Diff) -> dict[str, Any] | None:
+        """The turn's diff saved as a ``.diff`` file for the chat (and ``/diff``), and described for the
+        transcript."""
         if diff.empty:
             return None
         path = await asyncio.to_thread(save_diff, self._state_dir, run.session_key, diff)

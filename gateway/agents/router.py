@@ -16,7 +16,7 @@ import structlog
 
 from gateway.agents.strangers import dm_scope_for, moves_route
 from gateway.agents.workspace import ATTACHMENTS_DIR
-from gateway.composition.ports import CHAT_DECISIONS, RECORDER, VOICE
+from gateway.composition.ports import AGENT_HOSTS, CHAT_DECISIONS, RECORDER, VOICE
 from gateway.dispatch.commands import CommandContext, CommandSpec, Speaker, commands
 from gateway.people.service import person_key
 from gateway.protocol import InvalidRequest
@@ -219,7 +219,8 @@ class InboundRouter:
         ctx = CommandContext(msg=msg, key=key, origin=origin, person=person, is_owner=is_owner, speaker=speaker,
                              db=self._db, config=self._config, sessions=self._sessions, runs=self._runs,
                              people=self._people, state_dir=self._state_dir, replies=self._agents,
-                             recorder=self._services.find(RECORDER), decisions=self._services.find(CHAT_DECISIONS))
+                             recorder=self._services.find(RECORDER), decisions=self._services.find(CHAT_DECISIONS),
+                             agent_hosts=self._services.find(AGENT_HOSTS))
         answer = await spec.handler(ctx, rest)
         if answer:
             await self._agents.notify(origin, answer, key)

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from gateway.devices.service import NodeService
     from gateway.dispatch.callers import Caller
     from gateway.people.service import PeopleService
+    from gateway.platforms.host import PlatformParts
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue
     from gateway.runs.replicas import ReplicaWatch
@@ -95,6 +96,8 @@ class Gateway:
     """The one authorization model's doors (``gateway.access``)."""
     http_credentials: HttpCredentials
     """An HTTP request's credential as a caller, for the routes that serve a conversation's things."""
+    platform_parts: PlatformParts
+    """What every platform package shares: the inbound door and router, the message log, the journal, web chat posts."""
 
     def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:
         self.state_dir = state_dir

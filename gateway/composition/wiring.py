@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -27,6 +27,7 @@ from gateway.composition.hosts import CapabilityHost
 
 if TYPE_CHECKING:
     from gateway.composition.gateway import Gateway
+    from gateway.platforms.messages import Sent
     from gateway.runs.recovery import Recovery
 
 __all__ = ["CORE", "start_all"]
@@ -134,6 +135,31 @@ async def _start_agents(gw: Gateway) -> None:
     gw.runs.after_run = executor.after_run
 
 
+async def _start_inbound(gw: Gateway) -> None:
+    """The way in for every chat, shared by all platform packages: the router (an allowed message to its session, a
+    chat command or a run), the message log, the inbound journal, the web chat's posts, and the door in front."""
+    from gateway.agents.router import InboundRouter
+    from gateway.people.signin import signin_base
+    from gateway.platforms.door import InboundDoor
+    from gateway.platforms.history import MessageLog
+    from gateway.platforms.host import PlatformParts
+    from gateway.platforms.journal import InboundJournal
+    from gateway.webchat.posts import WebchatPosts
+
+    router = InboundRouter(gw.agents, db=gw.db, config=gw.config_store, sessions=gw.sessions, runs=gw.runs,
+                           hooks=gw.hooks, services=gw.services, state_dir=gw.state_dir, people=gw.people)
+    history = MessageLog(gw.db)
+
+    async def send_text(channel: str, account_id: str | None, to: str, text: str, **kwargs: Any) -> list[Sent]:
+        """The door's own answers (pairing codes, refusals), through whichever platforms are attached by then."""
+        return [] if gw.platforms is None else await gw.platforms.send_text(channel, account_id, to, text, **kwargs)
+
+    door = InboundDoor(gw.db, lambda: gw.config, history, router, send_text, people=gw.people,
+                       signin_base=lambda: signin_base(gw.config, gw.listen))
+    gw.platform_parts = PlatformParts(history=history, journal=InboundJournal(gw.db),
+                                      webchat=WebchatPosts(gw.db, gw.sessions, gw.broadcast), door=door)
+
+
 async def _start_replicas(gw: Gateway) -> None:
     """This replica's heartbeat, and adoption of dead replicas' turns. It beats once now, before this replica
     recovers its own turns (``_recover``), so no survivor adopts them meanwhile; then on a timer."""
@@ -174,6 +200,7 @@ CORE: list[Callable[[Gateway], Awaitable[None]]] = [
     _start_people,
     _start_access,
     _start_agents,
+    _start_inbound,
     _start_replicas,
     _start_nodes,
 ]
@@ -195,7 +222,7 @@ async def start_all(gateway: Gateway) -> None:
         except ImportError as exc:  # its package is not installed here: the gateway runs without it
             log.warning("platform package not available", package=name, error=str(exc))
             continue
-        await start(PlatformHost(gateway))
+        await start(PlatformHost(gateway, gateway.platform_parts))
     await _recover(gateway)
     gateway.hooks.fire("gateway_start", {"version": gateway.version, "replicaId": gateway.replica_id})
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import collections.abc
+import contextvars
 import copy
 import functools
 import hashlib
@@ -139,11 +140,16 @@ SteeringMode = Literal["queue", "interrupt", "steer"]
 """Our three ways to handle a message that arrives during a turn (``gateway.runs.steering``)."""
 
 
+_ON_NODE: contextvars.ContextVar[bool] = contextvars.ContextVar("_ON_NODE", default=False)
+"""While an agent with ``node`` is validated: its projects' paths are the node's, not checked here."""
+
+
 class ProjectConfig(Section):
     """A folder an agent may work in; a conversation picks one with ``/project <name>``."""
 
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    path: str = Field(min_length=1, description="An existing directory (``~`` expanded).")
+    path: str = Field(min_length=1, description="An existing directory (``~`` expanded); for an agent on a node, "
+                      "an absolute folder on that node, inside one it lends.")
     worktrees: bool = Field(False, description="In a git repository: give each conversation its own git worktree "
                                                "on a branch remoteclaw/<session>, so two conversations never "
                                                "edit the same checkout.")
@@ -154,6 +160,10 @@ class ProjectConfig(Section):
     @field_validator("path")
     @classmethod
     def _existing_directory(cls, value: str) -> str:
+        if _ON_NODE.get():  # the node's folder: it checks it against what it lends (nodes.agents.workdirs)
+            if not value.startswith("/") or ".." in Path(value).parts:
+                raise ValueError(f"must be an absolute path on the agent's node, got {value!r}")
+            return value
         path = Path(value).expanduser()
         if not path.is_absolute():
             raise ValueError(f"must be an absolute path, got {value!r}")
@@ -219,6 +229,16 @@ class AgentConfig(Section):
     acp: AcpAgentCommand | None = Field(None, description="runtime acp: the agent's command, args and env (with "
                                         "agent set, they override the preset's).")
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _projects_on_node(cls, data: Any, handler: Any) -> Any:
+        """An agent on a node has its projects' folders there: ``ProjectConfig`` only checks they are absolute."""
+        reset = _ON_NODE.set(isinstance(data, dict) and data.get("node") is not None)
+        try:
+            return handler(data)
+        finally:
+            _ON_NODE.reset(reset)
+
     @model_validator(mode="after")
     def _node_placement(self) -> AgentConfig:
         if self.workspace is not None:
@@ -226,8 +246,9 @@ class AgentConfig(Section):
                 raise ValueError("workspace is a folder on the agent's node: set node too")
             if not self.workspace.startswith("/"):
                 raise ValueError(f"workspace must be an absolute path on the node, got {self.workspace!r}")
-        if self.node is not None and self.projects:
-            raise ValueError("projects are folders on the gateway's machine: an agent on a node has workspace instead")
+        if self.node is not None and self.projects and self.workspace is not None:
+            raise ValueError("an agent on a node works in its workspace or in its projects (folders on the node), "
+                             "not both")
         return self
 
     @model_validator(mode="after")

@@ -146,6 +146,9 @@ def _cmd_agents(args: argparse.Namespace) -> int:
             print(f"{agent['agentId']:<16} on node {agent['nodeName']} ({agent['runtime']}, "
                   f"{agent.get('workspace') or 'a private folder per session'}; credentials: "
                   f"{agent.get('credentials')}, sandbox: {agent.get('sandbox')})")
+            for project in agent.get("projectsNotLent") or []:
+                print(f"{'':<16} project {project['name']}: {project['path']} is not in a folder the node lends "
+                      "(on the node: remoteclaw node agents set folders ...)")
         else:
             waits = " (messages wait for it)" if agent.get("waits") else ""
             print(f"{agent['agentId']:<16} on node {agent['node']}: cannot be placed now: {agent['why']}{waits}")

@@ -21,10 +21,10 @@ _BROWSER = ("browser.proxy",)
 _CUA = ("desktop.*",)
 """Cua Driver's tools on a desktop node (``gateway/desktop``): offered only when the node's owner installed the
 ``desktop`` part and runs the node in a graphical session; agent runs reach them through ``desktop.invoke``."""
-AGENT_COMMANDS = ("agent.describe", "agent.run", "agent.file")
+AGENT_COMMANDS = ("agent.describe", "agent.project", "agent.run", "agent.file", "agent.input")
 """Agent turns on a node that lends its CLIs (``gateway.agent_hosts``): sent by the executor for an agent placed
-there (``agents.list[].node``), and a file such a turn's agent sends (read in its folder there), never through
-``node.invoke``."""
+there (``agents.list[].node``), never through ``node.invoke``; ``agent.file`` is a file such a turn's agent sends
+(read in its folder there), ``agent.input`` a running turn's stdin."""
 _DESKTOP = (*_SYSTEM, *_CANVAS, *_BROWSER, *_CUA, *AGENT_COMMANDS, "screen.snapshot")
 _OPT_IN = ("desktop.stream",)
 """Matched by a default pattern but recording the user all the same (OpenClaw's node streams the screen with

@@ -346,8 +346,9 @@ class NodeService:
                      idempotency_key: str, remember: bool = True) -> dict[str, Any]:
         """Run ``command`` on a node and return its answer; each way it can fail has its own error code.
 
-        ``remember``: keep the answer in the database for a repeated key; False for one that holds a file's bytes
-        (``agent.file``), which must not be stored (each such call has a fresh key)."""
+        ``remember``: keep the answer in the database for a repeated key; False for a stream of small calls, each
+        its own key (a node turn's stdin), and for one that holds a file's bytes (``agent.file``), which must not be
+        stored."""
         found = await self.store.find(ref)
         if found is None:
             raise _unknown(ref)

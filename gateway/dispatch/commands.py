@@ -134,6 +134,8 @@ class CommandContext:
     replies: CommandReplies
     recorder: ChatRecorder | None = None
     decisions: ChatDecisions | None = None
+    agent_hosts: Any = None
+    """Agent turns on nodes (``ports.AGENT_HOSTS``): an agent's projects on its node are described there."""
 
     async def say(self, text: str) -> None:
         """Answer in the chat now (for a handler that sends a file after its words)."""

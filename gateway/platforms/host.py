@@ -10,8 +10,9 @@ out of its reach, so the two sides can change independently.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gateway.composition.hosts import GatewayHost
 from gateway.config.reload import Listener
@@ -25,25 +26,37 @@ if TYPE_CHECKING:
 
     from gateway.composition.gateway import Gateway
     from gateway.platforms.interface import ChatPlatforms
-    from gateway.platforms.messages import Inbound, Sent
+    from gateway.platforms.messages import Inbound
 
-__all__ = ["ConfigListener", "PlatformHost"]
+__all__ = ["ConfigListener", "PlatformHost", "PlatformParts"]
 
 ConfigListener = Listener
 """``listener(old, new, changed_sections)``, called after every live config change."""
 
 
+@dataclass(frozen=True, slots=True)
+class PlatformParts:
+    """What every platform package shares, built once by the composition root (``gateway.composition.wiring``)."""
+
+    history: MessageLog
+    """The message log behind ``message.read``."""
+    journal: InboundJournal
+    """Platform updates stored before they are acknowledged."""
+    webchat: WebchatPosts
+    """The web chat's messages, which are session transcripts: post, react, pin, delete, read them."""
+    door: InboundDoor
+    """Every message in: history, access, pairing offers, routing to the agents."""
+
+
 class PlatformHost(GatewayHost):
     """The gateway as a platform package sees it."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, parts: PlatformParts) -> None:
         super().__init__(gateway)
-        self.history = MessageLog(gateway.db)
-        self.journal = InboundJournal(gateway.db)
-        # The web chat's messages are session transcripts: post, react, pin, delete, read them.
-        self.webchat = WebchatPosts(gateway.db, gateway.sessions, gateway.broadcast)
-        self.door = InboundDoor(gateway.db, lambda: gateway.config, self.history, gateway.agents.inbound,
-                                self._send_text, people=gateway.people, signin_base=self.signin_base)
+        self.history = parts.history
+        self.journal = parts.journal
+        self.webchat = parts.webchat
+        self.door = parts.door
 
     # -- facts -----------------------------------------------------------------------------------
 
@@ -75,9 +88,3 @@ class PlatformHost(GatewayHost):
     async def is_approved(self, channel: str, sender_id: str) -> bool:
         """Whether the owner approved this sender through pairing (e.g. to accept a room invitation)."""
         return await sender_pairing.is_approved(self._gw.db, channel, sender_id)
-
-    async def _send_text(self, channel: str, account_id: str | None, to: str, text: str, **kwargs: Any) -> list[Sent]:
-        platforms = self._gw.platforms
-        if platforms is None:
-            return []
-        return await platforms.send_text(channel, account_id, to, text, **kwargs)

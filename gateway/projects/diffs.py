@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.paths import OUTBOUND, outbound_dir, outbound_session
-from gateway.projects.workdir import GitError, git, session_slug
+from gateway.projects.workdir import GitError, filters_off, git, session_slug
 
 __all__ = ["EMPTY_TREE", "Diff", "diff_trees", "file_entries", "last_diff", "save_diff", "snapshot", "uncommitted"]
 
@@ -56,8 +56,9 @@ async def snapshot(path: Path) -> str:
         else:
             os.unlink(tmp)  # no index yet (fresh repository): git makes one
         env = {"GIT_INDEX_FILE": tmp}
-        await git(path, "add", "-A", "--", ".", env=env)
-        return (await git(path, "write-tree", env=env)).strip()
+        off = await filters_off(path)  # no filter driver of the repository's runs (add and write-tree run them)
+        await git(path, *off, "add", "-A", "--", ".", env=env)
+        return (await git(path, *off, "write-tree", env=env)).strip()
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -67,7 +68,9 @@ async def diff_trees(path: Path, before: str, after: str) -> Diff:
     """The change from tree ``before`` to tree ``after``, with its line counts (binary files count 0 lines)."""
     if before == after:
         return Diff(text="", files=0, added=0, removed=0)
-    numstat = await git(path, "diff", "--no-color", "--no-ext-diff", "--numstat", "-M", before, after)
+    off = await filters_off(path)
+    numstat = await git(path, *off, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--numstat", "-M",
+                        before, after)
     files = added = removed = 0
     for line in numstat.splitlines():
         parts = line.split("\t", 2)
@@ -76,7 +79,7 @@ async def diff_trees(path: Path, before: str, after: str) -> Diff:
         files += 1
         added += int(parts[0]) if parts[0].isdigit() else 0
         removed += int(parts[1]) if parts[1].isdigit() else 0
-    text = await git(path, "diff", "--no-color", "--no-ext-diff", "-M", before, after)
+    text = await git(path, *off, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", before, after)
     return Diff(text=text, files=files, added=added, removed=removed)
 
 
@@ -89,9 +92,10 @@ async def file_entries(path: Path, before: str, after: str, *, untracked: frozen
     binary?, untracked?, patch?, truncated?}``; and whether any patch was cut to fit ``max_patch`` in all."""
     if before == after:
         return [], False
-    opts = ("--no-color", "--no-ext-diff", "-M", "-z")
-    status = (await git(path, "diff", "--name-status", *opts, before, after)).split("\0")
-    numstat = (await git(path, "diff", "--numstat", *opts, before, after)).split("\0")
+    opts = ("--no-color", "--no-ext-diff", "--no-textconv", "-M", "-z")
+    off = await filters_off(path)
+    status = (await git(path, *off, "diff", "--name-status", *opts, before, after)).split("\0")
+    numstat = (await git(path, *off, "diff", "--numstat", *opts, before, after)).split("\0")
     counts: dict[str, tuple[int | None, int | None]] = {}
     i = 0
     while i < len(numstat) and numstat[i]:  # "<add>\t<del>\t<path>" or, renamed, "<add>\t<del>\t" old new
@@ -123,7 +127,8 @@ async def file_entries(path: Path, before: str, after: str, *, untracked: frozen
             entry["truncated"] = cut = True
             continue
         names = [str(entry["path"])] + ([str(entry["oldPath"])] if "oldPath" in entry else [])
-        patch = await git(path, "diff", "--no-color", "--no-ext-diff", "-M", before, after, "--", *names)
+        patch = await git(path, *off, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", before, after,
+                          "--", *names)
         if len(patch) > budget:
             patch, entry["truncated"], cut = patch[:budget], True, True
         entry["patch"] = patch

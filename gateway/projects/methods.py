@@ -97,6 +97,8 @@ async def sessions_diff(p: DiffParams, ctx: CallContext) -> dict[str, Any]:
     if row is None:
         return _unavailable(key, "unknown_session")
     agent = ctx.sessions.agent(row.agent_id, field="sessionKey")
+    if agent.node is not None:  # its project is the node's folder: no git of the gateway's runs there
+        return _unavailable(key, "not_git")
     where = await describe(agent, row.project, key)
     root = Path(where["path"]) if where["path"] else None
     if root is None or await git_toplevel(root) is None:

@@ -26,9 +26,9 @@ import structlog
 if TYPE_CHECKING:
     from gateway.config import AgentConfig, ProjectConfig
 
-__all__ = ["BRANCH_PREFIX", "PRIVATE_DIR", "GitError", "Workdir", "branch_of", "describe", "ensure_excluded", "git",
-           "git_toplevel", "remove_worktree", "resolve_workdir", "session_slug", "shared_git_dir", "worktree_path",
-           "worktrees_of"]
+__all__ = ["BRANCH_PREFIX", "PRIVATE_DIR", "GitError", "Workdir", "branch_of", "describe", "ensure_excluded",
+           "ensure_worktree", "filters_off", "git", "git_toplevel", "remove_worktree", "remove_worktree_in",
+           "resolve_workdir", "session_slug", "shared_git_dir", "worktree_path", "worktrees_in", "worktrees_of"]
 
 log = structlog.get_logger("gateway.agents")
 
@@ -66,8 +66,9 @@ def session_slug(session_key: str) -> str:
 async def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
     """Run git in ``cwd``; its stdout. Never prompts (no terminal), never pages, no user hooks' editors.
 
-    Nothing the repository itself names is run: no hooks, no fsmonitor. An agent run writes in its project,
-    so what git would run from it must not run here, with the gateway's rights (docs/sandbox.md).
+    Nothing the repository itself names is run: no hooks, no fsmonitor (and, where a command would run them,
+    no filter drivers: ``filters_off``; no textconv in a diff). An agent run writes in its project, so what git
+    would run from it must not run here, with the gateway's rights (docs/sandbox.md).
     """
     full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C", **(env or {})}
     proc = await asyncio.create_subprocess_exec(
@@ -79,6 +80,19 @@ async def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: b
         first = next((ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()), "")
         raise GitError(first or f"git {args[0]} exited with {proc.returncode}")
     return out.decode("utf-8", "replace")
+
+
+async def filters_off(cwd: Path) -> list[str]:
+    """``-c`` options that switch off every filter driver the repository's config names (``filter.<name>.clean``,
+    ``smudge``, ``process``): ``git add`` and a checkout would run them, and a turn may have written them into the
+    repository's config, with a ``.gitattributes`` that applies them. They go before git's sub-command."""
+    listed = await git(cwd, "config", "--name-only", "--get-regexp", r"^filter\..*\.(clean|smudge|process)$",
+                       check=False)
+    out: list[str] = []
+    for driver in sorted({line.rsplit(".", 1)[0] for line in listed.splitlines() if line.startswith("filter.")}):
+        out += ["-c", f"{driver}.clean=", "-c", f"{driver}.smudge=", "-c", f"{driver}.process=",
+                "-c", f"{driver}.required=false"]
+    return out
 
 
 async def git_toplevel(path: Path) -> Path | None:
@@ -134,8 +148,9 @@ def worktree_path(repo: Path, session_key: str) -> Path:
     return repo.parent / f"{repo.name}.worktrees" / session_slug(session_key)
 
 
-async def _ensure_worktree(repo: Path, session_key: str) -> tuple[Path, str]:
-    """The session's worktree and branch, created on first use (``git worktree add``), reused after."""
+async def ensure_worktree(repo: Path, session_key: str) -> tuple[Path, str]:
+    """The session's worktree and branch, created on first use (``git worktree add``), reused after (by the
+    gateway for its own projects, by a node for the projects of an agent placed on it: ``nodes.agents``)."""
     path = worktree_path(repo, session_key)
     branch = BRANCH_PREFIX + session_slug(session_key)
     if (path / ".git").exists():
@@ -148,10 +163,11 @@ async def _add_worktree(repo: Path, path: Path, branch: str, session_key: str) -
     await git(repo, "worktree", "prune")  # a worktree folder deleted by hand leaves a stale entry behind
     path.parent.mkdir(parents=True, exist_ok=True)
     has_branch = (await git(repo, "branch", "--list", branch)).strip() != ""
+    off = await filters_off(repo)  # the checkout would run the repository's smudge filters
     if has_branch:  # the folder went away but the branch (and its commits) stayed: check it out again
-        await git(repo, "worktree", "add", str(path), branch)
+        await git(repo, *off, "worktree", "add", str(path), branch)
     else:
-        await git(repo, "worktree", "add", "-b", branch, str(path))
+        await git(repo, *off, "worktree", "add", "-b", branch, str(path))
     log.info("worktree created", repo=str(repo), path=str(path), branch=branch, session_key=session_key)
     return path, branch
 
@@ -172,7 +188,7 @@ async def _workdir(project: ProjectConfig, session_key: str) -> Workdir:
     if top is None:
         return Workdir(path=folder, project=project.name)
     if project.worktrees:
-        path, branch = await _ensure_worktree(top, session_key)
+        path, branch = await ensure_worktree(top, session_key)
         await ensure_excluded(path)
         return Workdir(path=path, project=project.name, branch=branch, git=True, worktree=True)
     await ensure_excluded(folder)
@@ -185,6 +201,8 @@ async def describe(agent: AgentConfig, project_name: str | None, session_key: st
     project = agent.project(project_name)
     if project is None:
         return {"project": None, "path": None, "branch": None}
+    if agent.node is not None:  # a folder on the node: only the node runs git there (``/project`` asks it)
+        return {"project": project.name, "path": project.path, "branch": None}
     folder = Path(project.path)
     top = await git_toplevel(folder)
     if top is not None and project.worktrees:
@@ -197,7 +215,12 @@ async def describe(agent: AgentConfig, project_name: str | None, session_key: st
 
 async def worktrees_of(project: ProjectConfig) -> list[tuple[Path, str]]:
     """The conversations' worktrees of a project: ``(path, branch)`` for each on a ``remoteclaw/`` branch."""
-    top = await git_toplevel(Path(project.path))
+    return await worktrees_in(Path(project.path))
+
+
+async def worktrees_in(folder: Path) -> list[tuple[Path, str]]:
+    """The conversations' worktrees of the repository ``folder`` is in (here, or on a node for its projects)."""
+    top = await git_toplevel(folder)
     if top is None:
         return []
     out: list[tuple[Path, str]] = []
@@ -215,12 +238,17 @@ async def worktrees_of(project: ProjectConfig) -> list[tuple[Path, str]]:
 async def remove_worktree(project: ProjectConfig, session_key: str) -> Path | None:
     """Remove the session's worktree of ``project`` (git refuses one with uncommitted changes: ``GitError``);
     the branch and its commits stay. None when the session has none."""
-    top = await git_toplevel(Path(project.path))
+    return await remove_worktree_in(Path(project.path), session_key)
+
+
+async def remove_worktree_in(folder: Path, session_key: str) -> Path | None:
+    """``remove_worktree`` for the repository ``folder`` is in."""
+    top = await git_toplevel(folder)
     if top is None:
         return None
     path = worktree_path(top, session_key)
     if not (path / ".git").exists():
         return None
     async with _REPO_LOCKS.setdefault(top, asyncio.Lock()):
-        await git(top, "worktree", "remove", str(path))
+        await git(top, *await filters_off(top), "worktree", "remove", str(path))  # its status check runs filters
     return path

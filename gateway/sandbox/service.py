@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from gateway.config import AgentConfig, ConfigStore
     from gateway.sandbox.config import SandboxConfig
 
-__all__ = ["RunConfinement", "Sandbox", "SandboxRefused", "as_user", "user_problem", "wrap_bwrap"]
+__all__ = ["RunConfinement", "Sandbox", "SandboxRefused", "as_user", "git_protected", "user_problem", "wrap_bwrap"]
 
 log = structlog.get_logger("gateway.sandbox")
 
@@ -141,7 +141,7 @@ class Sandbox:
                 path = Path(bind.path).expanduser()
                 (layout.write if bind.writable else layout.read).append(path)
             layout.read += [Path(a) for a in agent.command or () if os.path.isabs(a) and os.path.isfile(a)]
-            layout.protect = [git / name for git in _git_dirs(layout.write) for name in ("config", "hooks")]
+            layout.protect = git_protected(layout.write)
             for rel in (logins if owner else credentials):
                 login = real_home / rel
                 if owner and not rel.endswith(".json"):  # the owner's CLI keeps its sessions there (resume,
@@ -220,6 +220,12 @@ def user_problem(name: str) -> str | None:
     if entry.pw_uid == os.getuid():
         return f"sandbox.user {name!r} is the gateway's own user: it could read the state dir"
     return None
+
+
+def git_protected(paths: list[Path]) -> list[Path]:
+    """What stays read-only inside read-write ``paths``: each git directory's ``config`` and ``hooks`` (what git
+    would run, outside the sandbox, the next time it runs there). The gateway's sandbox and a node's use it."""
+    return [git / name for git in _git_dirs(paths) for name in ("config", "hooks")]
 
 
 def _git_dirs(paths: list[Path]) -> list[Path]:

@@ -8,6 +8,14 @@ and token are not in it; HOME is a folder of the agent's own on this node) and s
 output to the gateway as it comes (``node.agent.output``), before answering the invoke with how the process
 ended and the side effects its tools recorded. The MCP shim inside connects to the gateway itself, outbound, with
 the run's own token: a node behind NAT needs no inbound port. A cancel (``/stop``) kills the CLI's process group.
+
+A turn started with ``keepStdin`` keeps its CLI's stdin open: the gateway writes to it with ``agent.input
+{turnId, seq, data?, holds?, close?}`` (steering messages, a JSON-RPC conversation with the CLI), one call after
+the other; a call is taken only for a turn running here, in order (a repeated ``seq`` is answered again and
+not written twice, a gap is refused).
+
+A turn in a project (``agent.project``, ``workdirs``) works in the project folder or the session's worktree of it,
+and its diff is made here and sent back with the answer.
 """
 
 from __future__ import annotations
@@ -20,20 +28,29 @@ import shutil
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodes.agents.files import attachments_of, drop_attachments, place_attachments, read_turn_file
 from nodes.agents.settings import AgentHostSettings
+from nodes.agents.workdirs import ACTIONS, act, diff_since, parse_project, resolve, snapshot_of
 from nodes.errors import CommandError
+
+if TYPE_CHECKING:
+    from gateway.agents.runtimes.process import StdinFeed
 
 __all__ = ["COMMANDS", "AgentRunner"]
 
-COMMANDS = ("agent.describe", "agent.run", "agent.file")
+COMMANDS = ("agent.describe", "agent.project", "agent.run", "agent.file", "agent.input")
 CAPS = ("agent",)
 MAX_EFFECTS_BYTES = 1_000_000
 MAX_BATCH = 200
 """Output lines per ``node.agent.output`` call at most."""
+MAX_INPUT_CHARS = 1024 * 1024
+"""Characters of stdin per ``agent.input`` call at most (the gateway sends half of it at most)."""
+ATTACH_WAIT_S = 10.0
+"""How long an ``agent.input`` waits for its turn's CLI to have started."""
 
 _AGENT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _HASH = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -104,6 +121,15 @@ class _Output:
             await asyncio.wait_for(self.task, 30)
 
 
+@dataclass(slots=True)
+class _Stdin:
+    """A running turn's open stdin, and the last ``agent.input`` written to it."""
+
+    feed: StdinFeed
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    seq: int = 0
+
+
 class AgentRunner:
     """Serves ``agent.describe`` and ``agent.run`` for the CLIs and folders the node's owner lends."""
 
@@ -119,6 +145,8 @@ class AgentRunner:
         self.cli_state_dir = state / "agent-state"
         self._turns: dict[str, Path] = {}
         """The turns running here, by turn id: their folder (where ``agent.file`` reads)."""
+        self._stdin: dict[str, _Stdin] = {}
+        """The turns running here with their stdin open, by turn id."""
         self._sweep()
 
     def _sweep(self) -> None:
@@ -150,7 +178,19 @@ class AgentRunner:
             return self.describe()
         if command == "agent.file":
             return await self.file(params)
+        if command == "agent.input":
+            return await self.input(params)
+        if command == "agent.project":
+            return await self.project(params)
         return await self.turn(params)
+
+    async def project(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A session's project on this node: where it works (described, or made ready: its worktree added on
+        first use), what is uncommitted there, the repository's conversation worktrees, this one's removed."""
+        action = params.get("action", "describe")
+        if action not in ACTIONS:
+            raise CommandError("INVALID_REQUEST", f"agent.project: action must be one of {', '.join(ACTIONS)}")
+        return await act(action, parse_project(params.get("project"), "agent.project"), self.settings.folders)
 
     async def file(self, params: dict[str, Any]) -> dict[str, Any]:
         """A file the agent of a turn running here sends: read inside that turn's folder only (``files``)."""
@@ -163,6 +203,40 @@ class AgentRunner:
         if cwd is None:
             raise CommandError("INVALID_REQUEST", f"agent.file: no turn {turn_id} is running on this node")
         return await asyncio.to_thread(read_turn_file, cwd, path, limit)
+
+    async def input(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Stdin for a running turn: written in order, once; ``closed`` when its CLI's stdin is closed already."""
+        turn_id, seq, data = params.get("turnId"), params.get("seq"), params.get("data")
+        holds, close = params.get("holds"), params.get("close")
+        if not isinstance(turn_id, str) or not turn_id:
+            raise CommandError("INVALID_REQUEST", "agent.input: turnId must be a run id")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise CommandError("INVALID_REQUEST", "agent.input: seq must be a positive integer")
+        if data is not None and (not isinstance(data, str) or len(data) > MAX_INPUT_CHARS):
+            raise CommandError("INVALID_REQUEST", f"agent.input: data must be a string of at most {MAX_INPUT_CHARS} "
+                                                  "characters")
+        if holds is not None and (not isinstance(holds, int) or isinstance(holds, bool) or holds < 0):
+            raise CommandError("INVALID_REQUEST", "agent.input: holds must be a count")
+        if close is not None and not isinstance(close, bool):
+            raise CommandError("INVALID_REQUEST", "agent.input: close must be a boolean")
+        stdin = self._stdin.get(turn_id)
+        if stdin is None:
+            raise CommandError("NOT_FOUND", f"agent.input: no turn {turn_id} with an open stdin runs on this node")
+        if seq <= stdin.seq:
+            return {"ok": True, "repeat": True, "closed": stdin.feed.closed}
+        if seq != stdin.seq + 1:
+            raise CommandError("INVALID_REQUEST", f"agent.input: seq {seq} out of order (the last was {stdin.seq})")
+        try:
+            await asyncio.wait_for(stdin.started.wait(), ATTACH_WAIT_S)
+        except TimeoutError:
+            raise CommandError("UNAVAILABLE", "agent.input: the turn's CLI has not started") from None
+        stdin.seq = seq
+        written = stdin.feed.write(data.encode()) if data else not stdin.feed.closed
+        if holds is not None:
+            stdin.feed.holds = holds
+        if close:
+            stdin.feed.close()
+        return {"ok": True, "written": written, "closed": stdin.feed.closed}
 
     def describe(self) -> dict[str, Any]:
         from gateway.sandbox.probe import probe_bwrap
@@ -178,29 +252,55 @@ class AgentRunner:
     # -- one turn --------------------------------------------------------------------------------
 
     async def turn(self, params: dict[str, Any]) -> dict[str, Any]:
-        from gateway.agents.runtimes.process import run_process
+        from gateway.agents.runtimes.process import StdinFeed, run_process
 
         settings = self.settings
-        inv, turn_id, cwd, private, fx, tools = await asyncio.to_thread(self._plan, params, settings)
+        keep = params.get("keepStdin") is True
+        where = None
+        if params.get("project") is not None:  # a project folder or worktree here: checked, made, snapshotted
+            where = await resolve(parse_project(params["project"], "agent.run"), settings.folders, create=True)
+            if params.get("private") or Path(str(params.get("cwd") or "")) != where.path:
+                raise CommandError("INVALID_REQUEST", f"agent.run: cwd must be the project's folder here, {where.path}")
+        inv, turn_id, cwd, private, fx, tools = await asyncio.to_thread(
+            self._plan, params, settings, [where.git_dir] if where is not None and where.git_dir else [])
+        if turn_id in self._stdin:
+            raise CommandError("INVALID_REQUEST", f"agent.run: turn {turn_id} already runs on this node")
+        before = await snapshot_of(where) if where is not None else None
         out = _Output(turn_id, self.report)
+        stdin = _Stdin(StdinFeed()) if keep else None
+        if stdin is not None:
+            inv.keep_stdin = True
+            inv.stdin = inv.stdin if inv.stdin is not None else b""
+            self._stdin[turn_id] = stdin
+
+        def spawned(_at: float) -> None:
+            out.add({"_spawned": True})
+            if stdin is not None:
+                stdin.started.set()
+
         started = time.time()
         lent = cwd if not private and params.get("attachments") else None
         self._turns[turn_id] = cwd
         try:
             result = await run_process(inv, out.add, no_output_timeout=float(params.get("noOutputTimeoutS") or 180),
-                                       on_spawn=lambda _at: out.add({"_spawned": True}))
+                                       on_spawn=spawned, feed=stdin.feed if stdin is not None else None)
         except (FileNotFoundError, PermissionError) as exc:
             raise CommandError("UNAVAILABLE", f"agent.run: the CLI could not start on this node: {exc}") from None
         finally:
             self._turns.pop(turn_id, None)
+            if stdin is not None:
+                self._stdin.pop(turn_id, None)
             await out.close()
             effects = await asyncio.to_thread(_take_back, fx, tools, cwd if private else None, lent)
-        return {"returncode": result.returncode, "stderrTail": result.stderr_tail[-4000:],
+        diff = await diff_since(where, before) if where is not None else None
+        return {"diff": diff, "returncode": result.returncode, "stderrTail": result.stderr_tail[-4000:],
                 "stdoutNoise": result.stdout_noise[-40:], "watchdogFired": result.watchdog_fired,
                 "sideEffects": effects, "startedAtMs": int(started * 1000), "sandbox": settings.sandbox}
 
-    def _plan(self, params: dict[str, Any], settings: AgentHostSettings) -> tuple[Any, str, Path, bool, Path, Path]:
-        """The turn checked against what the node's owner lends, its files written, its command confined."""
+    def _plan(self, params: dict[str, Any], settings: AgentHostSettings,
+              git_dirs: list[Path]) -> tuple[Any, str, Path, bool, Path, Path]:
+        """The turn checked against what the node's owner lends, its files written, its command confined (a
+        worktree's repository git folder writable too: its commits go there)."""
         from gateway.agents.runtimes.base import Invocation
 
         turn_id = params.get("turnId")
@@ -281,7 +381,8 @@ class AgentRunner:
                          stdin=stdin.encode() if stdin is not None else None,
                          pass_env=tuple(_str_list(params, "passEnv")))
         try:
-            inv = self._confine(inv, settings, home=home, write=[cwd, fx, cli_state], read=[tools], logins=logins)
+            inv = self._confine(inv, settings, home=home, write=[cwd, fx, cli_state, *git_dirs],
+                                read=[tools], logins=logins)
         except BaseException:
             _take_back(fx, tools, cwd if private else None, cwd if attachments and not private else None)
             raise
@@ -295,7 +396,7 @@ class AgentRunner:
 
         from gateway.sandbox.layout import Layout, runtime_roots
         from gateway.sandbox.probe import probe_bwrap
-        from gateway.sandbox.service import wrap_bwrap
+        from gateway.sandbox.service import git_protected, wrap_bwrap
 
         real_home = Path.home()
         if settings.sandbox == "off":
@@ -307,6 +408,7 @@ class AgentRunner:
         layout = Layout(cwd=inv.cwd, home=home, home_at=home,
                         hide=[self.state.resolve(), self.state / "identity.json", self.state / "node.json"])
         layout.write = list(write)
+        layout.protect = git_protected(layout.write)  # a project's .git/config and hooks: read-only, as locally
         layout.read = [*runtime_roots(), *read,
                        *(Path(a) for a in inv.argv if os.path.isabs(a) and os.path.isfile(a))]
         if settings.credentials == "own":  # this machine's CLI login, shown in the agent's HOME

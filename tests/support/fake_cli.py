@@ -30,7 +30,8 @@ It reads the prompt on stdin (as Claude does with ``-p``) and acts on directives
 
 Otherwise it echoes; with ``FAKE_CLI_ECHO_ONLY`` set it always echoes (for fuzzers, whose random text may
 contain a directive). With ``--input-format stream-json`` (steering) it takes the prompt from the first JSON
-line and afterwards echoes each further user message written to its stdin, until stdin closes.
+line and afterwards echoes each further user message written to its stdin, until stdin closes; each one it reads is
+appended to ``$FAKE_CLI_LOG.steered`` (``{steered: <text>, pid, at}``): a test sees it reached this process.
 Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
 """
 
@@ -237,6 +238,9 @@ def main() -> int:
     if streamed:  # messages steered in while it worked: each answered in turn, until stdin closes
         for line in sys.stdin:
             text = _user_text(line).strip()
+            if log:
+                with open(log + ".steered", "a") as fh:
+                    fh.write(json.dumps({"steered": text, "pid": os.getpid(), "at": time.time()}) + "\n")
             answer = {"content": [{"type": "text", "text": f"echo: {text}"}]}
             out({"type": "assistant", "session_id": sid, "message": answer})
             out({"type": "result", "subtype": "success", "is_error": False, "session_id": sid,

@@ -20,6 +20,7 @@ from gateway.agents.runtimes.acp_presets import AcpPreset, preset
 from gateway.agents.runtimes.base import Event, Invocation, Parser, RunSpec, Runtime, instructions_file
 
 if TYPE_CHECKING:
+    from gateway.agents.runtimes.driver import ProcessRunner
     from gateway.agents.runtimes.process import ProcessResult
     from gateway.config import AgentConfig
 
@@ -90,14 +91,15 @@ class AcpRuntime(Runtime):
         return AcpParser()
 
     async def drive(self, inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *,
-                    no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> ProcessResult:
-        """Run the turn's process and its ACP conversation (``acp_turn``); the driver calls this instead of
-        reading NDJSON itself."""
+                    no_output_timeout: float, on_spawn: Callable[[float], None] | None,
+                    process: ProcessRunner | None = None) -> ProcessResult:
+        """Run the turn's process (with ``process``: here, or on the turn's node) and its ACP conversation
+        (``acp_turn``); the driver calls this instead of reading NDJSON itself."""
         # the SDK's schema takes about a second to import: off the event loop, once
         turn = await asyncio.to_thread(importlib.import_module, "gateway.agents.runtimes.acp_turn")
         modes = self.preset.modes.get(spec.permissions, ()) if self.preset is not None else ()
         return await turn.run_acp_turn(inv, spec, emit, meta=self.session_meta(spec), modes=modes,
-                                  no_output_timeout=no_output_timeout, on_spawn=on_spawn)
+                                       no_output_timeout=no_output_timeout, on_spawn=on_spawn, process=process)
 
     def session_expired(self, message: str) -> bool:
         return "could not be resumed" in message.lower() or super().session_expired(message)

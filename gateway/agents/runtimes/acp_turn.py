@@ -1,14 +1,16 @@
 """One ``runtime: acp`` turn: the agent's process, confined like any run, and the client side of its ACP conversation.
 
-The SDK (``agent-client-protocol``) owns the wire: ``connect_to_agent`` on the child's stdin and stdout, typed
-requests and the dispatch of the agent's notifications and requests to ``TurnClient``. Here is only what a turn
-does with them: ``initialize``; ``session/new`` with our MCP shim in ``mcpServers`` (or, for a session the gateway
-already has, ``session/resume`` where the agent offers it, else ``session/load`` with the replayed history
-skipped); ``session/prompt``; updates become our events (message chunks as live text, thoughts, tool calls and
-their results, the plan); ``session/request_permission`` is answered from the run's permission mode and, when it
-asks, from the person (``RunSpec.approve``: the chat's buttons, allow-always rules); a /stop (the run's task
-cancelled) sends ``session/cancel`` and gives the agent a moment to end the prompt before the process group is
-stopped. The no-output watchdog counts any message from the agent, and is held while a person decides.
+The SDK (``agent-client-protocol``) owns the wire: ``connect_to_agent`` over the process's stdin and stdout (a
+``FeedTransport``: the messages the process runner reads from its stdout, and its stdin feed; the process is run like
+every runtime's, here or on the node the turn is placed on), typed requests and the dispatch of the agent's
+notifications and requests to ``TurnClient``. Here is only what a turn does with them: ``initialize``; ``session/new``
+with our MCP shim in ``mcpServers`` (or, for a session the gateway already has, ``session/resume`` where the agent
+offers it, else ``session/load`` with the replayed history skipped); ``session/prompt``; updates become our events
+(message chunks as live text, thoughts, tool calls and their results, the plan); ``session/request_permission`` is
+answered from the run's permission mode and, when it asks, from the person (``RunSpec.approve``: the chat's buttons,
+allow-always rules); a /stop (the run's task cancelled) sends ``session/cancel`` and gives the agent a moment to end
+the prompt before the process is stopped. The runner's no-output watchdog counts any message from the agent, and is
+held while a person decides.
 """
 
 from __future__ import annotations
@@ -16,12 +18,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
-import os
 import re
 import time
-from collections import deque
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import structlog
 from acp import PROTOCOL_VERSION, Client, RequestError, connect_to_agent, text_block
@@ -46,20 +46,14 @@ from acp.schema import (
 )
 
 from gateway.agents.runtimes.base import ASKING_MODES, Event, Invocation, RunSpec, mcp_server_name
-from gateway.agents.runtimes.conversation import file_changes
-from gateway.agents.runtimes.process import (
-    LINGER_S,
-    STREAM_LIMIT,
-    ProcessResult,
-    _hand_over,
-    _restore_files,
-    _write_files,
-    stop_process,
-)
-from gateway.agents.runtimes.spawn import Child, spawn
-from gateway.sandbox.env import child_env
+from gateway.agents.runtimes.conversation import file_changes, line
+from gateway.agents.runtimes.process import ProcessResult, StdinFeed, run_process
 
-__all__ = ["CANCEL_GRACE_S", "TurnClient", "run_acp_turn"]
+if TYPE_CHECKING:
+    from gateway.agents.runtimes.base import Stdin
+    from gateway.agents.runtimes.driver import ProcessRunner
+
+__all__ = ["CANCEL_GRACE_S", "FeedTransport", "TurnClient", "run_acp_turn"]
 
 log = structlog.get_logger(__name__)
 
@@ -125,19 +119,32 @@ def _diffs(content: Any) -> list[dict[str, Any]]:
 class TurnClient:
     """The client side of one turn (the SDK calls ``session_update`` and ``request_permission``)."""
 
-    def __init__(self, spec: RunSpec, emit: Callable[[Event], None]) -> None:
+    def __init__(self, spec: RunSpec, emit: Callable[[Event], None], feed: Stdin | None = None) -> None:
         self.spec = spec
         self.emit = emit
+        self.feed = feed
+        """The agent's stdin: its ``holds`` keep the runner's no-output watchdog off while a person decides."""
+        self._holds = 0
         self.session_id: str | None = None
         self.replaying = False
         self.last_seen = time.monotonic()
-        self.holds = 0
         self.cost_before: float | None = None
         self.cost: float | None = None
         self._text: list[str] = []
         self._thought: list[str] = []
         self._started: set[str] = set()
         self._ended: set[str] = set()
+
+    @property
+    def holds(self) -> int:
+        return self.feed.holds if self.feed is not None else self._holds
+
+    @holds.setter
+    def holds(self, n: int) -> None:
+        if self.feed is not None:
+            self.feed.holds = n
+        else:
+            self._holds = n
 
     def seen(self, _event: Any) -> None:
         """Any message from the agent: it is alive (the no-output watchdog)."""
@@ -248,66 +255,90 @@ class TurnClient:
 
 
 async def run_acp_turn(inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *, meta: dict[str, Any],
-                       modes: tuple[str, ...] = (),
-                       no_output_timeout: float, on_spawn: Callable[[float], None] | None = None) -> ProcessResult:
+                       modes: tuple[str, ...] = (), no_output_timeout: float,
+                       on_spawn: Callable[[float], None] | None = None,
+                       process: ProcessRunner | None = None) -> ProcessResult:
     """Run one turn of the ACP agent ``inv`` (already confined) and return how its process ended.
 
-    The per-run files are written first and given back afterwards, as ``process.run_process`` does."""
-    before = _write_files(inv.files, inv.cwd)
-    try:
-        if inv.user is not None:
-            await asyncio.to_thread(_hand_over, [*inv.hand_over, *inv.files], inv.user)
-        env = child_env(os.environ, inv.env, allowed=inv.pass_env)
-        proc = await spawn(inv.argv, cwd=inv.cwd, env=env, stdin=True, limit=STREAM_LIMIT, user=inv.user)
+    The process is run as every other runtime's (``process``: ``run_process`` here, or the node the turn is placed
+    on): its output messages come in as decoded lines, the SDK's go out through its stdin (``StdinFeed``), so the
+    conversation is the same whether the process is local or its stdin and stdout are a node's. The per-run files,
+    the watchdog (held while a person decides) and the stop are the runner's."""
+    feed = StdinFeed()
+    wire = FeedTransport(feed)
+    client = TurnClient(spec, emit, feed)
+    runner = process or run_process
+    spawned = asyncio.Event()
+
+    def started(at: float) -> None:
+        spawned.set()  # its stdin is the feed's from here (a node's: queued until its CLI runs)
         if on_spawn is not None:
-            on_spawn(time.monotonic())
-        return await _talk(proc, spec, emit, meta=meta, modes=modes, no_output_timeout=no_output_timeout)
-    finally:
-        _restore_files(before, inv.cwd)
+            on_spawn(at)
 
+    ran = asyncio.create_task(runner(inv, wire.put, no_output_timeout=no_output_timeout, on_spawn=started,
+                                     feed=feed), name="acp-process")
+    ran.add_done_callback(lambda _t: wire.eof())
+    conn = connect_to_agent(cast("Client", client), cast(Any, wire), observers=[client.seen])
 
-async def _talk(proc: Child, spec: RunSpec, emit: Callable[[Event], None], *, meta: dict[str, Any],
-                modes: tuple[str, ...], no_output_timeout: float) -> ProcessResult:
-    stderr: deque[str] = deque(maxlen=40)
-    result = ProcessResult(returncode=None, stderr_tail="")
+    async def conversation() -> None:
+        await spawned.wait()
+        await _converse(conn, client, spec, meta, modes)
 
-    async def read_stderr() -> None:
-        async for raw in proc.stderr:
-            line = raw.decode("utf-8", "replace").rstrip()
-            if line:
-                stderr.append(line)
-
-    errors = asyncio.create_task(read_stderr())
-    client = TurnClient(spec, emit)
-    assert proc.stdin is not None
-    conn = connect_to_agent(cast("Client", client), proc.stdin, proc.stdout, observers=[client.seen])
-    turn = asyncio.create_task(_converse(conn, client, spec, meta, modes))
+    turn = asyncio.create_task(conversation())
     try:
-        while not turn.done():
-            await asyncio.wait({turn}, timeout=1.0)
-            if not turn.done() and not client.holds and time.monotonic() - client.last_seen > no_output_timeout:
-                result.watchdog_fired = True
-                turn.cancel()
-                break
-        with contextlib.suppress(asyncio.CancelledError):
-            await turn
-        await _end(proc, conn)
-    except asyncio.CancelledError:  # /stop, a timeout, an interrupting message: ask the agent to stop first
-        await asyncio.shield(_cancel(proc, conn, client, turn))
-        raise
-    finally:
+        await asyncio.wait({turn, ran}, return_when=asyncio.FIRST_COMPLETED)
+        if turn.done():  # the turn is over: stdin closed, the agent exits (or is stopped after LINGER_S)
+            with contextlib.suppress(Exception):
+                await conn.close()
+            feed.close()
+        try:
+            result = await ran
+        except BaseException:
+            turn.cancel()
+            raise
+        if not result.watchdog_fired:  # its end of stream ends the conversation too
+            await asyncio.wait({turn}, timeout=5)
+        turn.cancel()
         with contextlib.suppress(BaseException):
-            await asyncio.wait_for(errors, 2)
-        result.stderr_tail = "\n".join(stderr)
-        result.returncode = proc.returncode
+            await turn
+    except asyncio.CancelledError:  # /stop, a timeout, an interrupting message: ask the agent to stop first
+        await asyncio.shield(_cancel(conn, client, turn, ran))
+        raise
     if turn.done() and not turn.cancelled() and turn.exception() is not None:
         exc = turn.exception()
-        detail = stderr[-1] if stderr else ""
+        tail = result.stderr_tail.splitlines()
+        detail = tail[-1] if tail else ""
         text = _error_text(exc)
         client.flush()
         emit(Event("error", text=f"{text}: {detail}" if detail and detail not in text else text))
         emit(Event("done", session_id=client.session_id, is_error=True))
     return result
+
+
+class FeedTransport:
+    """The SDK's message transport (``acp._transport.Transport``) over a process's decoded output lines and its
+    stdin feed: the same for a local process and a node's."""
+
+    def __init__(self, feed: StdinFeed) -> None:
+        self._feed = feed
+        self._inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    def put(self, obj: dict[str, Any]) -> None:
+        """One message from the agent (the runner's ``on_object``)."""
+        self._inbox.put_nowait(obj)
+
+    def eof(self) -> None:
+        self._inbox.put_nowait(None)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if not self._feed.write(line(message)):
+            raise ConnectionError("the agent's stdin is closed")
+
+    async def receive(self) -> dict[str, Any] | None:
+        return await self._inbox.get()
+
+    async def close(self) -> None:
+        self._feed.close()
 
 
 def _error_text(exc: BaseException | None) -> str:
@@ -397,21 +428,9 @@ async def _replay_ended(client: TurnClient) -> None:
         await asyncio.sleep(REPLAY_QUIET_S / 4)
 
 
-async def _end(proc: Child, conn: Any) -> None:
-    """The turn is over: close the agent's stdin and let it exit (or stop it after ``LINGER_S``)."""
-    with contextlib.suppress(Exception):
-        await conn.close()
-    if proc.stdin is not None:
-        with contextlib.suppress(Exception):
-            proc.stdin.close()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), LINGER_S)
-    await stop_process(proc, grace=1.0)  # the leader is gone or lingers; stragglers of its group go too
-
-
-async def _cancel(proc: Child, conn: Any, client: TurnClient, turn: asyncio.Task[None]) -> None:
-    """``session/cancel``, a moment for the agent to end the prompt, then the process group is stopped."""
-    if client.session_id is not None and not turn.done():
+async def _cancel(conn: Any, client: TurnClient, turn: asyncio.Task[None], ran: asyncio.Task[ProcessResult]) -> None:
+    """``session/cancel``, a moment for the agent to end the prompt, then its process is stopped."""
+    if client.session_id is not None and not turn.done() and not ran.done():
         with contextlib.suppress(Exception):
             await asyncio.wait_for(conn.cancel(session_id=client.session_id), 1.0)
         with contextlib.suppress(BaseException):
@@ -421,4 +440,6 @@ async def _cancel(proc: Child, conn: Any, client: TurnClient, turn: asyncio.Task
         await turn
     with contextlib.suppress(Exception):
         await conn.close()
-    await stop_process(proc, grace=1.0)
+    ran.cancel()  # the runner stops the process group (on a node: the node does)
+    with contextlib.suppress(BaseException):
+        await ran

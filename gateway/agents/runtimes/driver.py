@@ -13,10 +13,12 @@ __all__ = ["ProcessRunner", "SelfDriven", "TurnResult", "run_turn"]
 
 
 class SelfDriven(Protocol):
-    """A runtime with ``self_driven`` set: it runs the (confined) invocation itself and hands over its events."""
+    """A runtime with ``self_driven`` set: it talks to the (confined) invocation's process itself, run by
+    ``process`` (here, or on a node), and hands over its events."""
 
     async def drive(self, inv: Invocation, spec: RunSpec, emit: Callable[[Event], None], *,
-                    no_output_timeout: float, on_spawn: Callable[[float], None] | None) -> ProcessResult: ...
+                    no_output_timeout: float, on_spawn: Callable[[float], None] | None,
+                    process: ProcessRunner | None = None) -> ProcessResult: ...
 
 
 class ProcessRunner(Protocol):
@@ -98,7 +100,7 @@ async def _attempt(runtime: Runtime, spec: RunSpec, on_event: Callable[[Event], 
             inv = spec.confine(inv)
         if runtime.self_driven:  # the runtime talks to its CLI through a library (ACP's SDK): it runs the process
             proc = await cast(SelfDriven, runtime).drive(inv, spec, emit, no_output_timeout=no_output_timeout,
-                                                         on_spawn=on_spawn)
+                                                         on_spawn=on_spawn, process=process)
         else:
             proc = await (process or run_process)(inv, handle, no_output_timeout=no_output_timeout, on_spawn=on_spawn,
                                                   feed=feed)

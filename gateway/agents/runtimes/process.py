@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import structlog
@@ -41,7 +41,7 @@ from gateway.sandbox.open_beneath import (
 
 log = structlog.get_logger("gateway.agents")
 
-__all__ = ["LINGER_S", "ProcessResult", "StdinFeed", "run_process", "stop_process"]
+__all__ = ["LINGER_S", "Pipe", "ProcessResult", "StdinFeed", "run_process", "stop_process"]
 
 LINGER_S = 3.0
 """How long a CLI whose stdin we closed (every message answered) may stay up before it is stopped: Gemini's
@@ -59,25 +59,47 @@ class ProcessResult:
     watchdog_fired: bool = False
 
 
+class Pipe(Protocol):
+    """Where a feed's bytes go: the child's stdin here (an ``asyncio.StreamWriter``), or the stdin of a CLI a node
+    runs (``gateway.agent_hosts.stdin``), whose bytes travel to the node in order. ``hold(n)``, where a pipe has
+    it, hears how many of the CLI's requests wait on the person (the node's watchdog is held meanwhile)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class StdinFeed:
     """The open stdin of a CLI that answers one user message after another (steering, ``keep_stdin``).
 
     Every message sent is owed an answer (the CLI's ``done``); when all are answered stdin is closed, which
     ends the CLI. Both happen on the event loop's thread between two reads, so a message either goes in
-    before the close (and is answered by this process) or is refused (and waits for the next turn).
+    before the close (and is answered by this process) or is refused (and waits for the next turn). The pipe
+    is the process's stdin, here or on a node: the adapters write to a feed and never know which.
     """
 
     def __init__(self) -> None:
-        self._proc: Child | None = None
+        self._pipe: Pipe | None = None
         self.sent = 0
         self.answered = 0
         self.closed = False
-        self.holds = 0
-        """How many of the CLI's requests wait on the person: the CLI is silent meanwhile, so no watchdog."""
+        self._holds = 0
 
-    def attach(self, proc: Child) -> None:
-        """The process started with its first message already written."""
-        self._proc, self.sent, self.answered, self.closed = proc, 1, 0, False
+    @property
+    def holds(self) -> int:
+        """How many of the CLI's requests wait on the person: the CLI is silent meanwhile, so no watchdog."""
+        return self._holds
+
+    @holds.setter
+    def holds(self, n: int) -> None:
+        self._holds = n
+        hold = getattr(self._pipe, "hold", None)
+        if hold is not None:
+            hold(n)
+
+    def attach(self, pipe: Pipe) -> None:
+        """The process started with its first message already written (``pipe`` is its stdin)."""
+        self._pipe, self.sent, self.answered, self.closed = pipe, 1, 0, False
 
     def send(self, data: bytes) -> bool:
         """Write one more user message (an answer is owed); False when stdin is closed (or not open yet)."""
@@ -88,10 +110,10 @@ class StdinFeed:
 
     def write(self, data: bytes) -> bool:
         """Write protocol bytes (a JSON-RPC request or answer: no answer owed); False when stdin is closed."""
-        if self.closed or self._proc is None or self._proc.stdin is None:
+        if self.closed or self._pipe is None:
             return False
         try:
-            self._proc.stdin.write(data)
+            self._pipe.write(data)
         except (BrokenPipeError, ConnectionResetError, RuntimeError):
             self.close()
             return False
@@ -106,9 +128,9 @@ class StdinFeed:
         if self.closed:
             return
         self.closed = True
-        if self._proc is not None and self._proc.stdin is not None:
+        if self._pipe is not None:
             with contextlib.suppress(Exception):
-                self._proc.stdin.close()
+                self._pipe.close()
 
 
 async def stop_process(proc: Child, grace: float = 3.0) -> None:
@@ -255,8 +277,8 @@ async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, 
                 stderr.append(line)
 
     keep_open = inv.keep_stdin and feed is not None
-    if keep_open and feed is not None:
-        feed.attach(proc)
+    if keep_open and feed is not None and proc.stdin is not None:
+        feed.attach(proc.stdin)
     tasks = [asyncio.create_task(read_stderr())]
     if inv.stdin is not None:
         tasks.append(asyncio.create_task(feed_stdin()))

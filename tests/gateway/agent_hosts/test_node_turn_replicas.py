@@ -1,7 +1,9 @@
 """Two gateway replicas on one PostgreSQL database and one Redis, a node host connected to replica A and the
 messages arriving at replica B: B runs the turn, which goes to the node through A (``agent.run`` relayed over the
 bus), and the node's output comes back through A to B as a live reply; ``/stop`` sent to A stops the turn B runs
-on the node held by A."""
+on the node held by A; a message sent at B mid-turn steers it (its ``agent.input`` relayed through A). The turn's
+shim on the node connects to A with B's run token (shared through the database): its message, approval and
+question work there, and the run's end refuses the token and closes its sockets on both replicas."""
 
 from __future__ import annotations
 
@@ -49,7 +51,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, pg_url_module: str) -> Itera
     env = {"REMOTECLAW_DATABASE_URL": pg_url_module, "REMOTECLAW_REDIS_URL": REDIS_URL,
            "REMOTECLAW_REDIS_PREFIX": prefix}
     cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
-                               {"id": "remote", "node": NODE, "workspace": str(code)}]}}
+                               {"id": "remote", "node": NODE, "workspace": str(code)},
+                               {"id": "steer", "node": NODE, "workspace": str(code), "steering": "steer"}]}}
     with GatewayProcess(root / "a", config=cfg, env=env).start(30) as a, \
             GatewayProcess(root / "b", config=cfg, env=env).start(30) as b:
         yield {"a": a, "b": b, "root": root, "home": home, "code": code, "prefix": prefix}
@@ -215,5 +218,25 @@ async def test_a_question_asked_through_the_replica_holding_the_node_takes_a_fre
         done = await wait(c, run_id)
         assert done["status"] == "ok", done
         assert done["reply"] == "answer: SQLite", done["reply"]
+    finally:
+        await c.close()
+
+
+async def test_a_message_at_the_other_replica_steers_the_turn_on_the_node_the_first_holds(
+        world: dict[str, Any], node: NodeHostProcess) -> None:
+    b: GatewayProcess = world["b"]
+    key = "agent:steer:main"
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        before = len(cli_log(world))
+        run_id = await send(c, key, "sleep:4 the first part")
+        started = await until(lambda: next((e for e in cli_log(world)[before:] if "the first part" in
+                                            str(e.get("prompt"))), None), 60, "the CLI to start on the node")
+        await send(c, key, "and the second part")
+        done = await c.call("agent.wait", {"runId": run_id, "timeoutMs": 60_000}, timeout=65)
+        assert done["status"] == "ok", done
+        assert "echo: and the second part" in done["reply"], done
+        steered = [json.loads(x) for x in (world["code"] / "cli.log.steered").read_text().splitlines()]
+        assert [(e["steered"], e["pid"]) for e in steered] == [("and the second part", started["pid"])]
     finally:
         await c.close()

@@ -35,3 +35,20 @@ def test_projects_are_validated(tmp_path: Path) -> None:
     dupes = errors(agent({"name": "web", "path": str(tmp_path)}, {"name": "web", "path": str(tmp_path)}))
     assert dupes[0]["path"] == "/agents/list/0/projects" and "duplicate project names: web" in dupes[0]["message"]
     assert errors(agent({"name": "no spaces", "path": str(tmp_path)}))[0]["path"] == "/agents/list/0/projects/0/name"
+
+
+def test_an_agent_on_a_node_has_projects_on_the_node() -> None:
+    """Its projects' folders are the node's: absolute, never looked for on the gateway's machine (the node checks
+    them against what it lends)."""
+    on_node = {"id": "main", "node": "workbench",
+               "projects": [{"name": "app", "path": "/home/someone-else/code/app", "worktrees": True}]}
+    ok = validate({"agents": {"list": [on_node]}})
+    assert ok.agents.list[0].projects[0].path == "/home/someone-else/code/app"
+    relative = errors({"agents": {"list": [{**on_node, "projects": [{"name": "app", "path": "code/app"}]}]}})
+    assert relative[0]["path"] == "/agents/list/0/projects/0/path" and "absolute path on the agent's node" in \
+        relative[0]["message"]
+    both = errors({"agents": {"list": [{**on_node, "workspace": "/home/me/code"}]}})
+    assert "workspace or in its projects" in both[0]["message"]
+    # the same path for an agent on the gateway's machine must exist here
+    assert "not an existing directory" in errors(agent({"name": "app", "path": "/home/someone-else/code/app"}))[0][
+        "message"]
