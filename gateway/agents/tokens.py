@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
+import structlog
 
 from gateway.dispatch.callers import SessionScope
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from gateway.store import Database
 
 __all__ = ["RunGrant", "RunTokens", "SharedGrants"]
+
+log = structlog.get_logger("gateway.agents.tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +169,13 @@ class RunTokens:
         grant = self.grant(given)
         if grant is not None or self.shared is None or given is None or not self.looks_like(given):
             return grant
-        return await self.shared.get(self._key(given))
+        from gateway.store import StoreError
+
+        try:
+            return await self.shared.get(self._key(given))
+        except StoreError as exc:  # the database is away: refused now, the shim connects again
+            log.warning("a run token could not be looked up in the shared store", error=str(exc))
+            return None
 
     def on_unshare(self, hook: Callable[[RunGrant], object]) -> None:
         """Call ``hook`` with each shared grant as it is revoked: the other replicas must stop accepting it and

@@ -324,9 +324,10 @@ class Gateway:
             try:
                 if shared is not None:
                     await shared.drop_run(run_id)
-            finally:
-                if self.bus is not None:
-                    self.bus.publish_control(RUN_ENDED, {"runId": run_id, "sessionKey": grant.session_key})
+            except Exception as exc:  # the row then expires; the message below still closes the sockets
+                log.warning("an ended run's shared token could not be deleted", run_id=run_id, error=str(exc))
+            if self.bus is not None:
+                self.bus.publish_control(RUN_ENDED, {"runId": run_id, "sessionKey": grant.session_key})
 
         self.spawn(unshare(), f"run-unshare-{run_id}")
 
