@@ -71,6 +71,7 @@ from gateway.runs.steering import effective_mode
 from gateway.sandbox import RunConfinement, SandboxRefused
 from gateway.sessions.service import parse_key
 from gateway.sessions.store import SessionRepo
+from gateway.store import StoreError
 from gateway.usage.chat import budget_refusal, turn_facts
 from gateway.usage.store import UsageRepo
 
@@ -95,6 +96,8 @@ __all__ = ["AgentExecutor"]
 
 log = structlog.get_logger("gateway.agents")
 
+SHARED_TOKEN_SLACK_S = 600
+"""How much longer than the turn's timeout a node turn's shared token may count, should its end not be heard."""
 DIFF_MARK = "\N{MEMO}"  # the reply's last line after a turn that changed files: "📝 2 files changed, +3 -1"
 MAX_PAGE_DIFF = 200_000  # characters of a turn's diff kept in the transcript for the web chat
 _ATTACHMENT_NOTE = re.compile(rf"(\[attachment: \w+ ){ATTACHMENTS_DIR}/")
@@ -472,6 +475,11 @@ class AgentExecutor:
                            and person.confined(admins_read_transcripts=self._people.admins_read_transcripts())
                            else None)
         token = issue_run_token(self._run_tokens, run, (), person_id=confined_person, node_id=host.node_id)
+        try:  # the shim connects where the node does, maybe another replica: they accept its token too
+            await self._run_tokens.share(token, self._config.config.agents.timeoutSeconds + SHARED_TOKEN_SLACK_S)
+        except StoreError as exc:
+            log.warning("a node turn's token is not shared: its tool calls work only if its shim reaches this "
+                        "replica", session_key=run.session_key, error=str(exc))
         issued = None
         if fronted is not None and models is not None:
             issued = await models.issue(fronted, run_id=run.id, agent=agent, session_key=run.session_key,

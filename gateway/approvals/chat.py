@@ -57,6 +57,7 @@ class Requests(Protocol):
     the two modules importing each other."""
 
     def pending_for(self, session_key: str) -> list[Pending]: ...
+    async def questions_elsewhere(self, session_key: str) -> list[Pending]: ...
     async def get(self, request_id: str) -> Pending | None: ...
     async def decide(self, request_id: str, decision: Decision, by: str) -> Pending: ...
     async def answer(self, request_id: str, answers: dict[str, list[str]], by: str) -> Pending: ...
@@ -261,8 +262,12 @@ class ChatApprovals:
         if parsed is not None and parsed[0].handler is approve:
             return await self.approve(key, parsed[1], sender=sender, channel=channel, is_owner=is_owner,
                                       chat_type=chat_type)
+        if not text.strip():  # a photo or a voice note stays a message
+            return None
         pending_questions = [i for i in self._service.pending_for(key) if i.kind == "question"]
-        if not pending_questions or not text.strip():  # a photo or a voice note stays a message
+        if not pending_questions:  # asked at another replica (a node turn's shim connected there)?
+            pending_questions = await self._service.questions_elsewhere(key)
+        if not pending_questions:
             return None
         item = pending_questions[0]
         if not (is_owner or (chat_type == "dm" and item.session_key == key)):

@@ -114,7 +114,7 @@ async def _readable(ctx: CallContext, items: list[Pending]) -> list[Pending]:
 @method("exec.approval.list", access=Access("approval", "read", each=True), scope=APPROVALS)
 async def exec_approval_list(_p: NoParams, ctx: CallContext) -> list[dict[str, Any]]:
     """Tool uses waiting for a decision (OpenClaw's pending ``ApprovalSnapshot`` list)."""
-    return [i.snapshot() for i in await _readable(ctx, _service(ctx).pending("tool"))]
+    return [i.snapshot() for i in await _readable(ctx, await _service(ctx).pending_everywhere("tool"))]
 
 
 @method("plugin.approval.list", access=Access("approval", "read", each=True), scope=APPROVALS)
@@ -208,7 +208,8 @@ async def _question(ctx: CallContext, question_id: str) -> Pending:
 @method("question.list", access=Access("approval", "read", each=True), scope=QUESTIONS)
 async def question_list(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Agents' questions waiting for an answer (OpenClaw's ``QuestionListResult``)."""
-    return {"questions": [i.question_record() for i in await _readable(ctx, _service(ctx).pending("question"))]}
+    pending = await _service(ctx).pending_everywhere("question")
+    return {"questions": [i.question_record() for i in await _readable(ctx, pending)]}
 
 
 @method("question.get", access=Access("approval", "read", ("id",)), params=IdParams, scope=QUESTIONS)

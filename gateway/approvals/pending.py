@@ -40,6 +40,8 @@ class Pending:
     resolved_at: int | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     timer: asyncio.TimerHandle | None = None
+    remote: bool = False
+    """Pending in another replica's memory (a node turn's shim asked there): decided here through its row."""
 
     @property
     def pending(self) -> bool:

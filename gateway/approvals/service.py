@@ -32,11 +32,13 @@ from gateway.composition.ports import AUDIT, CHAT_DECISIONS, RUN_WATCHERS, TOOL_
 from gateway.composition.services import Key
 from gateway.dispatch.dispatcher import APPROVALS, QUESTIONS
 from gateway.protocol import ApprovalNotFound, InvalidRequest
+from gateway.store.db import rowcount
 
 if TYPE_CHECKING:
     from gateway.access.doors import AccessControl, ObjectFinder
     from gateway.access.objects import Obj
     from gateway.approvals.chat import ChatApprovals
+    from gateway.bus import EventBus
     from gateway.composition.callable_types import Broadcast, Spawn
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import ConfigStore
@@ -50,6 +52,8 @@ Presenter = Callable[[str, Pending], Awaitable[None]]
 """``(phase, request)``: ``requested`` when it is asked, ``resolved`` when decided, expired or cancelled."""
 
 PRUNE_EVERY_S = 3600.0
+DECIDED = "approval.decided"
+"""The control message telling the replica holding a request that another replica decided it (``gateway.bus``)."""
 
 
 def now_ms() -> int:
@@ -72,8 +76,13 @@ class ApprovalService:
     """Pending requests of this gateway, their history rows, and the "allow always" rules."""
 
     def __init__(self, db: Database, config: ConfigStore, broadcast: Broadcast, spawn: Spawn,
-                 waiting: Callable[[str, bool], None]) -> None:
+                 waiting: Callable[[str, bool], None], holder: str | None = None, bus: EventBus | None = None
+                 ) -> None:
         self._db = db
+        self._holder = holder
+        """This replica's id, stamped on the rows of the requests asked here."""
+        self._bus = bus
+        """Where a decision made here of another replica's request is told to it (``DECIDED``)."""
         self._config = config
         self._broadcast = broadcast
         self._spawn = spawn
@@ -180,9 +189,13 @@ class ApprovalService:
         item = await self.get(request_id)
         if item is None:
             raise ApprovalNotFound(f"unknown approval id: {request_id}", details={"field": "id"})
+        if item.remote:  # its asker waits at another replica: the row says when it is decided
+            return item
         if item.pending:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(item.done.wait(), timeout_s)
+        if item.pending:  # decided at another replica whose message did not come: the row says so
+            await self._settle_from_row(item.id)
         return item
 
     # -- deciding -----------------------------------------------------------------------------
@@ -193,9 +206,9 @@ class ApprovalService:
             item = await self._decidable(request_id, "tool")
             item.status = "denied" if decision == "deny" else "allowed"
             item.decision, item.reason = decision, "user"
+            await self._closed(item, by)
             if decision == "allow-always":
                 await self._add_rule(item, by)
-            await self._close(item, by)
         return item
 
     async def answer(self, request_id: str, answers: dict[str, list[str]], by: str) -> Pending:
@@ -211,7 +224,7 @@ class ApprovalService:
                     details={"field": "answers"},
                 )
             item.status, item.answers = "answered", answers
-            await self._close(item, by)
+            await self._closed(item, by)
         return item
 
     async def cancel(self, request_id: str, by: str, *, reason: str = "cancelled") -> Pending:
@@ -220,8 +233,13 @@ class ApprovalService:
             item.status, item.reason = ("denied" if item.kind == "tool" else "cancelled"), reason
             if item.kind == "tool":
                 item.decision = "deny"
-            await self._close(item, by)
+            await self._closed(item, by)
         return item
+
+    async def _closed(self, item: Pending, by: str) -> None:
+        if not await self._close(item, by):
+            raise InvalidRequest(f"refused: {item.id} was already decided at another replica",
+                                 details={"code": "ALREADY_RESOLVED", "status": item.status})
 
     async def _decidable(self, request_id: str, kind: Kind | None) -> Pending:
         item = await self.get(request_id)
@@ -275,14 +293,15 @@ class ApprovalService:
                 item.decision = "deny"
             await self._close(item, None)
 
-    async def _close(self, item: Pending, by: str | None) -> None:
+    async def _close(self, item: Pending, by: str | None) -> bool:
+        """Record the outcome (False: another replica decided it first; its outcome is taken instead)."""
         item.resolved_by, item.resolved_at = by, now_ms()
         if item.timer is not None:
             item.timer.cancel()
         async with self._db.session() as s:
-            await s.execute(
+            result = await s.execute(  # first wins, whichever replica decides (the row is shared)
                 update(ApprovalRequest)
-                .where(ApprovalRequest.id == item.id)
+                .where(ApprovalRequest.id == item.id, ApprovalRequest.status == "pending")
                 .values(
                     status=item.status,
                     decision=item.decision,
@@ -292,9 +311,42 @@ class ApprovalService:
                     answers=orjson.dumps(item.answers).decode() if item.answers is not None else None,
                 )
             )
+        if not rowcount(result):  # decided meanwhile at another replica: that outcome stands
+            await self._settle_from_row(item.id, raced=True)
+            return False
         item.done.set()
+        if item.remote:  # the replica holding it tells its asker, the operators and the chats
+            if self._bus is None or not self._bus.publish_control(DECIDED, {"id": item.id}):
+                log.warning("a decision of another replica's request could not be told to it now; it finds the "
+                            "row when its asker asks again", id=item.id)
+            return True
         self._announce("resolved", item)
         # Kept a while for waiters that come back after a reconnect; the row answers after that.
+        asyncio.get_running_loop().call_later(300, self._items.pop, item.id, None)
+        return True
+
+    def remote_decided(self, payload: Any) -> None:
+        """Another replica decided a request asked here (``DECIDED``): its row says how."""
+        if isinstance(payload, dict) and isinstance(payload.get("id"), str) and payload["id"] in self._items:
+            self._spawn(self._settle_from_row(payload["id"]), "approval-decided-elsewhere")
+
+    async def _settle_from_row(self, request_id: str, *, raced: bool = False) -> None:
+        """A request pending here that its row says is decided (at another replica): the asker, the operators and
+        the chats learn the outcome as if it had been decided here. ``raced``: a decision here lost to that one
+        (the item already holds what was tried here: the row's outcome replaces it)."""
+        item = self._items.get(request_id)
+        if item is None or (not item.pending and not raced) or item.done.is_set():
+            return
+        async with self._db.reading() as s:
+            row = await s.get(ApprovalRequest, request_id)
+        if row is None or row.status == "pending":
+            return
+        item.status, item.decision, item.reason = row.status, row.decision, row.reason
+        item.answers, item.resolved_by, item.resolved_at = row.answers_json, row.resolved_by, row.resolved_at
+        if item.timer is not None:
+            item.timer.cancel()
+        item.done.set()
+        self._announce("resolved", item)
         asyncio.get_running_loop().call_later(300, self._items.pop, item.id, None)
 
     # -- reading ------------------------------------------------------------------------------
@@ -308,13 +360,40 @@ class ApprovalService:
         if row is None:
             return None
         item = Pending.from_row(row)
-        if item.pending:  # asked before a restart: nobody waits on it any more
+        if item.pending and row.holder is not None and row.holder != self._holder and row.expires_at > now_ms():
+            item.remote = True  # asked at another replica, which waits on it: decided through the row
+        elif item.pending:  # asked before a restart: nobody waits on it any more
             item.status, item.reason = "cancelled", "gateway-restart"
             item.done.set()
         return item
 
     def pending(self, kind: Kind) -> list[Pending]:
         return sorted((i for i in self._items.values() if i.pending and i.kind == kind), key=lambda i: i.created_at)
+
+    async def pending_everywhere(self, kind: Kind) -> list[Pending]:
+        """The pending requests of this replica and those other replicas hold (a node turn's shim asked there):
+        what an operator's list shows, whichever replica it asks."""
+        here = self.pending(kind)
+        return sorted([*here, *await self._held_elsewhere(kind)], key=lambda i: i.created_at)
+
+    async def questions_elsewhere(self, session_key: str) -> list[Pending]:
+        """The questions of ``session_key`` other replicas hold, pending (a free answer typed here answers them)."""
+        return await self._held_elsewhere("question", session_key)
+
+    async def _held_elsewhere(self, kind: Kind, session_key: str | None = None) -> list[Pending]:
+        if self._bus is None or not self._bus.url:  # one replica: its memory is everything
+            return []
+        q = select(ApprovalRequest).where(ApprovalRequest.status == "pending", ApprovalRequest.kind == kind,
+                                          ApprovalRequest.holder.is_not(None), ApprovalRequest.holder != self._holder,
+                                          ApprovalRequest.expires_at > now_ms())
+        if session_key is not None:
+            q = q.where(ApprovalRequest.session_key == session_key)
+        async with self._db.reading() as s:
+            rows = (await s.execute(q.order_by(ApprovalRequest.created_at))).scalars().all()
+        elsewhere = [Pending.from_row(r) for r in rows if r.id not in self._items]
+        for item in elsewhere:
+            item.remote = True
+        return elsewhere
 
     def pending_for(self, session_key: str) -> list[Pending]:
         return [i for i in self._items.values() if i.pending and i.session_key == session_key]
@@ -408,8 +487,21 @@ class ApprovalService:
                     created_at=item.created_at,
                     expires_at=item.expires_at,
                     resolved_at=item.resolved_at,
+                    holder=self._holder,
                 )
             )
+
+    async def forget_own(self) -> int:
+        """Requests this replica's previous process held, still pending: nobody waits on them any more."""
+        if self._holder is None:
+            return 0
+        async with self._db.session() as s:
+            result = await s.execute(
+                update(ApprovalRequest)
+                .where(ApprovalRequest.holder == self._holder, ApprovalRequest.status == "pending")
+                .values(status="cancelled", reason="gateway-restart", resolved_at=now_ms())
+            )
+        return rowcount(result)
 
     def _announce(self, phase: str, item: Pending) -> None:
         # the run's progress note: "waiting for you" while anything of it is pending
@@ -486,7 +578,10 @@ async def start(host: CapabilityHost) -> None:
     from gateway.approvals.chat import ChatApprovals
 
     service = ApprovalService(host.db, host.config_store, host.broadcast, host.spawn,
-                              waiting=host.agents.waiting)
+                              waiting=host.agents.waiting, holder=host.replica_id, bus=host.bus)
+    await service.forget_own()
+    if host.bus is not None:
+        host.bus.on_control(DECIDED, service.remote_decided)
     service.chat = ChatApprovals(host.db, host.config_store, host.platforms, service, audit=host.services.find(AUDIT))
     service.add_presenter(service.chat.present)
     host.access.add_finder("approval", approval_finder(service, host.access))

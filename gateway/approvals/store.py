@@ -22,7 +22,8 @@ class ApprovalRequest(Base):
     """One request an agent run put to its person: a tool use to allow (``tool``) or questions (``question``)."""
 
     __tablename__ = "approval_requests"
-    __table_args__ = (Index("ix_approval_requests_created_at", "created_at"),)
+    __table_args__ = (Index("ix_approval_requests_created_at", "created_at"),
+                      Index("ix_approval_requests_pending", "status", "session_key"))
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     kind: Mapped[str] = mapped_column(String(16))  # tool | question
@@ -38,6 +39,8 @@ class ApprovalRequest(Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
     expires_at: Mapped[int] = mapped_column(BigInteger)
     resolved_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    holder: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    """The replica whose memory holds the request while it is pending (its asker waits there)."""
 
     @property
     def body_json(self) -> Any:

@@ -20,8 +20,9 @@ import structlog
 
 from gateway import __version__, paths
 from gateway.access.doors import event_session
-from gateway.agents.tokens import RunGrant, RunTokens
+from gateway.agents.tokens import RunGrant, RunTokens, SharedGrants
 from gateway.composition.event_taps import EventTaps
+from gateway.composition.ports import RUN_WATCHERS
 from gateway.composition.services import Services
 from gateway.config import Config, ConfigStore
 from gateway.config.reload import ConfigChanges
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from gateway.access.http import HttpCredentials
     from gateway.agents.executor import AgentExecutor
     from gateway.bus import EventBus
+    from gateway.composition.ports import RunWatcher
     from gateway.config.watch import ConfigWatcher
     from gateway.devices.service import NodeService
     from gateway.dispatch.callers import Caller
@@ -59,6 +61,13 @@ if TYPE_CHECKING:
 __all__ = ["Gateway"]
 
 log = structlog.get_logger("gateway.composition.gateway")
+
+RUN_ENDED = "run.ended"
+"""The control message a replica publishes when a run whose token it shared ends (``gateway.bus``)."""
+FOREIGN_SWEEP_S = 5.0
+"""How often sockets opened with another replica's run token are checked against the shared rows."""
+PRUNE_EVERY_ROUNDS = 60
+"""Expired shared run tokens are deleted every this many sweeps (5 minutes)."""
 
 READY_CACHE_S = 1.0
 """How long ``/readyz`` reuses its last database check."""
@@ -124,9 +133,12 @@ class Gateway:
         (``gateway.sessions.events``)."""
         self.taps = EventTaps(event_session)
         """In-process taps on one session's events, for the HTTP doors that run turns (``event_taps``)."""
-        self.run_tokens = RunTokens()
-        """Tokens of the agent runs in flight (checked by the handshake); a run's end closes its sockets."""
+        self.run_tokens = RunTokens(SharedGrants(self.db, self.replica_id))
+        """Tokens of the agent runs in flight (checked by the handshake); a run's end closes its sockets. A node
+        turn's token is shared with the other replicas, whose sockets opened with it close at its end too."""
         self.run_tokens.on_revoke(self._run_ended)
+        self.run_tokens.on_unshare(self._run_unshared)
+        self._foreign_sweep: asyncio.Task[None] | None = None
         self.bus: EventBus | None = None
         """Events between replicas, when Redis is configured (``gateway.bus``)."""
         self.platforms: ChatPlatforms | None = None
@@ -180,6 +192,8 @@ class Gateway:
         self._exit = exit_server
         await self.db.migrate()
         await self._take_back_leases()
+        assert self.run_tokens.shared is not None
+        await self.run_tokens.shared.drop_own()  # the runs of this replica's previous process are over
         from gateway.methods import defer_all
 
         defer_all()  # each method module is imported at its first call
@@ -187,6 +201,7 @@ class Gateway:
 
         await wiring.start_all(self)
         self._tick_task = asyncio.create_task(self._tick_loop(), name="gateway-tick")
+        self._foreign_sweep = asyncio.create_task(self._sweep_foreign_runs(), name="run-token-sweep")
         log.info("gateway started", version=self.version, pid=os.getpid(), db=self.db.url.split("://")[0])
 
     async def _take_back_leases(self) -> None:
@@ -213,6 +228,8 @@ class Gateway:
     async def stop(self) -> None:
         if self._tick_task:
             self._tick_task.cancel()
+        if self._foreign_sweep:
+            self._foreign_sweep.cancel()
         self.presence_board.close()
         self.memory.close()
         if self.preauth_sweep is not None:
@@ -294,6 +311,63 @@ class Gateway:
         run_id = grant.run_id
         if run_id is not None:
             self.close_connections(lambda caller: caller.extra.get("runId") == run_id, "agent run ended")
+
+    def _run_unshared(self, grant: RunGrant) -> None:
+        """A shared run token was revoked: its row goes, then the other replicas hear it (``RUN_ENDED``) and
+        close their sockets opened with it; one that misses the message finds the row gone (the sweep)."""
+        run_id = grant.run_id
+        if run_id is None:
+            return
+        shared = self.run_tokens.shared
+
+        async def unshare() -> None:
+            try:
+                if shared is not None:
+                    await shared.drop_run(run_id)
+            except Exception as exc:  # the row then expires; the message below still closes the sockets
+                log.warning("an ended run's shared token could not be deleted", run_id=run_id, error=str(exc))
+            if self.bus is not None:
+                self.bus.publish_control(RUN_ENDED, {"runId": run_id, "sessionKey": grant.session_key})
+
+        self.spawn(unshare(), f"run-unshare-{run_id}")
+
+    def remote_run_ended(self, payload: Any) -> None:
+        """Another replica's run ended (``RUN_ENDED``): the sockets its shim opened here close, and what it asked
+        here that is still pending is withdrawn."""
+        if not isinstance(payload, dict) or not isinstance(payload.get("runId"), str):
+            return
+        run_id, session_key = payload["runId"], payload.get("sessionKey")
+        self.close_connections(lambda caller: caller.extra.get("runId") == run_id, "agent run ended")
+        watchers = self.services.find(RUN_WATCHERS)
+        if isinstance(session_key, str) and watchers is not None:
+            self.spawn(self._withdraw(watchers, session_key), f"run-withdraw-{run_id}")
+
+    @staticmethod
+    async def _withdraw(watchers: RunWatcher, session_key: str) -> None:
+        await watchers.run_ended(session_key)
+
+    async def _sweep_foreign_runs(self) -> None:
+        """Sockets opened here with another replica's run token close once its row is gone (the run ended, its
+        replica died and restarted, or it expired), even if the ``RUN_ENDED`` message was missed; expired rows
+        are pruned now and then."""
+        shared = self.run_tokens.shared
+        assert shared is not None
+        rounds = 0
+        while True:
+            await asyncio.sleep(FOREIGN_SWEEP_S)
+            rounds += 1
+            try:
+                mine = self.run_tokens.runs()
+                foreign = {run_id for conn in self.connections.values() if conn.caller is not None
+                           and isinstance(run_id := conn.caller.extra.get("runId"), str) and run_id not in mine}
+                if foreign:
+                    live = await shared.live_runs(foreign)
+                    for run_id in foreign - live:
+                        self.remote_run_ended({"runId": run_id})
+                if rounds % PRUNE_EVERY_ROUNDS == 0:
+                    await shared.prune()
+            except Exception:
+                log.exception("sweeping the sockets of other replicas' runs failed")
 
     def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
         """Send an event to every operator holding ``scope``, on every replica (``gateway.bus``).

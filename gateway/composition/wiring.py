@@ -38,8 +38,10 @@ log = structlog.get_logger("gateway.composition.wiring")
 async def _start_bus(gw: Gateway) -> None:
     """Events between replicas (Redis), first: every later event goes through it."""
     from gateway.bus import connect
+    from gateway.composition.gateway import RUN_ENDED
 
     gw.bus = await connect(gw.instance_id, gw.deliver_local, gw.config)
+    gw.bus.on_control(RUN_ENDED, gw.remote_run_ended)  # another replica's run, whose shim may have come here
     gw.on_stop(gw.bus.stop)
 
 

@@ -129,7 +129,9 @@ class _Handshake:
             if (params.role == "node" and not given and params.auth and params.auth.deviceToken
                     and params.device and gw.nodes is not None):
                 node_token_valid = await gw.nodes.token_valid(params.device.id, params.auth.deviceToken)
-            grant = gw.run_tokens.grant(given)
+            grant = gw.run_tokens.grant(given)  # this replica's own runs: no wait
+            if grant is None and RunTokens.looks_like(given):  # a node turn another replica runs
+                grant = await gw.run_tokens.find(given)
             if grant is None and given is not None and given.startswith(SIGNIN_PREFIX):
                 grant = await person_grant(gw.people, given)  # a person's own sign-in (gateway.people)
             try:

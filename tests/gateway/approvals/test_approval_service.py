@@ -145,3 +145,50 @@ async def test_a_run_that_ends_cancels_what_it_asked_and_a_late_decision_is_refu
         await approvals.decide("r1", "allow-once", "owner")
     assert late.value.details["code"] == "RUN_ENDED"
     assert stored(tmp_path, "r1")[0] == "cancelled"
+
+
+async def test_a_request_held_by_another_replica_is_decided_here_through_its_row(tmp_path: Path) -> None:
+    """Two replicas' services on one database (a node turn's shim asked at A, the person answers at B): B decides
+    A's request through its row; A's waiter learns it at its next wait step even though no bus told it; a later
+    decision at A is refused and B's outcome stands; only A's own restart cancels what A held."""
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    await db.migrate()
+    store = ConfigStore(tmp_path / "remoteclaw.json")
+    store.config = validate({})
+    seen_a, seen_b = Recorded(), Recorded()
+    a = ApprovalService(db, store, seen_a.broadcast, seen_a.spawn, lambda k, on: None, holder="replica-a")
+    b = ApprovalService(db, store, seen_b.broadcast, seen_b.spawn, lambda k, on: None, holder="replica-b")
+    try:
+        asked = await a.ask_tool("far1", "remote", SESSION, "Bash", LS)
+        there = await b.get("far1")
+        assert there is not None and there.pending and there.remote  # pending at A, not "cancelled by a restart"
+        assert (await b.wait("far1", 0.01)).pending
+        await b.decide("far1", "allow-once", "webchat:owner")
+        assert stored(tmp_path, "far1") == ("allowed", "allow-once", "webchat:owner")
+        assert "exec.approval.resolved" not in seen_b.names()  # the holder tells the operators, once
+        assert asked.pending  # no bus here: A has not heard yet
+        got = await a.wait("far1", 0.05)  # the waiter's next step finds the row
+        assert got is asked and got.status == "allowed" and got.resolved_by == "webchat:owner"
+        assert "exec.approval.resolved" in seen_a.names()
+        with pytest.raises(InvalidRequest, match="already decided") as late:
+            await a.decide("far1", "deny", "telegram:7")
+        assert late.value.details["code"] == "ALREADY_RESOLVED"
+        assert stored(tmp_path, "far1") == ("allowed", "allow-once", "webchat:owner")
+
+        racing = await a.ask_tool("far2", "remote", SESSION, "Bash", LS)
+        await b.decide("far2", "deny", "webchat:owner")
+        with pytest.raises(InvalidRequest, match="another replica") as raced:  # A's memory still said pending
+            await a.decide("far2", "allow-once", "telegram:7")
+        assert raced.value.details["code"] == "ALREADY_RESOLVED"
+        assert racing.status == "denied" and racing.done.is_set()  # B's outcome, also in A's memory
+
+        await a.ask_tool("far3", "remote", SESSION, "Bash", LS)
+        restarted = ApprovalService(db, store, seen_a.broadcast, seen_a.spawn, lambda k, on: None,
+                                    holder="replica-a")
+        assert await restarted.forget_own() == 1
+        gone = await b.get("far3")
+        assert gone is not None and gone.status == "cancelled" and gone.reason == "gateway-restart"
+    finally:
+        await asyncio.gather(*seen_a.tasks, *seen_b.tasks, return_exceptions=True)
+        await a.stop()
+        await db.close()
