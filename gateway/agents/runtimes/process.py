@@ -84,6 +84,9 @@ class StdinFeed:
         self.answered = 0
         self.closed = False
         self._holds = 0
+        self.on_close: Callable[[], None] | None = None
+        """Called once when stdin closes (the runner's read loop: a read already waiting gets the linger's deadline,
+        as the feed may be closed from another task, e.g. the ACP conversation's, while the runner waits on stdout)."""
 
     @property
     def holds(self) -> int:
@@ -131,6 +134,8 @@ class StdinFeed:
         if self._pipe is not None:
             with contextlib.suppress(Exception):
                 self._pipe.close()
+        if self.on_close is not None:
+            self.on_close()
 
 
 async def stop_process(proc: Child, grace: float = 3.0) -> None:
@@ -283,17 +288,32 @@ async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, 
     if inv.stdin is not None:
         tasks.append(asyncio.create_task(feed_stdin()))
     lingered = False
+    reading: asyncio.Timeout | None = None  # the deadline of the read waiting on stdout, while one waits
+
+    def closed() -> None:
+        """Stdin closed while a read waits (the feed closed from another task): the CLI has ``LINGER_S`` from now to
+        end, as after a close between two reads, not what is left of the no-output watchdog's time."""
+        if reading is not None:
+            until = asyncio.get_running_loop().time() + LINGER_S
+            when = reading.when()
+            reading.reschedule(until if when is None else min(when, until))
+
+    if feed is not None:
+        feed.on_close = closed
     try:
         assert proc.stdout is not None
         while True:
             try:
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the line and drops a
                 # cancellation (an abort) that lands just as the line arrives, and CLIs stream constantly.
-                answered = feed is not None and feed.closed
-                async with asyncio.timeout(LINGER_S if answered else no_output_timeout):
-                    raw = await proc.stdout.readline()
+                async with asyncio.timeout(LINGER_S if feed is not None and feed.closed else no_output_timeout) \
+                        as reading:
+                    try:
+                        raw = await proc.stdout.readline()
+                    finally:
+                        reading = None
             except TimeoutError:
-                if answered:  # every answer is in, stdin is closed, and the CLI stays up: it is done
+                if feed is not None and feed.closed:  # every answer is in, stdin is closed, the CLI stays up: done
                     lingered = True
                     break
                 if feed is not None and feed.holds:
@@ -329,6 +349,7 @@ async def _run(inv: Invocation, on_object: Callable[[dict[str, Any]], None], *, 
         raise
     finally:
         if feed is not None:
+            feed.on_close = None
             feed.close()
         for t in tasks:
             with contextlib.suppress(BaseException):
