@@ -9,7 +9,9 @@ It speaks the wire itself, one JSON message a line, as an agent does: ``initiali
 - ``sleep:<s>`` think for s seconds, a thought chunk every 0.25 s meanwhile.
 
 Otherwise it answers ``echo: <prompt>``, in two message chunks. ``session/cancel`` ends the prompt with
-``cancelled``. It exits when its stdin closes. Every prompt and every decision is appended to ``$FAKE_CLI_LOG``
+``cancelled``. It exits when its stdin closes; with ``--linger`` it stays up after that, as Gemini CLI's ``--acp``
+does while its MCP server runs (the runner stops it ``LINGER_S`` after stdin closed).
+Every prompt and every decision is appended to ``$FAKE_CLI_LOG``
 (``{acp, pid, cwd, home, prompt, decision}``).
 """
 
@@ -124,6 +126,8 @@ def main() -> int:
             _cancelled.set()
         elif rid is not None:
             send({"id": rid, "error": {"code": -32601, "message": f"{method} is not supported"}})
+    if "--linger" in sys.argv[1:]:
+        time.sleep(3600)
     return 0
 
 
