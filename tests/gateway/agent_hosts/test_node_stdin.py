@@ -90,6 +90,14 @@ async def history(c: RawClient, key: str) -> list[dict[str, Any]]:
     return list((await c.call("chat.history", {"sessionKey": key, "limit": 20}))["messages"])
 
 
+async def reply_of(c: RawClient, key: str, ended: dict[str, Any]) -> str:
+    """The agent's reply in the turn that ended ``ended``: the approval's outcome notice is told to the chat beside
+    the turn, so it may come after the reply when the tool runs fast."""
+    replies = [m for m in await history(c, key) if m["role"] == "assistant" and m.get("runId") == ended["runId"]]
+    assert replies, (ended, await history(c, key))
+    return json.dumps(replies[-1])
+
+
 async def test_a_message_sent_during_a_node_turn_steers_the_running_cli(world: dict[str, Any],
                                                                         node: NodeHostProcess) -> None:
     gw: GatewayProcess = world["gw"]
@@ -148,8 +156,8 @@ async def test_an_acp_agent_on_the_node_asks_the_chat_and_the_answer_reaches_it(
         ended = await asked_and_answered(c, key, "touch acp-made.txt && echo acp-$((6*7))", "allow-once",
                                          think_s=SILENCE_S + 3)
         assert ended["status"] == "ok", ended
-        reply = [m for m in await history(c, key) if m["role"] == "assistant"][-1]
-        assert "ran: acp-42" in json.dumps(reply), reply
+        reply = await reply_of(c, key, ended)
+        assert "ran: acp-42" in reply, reply
         assert (world["code"] / "acp-made.txt").exists()  # run by the agent in the node's lent folder
         seen = acp_log(world)
         assert seen[0]["cwd"] == str(world["code"]) and seen[0]["home"] == str(node.state / "agent-homes" / "acp")
@@ -157,7 +165,7 @@ async def test_an_acp_agent_on_the_node_asks_the_chat_and_the_answer_reaches_it(
         assert [e["decision"] for e in seen if "decision" in e] == ["yes"]
         ended = await asked_and_answered(c, key, "touch acp-refused.txt", "deny")
         assert ended["status"] == "ok", ended
-        assert "declined" in json.dumps([m for m in await history(c, key) if m["role"] == "assistant"][-1])
+        assert "declined" in await reply_of(c, key, ended)
         assert not (world["code"] / "acp-refused.txt").exists()
     finally:
         await c.close()
@@ -190,7 +198,7 @@ async def test_the_same_acp_agent_runs_on_the_gateways_machine_through_the_same_
     try:
         ended = await asked_and_answered(c, key, "echo local-$((6*7))", "allow-once")
         assert ended["status"] == "ok", ended
-        assert "ran: local-42" in json.dumps([m for m in await history(c, key) if m["role"] == "assistant"][-1])
+        assert "ran: local-42" in await reply_of(c, key, ended)
     finally:
         await c.close()
 
@@ -204,7 +212,7 @@ async def test_codex_app_server_on_the_node_asks_the_chat_and_the_decision_reach
         ended = await asked_and_answered(c, key, "touch codex-made.txt && echo codex-$((6*7))", "allow-once",
                                          think_s=SILENCE_S + 3)
         assert ended["status"] == "ok", ended
-        assert "ran: codex-42" in json.dumps([m for m in await history(c, key) if m["role"] == "assistant"][-1])
+        assert "ran: codex-42" in await reply_of(c, key, ended)
         assert (world["code"] / "codex-made.txt").exists()
         seen = [e for e in cli_log(world) if e.get("codex")]
         assert [e["decision"] for e in seen if "decision" in e] == ["accept"]
@@ -222,7 +230,7 @@ async def test_gemini_in_its_acp_mode_on_the_node_asks_the_chat_and_the_answer_r
         before = len(acp_log(world))
         ended = await asked_and_answered(c, key, "touch gem-made.txt && echo gem-$((6*7))", "allow-once")
         assert ended["status"] == "ok", ended
-        assert "ran: gem-42" in json.dumps([m for m in await history(c, key) if m["role"] == "assistant"][-1])
+        assert "ran: gem-42" in await reply_of(c, key, ended)
         assert (world["code"] / "gem-made.txt").exists()
         seen = acp_log(world)[before:]
         assert seen[0]["home"] == str(node.state / "agent-homes" / "gem")  # the Gemini agent's, on the node
