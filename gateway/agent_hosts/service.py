@@ -79,12 +79,15 @@ class AgentHosts:
                            runtime=agent.runtime, logins=logins, plugin_tools="", local_fx=local_fx,
                            timeout_s=timeout_s, attachments=attachments or [], project=block)
 
-    async def ask(self, host_ref: str, project: ProjectConfig, session_key: str, action: str) -> dict[str, Any]:
+    async def ask(self, host_ref: str, project: ProjectConfig, session_key: str, action: str,
+                  more: dict[str, Any] | None = None) -> dict[str, Any]:
         """The node's answer about the session's project (``agent.project``): ``describe``, ``prepare`` (the
-        worktree made on first use), ``uncommitted``, ``worktrees``, ``remove``. ``RpcError`` with the node's
-        reason when it refuses (a folder not lent)."""
+        worktree made on first use), ``uncommitted``, ``sessionDiff`` (``sessions.diff``'s, with ``more``: its
+        ``scope`` and ``commit``), ``worktrees``, ``remove``. ``RpcError`` with the node's reason when it refuses
+        (a folder not lent)."""
         answer = await self.nodes.invoke(host_ref, "agent.project",
-                                         {"project": project_block(project, session_key), "action": action},
+                                         {**(more or {}), "project": project_block(project, session_key),
+                                          "action": action},
                                          timeout_ms=PROJECT_TIMEOUT_MS,
                                          idempotency_key=f"agent.project:{uuid.uuid4().hex}")
         got = answer.get("payload")
@@ -98,7 +101,7 @@ class AgentHosts:
                        worktree=bool(got.get("worktree")))
 
     async def describe(self, agent: AgentConfig, name: str | None, session_key: str,
-                       action: str = "describe") -> dict[str, Any]:
+                       action: str = "describe", more: dict[str, Any] | None = None) -> dict[str, Any]:
         """``{project, path, branch}`` of a session of an agent on a node, as the node sees it (with what
         ``action`` asked: ``diff``, ``worktrees``, ``removed``); ``refused``: the node does not lend that folder,
         or git refused (why); ``note``: the node could not be asked now (why)."""
@@ -114,7 +117,7 @@ class AgentHosts:
             return {**out, "refused": f"{project.path} is not in a folder node {host.name} lends (it lends: "
                                       f"{folders}; on the node: remoteclaw node agents set folders ...)"}
         try:
-            got = await self.ask(host.node_id, project, session_key, action)
+            got = await self.ask(host.node_id, project, session_key, action, more)
         except RpcError as exc:
             key = "refused" if exc.code in ("FORBIDDEN", "INVALID_REQUEST") else "note"
             return {**out, key: exc.message}

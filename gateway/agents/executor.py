@@ -484,7 +484,8 @@ class AgentExecutor:
         if fronted is not None and models is not None:
             issued = await models.issue(fronted, run_id=run.id, agent=agent, session_key=run.session_key,
                                         person_id=person.id if person is not None else None, owner=owner,
-                                        isolated=False)
+                                        isolated=False,
+                                        shared_for_s=self._config.config.agents.timeoutSeconds + SHARED_TOKEN_SLACK_S)
             host_, port = self._listen()
             local_root = f"http://{'127.0.0.1' if host_ in ('0.0.0.0', '', '::') else host_}:{port}"
             issued.env = hosts.rebase(issued.env, local_root, host.http_origin)
@@ -635,6 +636,8 @@ class AgentExecutor:
             _drop_scratch(turn.workspace, turn.scratch)
         turn.fx_path.unlink(missing_ok=True)
         turn.tools_path.unlink(missing_ok=True)
+        if models is not None and turn.models is not None and turn.node is not None:
+            used = await models.gather(turn.models.token, used)  # what it used where its node's address led
         approvals = self._services.find(RUN_WATCHERS)
         if approvals is not None:  # a decision arriving after this is refused: the run has ended
             await approvals.run_ended(run.session_key)

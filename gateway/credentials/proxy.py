@@ -103,7 +103,7 @@ class ModelRoute:
         raw = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
         headers = dict(raw)
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        grant = self._models.standins.find(_given(headers, query))
+        grant = await self._models.find(_given(headers, query))
         upstream = grant.upstreams.get(name) if grant is not None else None
         wire = upstream.wire if upstream is not None else ("anthropic" if "x-api-key" in headers else "openai")
         if grant is None:
@@ -151,6 +151,8 @@ class ModelRoute:
             log.debug("model gateway: the run went away; the upstream request is cancelled", run_id=grant.run_id)
         finally:
             gone.cancel()
+            if grant.shared is not None:  # another replica's run: what this answer used goes to its row
+                await self._models.settle(grant)
 
     def _model_refused(self, grant: StandIn, path: str, body: bytes) -> str | None:
         """Why this run may not ask for this model (``modelGateway.othersModels``, for anyone but the owner)."""

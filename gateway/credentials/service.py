@@ -8,6 +8,7 @@ run token is revoked).
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import os
 from collections.abc import Callable
@@ -26,10 +27,12 @@ from gateway.credentials.clis import STANDIN, Plan, plan_for
 from gateway.credentials.config import GEMINI_CLI_CLIENT_SECRET
 from gateway.credentials.egress import EgressProxy
 from gateway.credentials.oauth import LoginRefresher, LoginShape
-from gateway.credentials.standins import StandIn, StandIns
+from gateway.credentials.standins import PREFIX, StandIn, StandIns
+from gateway.credentials.store import SharedStandIns, Used
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.relay import GatewayRelay
 from gateway.sandbox.service import PORTAL_PORT
+from gateway.store.errors import StoreError
 from gateway.usage.store import TurnUsage, UsageRepo, day_start_ms
 
 if TYPE_CHECKING:
@@ -74,12 +77,14 @@ class _Limit:
 
 class ModelGateway:
     def __init__(self, config: ConfigStore, db: Database, people: PeopleService | None,
-                 listen: Callable[[], tuple[str, int]]) -> None:
+                 listen: Callable[[], tuple[str, int]], shared: SharedStandIns | None = None) -> None:
         self._config = config
         self._db = db
         self._people = people
         self._listen = listen
         self.standins = StandIns()
+        self.shared = shared
+        """Where the stand-ins of node turns are shared with the other replicas (None: this replica only)."""
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(60, connect=30), follow_redirects=False)
         """For the logins' token endpoints: a refresh an hour is no place for speed."""
         self._upstream: aiohttp.ClientSession | None = None
@@ -149,9 +154,13 @@ class ModelGateway:
 
     def plan(self, agent: AgentConfig, runtime: Runtime) -> Plan:
         """How this agent's CLI is fronted (from its env over the gateway's, and the login below its HOME)."""
+        return self._plan_of(agent, family_of(runtime))
+
+    @staticmethod
+    def _plan_of(agent: AgentConfig, family: str) -> Plan:
         env = {**os.environ, **agent.env}
         home = Path(agent.env.get("HOME") or Path.home()).expanduser()
-        return plan_for(family_of(runtime), env, home)
+        return plan_for(family, env, home)
 
     def refusal(self, plan: Plan | None, agent: AgentConfig, *, owner: bool) -> str | None:
         """Why this run may not start: its CLI cannot be fronted, it is not the owner's, and the owner did not
@@ -167,11 +176,20 @@ class ModelGateway:
     # -- per run ----------------------------------------------------------------------------------
 
     async def issue(self, plan: Plan, *, run_id: str, agent: AgentConfig, session_key: str, person_id: str | None,
-                    owner: bool, isolated: bool) -> Issued:
-        """A stand-in for this run and its CLI's environment; ``isolated``: the run has no network (the portal)."""
+                    owner: bool, isolated: bool, shared_for_s: float | None = None) -> Issued:
+        """A stand-in for this run and its CLI's environment; ``isolated``: the run has no network (the portal);
+        ``shared_for_s``: every replica accepts it for at most that long (a node turn's CLI calls its model where
+        the node's address leads)."""
         grant = StandIn(run_id=run_id, agent_id=agent.id, session_key=session_key, person_id=person_id, owner=owner,
-                        upstreams={u.name: u for u in plan.upstreams})
+                        upstreams={u.name: u for u in plan.upstreams}, family=plan.family)
         token = self.standins.issue(grant)
+        if shared_for_s is not None and self.shared is not None:
+            try:
+                await self.shared.put(self.standins.key(token), run_id=run_id, grant=grant.grant_json(),
+                                      ttl_s=shared_for_s)
+            except StoreError as exc:
+                log.warning("a node turn's stand-in is not shared: its model calls work only if they reach this "
+                            "replica", run_id=run_id, error=str(exc))
         host, port = self._listen()
         host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
         root = f"http://127.0.0.1:{PORTAL_PORT}" if isolated else f"http://{host}:{port}"
@@ -193,6 +211,65 @@ class ModelGateway:
         if grant is not None:
             self._limits.pop(grant.run_id, None)
         return grant
+
+    async def gather(self, token: str, grant: StandIn | None) -> StandIn | None:
+        """After ``revoke`` of a shared stand-in: its row deleted (no replica accepts it any more), and what the other
+        replicas saw the run use added to ``grant``."""
+        if self.shared is None or grant is None:
+            return grant
+        try:
+            used = await self.shared.take(self.standins.key(token))
+        except StoreError as exc:  # the row expires on its own; what the others counted is lost, said here
+            log.warning("a node turn's usage at the other replicas could not be read", run_id=grant.run_id,
+                        error=str(exc))
+            return grant
+        if used is not None:
+            for key, value in used.usage.items():
+                grant.usage[key] = grant.usage.get(key, 0) + value
+            grant.cost_usd += used.cost_usd
+            grant.model = grant.model or used.model
+            grant.stopped = grant.stopped or used.stopped
+        return grant
+
+    async def find(self, given: str | None) -> StandIn | None:
+        """The live stand-in ``given`` is: this replica's own (no wait), else one another replica issued for a node
+        turn and shared, rebuilt with this replica's own credential for its upstreams (None: neither)."""
+        grant = self.standins.find(given)
+        if grant is not None or self.shared is None or not given or not given.startswith(PREFIX):
+            return grant
+        key = self.standins.key(given)
+        found = await self.shared.get(key)
+        if found is None:
+            return None
+        data, used = found
+        agent = next((a for a in self._config.config.agents.list if a.id == data["agent_id"]), None)
+        if agent is None:  # the config changed under the run: nothing to add a credential from
+            return None
+        plan = await asyncio.to_thread(self._plan_of, agent, str(data["family"]))
+        names = set(data["upstreams"])
+        grant = StandIn(run_id=data["run_id"], agent_id=agent.id, session_key=data["session_key"],
+                        person_id=data["person_id"], owner=bool(data["owner"]),
+                        upstreams={u.name: u for u in plan.upstreams if u.name in names},
+                        usage={**StandIn.zero_usage(), **used.usage}, cost_usd=used.cost_usd, model=used.model,
+                        stopped=used.stopped, family=plan.family, shared=key,
+                        counted=Used(dict(used.usage), used.cost_usd, used.model, used.stopped))
+        grant.limits = await self._day_limits(agent, grant.person_id, owner=grant.owner)
+        return grant
+
+    async def settle(self, grant: StandIn) -> None:
+        """What one request of another replica's stand-in used, added to its row (the issuer counts it at the end)."""
+        if grant.shared is None or grant.counted is None or self.shared is None:
+            return
+        before = grant.counted
+        more = Used({k: v - before.usage.get(k, 0) for k, v in grant.usage.items() if v != before.usage.get(k, 0)},
+                    grant.cost_usd - before.cost_usd, grant.model, grant.stopped)
+        if not more.usage and not more.cost_usd and more.stopped == before.stopped:
+            return
+        try:
+            await self.shared.add(grant.shared, more)
+        except StoreError as exc:
+            log.warning("a node turn's usage here could not be passed to its replica", run_id=grant.run_id,
+                        error=str(exc))
 
     # -- money ------------------------------------------------------------------------------------
 
@@ -236,7 +313,7 @@ class ModelGateway:
 
     def over_budget(self, grant: StandIn, pending: float = 0.0) -> str | None:
         """Why this run must stop now (a budget spent, counting what the live runs used so far), or None."""
-        for lim in self._limits.get(grant.run_id, ()):
+        for lim in grant.limits if grant.shared is not None else self._limits.get(grant.run_id, ()):
             live = sum(g.cost_usd for g in self.standins.live() if g is not grant and (
                 g.agent_id == grant.agent_id if lim.what.startswith("agent") else
                 g.person_id is not None if lim.what.startswith("the team") else g.person_id == grant.person_id))

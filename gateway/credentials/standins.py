@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gateway.credentials.clis import Upstream
+    from gateway.credentials.store import Used
 
 __all__ = ["StandIn", "StandIns"]
 
@@ -30,13 +31,32 @@ class StandIn:
     person_id: str | None
     owner: bool
     upstreams: dict[str, Upstream]
-    usage: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0, "cacheRead": 0,
-                                                            "cacheWrite": 0})
+    usage: dict[str, int] = field(default_factory=lambda: StandIn.zero_usage())
     """What the upstream's answers stated so far in this run (``wire``)."""
     cost_usd: float = 0.0
     model: str | None = None
     stopped: str | None = None
     """Why the model gateway stopped this run (its budget), said in the chat."""
+    family: str = ""
+    """The CLI family its upstreams are of (``gateway.credentials.clis.plan_for``): another replica rebuilds them."""
+    shared: str | None = None
+    """The hash of its row in the shared store (``gateway.credentials.store``), on a replica that did not issue it:
+    what it uses here is added to that row."""
+    counted: Used | None = None
+    """On such a replica: what the row held when this request read it (the rest is this request's)."""
+
+    limits: list[Any] = field(default_factory=list)
+    """On such a replica: the run's daily budgets as this request found them (the issuer keeps its own)."""
+
+    @staticmethod
+    def zero_usage() -> dict[str, int]:
+        return {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+
+    def grant_json(self) -> dict[str, object]:
+        """Whose use it is, for the other replicas (the upstreams by name: never the credential they hold)."""
+        return {"run_id": self.run_id, "agent_id": self.agent_id, "session_key": self.session_key,
+                "person_id": self.person_id, "owner": self.owner, "family": self.family,
+                "upstreams": sorted(self.upstreams)}
 
 
 class StandIns:
@@ -44,20 +64,20 @@ class StandIns:
         self._live: dict[str, StandIn] = {}
 
     @staticmethod
-    def _key(token: str) -> str:
+    def key(token: str) -> str:
         return hashlib.sha256(token.encode()).hexdigest()
 
     def issue(self, grant: StandIn) -> str:
         token = PREFIX + secrets.token_urlsafe(32)
-        self._live[self._key(token)] = grant
+        self._live[self.key(token)] = grant
         return token
 
     def revoke(self, token: str) -> StandIn | None:
-        return self._live.pop(self._key(token), None)
+        return self._live.pop(self.key(token), None)
 
     def find(self, given: str | None) -> StandIn | None:
         """The live stand-in ``given`` is, or None (unknown, or its run has ended)."""
-        return self._live.get(self._key(given)) if given and given.startswith(PREFIX) else None
+        return self._live.get(self.key(given)) if given and given.startswith(PREFIX) else None
 
     def live(self) -> list[StandIn]:
         return list(self._live.values())

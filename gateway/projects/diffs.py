@@ -16,11 +16,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from gateway.paths import OUTBOUND, outbound_dir, outbound_session
-from gateway.projects.workdir import GitError, filters_off, git, session_slug
+from gateway.projects.workdir import GitError, branch_of, filters_off, git, session_slug
 
-__all__ = ["EMPTY_TREE", "Diff", "diff_trees", "file_entries", "last_diff", "save_diff", "snapshot", "uncommitted"]
+__all__ = ["EMPTY_TREE", "Diff", "diff_trees", "file_entries", "last_diff", "save_diff", "session_diff", "snapshot",
+           "unavailable", "uncommitted"]
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """git's well-known id of the empty tree: the "before" of a repository without a commit."""
@@ -134,6 +136,59 @@ async def file_entries(path: Path, before: str, after: str, *, untracked: frozen
         entry["patch"] = patch
         budget -= len(patch)
     return entries, cut
+
+
+def unavailable(reason: str) -> dict[str, Any]:
+    """``sessions.diff``'s answer when there is nothing to diff (OpenClaw's ``unavailableReason``)."""
+    return {"files": [], "additions": 0, "deletions": 0, "unavailableReason": reason}
+
+
+async def _commit_ref(root: Path, ref: str) -> dict[str, str]:
+    sha, _, subject = (await git(root, "log", "-1", "--format=%H%x00%s", ref)).strip().partition("\0")
+    return {"sha": sha, "subject": subject}
+
+
+async def session_diff(root: Path, *, scope: str, commit: str | None, base_of: Path | None) -> dict[str, Any]:
+    """What ``root`` holds that its base does not, in the shape of OpenClaw's ``sessions.diff`` (without the session's
+    key and root): ``all`` (since the branch left the branch ``base_of`` has checked out, when ``root`` is a
+    conversation's worktree of that repository, uncommitted work included), ``uncommitted`` (against HEAD) or one
+    ``commit``. The gateway runs it on its own folders, a node on the folders it lends. Raises ``GitError``."""
+    out: dict[str, Any] = {}
+    if scope == "commit":
+        try:
+            sha = (await git(root, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")).strip()
+        except GitError:
+            return unavailable("unknown_commit")
+        parents = (await git(root, "rev-list", "--parents", "-n", "1", sha)).split()
+        before = f"{parents[1]}^{{tree}}" if len(parents) > 1 else EMPTY_TREE
+        after = f"{sha}^{{tree}}"
+        untracked: frozenset[str] = frozenset()
+    else:
+        after = await snapshot(root)
+        listed = await git(root, "ls-files", "--others", "--exclude-standard", "-z")
+        untracked = frozenset(n for n in listed.split("\0") if n)
+        try:
+            head = (await git(root, "rev-parse", "--verify", "--quiet", "HEAD")).strip()
+        except GitError:
+            head = ""
+        before = f"{head}^{{tree}}" if head else EMPTY_TREE
+        base_ref = await branch_of(base_of) if scope == "all" and head and base_of is not None else None
+        if base_ref:
+            base = (await git(root, "merge-base", "HEAD", base_ref)).strip()
+            before = f"{base}^{{tree}}"
+            log = await git(root, "log", "--max-count=50", "--format=%H%x00%s", f"{base}..HEAD")
+            out["baseRef"] = base_ref
+            out["aheadCount"] = int((await git(root, "rev-list", "--count", f"{base}..HEAD")).strip())
+            out["commits"] = [{"sha": sha, "subject": subject} for sha, _, subject in
+                              (line.partition("\0") for line in log.splitlines() if line)]
+            out["mergeBase"] = await _commit_ref(root, base)
+    files, cut = await file_entries(root, before, after, untracked=untracked)
+    out["files"] = files
+    out["additions"] = sum(cast(int, f["additions"]) for f in files)
+    out["deletions"] = sum(cast(int, f["deletions"]) for f in files)
+    if cut:
+        out["truncated"] = True
+    return out
 
 
 async def uncommitted(path: Path) -> Diff:

@@ -9,15 +9,16 @@ back. See docs/projects.md.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from gateway.access import Access
+from gateway.composition.ports import AGENT_HOSTS
 from gateway.dispatch.dispatcher import READ, WRITE, CallContext, Params, method
 from gateway.projects.commands import switch_project
-from gateway.projects.diffs import EMPTY_TREE, file_entries, snapshot
-from gateway.projects.workdir import GitError, branch_of, describe, git, git_toplevel
+from gateway.projects.diffs import session_diff, unavailable
+from gateway.projects.workdir import GitError, describe, git_toplevel
 from gateway.protocol import Forbidden, InvalidRequest
 from gateway.sessions.methods import check_visible, is_owner
 from gateway.sessions.service import parse_key
@@ -79,12 +80,27 @@ class DiffParams(Params):
 
 
 def _unavailable(key: str, reason: str) -> dict[str, Any]:
-    return {"sessionKey": key, "files": [], "additions": 0, "deletions": 0, "unavailableReason": reason}
+    return {"sessionKey": key, **unavailable(reason)}
 
 
-async def _commit_ref(root: Path, ref: str) -> dict[str, str]:
-    sha, _, subject = (await git(root, "log", "-1", "--format=%H%x00%s", ref)).strip().partition("\0")
-    return {"sha": sha, "subject": subject}
+async def _node_diff(ctx: CallContext, agent: AgentConfig, project: str | None, key: str,
+                     p: DiffParams) -> dict[str, Any]:
+    """``sessions.diff`` of a session whose agent is on a node: the node diffs its folder (``agent.project``'s
+    ``sessionDiff``), as the gateway diffs its own."""
+    hosts = ctx.services.find(AGENT_HOSTS)
+    if hosts is None or agent.project(project) is None:
+        return _unavailable(key, "not_git")
+    where = await hosts.describe(agent, project, key, "sessionDiff", {"scope": p.scope, "commit": p.commit})
+    if where.get("refused") or where.get("note"):
+        why = where.get("refused") or where.get("note")
+        return {**_unavailable(key, "node_unavailable" if where.get("note") else "not_git"), "message": why}
+    found = where.get("sessionDiff")
+    if not isinstance(found, dict):
+        return _unavailable(key, "not_git")
+    out = {"sessionKey": key, "root": where["path"], "node": agent.node, **found}
+    if where.get("branch") and "unavailableReason" not in found:
+        out.setdefault("branch", where["branch"])
+    return out
 
 
 @method("sessions.diff", access=Access("session", "read", ("sessionKey", "agentId")), params=DiffParams, scope=READ)
@@ -97,54 +113,18 @@ async def sessions_diff(p: DiffParams, ctx: CallContext) -> dict[str, Any]:
     if row is None:
         return _unavailable(key, "unknown_session")
     agent = ctx.sessions.agent(row.agent_id, field="sessionKey")
-    if agent.node is not None:  # its project is the node's folder: no git of the gateway's runs there
-        return _unavailable(key, "not_git")
+    if agent.node is not None:  # its project is a folder on the node: the node runs git there, not the gateway
+        return await _node_diff(ctx, agent, row.project, key, p)
     where = await describe(agent, row.project, key)
     root = Path(where["path"]) if where["path"] else None
     if root is None or await git_toplevel(root) is None:
         return _unavailable(key, "not_git")
-    out: dict[str, Any] = {"sessionKey": key, "root": str(root)}
-    if where["branch"]:
-        out["branch"] = where["branch"]
+    project = agent.project(row.project)
+    base = Path(project.path) if project is not None and project.worktrees and where["path"] != project.path else None
     try:
-        if p.scope == "commit":
-            assert p.commit is not None
-            try:
-                sha = (await git(root, "rev-parse", "--verify", "--quiet", f"{p.commit}^{{commit}}")).strip()
-            except GitError:
-                return {**_unavailable(key, "unknown_commit"), "root": str(root)}
-            parents = (await git(root, "rev-list", "--parents", "-n", "1", sha)).split()
-            before = f"{parents[1]}^{{tree}}" if len(parents) > 1 else EMPTY_TREE
-            after = f"{sha}^{{tree}}"
-            untracked: frozenset[str] = frozenset()
-        else:
-            after = await snapshot(root)
-            listed = await git(root, "ls-files", "--others", "--exclude-standard", "-z")
-            untracked = frozenset(n for n in listed.split("\0") if n)
-            try:
-                head = (await git(root, "rev-parse", "--verify", "--quiet", "HEAD")).strip()
-            except GitError:
-                head = ""
-            before = f"{head}^{{tree}}" if head else EMPTY_TREE
-            project = agent.project(row.project)
-            in_worktree = project is not None and project.worktrees and where["path"] != project.path
-            if p.scope == "all" and head and project is not None and in_worktree:
-                base_ref = await branch_of(Path(project.path))
-                if base_ref:
-                    base = (await git(root, "merge-base", "HEAD", base_ref)).strip()
-                    before = f"{base}^{{tree}}"
-                    log = await git(root, "log", "--max-count=50", "--format=%H%x00%s", f"{base}..HEAD")
-                    out["baseRef"] = base_ref
-                    out["aheadCount"] = int((await git(root, "rev-list", "--count", f"{base}..HEAD")).strip())
-                    out["commits"] = [{"sha": sha, "subject": subject} for sha, _, subject in
-                                      (line.partition("\0") for line in log.splitlines() if line)]
-                    out["mergeBase"] = await _commit_ref(root, base)
-        files, cut = await file_entries(root, before, after, untracked=untracked)
+        found = await session_diff(root, scope=p.scope, commit=p.commit, base_of=base)
     except (GitError, OSError) as exc:
         raise InvalidRequest(f"git could not diff {root}: {exc}", details={"field": "sessionKey"}) from None
-    out["files"] = files
-    out["additions"] = sum(cast(int, f["additions"]) for f in files)
-    out["deletions"] = sum(cast(int, f["deletions"]) for f in files)
-    if cut:
-        out["truncated"] = True
-    return out
+    if where["branch"] and "unavailableReason" not in found:
+        found = {"branch": where["branch"], **found}
+    return {"sessionKey": key, "root": str(root), **found}

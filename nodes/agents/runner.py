@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodes.agents.files import attachments_of, drop_attachments, place_attachments, read_turn_file
 from nodes.agents.settings import AgentHostSettings
-from nodes.agents.workdirs import ACTIONS, act, diff_since, parse_project, resolve, snapshot_of
+from nodes.agents.workdirs import ACTIONS, act, diff_ask, diff_since, parse_project, resolve, snapshot_of
 from nodes.errors import CommandError
 
 if TYPE_CHECKING:
@@ -190,7 +190,9 @@ class AgentRunner:
         action = params.get("action", "describe")
         if action not in ACTIONS:
             raise CommandError("INVALID_REQUEST", f"agent.project: action must be one of {', '.join(ACTIONS)}")
-        return await act(action, parse_project(params.get("project"), "agent.project"), self.settings.folders)
+        diff = diff_ask(params) if action == "sessionDiff" else ("all", None)
+        return await act(action, parse_project(params.get("project"), "agent.project"), self.settings.folders,
+                         diff)
 
     async def file(self, params: dict[str, Any]) -> dict[str, Any]:
         """A file the agent of a turn running here sends: read inside that turn's folder only (``files``)."""

@@ -28,7 +28,8 @@ __all__ = ["ACTIONS", "MAX_DIFF_CHARS", "ProjectAsk", "Resolved", "act", "diff_s
 MAX_DIFF_CHARS = 1_000_000
 """A turn's diff text sent back at most (the rest cut, and said so)."""
 MAX_KEY = 512
-ACTIONS = ("describe", "prepare", "uncommitted", "worktrees", "remove")
+ACTIONS = ("describe", "prepare", "uncommitted", "sessionDiff", "worktrees", "remove")
+DIFF_SCOPES = ("all", "uncommitted", "commit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,16 +186,39 @@ def _diff_json(diff: Any) -> dict[str, Any] | None:
             "added": diff.added, "removed": diff.removed, "cut": cut}
 
 
-async def act(action: str, ask: ProjectAsk, folders: list[str]) -> dict[str, Any]:
+def diff_ask(params: dict[str, Any]) -> tuple[str, str | None]:
+    """``sessionDiff``'s ``scope`` and ``commit``, with errors naming the field."""
+    scope, commit = params.get("scope", "all"), params.get("commit")
+    if scope not in DIFF_SCOPES:
+        raise CommandError("INVALID_REQUEST", f"agent.project: scope must be one of {', '.join(DIFF_SCOPES)}")
+    if commit is not None and (not isinstance(commit, str) or not 0 < len(commit) <= 200):
+        raise CommandError("INVALID_REQUEST", "agent.project: commit must be a commit's name (at most 200 chars)")
+    if scope == "commit" and commit is None:
+        raise CommandError("INVALID_REQUEST", "agent.project: commit is required with scope 'commit'")
+    return scope, commit
+
+
+async def act(action: str, ask: ProjectAsk, folders: list[str],
+              diff: tuple[str, str | None] = ("all", None)) -> dict[str, Any]:
     """``agent.project``'s answer: ``describe`` (nothing made), ``prepare`` (the worktree made), ``uncommitted``
-    (everything not committed there now, as a diff), ``worktrees`` (the conversations' worktrees of the
-    repository), ``remove`` (this session's worktree; git refuses one with uncommitted changes)."""
+    (everything not committed there now, as a diff), ``sessionDiff`` (``sessions.diff``'s answer for ``diff``'s
+    scope and commit, as the gateway gives it for its own folders), ``worktrees`` (the conversations' worktrees of
+    the repository), ``remove`` (this session's worktree; git refuses one with uncommitted changes)."""
     from gateway.projects import diffs
     from gateway.projects import workdir as projects
 
     where = await resolve(ask, folders, create=action == "prepare")
     out = where.to_json()
-    if action == "uncommitted" and where.git and where.exists:
+    if action == "sessionDiff":
+        if not where.git or not where.exists:
+            out["sessionDiff"] = diffs.unavailable("not_git")
+            return out
+        try:
+            out["sessionDiff"] = await diffs.session_diff(where.path, scope=diff[0], commit=diff[1],
+                                                          base_of=ask.path if where.worktree else None)
+        except (projects.GitError, OSError) as exc:
+            out["refused"] = f"git could not diff {where.path}: {exc}"
+    elif action == "uncommitted" and where.git and where.exists:
         try:
             out["diff"] = _diff_json(await diffs.uncommitted(where.path))
         except (projects.GitError, OSError) as exc:

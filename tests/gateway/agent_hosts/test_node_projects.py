@@ -194,6 +194,33 @@ async def test_a_worktree_on_the_node_and_the_turns_diff_in_the_chat(world: dict
     assert doc["filename"].endswith("-2.diff") and "-line 1\n+edited by the agent" in doc["data"].decode()
     assert Path(last_run(node, "edit:new.txt")["cwd"]) == tree
 
+    # sessions.diff (the web chat's and OpenClaw's clients' view) is answered by the node, in its worktree
+    gw: GatewayProcess = world["gw"]
+    c = await operator(gw.url, gw.token or "", scopes=["operator.admin"])
+    try:
+        key = next(r["key"] for r in (await c.call("sessions.list", {}))["sessions"] if str(ADA) in r["key"])
+        everything = await c.call("sessions.diff", {"sessionKey": key})
+        assert everything["root"] == str(tree) and everything["node"] == NODE, everything
+        assert everything["branch"] == branch and everything["baseRef"] == branch_in(repo), everything
+        assert sorted(f["path"] for f in everything["files"]) == ["hello.txt", "new.txt"], everything["files"]
+        assert all(f["untracked"] for f in everything["files"]) and "+edited by the agent" in json.dumps(everything)
+        git(tree, "add", "hello.txt")
+        git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "the agent's file")
+        sha = git(tree, "rev-parse", "HEAD").strip()
+        committed = await c.call("sessions.diff", {"sessionKey": key})
+        assert committed["aheadCount"] == 1 and committed["commits"] == [{"sha": sha, "subject": "the agent's file"}]
+        assert sorted(f["path"] for f in committed["files"]) == ["hello.txt", "new.txt"]  # since the branch left
+        open_work = await c.call("sessions.diff", {"sessionKey": key, "scope": "uncommitted"})
+        assert [f["path"] for f in open_work["files"]] == ["new.txt"], open_work
+        one = await c.call("sessions.diff", {"sessionKey": key, "scope": "commit", "commit": sha})
+        assert [f["path"] for f in one["files"]] == ["hello.txt"] and one["additions"] == 3, one
+        unknown = await c.call("sessions.diff", {"sessionKey": key, "scope": "commit", "commit": "no-such-ref"})
+        assert unknown["unavailableReason"] == "unknown_commit", unknown
+    finally:
+        await c.close()
+    git(tree, "reset", "-q", "--soft", "HEAD~1")  # the worktree as the turns left it, for the tests after this one
+    git(tree, "reset", "-q", "hello.txt")
+
 
 async def test_a_project_without_worktrees_works_in_the_nodes_folder(world: dict[str, Any], node: NodeHostProcess,
                                                                      fake: FakeTelegram) -> None:
