@@ -48,6 +48,7 @@ class AgentHosts:
     LOST = LOST
     LOST_CODES = LOST_CODES
     TooLarge = TooLarge
+    NodePlace = NodePlace
     rebase = staticmethod(rebase)
     renamed_in_prompt = staticmethod(renamed_in_prompt)
 

@@ -36,7 +36,7 @@ import structlog
 
 from gateway.agents import outbox
 from gateway.agents.context import context_env, is_owner_run, issue_run_token, prompt_for
-from gateway.agents.invocation import cli_argv
+from gateway.agents.invocation import Desk, cli_argv
 from gateway.agents.reply import clean_reply, is_duplicate, one_line
 from gateway.agents.runtimes import McpServer, RunSpec, runtime_for
 from gateway.agents.runtimes.base import ASKING_MODES, Approve, Fronted, Runtime
@@ -64,6 +64,7 @@ from gateway.composition.ports import (
     Voice,
 )
 from gateway.projects.diffs import Diff, diff_trees, save_diff, snapshot
+from gateway.projects.handoff import DeskAway
 from gateway.projects.workdir import PRIVATE_DIR, GitError, Workdir, resolve_workdir, shared_git_dir
 from gateway.protocol import InvalidRequest, RpcError
 from gateway.runs import Origin, Run, RunOutcome
@@ -250,17 +251,46 @@ class AgentExecutor:
 
     # -- running -------------------------------------------------------------------------------
 
-    async def handoff_place(self, session_key: str) -> tuple[Path, Path, Path | None]:
+    async def handoff_place(self, session_key: str) -> Desk:
         """Where the session's turns run (its project folder or worktree, else the private path the executor
         uses), its state dir, and the sandbox HOME of its own its CLI filed the conversation in (someone else's
-        session): what ``/handoff`` needs to resume the CLI's session by hand."""
+        session): what ``/handoff`` needs to resume the CLI's session by hand. On a node: its paths there."""
         agent_id = parse_key(session_key)[0]
         agent = self._sessions.agent(agent_id, field="sessionKey")
         row = await self._sessions.get(session_key)
-        workdir = await resolve_workdir(agent, row.project if row is not None else None, session_key)
+        project = row.project if row is not None else None
+        if agent.node is not None:
+            return await self._node_desk(agent, project, session_key)
+        workdir = await resolve_workdir(agent, project, session_key)
         private = self.workspace_for(session_key)
         home = await asyncio.to_thread(self._sandbox.session_home, agent_id, session_key)
-        return (workdir.path if workdir is not None else private), self._state_dir / "runtimes" / private.name, home
+        return Desk(workdir.path if workdir is not None else private, self._state_dir / "runtimes" / private.name,
+                    home)
+
+    async def _node_desk(self, agent: AgentConfig, project: str | None, session_key: str) -> Desk:
+        """A node turn's places on its node, as the node described them: the project's folder or the session's
+        worktree there (the node makes it, as the next turn would), the lent workspace, or the session's private
+        folder; the node's CLI for the runtime, and the HOME the node gives the agent (its own login's, when the
+        node's owner runs turns unsandboxed with the node's logins)."""
+        hosts = self._services.find(AGENT_HOSTS)
+        if hosts is None:
+            raise DeskAway(f"agent {agent.id} runs on node {agent.node}, but this gateway has no node service")
+        host, why, _kept = await hosts.try_place(agent)
+        if host is None:
+            raise DeskAway(why)
+        chosen = agent.project(project)
+        workspace: Path | str | None = agent.workspace
+        if chosen is not None:
+            try:
+                workspace = (await hosts.workdir(host.node_id, chosen, session_key, create=True)).path
+            except RpcError as exc:
+                raise DeskAway(f"node {host.name}: {exc.message}") from None
+        place = hosts.NodePlace.of(host, session_key=session_key, run_id="handoff", workspace=workspace)
+        facts = host.facts
+        own_home = facts.get("sandbox") == "off" and facts.get("credentials") == "own"
+        home = None if own_home else Path(str(facts.get("homesDir"))) / agent.id
+        argv = (facts.get("clis") or {}).get(agent.runtime)
+        return Desk(place.workspace, place.cli_state, home, list(argv) if argv else None, host.name)
 
     def workspace_for(self, session_key: str) -> Path:
         """A stable path per session (removed after each run): CLIs file their resumable sessions by cwd."""

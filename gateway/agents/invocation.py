@@ -7,13 +7,14 @@ CLI is missing, the command that installs it) and the per-turn facts in the tran
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig
 
-__all__ = ["INSTALL", "NAMES", "cli_argv", "cli_facts", "missing_cli"]
+__all__ = ["INSTALL", "NAMES", "Desk", "cli_argv", "cli_facts", "missing_cli"]
 
 INSTALL = {"claude": "npm install -g @anthropic-ai/claude-code", "codex": "npm install -g @openai/codex",
            "gemini": "npm install -g @google/gemini-cli", "opencode": "npm install -g opencode-ai"}
@@ -21,6 +22,19 @@ INSTALL = {"claude": "npm install -g @anthropic-ai/claude-code", "codex": "npm i
 
 NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "opencode": "OpenCode"}
 """Each built-in runtime as people call it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Desk:
+    """Where a session's CLI is started by hand to continue its conversation (``/handoff``): the folder its turns
+    run in, the state folder that outlives them, the HOME its CLI filed the conversation under (None: the
+    machine's), the command (None: the agent's own) and the node it is on (None: the gateway's machine)."""
+
+    workspace: Path
+    state_dir: Path | None
+    home: Path | None
+    argv: list[str] | None = None
+    node: str | None = None
 
 
 def missing_cli(runtime: str, command: str, *, denied: bool = False) -> str:

@@ -25,6 +25,7 @@ from gateway.sessions.service import inbound_key, main_key
 from gateway.sessions.store import SessionRepo
 
 if TYPE_CHECKING:
+    from gateway.agents.invocation import Desk
     from gateway.composition.services import Services
     from gateway.config import AgentConfig, ConfigStore
     from gateway.hooks import HookRunner
@@ -47,7 +48,7 @@ class Replies(Protocol):
     async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int: ...
     async def typing(self, origin: Origin) -> float | None: ...
     async def send_file(self, origin: Origin, path: Path, session_key: str, caption: str | None = None) -> bool: ...
-    async def handoff_place(self, session_key: str) -> tuple[Path, Path, Path | None]: ...
+    async def handoff_place(self, session_key: str) -> Desk: ...
 
 
 class InboundRouter:

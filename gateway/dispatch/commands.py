@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from gateway.access import Access, Obj, Principal, may
 
 if TYPE_CHECKING:
+    from gateway.agents.invocation import Desk
     from gateway.composition.ports import ChatDecisions, ChatRecorder
     from gateway.config import ConfigStore
     from gateway.people.service import PeopleService, PersonView
@@ -99,7 +100,7 @@ class CommandReplies(Protocol):
 
     async def notify(self, origin: Origin, text: str, session_key: str, *, reply_to_id: str | None = None) -> int: ...
     async def send_file(self, origin: Origin, path: Path, session_key: str, caption: str | None = None) -> bool: ...
-    async def handoff_place(self, session_key: str) -> tuple[Path, Path, Path | None]: ...
+    async def handoff_place(self, session_key: str) -> Desk: ...
 
 
 @dataclass(frozen=True, slots=True)

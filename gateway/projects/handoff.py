@@ -24,13 +24,17 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
     from pathlib import Path
 
+    from gateway.agents.invocation import Desk
     from gateway.sessions.service import SessionsService
 
-    HandoffPlace = Callable[[str], Awaitable[tuple[Path, Path, Path | None]]]
-    """``AgentExecutor.handoff_place``: a session's workspace, its runtime state folder, and the sandbox HOME its
-    CLI keeps the conversation in when that is the session's own (None: the machine's HOME)."""
+    HandoffPlace = Callable[[str], Awaitable[Desk]]
+    """``AgentExecutor.handoff_place``: where and how the session's CLI is started by hand (``Desk``)."""
 
-__all__ = ["handoff", "handoff_command"]
+__all__ = ["DeskAway", "handoff", "handoff_command"]
+
+
+class DeskAway(Exception):
+    """The machine the session's turns run on cannot be asked now (its node is away): why."""
 
 
 @command("handoff", access=Access("session", "read"),
@@ -39,6 +43,8 @@ async def handoff_text(ctx: CommandContext, rest: str) -> str:
     """``/handoff``: the shell line that resumes this conversation in the agent's CLI on the gateway's machine."""
     try:
         found = await handoff(ctx.sessions, ctx.replies.handoff_place, ctx.key)
+    except DeskAway as exc:
+        return f"Nothing to hand off now: {exc}"
     except (GitError, OSError) as exc:
         return f"The project's folder could not be prepared: {exc}"
     if found is None:
@@ -46,26 +52,32 @@ async def handoff_text(ctx: CommandContext, rest: str) -> str:
     runtime, sid = found["runtime"], found["sessionId"]
     if found["command"] is None:
         return f"The {runtime} runtime cannot be resumed outside the gateway (session id {sid})."
-    return (f"Continue this conversation on the gateway's machine ({runtime}, session {sid}):\n\n"
+    where = f"on node {found['node']}" if found.get("node") else "on the gateway's machine"
+    return (f"Continue this conversation {where} ({runtime}, session {sid}):\n\n"
             f"{found['command']}\n\nWhat you do there is picked up here with the next message.")
 
 
 async def handoff(sessions: SessionsService, place: HandoffPlace, key: str) -> dict[str, str | None] | None:
-    """``{runtime, sessionId, cwd, command}`` for session ``key`` (``command`` None for a runtime without a line),
-    or None before the CLI has a session. May prepare the session's project worktree, as its next turn would;
-    raises ``GitError``/``OSError`` when that fails."""
+    """``{runtime, sessionId, cwd, command, node?}`` for session ``key`` (``command`` None for a runtime without a
+    line; ``node``: the node its turns run on, where the line is run), or None before the CLI has a session. May
+    prepare the session's project worktree, as its next turn would; raises ``GitError``/``OSError`` when that
+    fails, ``DeskAway`` when the session's node cannot be asked now."""
     agent = sessions.agent(parse_key(key)[0], field="key")
     row = await sessions.get(key)
     resume_id = row.cli_session(agent.runtime) if row is not None else None
     if not resume_id:
         return None
-    workspace, state_dir, home = await place(key)
-    return {
+    desk = await place(key)
+    found: dict[str, str | None] = {
         "runtime": agent.runtime,
         "sessionId": resume_id,
-        "cwd": str(workspace),
-        "command": handoff_command(agent.runtime, cli_argv(agent), resume_id, workspace, state_dir, home),
+        "cwd": str(desk.workspace),
+        "command": handoff_command(agent.runtime, desk.argv or cli_argv(agent), resume_id, desk.workspace,
+                                   desk.state_dir, desk.home),
     }
+    if desk.node is not None:
+        found["node"] = desk.node
+    return found
 
 
 def handoff_command(

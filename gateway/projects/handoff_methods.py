@@ -13,7 +13,7 @@ from pydantic import Field
 
 from gateway.access import Access
 from gateway.dispatch.dispatcher import WRITE, CallContext, Params, method
-from gateway.projects.handoff import handoff
+from gateway.projects.handoff import DeskAway, handoff
 from gateway.projects.workdir import GitError
 from gateway.protocol import InvalidRequest, Unavailable
 from gateway.sessions.service import parse_key
@@ -25,7 +25,8 @@ class HandoffParams(Params):
 
 @method("sessions.handoff", access=Access("session", "write", ("key",)), params=HandoffParams, scope=WRITE)
 async def sessions_handoff(p: HandoffParams, ctx: CallContext) -> dict[str, Any]:
-    """``{key, runtime, sessionId, cwd, command}``; ``command`` is None for a runtime without a resume line."""
+    """``{key, runtime, sessionId, cwd, command, node?}``; ``command`` is None for a runtime without a resume line;
+    ``node`` names the node an agent placed on one runs on (the line is for that machine)."""
     try:
         parse_key(p.key)
     except InvalidRequest as exc:
@@ -34,6 +35,8 @@ async def sessions_handoff(p: HandoffParams, ctx: CallContext) -> dict[str, Any]
         ) from exc
     try:
         found = await handoff(ctx.sessions, ctx.agents.handoff_place, p.key)
+    except DeskAway as exc:
+        raise Unavailable(f"nothing to continue at the desk now: {exc}") from exc
     except (GitError, OSError) as exc:
         raise Unavailable(f"the project's folder could not be prepared: {exc}") from exc
     if found is None:

@@ -216,10 +216,19 @@ async def test_a_worktree_on_the_node_and_the_turns_diff_in_the_chat(world: dict
         assert [f["path"] for f in one["files"]] == ["hello.txt"] and one["additions"] == 3, one
         unknown = await c.call("sessions.diff", {"sessionKey": key, "scope": "commit", "commit": "no-such-ref"})
         assert unknown["unavailableReason"] == "unknown_commit", unknown
+        # /handoff names the node's machine, its worktree, its CLI and the HOME the node gives the agent
+        desk = await c.call("sessions.handoff", {"key": key})
+        assert desk["node"] == NODE and desk["cwd"] == str(tree), desk
+        home = node.state / "agent-homes" / "remote"
+        assert f"cd {tree}" in desk["command"] and f"HOME={home} {sys.executable} {FAKE_CLI}" in desk["command"]
+        assert desk["command"].endswith(f"--resume {desk['sessionId']}"), desk
     finally:
         await c.close()
     git(tree, "reset", "-q", "--soft", "HEAD~1")  # the worktree as the turns left it, for the tests after this one
     git(tree, "reset", "-q", "hello.txt")
+    told = await say(fake, ADA, "/handoff", lambda t: t.startswith("Continue"))
+    assert told.startswith("Continue this conversation on node workbench (claude, session "), told
+    assert f"cd {tree}" in told
 
 
 async def test_a_project_without_worktrees_works_in_the_nodes_folder(world: dict[str, Any], node: NodeHostProcess,
