@@ -44,8 +44,14 @@ async def status(ctx: CommandContext, rest: str) -> str:
              f"Now: {doing}",
              f"Tokens: {st['inputTokens']:,} in, {st['outputTokens']:,} out",
              f"Session: {key}"]
+    agent = ctx.sessions.agent(st["agentId"], field="sessionKey")
+    on = f" on node {agent.node}" if agent.node is not None else ""
+    if st.get("project") and agent.node is not None and ctx.agent_hosts is not None:  # the node's worktree
+        st["branch"] = (await ctx.agent_hosts.describe(agent, st["project"], key)).get("branch")
     if st.get("project"):
-        lines.insert(2, f"Project: {st['project']}" + (f" (branch {st['branch']})" if st.get("branch") else ""))
+        lines.insert(2, f"Project: {st['project']}{on}" + (f" (branch {st['branch']})" if st.get("branch") else ""))
+    elif on:
+        lines.insert(2, f"Runs{on}")
     return "\n".join(lines)
 
 

@@ -28,13 +28,18 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """Gateway status; with ``sessionKey``, that session's status (``gateway.sessions.service``)."""
     gw = ctx.gateway
     if p.sessionKey:
-        from gateway.projects.methods import open_projects
+        from gateway.projects.methods import open_projects, project_place
         from gateway.sessions.methods import check_visible
 
         await check_visible(ctx, gw.sessions.normalize_key(p.sessionKey))
         out = await gw.sessions.status(p.sessionKey)
         agent = gw.sessions.agent(out["agentId"], field="sessionKey")
         out["projects"] = open_projects(ctx, agent, out.get("personId"))  # what the web chat's picker offers
+        if agent.node is not None:  # the header shows where the turns run: the node's folder or worktree
+            out["node"] = agent.node
+            if out.get("project"):
+                where = await project_place(ctx, agent, out["project"], out["key"])
+                out["projectPath"], out["branch"] = where["path"], where["branch"]
         return out
     host, port = gw.listen
     answer: dict[str, Any] = {

@@ -43,6 +43,15 @@ def open_projects(ctx: CallContext, agent: AgentConfig, session_person: str | No
     return [p.name for p in agent.projects if ctx.people.may_work_in(person, p.people, is_owner=owner)]
 
 
+async def project_place(ctx: CallContext, agent: AgentConfig, project: str | None, key: str) -> dict[str, Any]:
+    """``{project, path, branch}`` of the session's project as its turns see it: on the gateway's machine, or on
+    the agent's node as that node describes it (the conversation's worktree there; ``note`` while it is away)."""
+    hosts = ctx.services.find(AGENT_HOSTS) if agent.node is not None else None
+    if hosts is not None:
+        return dict(await hosts.describe(agent, project, key))
+    return dict(await describe(agent, project, key))
+
+
 @method("sessions.project", access=Access("session", "write", ("sessionKey",)), params=ProjectParams, scope=WRITE)
 async def sessions_project(p: ProjectParams, ctx: CallContext) -> dict[str, Any]:
     """Set the session's project; the agent starts a fresh conversation there (CLIs file sessions by folder)."""
@@ -58,10 +67,16 @@ async def sessions_project(p: ProjectParams, ctx: CallContext) -> dict[str, Any]
                             details={"code": "PROJECT_FORBIDDEN", "field": "project"})
         known = f"one of {', '.join(names)}" if names else f"agent {agent.id} has no projects (docs/projects.md)"
         raise InvalidRequest(f"unknown project {p.project!r}: {known}", details={"field": "project"})
+    where = await project_place(ctx, agent, p.project, key)
+    if where.get("refused"):  # a folder the agent's node does not lend: its turns would be refused there
+        raise InvalidRequest(f"project {p.project!r} cannot be used on node {agent.node}: {where['refused']}",
+                             details={"field": "project"})
     await switch_project(ctx.db, key, p.project)
-    where = await describe(agent, p.project, key)
-    return {"ok": True, "sessionKey": key, "project": where["project"], "projectPath": where["path"],
-            "branch": where["branch"], "projects": names}
+    out = {"ok": True, "sessionKey": key, "project": where["project"], "projectPath": where["path"],
+           "branch": where["branch"], "projects": names}
+    if agent.node is not None:
+        out["node"] = agent.node
+    return out
 
 
 class DiffParams(Params):

@@ -11,6 +11,7 @@ what the chat got.
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -135,12 +136,17 @@ async def test_a_project_folder_the_node_does_not_lend_is_refused(world: dict[st
         out = remoteclaw(gw, "nodes", "agents")
         assert out.returncode == 0, out.stderr
         assert f"project outside: {world['outside']} is not in a folder the node lends" in out.stdout
-        # A session switched to it all the same (by a method, not /project): the node itself refuses the turn.
+        # sessions.project refuses it as /project does, naming the field
         listed = [s["key"] for s in (await c.call("sessions.list", {}))["sessions"]]
         key = next(k for k in listed if k.endswith(str(CY)))
-        await c.call("sessions.project", {"sessionKey": key, "project": "outside"})
+        refused_rpc = await c.req("sessions.project", {"sessionKey": key, "project": "outside"})
+        assert refused_rpc["error"]["details"]["field"] == "project" and "lends" in refused_rpc["error"]["message"]
     finally:
         await c.close()
+    # A session switched to it all the same (behind the gateway's back, as if the node lent it once and no longer
+    # does): the node itself refuses the turn.
+    with sqlite3.connect(gw.state_dir / "remoteclaw.db") as db:
+        db.execute("UPDATE sessions SET project = 'outside' WHERE key = ?", (key,))
     before = len(runs(node))
     answer = await say(fake, CY, "edit:stolen.txt try", lambda t: "lends" in t)
     assert f"project outside: node {NODE} refused agent.project: the project folder {world['outside']} is not in " \
@@ -216,6 +222,9 @@ async def test_a_worktree_on_the_node_and_the_turns_diff_in_the_chat(world: dict
         assert [f["path"] for f in one["files"]] == ["hello.txt"] and one["additions"] == 3, one
         unknown = await c.call("sessions.diff", {"sessionKey": key, "scope": "commit", "commit": "no-such-ref"})
         assert unknown["unavailableReason"] == "unknown_commit", unknown
+        # the web chat's header (status) shows the node's worktree and branch, not the project's folder here
+        st = await c.call("status", {"sessionKey": key})
+        assert (st["node"], st["project"], st["projectPath"], st["branch"]) == (NODE, "web", str(tree), branch), st
         # /handoff names the node's machine, its worktree, its CLI and the HOME the node gives the agent
         desk = await c.call("sessions.handoff", {"key": key})
         assert desk["node"] == NODE and desk["cwd"] == str(tree), desk
@@ -226,6 +235,8 @@ async def test_a_worktree_on_the_node_and_the_turns_diff_in_the_chat(world: dict
         await c.close()
     git(tree, "reset", "-q", "--soft", "HEAD~1")  # the worktree as the turns left it, for the tests after this one
     git(tree, "reset", "-q", "hello.txt")
+    shown = await say(fake, ADA, "/status", lambda t: t.startswith("Agent:"))
+    assert f"Project: web on node workbench (branch {branch})" in shown, shown
     told = await say(fake, ADA, "/handoff", lambda t: t.startswith("Continue"))
     assert told.startswith("Continue this conversation on node workbench (claude, session "), told
     assert f"cd {tree}" in told
