@@ -134,10 +134,15 @@ class Runner:
 
     # -- hooks -----------------------------------------------------------------------------------
 
-    def _fire(self, method: str, params: dict[str, Any]) -> None:
-        """Send a hook without waiting; a hook that fails is only worth a line on stderr."""
+    def _fire(self, method: str, params: dict[str, Any],
+              after: asyncio.Future[None] | None = None) -> asyncio.Future[None]:
+        """Send a hook without waiting; a hook that fails is only worth a line on stderr. ``after``: sent once that
+        one is answered (the gateway runs a connection's requests side by side, so an after-hook sent while its
+        before-hook is still being decided could reach the operators first)."""
 
         async def send() -> None:
+            if after is not None:
+                await asyncio.wait([after])
             try:
                 await self.gateway(method, params, timeout=HOOK_TIMEOUT_S)
             except Exception as exc:
@@ -146,6 +151,7 @@ class Runner:
         task = asyncio.ensure_future(send())
         self._hooks.add(task)
         task.add_done_callback(self._hooks.discard)
+        return task
 
     async def _before(self, params: dict[str, Any]) -> dict[str, Any]:
         """The before-hook, awaited: a plugin may block the call or rewrite its params. A gateway that does
@@ -170,6 +176,7 @@ class Runner:
         args = {} if arguments is None else arguments
         hook_params = {"toolName": name, "params": args if isinstance(args, dict) else {},
                        "sessionKey": self.ctx.session_key}
+        fired: asyncio.Future[None] | None = None  # the before-hook sent without waiting, if it was
         if self.catalog.await_before:
             decided = await self._before(hook_params)
             if decided.get("block"):
@@ -178,7 +185,7 @@ class Runner:
             if isinstance(decided.get("params"), dict):
                 args = decided["params"]
         else:
-            self._fire("hooks.tool.before", hook_params)
+            fired = self._fire("hooks.tool.before", hook_params)
             await asyncio.sleep(0)  # let the before-hook go out ahead of the call itself
         started = time.perf_counter()
         error: str | None = None
@@ -193,7 +200,7 @@ class Runner:
             after = {**hook_params, "durationMs": round((time.perf_counter() - started) * 1000, 3)}
             if error is not None:
                 after["error"] = error
-            self._fire("hooks.tool.after", after)
+            self._fire("hooks.tool.after", after, fired)
         return result
 
     async def _run(self, tool: Tool, args: Any) -> dict[str, Any]:

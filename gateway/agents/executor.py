@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     from gateway.composition.callable_types import Broadcast
     from gateway.composition.services import Services
     from gateway.config import AgentConfig, ConfigStore, ProjectConfig
-    from gateway.hooks import HookRunner
+    from gateway.hooks.runner import HookRunner
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.interface import ChatPlatforms, ProgressSink
     from gateway.runs import RunQueue

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from gateway.agents.invocation import Desk
     from gateway.composition.services import Services
     from gateway.config import AgentConfig, ConfigStore
-    from gateway.hooks import HookRunner
+    from gateway.hooks.runner import HookRunner
     from gateway.people.service import PeopleService, PersonView
     from gateway.platforms.messages import Inbound
     from gateway.runs import RunQueue

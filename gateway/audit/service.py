@@ -22,7 +22,7 @@ from gateway.audit.actors import actor_of, kind_of
 from gateway.composition.ports import AUDIT
 from gateway.composition.services import Key
 from gateway.dispatch.callers import Caller
-from gateway.logs import scrub_secrets
+from gateway.logs.sink import scrub_secrets
 from gateway.redaction import redact
 
 if TYPE_CHECKING:

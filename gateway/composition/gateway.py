@@ -27,7 +27,7 @@ from gateway.composition.services import Services
 from gateway.config import Config, ConfigStore
 from gateway.config.reload import ConfigChanges
 from gateway.dispatch.dispatcher import READ, Dispatcher, IdempotencyCache, grants, registry
-from gateway.hooks import HookRunner
+from gateway.hooks.runner import HookRunner
 from gateway.protocol import event_head
 from gateway.server.auth import AuthThrottle
 from gateway.server.connection import CLOSE_POLICY, CLOSE_RESTART, Connection

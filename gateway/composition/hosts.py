@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gateway.config.reload import Listener
     from gateway.devices.service import NodeService
     from gateway.dispatch.callers import Caller
-    from gateway.hooks import HookRunner
+    from gateway.hooks.runner import HookRunner
     from gateway.people.service import PeopleService
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue

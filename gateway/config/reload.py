@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from gateway import logs
 from gateway.config import Config, secret_values
 from gateway.config.model import secret_paths
+from gateway.logs import sink
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -50,9 +50,9 @@ def changed_sections(old: Config, new: Config) -> frozenset[str]:
 def register_secrets(data: dict[str, Any], config: Config) -> None:
     """Tell the logger every secret the config holds (file values and env overrides alike)."""
     for value in secret_values(data, secret_paths()):
-        logs.add_secret(value)
+        sink.add_secret(value)
     for value in secret_values(config.model_dump(mode="json"), secret_paths()):
-        logs.add_secret(value)
+        sink.add_secret(value)
 
 
 class ConfigChanges:
@@ -107,7 +107,7 @@ class ConfigChanges:
         elif changed:
             if "logging" in changed:
                 lc = config.logging
-                logs.configure(self._logs_dir, level=lc.level, console_level=lc.consoleLevel,
+                sink.configure(self._logs_dir, level=lc.level, console_level=lc.consoleLevel,
                                max_bytes=lc.maxFileBytes, keep=lc.keepFiles)
             for listener in list(self._listeners):
                 try:

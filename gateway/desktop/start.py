@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from gateway.composition.ports import DESKTOP_TOOLS, RECORDER
-from gateway.hooks import HookHandler
+from gateway.hooks.runner import HookHandler
 
 if TYPE_CHECKING:
     from gateway.composition.hosts import CapabilityHost

@@ -51,7 +51,7 @@ from gateway.dispatch.registry import (
     validate_wire,
     wire_field_names,
 )
-from gateway.logs import scrub_secrets
+from gateway.logs.sink import scrub_secrets
 from gateway.protocol import (
     Forbidden,
     InvalidRequest,
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from gateway.config import Config, ConfigStore
     from gateway.config.reload import ConfigChanges
     from gateway.devices.service import NodeService
-    from gateway.hooks import HookRunner
+    from gateway.hooks.runner import HookRunner
     from gateway.people.service import PeopleService
     from gateway.platforms.interface import ChatPlatforms
     from gateway.runs import RunQueue

@@ -24,10 +24,12 @@ ELSEWHERE = ("gateway.sessions.methods", "gateway.sessions.views", "gateway.sess
              "gateway.runs.chat_methods", "gateway.runs.chat_startup", "gateway.runs.agent_methods",
              "gateway.usage.methods", "gateway.projects.methods", "gateway.projects.handoff_methods",
              "gateway.platforms.message_methods", "gateway.platforms.sender_pairing_methods",
-             "gateway.devices.methods", "gateway.devices.pairing_methods", "gateway.people.methods")
+             "gateway.devices.methods", "gateway.devices.pairing_methods", "gateway.people.methods",
+             "gateway.hooks.methods", "gateway.logs.methods")
 """Core method modules kept in the package of the concept they serve (its service and store beside them):
 sessions, runs (``chat.*``, ``agent``), usage, projects, the platforms' messages and sender pairing, nodes and
-device pairing, people. What stays in this package is the gateway's own surface (health, config, host, update)."""
+device pairing, people, plugin hooks, the log. What stays in this package is the gateway's own surface (health,
+config, host, update)."""
 
 INDEX_FILE = Path(__file__).with_name("index.json")
 """Module -> the method ``names`` and ``aliases`` it declares (``gateway.dispatch.method_index``)."""

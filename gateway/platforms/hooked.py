@@ -14,7 +14,7 @@ import structlog
 from gateway.protocol import InvalidRequest
 
 if TYPE_CHECKING:
-    from gateway.hooks import HookRunner
+    from gateway.hooks.runner import HookRunner
     from gateway.platforms.interface import ChatPlatforms
     from gateway.platforms.messages import Sent
     from gateway.runs import Origin

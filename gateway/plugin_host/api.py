@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from gateway.dispatch.dispatcher import ADMIN, NODE, READ, WRITE
-from gateway.hooks import HOOKS
+from gateway.hooks.runner import HOOKS
 from gateway.plugin_host.schemas import SchemaValidator, schema_error
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from gateway.composition.ports import PLUGIN_TOOLS
 from gateway.composition.services import Key
 from gateway.config import model as config_model
 from gateway.dispatch.dispatcher import ADMIN, PAIRING, READ, CallContext, Caller, MethodSpec, registry
-from gateway.hooks import HookHandler
+from gateway.hooks.runner import HookHandler
 from gateway.plugin_host.api import PluginApi, PluginMethod, PluginTool, ToolContext, whose_for
 from gateway.plugin_host.discovery import Candidate, discover
 from gateway.plugin_host.schemas import SchemaValidator
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from gateway.composition.callable_types import MethodCall
     from gateway.composition.hosts import CapabilityHost
     from gateway.config import Config, ConfigStore
-    from gateway.hooks import HookRunner
+    from gateway.hooks.runner import HookRunner
     from gateway.sessions.service import SessionsService
     from gateway.store import Database
 

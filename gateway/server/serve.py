@@ -19,10 +19,11 @@ from typing import Any
 import structlog
 import uvicorn
 
-from gateway import logs, paths
+from gateway import paths
 from gateway.composition.gateway import Gateway
 from gateway.config import ConfigError, ConfigStore
 from gateway.config.reload import register_secrets
+from gateway.logs import sink
 from gateway.server import gc_freezer
 from gateway.server.control_ui import find_root
 from gateway.server.loop_watch import LoopWatch
@@ -142,8 +143,8 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
             cfg = store.config
             register_secrets(store.data, cfg)
             token, origin = resolve_token(store)
-            logs.add_secret(token)
-            logs.configure(paths.logs_dir(), level=cfg.logging.level, console_level=cfg.logging.consoleLevel,
+            sink.add_secret(token)
+            sink.configure(paths.logs_dir(), level=cfg.logging.level, console_level=cfg.logging.consoleLevel,
                            max_bytes=cfg.logging.maxFileBytes, keep=cfg.logging.keepFiles)
             gw = Gateway(state_dir=state, config_store=store, token=token)
             gw.listen = (host, port)
@@ -211,7 +212,7 @@ async def serve(*, host: str | None = None, port: int | None = None, announce: b
     finally:
         paths.clear_listen()
         sock.close()
-        logs.shutdown()
+        sink.shutdown()
         gc_freezer.freeze_for_exit()
 
 

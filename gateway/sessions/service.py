@@ -36,7 +36,7 @@ from gateway.webchat.files import delete_files
 
 if TYPE_CHECKING:
     from gateway.config import AgentConfig, ConfigStore
-    from gateway.hooks import HookRunner
+    from gateway.hooks.runner import HookRunner
     from gateway.runs import RunQueue
     from gateway.store import Database
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gateway import logs
 from gateway.audit.actors import actor_of, kind_of
 from gateway.audit.methods import parse_when
 from gateway.audit.service import MAX_DETAILS_BYTES, AuditService, details_json
@@ -21,6 +20,7 @@ from gateway.audit.store import Cursor, Filter
 from gateway.config import ConfigStore
 from gateway.config.model import validate
 from gateway.dispatch.callers import Caller, SessionScope
+from gateway.logs import sink
 from gateway.store import Database
 
 pytestmark = pytest.mark.timeout(60)
@@ -51,7 +51,7 @@ def test_each_kind_of_caller_has_its_short_name() -> None:
 
 
 def test_details_keep_no_secret_and_nothing_huge() -> None:
-    logs.add_secret("known-secret-value-77")
+    sink.add_secret("known-secret-value-77")
     stored = orjson.loads(details_json({"apiKey": "sk-1", "env": {"ANY": "sk-2"}, "url": "redis://:pw@host",
                                         "note": "has known-secret-value-77 inside", "count": 3, "unset": None}) or "")
     assert stored == {"apiKey": "__REMOTECLAW_REDACTED__", "env": {"ANY": "__REMOTECLAW_REDACTED__"},

@@ -25,7 +25,7 @@ from gateway.config.model import validate
 from gateway.cron.jobs import validate_job
 from gateway.cron.service import CronService
 from gateway.cron.store import CronJob
-from gateway.hooks import HookRunner
+from gateway.hooks.runner import HookRunner
 from gateway.runs.lease import LeaseService
 from gateway.runs.queue import RunQueue
 from gateway.runs.run import Run, RunOutcome

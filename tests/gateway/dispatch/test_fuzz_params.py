@@ -195,7 +195,8 @@ def check_answer(method: str, params: Any, res: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
-    config = {"gateway": {"auth": {"rateLimit": {"maxFailures": 100_000}}}}
+    config = {"gateway": {"auth": {"rateLimit": {"maxFailures": 100_000}},
+                          "requestRate": {"perSecond": 0}}}  # the params are under test, not the pace
     with GatewayProcess(tmp_path_factory.mktemp("gw-params"), config=config) as proc:
         yield proc
 

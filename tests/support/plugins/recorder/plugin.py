@@ -15,7 +15,7 @@ import json
 import time
 from typing import Any
 
-from gateway.hooks import HOOKS
+from gateway.hooks.runner import HOOKS
 
 
 def _append(path: str, line: str) -> None:

@@ -1,4 +1,4 @@
-"""``logs.tail``: read the gateway's own JSON log back, in OpenClaw's shape.
+"""``sink.tail``: read the gateway's own JSON log back, in OpenClaw's shape.
 
 The answer is ``{file, cursor, size, lines, truncated?, reset?}``: ``lines`` are the log's JSON records as
 text, oldest first, ``cursor`` the byte offset in ``file`` after the last one. A client that follows the
@@ -16,9 +16,9 @@ from typing import Any, Literal
 import orjson
 from pydantic import Field
 
-from gateway import logs
 from gateway.access import Access
 from gateway.dispatch.dispatcher import READ, CallContext, Params, method
+from gateway.logs import sink
 
 
 class LogsTailParams(Params):
@@ -32,15 +32,15 @@ class LogsTailParams(Params):
 @method("logs.tail", access=Access("gateway", "admin"), params=LogsTailParams, scope=READ)
 async def logs_tail(p: LogsTailParams, ctx: CallContext) -> dict[str, Any]:
     """The newest log records (or those since ``cursor``), oldest first, filtered by level and text."""
-    await asyncio.to_thread(logs.flush)  # what was logged before this call must be in the answer
-    path = ctx.gateway.logs_dir / logs.LOG_FILE_NAME
+    await asyncio.to_thread(sink.flush)  # what was logged before this call must be in the answer
+    path = ctx.gateway.logs_dir / sink.LOG_FILE_NAME
     size = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
     reset = p.cursor is not None and p.cursor > size
     if p.cursor is not None and not reset:
-        records = await asyncio.to_thread(logs.since, path, p.cursor, limit=p.limit, level=p.level,
+        records = await asyncio.to_thread(sink.since, path, p.cursor, limit=p.limit, level=p.level,
                                           search=p.search)
     else:
-        records = await asyncio.to_thread(logs.tail, ctx.gateway.logs_dir, limit=p.limit, level=p.level,
+        records = await asyncio.to_thread(sink.tail, ctx.gateway.logs_dir, limit=p.limit, level=p.level,
                                           search=p.search)
     lines = [orjson.dumps(_openclaw_names(r)).decode() for r in records]
     kept, used = [], 0
@@ -50,7 +50,7 @@ async def logs_tail(p: LogsTailParams, ctx: CallContext) -> dict[str, Any]:
             break
         kept.append(line)
     kept.reverse()
-    out: dict[str, Any] = {"file": logs.LOG_FILE_NAME, "cursor": size, "size": size, "lines": kept}
+    out: dict[str, Any] = {"file": sink.LOG_FILE_NAME, "cursor": size, "size": size, "lines": kept}
     if len(kept) < len(lines):
         out["truncated"] = True
     if reset:
