@@ -103,7 +103,8 @@ class ModelRoute:
         raw = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
         headers = dict(raw)
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        grant = await self._models.find(_given(headers, query))
+        client = scope.get("client")
+        grant = await self._models.find(_given(headers, query), str(client[0]) if client else "")
         upstream = grant.upstreams.get(name) if grant is not None else None
         wire = upstream.wire if upstream is not None else ("anthropic" if "x-api-key" in headers else "openai")
         if grant is None:

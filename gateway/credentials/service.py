@@ -28,7 +28,7 @@ from gateway.credentials.config import GEMINI_CLI_CLIENT_SECRET
 from gateway.credentials.egress import EgressProxy
 from gateway.credentials.oauth import LoginRefresher, LoginShape
 from gateway.credentials.standins import PREFIX, StandIn, StandIns
-from gateway.credentials.store import SharedStandIns, Used
+from gateway.credentials.store import MissThrottle, SharedStandIns, Used
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.relay import GatewayRelay
 from gateway.sandbox.service import PORTAL_PORT
@@ -85,6 +85,8 @@ class ModelGateway:
         self.standins = StandIns()
         self.shared = shared
         """Where the stand-ins of node turns are shared with the other replicas (None: this replica only)."""
+        self.misses = MissThrottle()
+        """Look-ups of stand-ins nobody issued, per client address: a guesser gets no database read per guess."""
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(60, connect=30), follow_redirects=False)
         """For the logins' token endpoints: a refresh an hour is no place for speed."""
         self._upstream: aiohttp.ClientSession | None = None
@@ -231,15 +233,19 @@ class ModelGateway:
             grant.stopped = grant.stopped or used.stopped
         return grant
 
-    async def find(self, given: str | None) -> StandIn | None:
+    async def find(self, given: str | None, address: str = "") -> StandIn | None:
         """The live stand-in ``given`` is: this replica's own (no wait), else one another replica issued for a node
-        turn and shared, rebuilt with this replica's own credential for its upstreams (None: neither)."""
+        turn and shared, rebuilt with this replica's own credential for its upstreams (None: neither). ``address``:
+        the client's, whose misses are throttled (``MissThrottle``)."""
         grant = self.standins.find(given)
         if grant is not None or self.shared is None or not given or not given.startswith(PREFIX):
             return grant
+        if self.misses.blocked(address):
+            return None
         key = self.standins.key(given)
         found = await self.shared.get(key)
         if found is None:
+            self.misses.miss(address)
             return None
         data, used = found
         agent = next((a for a in self._config.config.agents.list if a.id == data["agent_id"]), None)

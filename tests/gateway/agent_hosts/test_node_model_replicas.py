@@ -112,3 +112,25 @@ async def test_a_node_turn_run_by_the_other_replica_calls_its_model_through_the_
                                      json=ask_model("late")["body"], headers={"x-api-key": held})
             assert late.status_code == 401, (gw.port, late.text)
     assert len([h for h in api.seen_headers if "anthropic-version" in h]) == 2
+
+
+async def test_guessed_stand_ins_cost_no_database_read_past_a_few(world: dict[str, Any], node: NodeHostProcess) -> None:
+    """Twenty guesses from one address, and that address gets no more look-ups for a minute: even the next node
+    turn's live stand-in, had it come from there, is refused at A (its model calls come from 127.0.0.1 too)."""
+    a: GatewayProcess = world["a"]
+    b: GatewayProcess = world["b"]
+    async with httpx.AsyncClient() as client:
+        for _ in range(20):
+            guess = "rcm-" + secrets.token_urlsafe(32)
+            late = await client.post(f"http://127.0.0.1:{a.port}/model/anthropic/v1/messages",
+                                     json=ask_model("guess")["body"], headers={"x-api-key": guess})
+            assert late.status_code == 401
+    c = await operator(b.url, b.token or "", scopes=["operator.admin"])
+    try:
+        res = await c.call("chat.send", {"sessionKey": "agent:pry:after-guesses", "idempotencyKey": str(uuid.uuid4()),
+                                         "message": json.dumps({"http": [ask_model("after the guesses")]})})
+        done = await c.call("agent.wait", {"runId": res["runId"], "timeoutMs": 90_000}, timeout=100)
+    finally:
+        await c.close()
+    assert done["status"] == "ok", done
+    assert json.loads(done["reply"])["http"][0].startswith("401 "), done["reply"]
