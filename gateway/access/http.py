@@ -32,7 +32,7 @@ __all__ = ["HttpCredentials", "mcp_token_caller", "request_token"]
 
 
 class RunTokenTable(Protocol):
-    async def find(self, given: str | None) -> RunGrant | None: ...
+    async def find(self, given: str | None, address: str = "") -> RunGrant | None: ...
 
 
 def request_token(request: Request, *, query: bool = False) -> str | None:
@@ -72,7 +72,7 @@ class HttpCredentials:
         if self._token and hmac.compare_digest(self._token.encode(), given.encode()):
             return Caller(conn_id=conn_id, role="operator", scopes=frozenset(OPERATOR_SCOPES), client_id="http",
                           client_mode="backend", remote=remote)
-        grant = await self._run_tokens.find(given)
+        grant = await self._run_tokens.find(given, remote)
         if grant is None:
             from gateway.people.service import SIGNIN_PREFIX
             from gateway.people.signin import person_grant

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import structlog
 
+from gateway.access.misses import MissThrottle
 from gateway.dispatch.callers import SessionScope
 
 if TYPE_CHECKING:
@@ -132,6 +133,8 @@ class RunTokens:
         self.shared = shared
         """Where the grants of tokens shared with the other replicas are (None: this replica's memory only)."""
         self._shared_keys: set[str] = set()
+        self.misses = MissThrottle()
+        """Look-ups of run-shaped tokens nobody issued, per client address (no database read per guess)."""
         self._on_unshare: list[Callable[[RunGrant], object]] = []
 
     @staticmethod
@@ -163,19 +166,25 @@ class RunTokens:
         self._shared_keys.add(key)  # before the write: a revoke meanwhile still deletes the row
         await self.shared.put(key, grant, ttl_s)
 
-    async def find(self, given: str | None) -> RunGrant | None:
+    async def find(self, given: str | None, address: str = "") -> RunGrant | None:
         """What ``given`` allows: from this replica's memory (its own runs, no wait), else from the grants shared
-        by the other replicas (a node turn that another replica runs)."""
+        by the other replicas (a node turn that another replica runs). ``address``: the client's, whose misses
+        are throttled (``gateway.access.misses``)."""
         grant = self.grant(given)
         if grant is not None or self.shared is None or given is None or not self.looks_like(given):
             return grant
+        if self.misses.blocked(address):
+            return None
         from gateway.store import StoreError
 
         try:
-            return await self.shared.get(self._key(given))
+            found = await self.shared.get(self._key(given))
         except StoreError as exc:  # the database is away: refused now, the shim connects again
             log.warning("a run token could not be looked up in the shared store", error=str(exc))
             return None
+        if found is None:
+            self.misses.miss(address)
+        return found
 
     def on_unshare(self, hook: Callable[[RunGrant], object]) -> None:
         """Call ``hook`` with each shared grant as it is revoked: the other replicas must stop accepting it and

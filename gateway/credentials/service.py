@@ -23,12 +23,13 @@ import httpx
 import structlog
 from sqlalchemy import func, select
 
+from gateway.access.misses import MissThrottle
 from gateway.credentials.clis import STANDIN, Plan, plan_for
 from gateway.credentials.config import GEMINI_CLI_CLIENT_SECRET
 from gateway.credentials.egress import EgressProxy
 from gateway.credentials.oauth import LoginRefresher, LoginShape
 from gateway.credentials.standins import PREFIX, StandIn, StandIns
-from gateway.credentials.store import MissThrottle, SharedStandIns, Used
+from gateway.credentials.store import SharedStandIns, Used
 from gateway.protocol import InvalidRequest
 from gateway.sandbox.relay import GatewayRelay
 from gateway.sandbox.service import PORTAL_PORT

@@ -131,7 +131,7 @@ class _Handshake:
                 node_token_valid = await gw.nodes.token_valid(params.device.id, params.auth.deviceToken)
             grant = gw.run_tokens.grant(given)  # this replica's own runs: no wait
             if grant is None and RunTokens.looks_like(given):  # a node turn another replica runs
-                grant = await gw.run_tokens.find(given)
+                grant = await gw.run_tokens.find(given, conn.remote)
             if grant is None and given is not None and given.startswith(SIGNIN_PREFIX):
                 grant = await person_grant(gw.people, given)  # a person's own sign-in (gateway.people)
             try:

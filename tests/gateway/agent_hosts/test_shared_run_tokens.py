@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import secrets
 from collections.abc import AsyncIterator
 
 import pytest
@@ -78,3 +79,14 @@ async def _rows(db: Database) -> list[tuple[str, str, str]]:
     async with db.session() as s:
         found = await s.execute(text("SELECT token_hash, run_id, holder FROM run_tokens ORDER BY run_id"))
         return [(str(r[0]), str(r[1]), str(r[2])) for r in found.all()]
+
+
+async def test_a_guessing_address_gets_no_more_database_look_ups(db: Database) -> None:
+    a, b = _replica(db, "replica-a"), _replica(db, "replica-b")
+    token = b.issue(frozenset({"operator.read"}), run_id="run-guessed")
+    await b.share(token, ttl_s=60)
+    for _ in range(20):  # run-shaped tokens nobody issued, from one address
+        assert await a.find("run-" + secrets.token_urlsafe(32), "10.0.0.9") is None
+    assert await a.find(token, "10.0.0.9") is None  # no look-up for that address any more, even of a live one
+    assert await a.find(token, "10.0.0.10") == b.grant(token)  # another address is looked up as before
+    assert await b.find(token, "10.0.0.9") == b.grant(token)  # the issuer answers from memory, whoever asks

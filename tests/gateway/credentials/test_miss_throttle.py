@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.credentials.store import MissThrottle
+from gateway.access.misses import MissThrottle
 
 
 class Clock:
