@@ -86,6 +86,10 @@ class ModelGateway:
         self.standins = StandIns()
         self.shared = shared
         """Where the stand-ins of node turns are shared with the other replicas (None: this replica only)."""
+        self._shared_keys: set[str] = set()
+        """The stand-ins this replica issued and shared, while their runs last."""
+        self._ending: set[str] = set()
+        """Shared stand-ins revoked here whose rows are being deleted (``gather``)."""
         self.misses = MissThrottle()
         """Look-ups of stand-ins nobody issued, per client address: a guesser gets no database read per guess."""
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(60, connect=30), follow_redirects=False)
@@ -187,9 +191,10 @@ class ModelGateway:
                         upstreams={u.name: u for u in plan.upstreams}, family=plan.family)
         token = self.standins.issue(grant)
         if shared_for_s is not None and self.shared is not None:
+            key = self.standins.key(token)
+            self._shared_keys.add(key)  # before the write: a revoke meanwhile still hides the row here
             try:
-                await self.shared.put(self.standins.key(token), run_id=run_id, grant=grant.grant_json(),
-                                      ttl_s=shared_for_s)
+                await self.shared.put(key, run_id=run_id, grant=grant.grant_json(), ttl_s=shared_for_s)
             except StoreError as exc:
                 log.warning("a node turn's stand-in is not shared: its model calls work only if they reach this "
                             "replica", run_id=run_id, error=str(exc))
@@ -213,6 +218,10 @@ class ModelGateway:
         grant = self.standins.revoke(token)
         if grant is not None:
             self._limits.pop(grant.run_id, None)
+            key = self.standins.key(token)
+            if key in self._shared_keys:  # its row goes in ``gather``; till then no look-up here finds it either
+                self._shared_keys.discard(key)
+                self._ending.add(key)
         return grant
 
     async def gather(self, token: str, grant: StandIn | None) -> StandIn | None:
@@ -220,12 +229,15 @@ class ModelGateway:
         replicas saw the run use added to ``grant``."""
         if self.shared is None or grant is None:
             return grant
+        key = self.standins.key(token)
         try:
-            used = await self.shared.take(self.standins.key(token))
+            used = await self.shared.take(key)
         except StoreError as exc:  # the row expires on its own; what the others counted is lost, said here
             log.warning("a node turn's usage at the other replicas could not be read", run_id=grant.run_id,
                         error=str(exc))
             return grant
+        finally:
+            self._ending.discard(key)
         if used is not None:
             for key, value in used.usage.items():
                 grant.usage[key] = grant.usage.get(key, 0) + value
@@ -241,10 +253,14 @@ class ModelGateway:
         grant = self.standins.find(given)
         if grant is not None or self.shared is None or not given or not given.startswith(PREFIX):
             return grant
-        if self.misses.blocked(address):
-            return None
         key = self.standins.key(given)
-        found = await self.shared.get(key)
+        if key in self._ending or self.misses.blocked(address):
+            return None
+        try:
+            found = await self.shared.get(key)
+        except StoreError as exc:  # the database is away: refused now, the CLI's next request tries again
+            log.warning("a stand-in could not be looked up in the shared store", error=str(exc))
+            return None
         if found is None:
             self.misses.miss(address)
             return None
@@ -260,7 +276,11 @@ class ModelGateway:
                         usage={**StandIn.zero_usage(), **used.usage}, cost_usd=used.cost_usd, model=used.model,
                         stopped=used.stopped, family=plan.family, shared=key,
                         counted=Used(dict(used.usage), used.cost_usd, used.model, used.stopped))
-        grant.limits = await self._day_limits(agent, grant.person_id, owner=grant.owner)
+        try:
+            grant.limits = await self._day_limits(agent, grant.person_id, owner=grant.owner)
+        except StoreError as exc:  # a budget that cannot be read is not waved through
+            log.warning("a shared stand-in's budgets could not be read", run_id=grant.run_id, error=str(exc))
+            return None
         return grant
 
     async def settle(self, grant: StandIn) -> None:
