@@ -19,7 +19,7 @@ import pytest
 
 from tests.gateway.agent_hosts.test_node_turns import lent_node
 from tests.gateway.agents.runtimes.conftest import cli
-from tests.gateway.agents.runtimes.flows import approval_asked, start_turn
+from tests.gateway.agents.runtimes.flows import approval_asked, last_reply, start_turn
 from tests.gateway.agents.runtimes.test_claude import offline_env
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
@@ -62,7 +62,7 @@ async def wait_turn(task: Any) -> dict[str, Any]:
 
 
 async def last_text(c: RawClient, key: str) -> str:
-    return str((await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"])
+    return await last_reply(c, key)
 
 
 async def test_claude_code_on_the_node_reaches_its_model_through_the_gateway_at_the_nodes_address(

@@ -107,8 +107,15 @@ async def undecided_turn(c: RawClient, message: str, key: str) -> str:
     return await last_reply(c, key)
 
 
+NOTICES = ("🔐 ", "❓ ", "✅ Allowed", "✅ Answered", "⛔ Denied", "⌛ ", "✖️ ")
+"""How the approval's request and outcome notices told to the session's chat begin (``gateway.approvals.chat``):
+told beside the turn, an outcome may land after a fast reply."""
+
+
 async def last_reply(c: RawClient, key: str) -> str:
-    return str((await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"])
+    """The text of the session's last message that is not an approval notice."""
+    messages = (await c.call("chat.history", {"sessionKey": key}))["messages"]
+    return str(next(m["text"] for m in reversed(messages) if not str(m.get("text", "")).startswith(NOTICES)))
 
 
 async def spawn_child_then_resume(gw: GatewayProcess, *, runtime: str, key: str, label: str,

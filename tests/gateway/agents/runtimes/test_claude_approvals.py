@@ -13,7 +13,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.gateway.agents.runtimes.flows import approval_asked, cli_workdir, fake_api, start_turn, undecided_turn
+from tests.gateway.agents.runtimes.flows import (
+    approval_asked,
+    cli_workdir,
+    fake_api,
+    last_reply,
+    start_turn,
+    undecided_turn,
+)
 from tests.gateway.agents.runtimes.test_claude import offline_env
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
@@ -60,8 +67,7 @@ async def test_allow_runs_the_command_and_its_output_reaches_the_model(gw: Gatew
         assert event["presentation"]["commandText"] == "Bash: touch made.txt && echo approved-$((6*7))"
         await c.call("exec.approval.resolve", {"id": event["id"], "decision": "allow-once"})
         await done
-        history = await c.call("chat.history", {"sessionKey": key})
-        assert history["messages"][-1]["text"] == "done: approved-42"
+        assert await last_reply(c, key) == "done: approved-42"
         assert any("approved-42" in r for r in tool_results(api))
     finally:
         await c.close()
@@ -75,7 +81,7 @@ async def test_deny_returns_the_message_to_the_model_and_a_timeout_denies(gw: Ga
         event = await approval_asked(c, key)
         await c.call("exec.approval.resolve", {"id": event["id"], "decision": "deny"})
         await done
-        reply = (await c.call("chat.history", {"sessionKey": key}))["messages"][-1]["text"]
+        reply = await last_reply(c, key)
         assert "denied permission to use Bash" in reply
         # nobody decides: after approvals.timeoutSeconds it is a deny
         late = 'CALL Bash {"command": "touch late.txt", "description": "x"}'
