@@ -122,6 +122,27 @@ def test_handlers_build_no_queries() -> None:
     assert not bad, "\n".join(bad)
 
 
+SERVER_SURFACE = {"gateway/methods/health.py", "gateway/methods/host.py", "gateway/methods/restart.py"}
+"""The method modules about the server itself (health, status, presence, host facts, restart): the only handlers
+that reach the whole ``Gateway`` through ``ctx.gateway``."""
+
+
+def test_only_the_servers_own_methods_reach_the_whole_gateway() -> None:
+    """A handler gets what it uses from ``CallContext``'s members (``ctx.sessions``, ``ctx.call``...), so what it
+    depends on shows; ``ctx.gateway`` is for the server's own surface."""
+    bad = []
+    for package in ("gateway", *PLATFORM_PACKAGES):
+        for path in (ROOT / package).rglob("*.py"):
+            rel = str(path.relative_to(ROOT))
+            if rel in SERVER_SURFACE or rel == "gateway/dispatch/dispatcher.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), rel)):
+                if (isinstance(node, ast.Attribute) and node.attr == "gateway" and isinstance(node.value, ast.Name)
+                        and node.value.id == "ctx"):
+                    bad.append(f"{rel}:{node.lineno}")
+    assert not bad, "ctx.gateway outside the server's own methods: " + ", ".join(bad)
+
+
 def _module_of(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts

@@ -19,7 +19,6 @@ from gateway.devices.store import APPROVED as NODE_APPROVED
 from gateway.devices.store import REJECTED as NODE_REJECTED
 from gateway.dispatch.dispatcher import PAIRING, CallContext, NoParams, Params, method
 from gateway.protocol import InvalidRequest
-from gateway.server.connection import CLOSE_POLICY
 
 
 class DeviceIdParams(Params):
@@ -116,18 +115,13 @@ async def device_pair_approve(p: DeviceIdParams, ctx: CallContext) -> dict[str, 
         aliases=("device:pair:reject",))
 async def device_pair_reject(p: DeviceIdParams, ctx: CallContext) -> dict[str, Any]:
     """Reject a device: it is refused from now on, and its open sockets are closed."""
-    gw = ctx.gateway
     dev = await devices.resolve(ctx.db, ctx.broadcast, p.device_id, devices.REJECTED)
     if dev is None:
         node = await _resolve_node(ctx, p.requestId, NODE_REJECTED) if p.requestId else None
         if node is None:
             raise _unknown(p.device_id)
         return node
-    closed = 0
-    for conn in list(gw.connections.values()):
-        if conn.caller is not None and conn.caller.device_id == dev["deviceId"]:
-            conn.close(CLOSE_POLICY, "device rejected")
-            closed += 1
+    closed = ctx.close_connections(lambda caller: caller.device_id == dev["deviceId"], "device rejected")
     await ctx.audit("device.reject", f"device:{dev['deviceId']}", {**_device(dev), "disconnected": closed})
     return {"requestId": dev["deviceId"], "deviceId": dev["deviceId"], "status": dev["status"],
             "resolvedAtMs": int(time.time() * 1000), "disconnected": closed, "device": dev}

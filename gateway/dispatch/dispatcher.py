@@ -115,7 +115,8 @@ _S = TypeVar("_S")
 class CallContext:
     """What a handler gets besides its params: who calls, and the typed services it uses (``ctx.sessions``,
     ``ctx.runs``, ``ctx.platforms``, a capability's ``ctx.service(CRON)``...), so a handler shows what it
-    depends on. ``gateway`` remains for the few handlers about the server itself (health, restart)."""
+    depends on. ``gateway`` remains for the handlers about the server itself (``health``, ``status``,
+    ``system-presence``, ``system.info``, restart): the others use the members below."""
 
     caller: Caller
     gateway: Gateway
@@ -195,6 +196,28 @@ class CallContext:
     def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
         """Send an event to every operator holding ``scope``, on every replica."""
         return self.gateway.broadcast(event, payload, scope=scope, drop_if_slow=drop_if_slow)
+
+    def attached_platforms(self) -> ChatPlatforms | None:
+        """The chat platforms, or None when none is attached (a handler that answers without them)."""
+        return self.gateway.platforms
+
+    @property
+    def listen(self) -> tuple[str, int]:
+        """Where this gateway listens (what a link to it it hands out is made from)."""
+        return self.gateway.listen
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.gateway.logs_dir
+
+    def close_connections(self, holds: Callable[[Caller], bool], reason: str) -> int:
+        """Close this replica's connections whose caller ``holds`` a credential that no longer counts (a removed
+        person, a revoked sign-in, a rejected device); how many."""
+        return self.gateway.close_connections(holds, reason)
+
+    async def call(self, method: str, params: Any) -> Any:
+        """Another method, in process, as this caller (validation, access and hooks as over the wire)."""
+        return await self.gateway.dispatcher.call(method, params, self.caller, self.gateway, request_id=self.request_id)
 
     def service(self, key: Key[_S]) -> _S:
         """A capability's service (``gateway.composition.services``), or ``Unavailable`` naming it when that capability

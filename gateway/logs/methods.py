@@ -33,14 +33,14 @@ class LogsTailParams(Params):
 async def logs_tail(p: LogsTailParams, ctx: CallContext) -> dict[str, Any]:
     """The newest log records (or those since ``cursor``), oldest first, filtered by level and text."""
     await asyncio.to_thread(sink.flush)  # what was logged before this call must be in the answer
-    path = ctx.gateway.logs_dir / sink.LOG_FILE_NAME
+    path = ctx.logs_dir / sink.LOG_FILE_NAME
     size = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
     reset = p.cursor is not None and p.cursor > size
     if p.cursor is not None and not reset:
         records = await asyncio.to_thread(sink.since, path, p.cursor, limit=p.limit, level=p.level,
                                           search=p.search)
     else:
-        records = await asyncio.to_thread(sink.tail, ctx.gateway.logs_dir, limit=p.limit, level=p.level,
+        records = await asyncio.to_thread(sink.tail, ctx.logs_dir, limit=p.limit, level=p.level,
                                           search=p.search)
     lines = [orjson.dumps(_openclaw_names(r)).decode() for r in records]
     kept, used = [], 0

@@ -165,7 +165,7 @@ async def people_login_link(p: IdParams, ctx: CallContext) -> dict[str, Any]:
     _guard_owner_role(ctx, person.role)
     code = await ctx.people.new_code(p.id, "signin")
     await ctx.audit("people.loginLink", p.id)
-    base = signin_base(ctx.config, ctx.gateway.listen)
+    base = signin_base(ctx.config, ctx.listen)
     return {"url": f"{base.rstrip('/')}/#signin={code}"}
 
 
@@ -234,5 +234,5 @@ def _close_connections(ctx: CallContext, *, person_id: str | None = None, signin
             (person_id is not None and caller.person_id == person_id)
             or (signin_id is not None and caller.extra.get("signinId") == signin_id))
 
-    return ctx.gateway.close_connections(holds, "signed out")
+    return ctx.close_connections(holds, "signed out")
 

@@ -83,7 +83,8 @@ async def pairing_list(p: PairingListParams, ctx: CallContext) -> dict[str, Any]
     rows = await sender_pairing.list_requests(ctx.db, p.channel)
     if p.accountId:
         rows = [r for r in rows if r["accountId"] == p.accountId]
-    running = ctx.gateway.platforms.describe() if ctx.gateway.platforms is not None else []
+    platforms = ctx.attached_platforms()
+    running = platforms.describe() if platforms is not None else []
     accounts = [{"channel": a["channel"], "channelLabel": _label(a["channel"]), "accountId": a["accountId"],
                  "notifySupported": True} for a in running
                 if (not p.channel or a["channel"] == p.channel) and (not p.accountId or a["accountId"] == p.accountId)]

@@ -34,8 +34,7 @@ async def sessions_subscribe(p: SubscribeParams, ctx: CallContext) -> dict[str, 
     given = p.model_dump(exclude_unset=True)
     if not given:
         return {"subscribed": True}
-    listing = await ctx.gateway.dispatcher.call("sessions.list", given, ctx.caller, ctx.gateway,
-                                                request_id=ctx.request_id)
+    listing = await ctx.call("sessions.list", given)
     return {"subscribed": True, "list": listing}
 
 
