@@ -137,6 +137,8 @@ class _Turn:
     stream: RunStream | None = None
     typing: asyncio.Task[None] | None = None
     node: Any = None
+    fallback: bool = False
+    """Taken by an agent's ``nodeFallback`` while its node is away: its CLI session is not the session's."""
     """The node that runs this turn (``gateway.agent_hosts.remote.NodeProcess``), or None: here."""
     node_lost: str | None = None
     """The node went away: why (its messages wait for it, ``gateway.agent_hosts.parked``)."""
@@ -329,16 +331,20 @@ class AgentExecutor:
         log.info("turn's node is away", session_key=run.session_key, node=agent.node, why=why, mid_turn=mid_turn)
         return RunOutcome(status="error", error=line)
 
-    async def _prepare(self, run: Run) -> _Turn | RunOutcome:
+    async def _prepare(self, run: Run, fallback_for: AgentConfig | None = None) -> _Turn | RunOutcome:
         """The agent and its runtime, the budget check, the conversation to resume, the turn's folder (private, or
         the session's project) with its attachments and a snapshot for the diff, the sandbox, and the run token; or
-        the outcome of a turn refused before any process starts."""
-        agent = self._sessions.agent(run.agent_id, field="sessionKey")
+        the outcome of a turn refused before any process starts. ``fallback_for``: the agent whose node is away,
+        whose ``nodeFallback`` takes this turn."""
+        agent = self._sessions.agent(run.agent_id if fallback_for is None else fallback_for.nodeFallback,
+                                     field="sessionKey")
         try:
             runtime = runtime_for(agent)
         except ValueError as exc:  # e.g. runtime acp with neither a preset nor a command
             return RunOutcome(status="error", error=str(exc))
         run.answer_facts = {"agentId": agent.id, "runtime": runtime.name, "cli": cli_argv(agent)[0]}
+        if fallback_for is not None:  # said with the answer: the web chat shows which agent took it
+            run.answer_facts["fallbackFor"] = {"agentId": fallback_for.id, "node": fallback_for.node}
         if agent.model:
             run.answer_facts["model"] = agent.model
         refused = await budget_refusal(self._db, agent)
@@ -362,12 +368,13 @@ class AgentExecutor:
                      project=project.name, person=person.id if person is not None else None)
             return RunOutcome(status="error", error=f"project {project.name} is not open to this conversation "
                                                     "(projects[].people): switch with /project none, or ask the owner")
-        resume_id = row.cli_session(runtime.name) if row is not None else None
+        resume_id = row.cli_session(runtime.name) if row is not None and fallback_for is None else None
         if resume_id and await self._idle_expired(run.session_key):
             log.info("session idle: starting a fresh conversation", session_key=run.session_key)
             resume_id = None
         if agent.node is not None:  # placed on a node: its turns run there, never here
-            return await self._prepare_on_node(run, agent, runtime, resume_id, person, project)
+            return await self._prepare_on_node(run, agent, runtime, resume_id, person, project,
+                                               fallback=fallback_for is None)
         try:
             workdir = await resolve_workdir(agent, row.project if row is not None else None, run.session_key)
         except (GitError, OSError) as exc:
@@ -434,7 +441,8 @@ class AgentExecutor:
                      model_drop=fronted.drop if fronted is not None else ())
 
     async def _prepare_on_node(self, run: Run, agent: AgentConfig, runtime: Runtime, resume_id: str | None,
-                               person: PersonView | None, project: ProjectConfig | None) -> _Turn | RunOutcome:
+                               person: PersonView | None, project: ProjectConfig | None, *,
+                               fallback: bool = True) -> _Turn | RunOutcome:
         """A turn of an agent placed on a node (``gateway.agent_hosts``): the node found and described, its paths
         (the session's project folder or worktree there, made by the node), the model gateway's stand-in at the
         address the node reaches, and the run token; the node sandboxes the CLI itself, and diffs the project. A
@@ -445,6 +453,13 @@ class AgentExecutor:
                                                     "has no node service")
         owner = is_owner_run(run)
         host, why, kept = await hosts.try_place(agent)
+        if host is None and kept and fallback and agent.nodeFallback is not None:  # away: another agent takes it
+            log.info("turn's node is away: its fallback agent takes it", session_key=run.session_key,
+                     node=agent.node, fallback=agent.nodeFallback, why=why)
+            turn = await self._prepare(run, fallback_for=agent)
+            if isinstance(turn, _Turn):
+                turn.fallback = True
+            return turn
         if host is None:
             return (await self._keep_for_node(run, agent, why, mid_turn=False) if kept
                     else RunOutcome(status="error", error=why))
@@ -685,9 +700,10 @@ class AgentExecutor:
         run, runtime = turn.run, turn.runtime
         if res.retried_fresh:
             await SessionRepo.forget_cli_session(s, run.session_key, runtime.name)
+        own_session = not turn.fallback  # a fallback's conversation is not the one the node resumes on its return
         await SessionRepo.record_usage(s, run.session_key, runtime=runtime.name,
-                                       cli_session_id=res.session_id if res.ok or res.session_id else None,
-                                       usage=res.usage, model=res.model)
+                                       cli_session_id=res.session_id if own_session and (res.ok or res.session_id)
+                                       else None, usage=res.usage, model=res.model)
         if res.model:
             run.answer_facts["model"] = res.model
         await UsageRepo.record(s, run_id=run.id, session_key=run.session_key, agent_id=turn.agent.id,

@@ -214,6 +214,9 @@ class AgentConfig(Section):
                              "there.")
     workspace: str | None = Field(None, description="With node: the folder on the node the turns work in (one the "
                                   "node lends); unset: a private folder per session on the node.")
+    nodeFallback: str | None = Field(None, min_length=1, description="With node: another agent (its id) that "
+                                     "takes a message while the node is away, instead of keeping it for the node's "
+                                     "return (docs/nodes.md#when-the-node-is-away).")
     permissions: Literal["allowlist", "ask", "ask-dangerous", "bypass"] = Field(
         "allowlist", description="What the agent may do without asking: allowlist (its allowed tools, the rest is "
         "refused), ask (anything else asks the session's owner), ask-dangerous (reads run, writes and commands "
@@ -246,6 +249,10 @@ class AgentConfig(Section):
                 raise ValueError("workspace is a folder on the agent's node: set node too")
             if not self.workspace.startswith("/"):
                 raise ValueError(f"workspace must be an absolute path on the node, got {self.workspace!r}")
+        if self.nodeFallback is not None and self.node is None:
+            raise ValueError("nodeFallback takes the agent's turns while its node is away: set node too")
+        if self.nodeFallback == self.id:
+            raise ValueError("nodeFallback names another agent, not the agent itself")
         if self.node is not None and self.projects and self.workspace is not None:
             raise ValueError("an agent on a node works in its workspace or in its projects (folders on the node), "
                              "not both")
@@ -299,6 +306,10 @@ class AgentsConfig(Section):
             raise ValueError(f"agents.list has duplicate ids: {', '.join(dupes)}")
         if ids and self.default not in ids:
             raise ValueError(f"agents.default '{self.default}' is not an id in agents.list ({', '.join(ids)})")
+        for agent in self.list:
+            if agent.nodeFallback is not None and agent.nodeFallback not in ids:
+                raise ValueError(f"agents.list {agent.id}: nodeFallback '{agent.nodeFallback}' is not an id in "
+                                 f"agents.list ({', '.join(ids)})")
         return self
 
     def sandbox_for(self, agent: AgentConfig) -> SandboxConfig:

@@ -40,7 +40,7 @@ __all__ = ["ENTRY_META", "AgentRun", "SessionRecord", "SessionRepo", "SessionWit
 
 ENTRY_META = frozenset({"replyTo", "thread", "reaction", "pinned", "deleted", "attachments", "error", "aborted",
                         "agentId", "runtime", "cli", "model", "project", "branch", "diff", "usage", "buttons",
-                        "node"})
+                        "node", "fallbackFor"})
 """The keys a transcript entry's ``meta`` may hold (each is also a key of the entry in ``chat.history``)."""
 
 

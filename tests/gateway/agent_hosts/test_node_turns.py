@@ -47,9 +47,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         {"id": "remote", "node": NODE, "workspace": str(code)},
         {"id": "private", "node": NODE},
         {"id": "pry", "node": NODE, "runtime": "gemini", "workspace": str(code)},
-        {"id": "nowhere", "node": "no-such-node"}]}}
+        {"id": "nowhere", "node": "no-such-node"},
+        {"id": "covered", "node": NODE, "workspace": str(code), "nodeFallback": "main"}]}}
     with GatewayProcess(root / "gw", config=cfg, env={"FAKE_CLI_LOG": str(root / "local-cli.log")}) as gw:
         yield {"gw": gw, "root": root, "home": node_home, "code": code}
+
+
+def local_log(world: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the stand-in CLI run on the gateway's machine logged (agent ``main``)."""
+    path = world["root"] / "local-cli.log"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def node_process(world: dict[str, Any]) -> NodeHostProcess:
@@ -275,6 +282,13 @@ async def test_a_node_killed_mid_turn_gets_a_clear_answer_and_the_message_runs_w
         # offline: a new message is kept too, with the same answer
         offline = await wait(c, await send(c, "agent:remote:main", "while away"))
         assert "offline" in offline["error"] and "kept" in offline["error"], offline
+        # an agent with a nodeFallback: the fallback agent (here, on the gateway's machine) takes it meanwhile
+        covered = await wait(c, await send(c, "agent:covered:main", "covered while away"))
+        assert covered["status"] == "ok" and "echo: covered while away" in covered["reply"], covered
+        assert any("covered while away" in str(e.get("prompt")) for e in local_log(world))  # the local CLI ran it
+        assert not any("covered while away" in str(e.get("prompt")) for e in cli_log(world))
+        said = (await c.call("chat.history", {"sessionKey": "agent:covered:main", "limit": 5}))["messages"][-1]
+        assert said["fallbackFor"] == {"agentId": "covered", "node": NODE}, said
         # back: the kept messages run, in order, on the node
         run_with_agents(node)
 
@@ -285,5 +299,9 @@ async def test_a_node_killed_mid_turn_gets_a_clear_answer_and_the_message_runs_w
                        and t.index("sleep:4") < t.index("while away") for t in texts)
 
         await until(answered, 60, "the kept messages to run on the node once it is back")
+        # and the covered agent's turns are the node's again
+        back = await wait(c, await send(c, "agent:covered:main", "the node is back"), 60)
+        assert back["status"] == "ok", back
+        assert any("the node is back" in str(e.get("prompt")) for e in cli_log(world))
     finally:
         await c.close()

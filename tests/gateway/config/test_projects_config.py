@@ -52,3 +52,17 @@ def test_an_agent_on_a_node_has_projects_on_the_node() -> None:
     # the same path for an agent on the gateway's machine must exist here
     assert "not an existing directory" in errors(agent({"name": "app", "path": "/home/someone-else/code/app"}))[0][
         "message"]
+
+
+def test_a_node_fallback_names_another_agent_and_needs_a_node() -> None:
+    def agents(*entries: dict[str, object]) -> dict[str, object]:
+        return {"agents": {"default": "main", "list": [{"id": "main"}, *entries]}}
+
+    ok = validate(agents({"id": "far", "node": "bench", "nodeFallback": "main"}))
+    assert ok.agents.list[1].nodeFallback == "main"
+    no_node = errors(agents({"id": "far", "nodeFallback": "main"}))
+    assert no_node[0]["path"] == "/agents/list/1" and "set node too" in no_node[0]["message"]
+    itself = errors(agents({"id": "far", "node": "bench", "nodeFallback": "far"}))
+    assert "another agent" in itself[0]["message"]
+    unknown = errors(agents({"id": "far", "node": "bench", "nodeFallback": "ghost"}))
+    assert unknown[0]["path"] == "/agents" and "nodeFallback 'ghost' is not an id" in unknown[0]["message"]
