@@ -381,7 +381,7 @@ async def test_a_turn_whose_lease_was_taken_over_is_stopped(tmp_path: Path, pg_u
             await conn.execute("UPDATE session_leases SET holder = 'other/replica' WHERE session_key = $1", key)
         finally:
             await conn.close()
-        out = await wait(c, res["runId"], 10000)
+        out = await wait(c, res["runId"], 30000)  # stopped within a renewal (0.5 s) when the machine is not loaded
         assert out["status"] == "error" and "lease" in out["error"], out
         assert [r["holder"] for r in await lease_rows(pg_url)] == ["other/replica"]  # not deleted by the loser
         await c.close()
