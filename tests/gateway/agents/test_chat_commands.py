@@ -14,6 +14,7 @@ from gateway.dispatch.commands import commands
 from tests.support.fake_telegram import FakeTelegram, cli_runs, module_fake, module_gateway
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.procs import alive, host_pid
+from tests.support.waiting import until
 from tests.support.ws import operator
 
 OWNER = 111
@@ -92,7 +93,10 @@ async def test_stop_kills_the_running_turn_and_nothing_is_delivered(gw: GatewayP
         assert await say(fake, "/stop", lambda t: "running" in t) == "Nothing is running."
         sent = [x.params["text"] for x in fake.calls if x.method == "sendMessage"]
         assert not any("a long job" in t or "didn't work" in t for t in sent)  # aborted: no reply, no error line
-        assert (await c.call("status", {"sessionKey": KEY}))["busy"] is False
+        async def idle() -> bool:  # the lane is free once the stopped turn has given back what it took
+            return (await c.call("status", {"sessionKey": KEY}))["busy"] is False
+
+        await until(idle, 10, "the session's lane to be free after /stop")
     finally:
         await c.close()
 
