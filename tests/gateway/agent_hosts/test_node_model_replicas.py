@@ -14,21 +14,19 @@ import secrets
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
 
-from tests.gateway.agent_hosts.test_node_turns import lent_node
+from tests.gateway.agent_hosts.test_node_turn_replicas import node_on_a, two_replicas
 from tests.gateway.credentials.test_model_gateway import PRY, REAL_KEY, ask_model
-from tests.gateway.devices.test_node_scaleout import REDIS_URL
-from tests.gateway.devices.test_node_scaleout import _subscribed as subscribed
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.node_host import NodeHostProcess
 from tests.support.postgres import pg_url_module  # noqa: F401
-from tests.support.waiting import until
 from tests.support.ws import operator
 
 pytestmark = [pytest.mark.timeout(180)]
@@ -39,31 +37,20 @@ KEY = "agent:pry:main"
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, pg_url_module: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    root = tmp_path_factory.mktemp("node-model-replicas")
-    home = root / "node-home"
-    code = home / "code"
-    code.mkdir(parents=True)
-    prefix = f"rc-test-{secrets.token_hex(6)}"
-    env = {"REMOTECLAW_DATABASE_URL": pg_url_module, "REMOTECLAW_REDIS_URL": REDIS_URL,
-           "REMOTECLAW_REDIS_PREFIX": prefix}
     with FakeAnthropic() as api:
-        agent = {"id": "pry", "runtime": "claude", "node": NODE, "workspace": str(code),
-                 "env": {"ANTHROPIC_API_KEY": REAL_KEY, "ANTHROPIC_BASE_URL": api.url}}
+        def agents(code: Path) -> list[dict[str, Any]]:
+            return [{"id": "pry", "runtime": "claude", "node": NODE, "workspace": str(code),
+                     "env": {"ANTHROPIC_API_KEY": REAL_KEY, "ANTHROPIC_BASE_URL": api.url}}]
+
         prices = {"claude-x": {"input": 3, "output": 15}}
-        cfg = {"agents": {"default": "pry", "list": [agent]}, "modelGateway": {"prices": prices}}
-        with GatewayProcess(root / "a", config=cfg, env=env).start(30) as a, \
-                GatewayProcess(root / "b", config=cfg, env=env).start(30) as b:
-            yield {"a": a, "b": b, "api": api, "root": root, "home": home, "code": code, "prefix": prefix,
-                   "pg": pg_url_module}
+        with two_replicas(tmp_path_factory.mktemp("node-model-replicas"), pg_url_module, agents,
+                          modelGateway={"prices": prices}) as world:
+            yield {**world, "api": api}
 
 
 @pytest.fixture(scope="module")
 async def node(world: dict[str, Any]) -> AsyncIterator[NodeHostProcess]:
-    a: GatewayProcess = world["a"]
-    await until(lambda: subscribed(world["prefix"], 2), 20, "both replicas on the event bus")
-    host = NodeHostProcess(world["root"] / "node-state", a.port, token=a.token, name=NODE)
-    host.extra_env.update(HOME=str(world["home"]))
-    async with lent_node(a, host, f"claude={sys.executable} {PRY}", world["code"]):
+    async with node_on_a(world, NODE, f"claude={sys.executable} {PRY}") as host:
         yield host
 
 

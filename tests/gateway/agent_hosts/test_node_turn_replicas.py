@@ -8,12 +8,14 @@ question work there, and the run's end refuses the token and closes its sockets 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import secrets
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,30 +43,48 @@ NODE = "far-bench"
 KEY = "agent:remote:main"
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, pg_url_module: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    root = tmp_path_factory.mktemp("agent-hosts-replicas")
+@contextlib.contextmanager
+def two_replicas(root: Path, pg_url: str, agents: Callable[[Path], list[dict[str, Any]]],
+                 **config: Any) -> Iterator[dict[str, Any]]:
+    """Replicas A and B on one PostgreSQL database and one Redis (a prefix of their own), with ``agents(code)`` (the
+    node's lent folder ``code``, below the node's HOME): the world of the tests here."""
     home = root / "node-home"
     code = home / "code"
     code.mkdir(parents=True)
     prefix = f"rc-test-{secrets.token_hex(6)}"
-    env = {"REMOTECLAW_DATABASE_URL": pg_url_module, "REMOTECLAW_REDIS_URL": REDIS_URL,
-           "REMOTECLAW_REDIS_PREFIX": prefix}
-    cfg = {"agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
-                               {"id": "remote", "node": NODE, "workspace": str(code)},
-                               {"id": "steer", "node": NODE, "workspace": str(code), "steering": "steer"}]}}
+    env = {"REMOTECLAW_DATABASE_URL": pg_url, "REMOTECLAW_REDIS_URL": REDIS_URL, "REMOTECLAW_REDIS_PREFIX": prefix}
+    listed = agents(code)
+    cfg = {"agents": {"default": listed[0]["id"], "list": listed}, **config}
     with GatewayProcess(root / "a", config=cfg, env=env).start(30) as a, \
             GatewayProcess(root / "b", config=cfg, env=env).start(30) as b:
-        yield {"a": a, "b": b, "root": root, "home": home, "code": code, "prefix": prefix}
+        yield {"a": a, "b": b, "root": root, "home": home, "code": code, "prefix": prefix, "pg": pg_url}
+
+
+@contextlib.asynccontextmanager
+async def node_on_a(world: dict[str, Any], name: str, clis: str, **env: str) -> AsyncIterator[NodeHostProcess]:
+    """A node host connected to replica A, lending ``clis`` in the world's folder, once both replicas are on the
+    bus."""
+    a: GatewayProcess = world["a"]
+    await until(lambda: subscribed(world["prefix"], 2), 20, "both replicas on the event bus")
+    host = NodeHostProcess(world["root"] / "node-state", a.port, token=a.token, name=name)
+    host.extra_env.update(HOME=str(world["home"]), **env)
+    async with lent_node(a, host, clis, world["code"]):
+        yield host
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, pg_url_module: str) -> Iterator[dict[str, Any]]:  # noqa: F811
+    with two_replicas(tmp_path_factory.mktemp("agent-hosts-replicas"), pg_url_module, lambda code: [
+            {"id": "main", "command": [sys.executable, FAKE_CLI]},
+            {"id": "remote", "node": NODE, "workspace": str(code)},
+            {"id": "steer", "node": NODE, "workspace": str(code), "steering": "steer"}]) as world:
+        yield world
 
 
 @pytest.fixture(scope="module")
 async def node(world: dict[str, Any]) -> AsyncIterator[NodeHostProcess]:
-    a: GatewayProcess = world["a"]
-    await until(lambda: subscribed(world["prefix"], 2), 20, "both replicas on the event bus")
-    host = NodeHostProcess(world["root"] / "node-state", a.port, token=a.token, name=NODE)
-    host.extra_env.update(HOME=str(world["home"]), FAKE_CLI_LOG=str(world["code"] / "cli.log"))
-    async with lent_node(a, host, f"claude={sys.executable} {FAKE_CLI}", world["code"]):
+    async with node_on_a(world, NODE, f"claude={sys.executable} {FAKE_CLI}",
+                         FAKE_CLI_LOG=str(world["code"] / "cli.log")) as host:
         yield host
 
 
