@@ -14,6 +14,7 @@ import re
 import sys
 import threading
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -192,17 +193,7 @@ def tail(log_dir: Path, *, limit: int = 100, level: str | None = None, search: s
             lines = path.read_bytes().splitlines()
         except FileNotFoundError:
             continue
-        matched = []
-        for line in lines:
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if _LEVELS.get(str(rec.get("level", "info")).lower(), logging.INFO) < floor:
-                continue
-            if needle and needle not in line.decode("utf-8", "replace").lower():
-                continue
-            matched.append(rec)
+        matched = list(_matching(lines, floor, needle))
         chunks.append(matched)
         found += len(matched)
         if found >= limit:
@@ -224,8 +215,12 @@ def since(path: Path, cursor: int, *, limit: int = 100, level: str | None = None
             data = f.read()
     except FileNotFoundError:
         return []
-    out: deque[dict] = deque(maxlen=limit)
-    for line in data.splitlines():
+    return list(deque(_matching(data.splitlines(), floor, needle), maxlen=limit))
+
+
+def _matching(lines: list[bytes], floor: int, needle: str | None) -> Iterator[dict]:
+    """The JSON records among ``lines`` at or above level ``floor`` whose text holds ``needle`` (lower-cased)."""
+    for line in lines:
         try:
             rec = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -234,5 +229,4 @@ def since(path: Path, cursor: int, *, limit: int = 100, level: str | None = None
             continue
         if needle and needle not in line.decode("utf-8", "replace").lower():
             continue
-        out.append(rec)
-    return list(out)
+        yield rec
