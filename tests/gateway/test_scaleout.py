@@ -143,6 +143,10 @@ async def run_events(c: RawClient, run_id: str, timeout: float = 15) -> list[dic
 
 
 
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
 async def lease_rows(db_url: str) -> list[asyncpg.Record]:
     conn = await asyncpg.connect(db_url)
     try:
@@ -375,12 +379,19 @@ async def test_a_turn_whose_lease_was_taken_over_is_stopped(tmp_path: Path, pg_u
         c = await operator(gw.url, gw.token or "")
         key = "agent:main:scale:stolen"
         res = await send(c, key, "sleep:20 long job")
-        await until(lambda: (tmp_path / "c").exists())
+
+        async def running() -> bool:  # the turn's lease held and its CLI started (not a probe of the CLI's)
+            held = any(r["session_key"] == key for r in await lease_rows(pg_url))
+            return held and any("long job" in line for line in _lines(tmp_path / "c"))
+
+        await until(running, 30, "the turn to hold its lease and run")
         conn = await asyncpg.connect(pg_url)
         try:  # what a replica that wrongly judged the lease expired would have done
-            await conn.execute("UPDATE session_leases SET holder = 'other/replica' WHERE session_key = $1", key)
+            stolen = await conn.execute("UPDATE session_leases SET holder = 'other/replica' WHERE session_key = $1",
+                                        key)
         finally:
             await conn.close()
+        assert stolen == "UPDATE 1", stolen
         out = await wait(c, res["runId"], 30000)  # stopped within a renewal (0.5 s) when the machine is not loaded
         assert out["status"] == "error" and "lease" in out["error"], out
         assert [r["holder"] for r in await lease_rows(pg_url)] == ["other/replica"]  # not deleted by the loser
