@@ -19,6 +19,7 @@ import json
 import os
 import re
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,11 +45,15 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
 
 
 def served(gw: GatewayProcess) -> tuple[list[str], list[str]]:
-    """The HTTP path templates and the WebSocket paths the gateway says it serves."""
-    for line in (gw.state_dir / "logs" / "gateway.log").read_text().splitlines():
-        record = json.loads(line)
-        if record.get("event") == "serving":
-            return record["http"], record["websocket"]
+    """The HTTP path templates and the WebSocket paths the gateway says it serves (its log is written by a queue
+    thread: the line may reach the file a moment after the gateway answers)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        for line in (gw.state_dir / "logs" / "gateway.log").read_text().splitlines():
+            record = json.loads(line)
+            if record.get("event") == "serving":
+                return record["http"], record["websocket"]
+        time.sleep(0.1)
     raise AssertionError("the gateway did not log what it serves")
 
 
