@@ -414,7 +414,8 @@ class AgentExecutor:
             log.warning("run refused: its credentials cannot be fronted", session_key=run.session_key, why=refused)
             return RunOutcome(status="error", error=refused)
         try:
-            egress = await models.egress_socket(self.runs_dir) if models is not None else None
+            egress = await models.egress_socket(self.runs_dir, self._egress_allow(run, agent)) \
+                if models is not None else None
             confinement = await self._confine(run, agent, runtime, workspace, workdir, fx_path, tools_path,
                                               cli_state, hide=fronted.hide if fronted is not None else None,
                                               egress=egress)
@@ -750,6 +751,14 @@ class AgentExecutor:
             read=[tools_path], owner_paths=owner_paths, logins=runtime.logins,
             credentials=runtime.credentials if hide is None else (),  # fronted: the gateway holds the login
             cli_settings=runtime.settings, hide=hide or (), egress=egress)
+
+    def _egress_allow(self, run: Run, agent: AgentConfig) -> list[str]:
+        """The hosts this run's tier may reach through the HTTPS proxy (none where the run has the network)."""
+        cfg = self._config.config
+        sandbox, owner = cfg.agents.sandbox_for(agent), is_owner_run(run)
+        if sandbox.network_for(owner=owner) == "open":
+            return []
+        return sandbox.egress_for(owner=owner, default=cfg.modelGateway.egress.allow)
 
     def _approver(self, run: Run) -> Approve | None:
         """How a CLI that asks its client (Codex's app-server) puts a tool use to this run's person."""

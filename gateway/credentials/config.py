@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from gateway.config.sections import Section
+from gateway.sandbox.config import egress_hosts
 
 __all__ = ["EgressConfig", "ModelGatewayConfig", "ModelPrice"]
 
@@ -21,11 +22,18 @@ class ModelPrice(Section):
 class EgressConfig(Section):
     """What a run without a network may still reach through the gateway's HTTPS ``CONNECT`` proxy."""
 
-    allow: list[str] = Field(default_factory=list, description="Host names (or *.suffix) runs may reach over "
-                             "HTTPS through the gateway's proxy; empty: none (the model gateway and MCP only).")
+    allow: list[str] = Field(default_factory=list, description="Host names (or *.suffix) runs without a network "
+                             "may reach over HTTPS through the gateway's proxy; empty: none (the model gateway and "
+                             "MCP only). An agent's sandbox.egress (the owner's runs) and sandbox.othersEgress "
+                             "(anyone else's) replace it per tier.")
     ports: list[int] = Field(default_factory=lambda: [443], description="The ports those hosts may be reached on.")
     allowAddresses: list[str] = Field(default_factory=list, description="Private addresses an allowed host may "
                                       "still resolve to (an internal mirror); cloud metadata addresses never.")
+
+    @field_validator("allow")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        return egress_hosts(value) or []
 
 
 class ModelGatewayConfig(Section):

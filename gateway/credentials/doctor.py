@@ -59,6 +59,8 @@ def credentials_report(config: Config) -> list[Row]:
             if sandbox.mode != "all":
                 rows.append((name, "warn", f"sandbox mode {sandbox.mode}: the owner's runs are not sandboxed and "
                              "can read the credential files themselves", "set agents.defaults.sandbox.mode to all"))
-        rows.append((f"egress: {agent.id}", "ok", f"owner: {_egress(sandbox.network, [])}; everyone else: "
-                     f"{_egress(sandbox.othersNetwork, cfg.egress.allow)}", None))
+        owner_hosts = sandbox.egress_for(owner=True, default=cfg.egress.allow)
+        others_hosts = sandbox.egress_for(owner=False, default=cfg.egress.allow)
+        rows.append((f"egress: {agent.id}", "ok", f"owner: {_egress(sandbox.network, owner_hosts)}; everyone "
+                     f"else: {_egress(sandbox.othersNetwork, others_hosts)}", None))
     return rows

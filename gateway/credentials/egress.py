@@ -1,12 +1,15 @@
 """The HTTPS ``CONNECT`` proxy a run without a network reaches the web through, when the owner lists hosts.
 
 A run on ``none``/``loopback`` gets ``HTTPS_PROXY`` pointing at a port inside its sandbox that leads here
-(``gateway.sandbox.portal``, through a relay socket of its own). Only ``CONNECT host:port`` is served, for a
-host in ``modelGateway.egress.allow`` (a name, or ``*.suffix``) on an allowed port; the name is resolved here and
-the tunnel goes to the address that was checked (no second lookup a DNS answer could change), refused when any
-address the name resolves to is private, loopback, link-local, multicast, reserved or a cloud metadata address,
-unless the owner names that exact address in ``egress.allowAddresses``. The TLS inside the tunnel is the run's
-own: the gateway sees only the host name.
+(``gateway.sandbox.portal``, through a relay socket). Each allowlist is a proxy of its own behind a socket of its
+own, and a run's sandbox holds only the socket of its tier's list (the agent's ``sandbox.egress`` for the owner's
+runs, ``sandbox.othersEgress`` for anyone else's, else ``modelGateway.egress.allow``): which list applies is decided
+by what the operating system lets the run reach, not by anything the run says. Only ``CONNECT host:port`` is served,
+for a host in that list (a name, or ``*.suffix``) on an allowed port; the name is resolved here and the tunnel goes
+to the address that was checked (no second lookup a DNS answer could change), refused when any address the name
+resolves to is private, loopback, link-local, multicast, reserved or a cloud metadata address, unless the owner
+names that exact address in ``egress.allowAddresses``. The TLS inside the tunnel is the run's own: the gateway sees
+only the host name.
 """
 
 from __future__ import annotations
@@ -51,7 +54,10 @@ def refused_address(ip: str, allowed: frozenset[str] = frozenset()) -> str | Non
 
 
 class EgressProxy:
-    def __init__(self, config: Callable[[], EgressConfig]) -> None:
+    """One allowlist's proxy (``allow``); the ports and the private addresses allowed are read live."""
+
+    def __init__(self, allow: tuple[str, ...], config: Callable[[], EgressConfig]) -> None:
+        self.allow = allow
         self._config = config
         self._server: asyncio.AbstractServer | None = None
         self.address: tuple[str, int] = ("127.0.0.1", 0)
@@ -67,9 +73,8 @@ class EgressProxy:
             self._server.close()
 
     def _allowed_host(self, host: str, port: int) -> bool:
-        cfg = self._config()
         host = host.lower().rstrip(".")
-        return port in cfg.ports and any(fnmatch.fnmatchcase(host, pat.lower()) for pat in cfg.allow)
+        return port in self._config().ports and any(fnmatch.fnmatchcase(host, pat) for pat in self.allow)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -83,7 +88,8 @@ class EgressProxy:
         host, _, port_text = line[1].rpartition(":")
         host = host.strip("[]")
         if not port_text.isdigit() or not self._allowed_host(host, int(port_text)):
-            return await self._refuse(writer, 403, f"{line[1]} is not in modelGateway.egress.allow")
+            return await self._refuse(writer, 403, f"{line[1]} is not in this run's egress allowlist "
+                                      "(the agent's sandbox.egress or othersEgress, else modelGateway.egress.allow)")
         port = int(port_text)
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)

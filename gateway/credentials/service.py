@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,17 +99,23 @@ class ModelGateway:
         self._proxies: dict[str, str | None] = {}
         self.refresher = LoginRefresher(self.client)
         self._limits: dict[str, list[_Limit]] = {}
-        self.egress = EgressProxy(lambda: self._config.config.modelGateway.egress)
-        self._egress_relay: GatewayRelay | None = None
+        self._egress: dict[tuple[str, ...], tuple[EgressProxy, GatewayRelay]] = {}
+        """One proxy and relay socket per allowlist in use, made at its first run (a config change adds one)."""
+        self._egress_lock = asyncio.Lock()
 
-    async def egress_socket(self, runs_dir: Path) -> Path | None:
-        """The relay socket of the HTTPS proxy for a run without a network, when the owner allows any host."""
-        if not self._config.config.modelGateway.egress.allow:
+    async def egress_socket(self, runs_dir: Path, allow: list[str]) -> Path | None:
+        """The relay socket of the HTTPS proxy serving ``allow``, for a run without a network (None: no hosts)."""
+        key = tuple(sorted(set(allow)))
+        if not key:
             return None
-        if self._egress_relay is None:
-            await self.egress.start()
-            self._egress_relay = GatewayRelay(runs_dir / "egress.sock", lambda: self.egress.address)
-        return await self._egress_relay.socket()
+        async with self._egress_lock:  # two runs starting at once make one proxy, not two
+            if key not in self._egress:
+                proxy = EgressProxy(key, lambda: self._config.config.modelGateway.egress)
+                await proxy.start()
+                name = hashlib.sha256("\n".join(key).encode()).hexdigest()[:12]
+                self._egress[key] = (proxy, GatewayRelay(runs_dir / f"egress-{name}.sock", lambda: proxy.address))
+            relay = self._egress[key][1]
+        return await relay.socket()
 
     def upstream_client(self) -> aiohttp.ClientSession:
         """The pool the model requests go out on, made at the first one (aiohttp's import is no start's cost).
@@ -355,6 +362,6 @@ class ModelGateway:
         await self.client.aclose()
         if self._upstream is not None:
             await self._upstream.close()
-        await self.egress.close()
-        if self._egress_relay is not None:
-            await self._egress_relay.close()
+        for proxy, relay in self._egress.values():
+            await proxy.close()
+            await relay.close()

@@ -21,3 +21,29 @@ def test_the_settings_round_trip_through_config_get() -> None:
 def test_only_the_owner_changes_them() -> None:
     assert is_owner_only(("modelGateway", "egress", "allow"))
     assert is_owner_only(("agents", "list", "0", "credentialsMode"))
+
+
+def test_egress_lists_per_tier_are_host_names_and_the_owners_alone() -> None:
+    cfg = Config(agents={"defaults": {"sandbox": {"othersEgress": ["PyPI.org."]}},
+                        "list": [{"id": "main", "sandbox": {"egress": ["*.github.com"], "othersEgress": []}}]})
+    main = cfg.agents.sandbox_for(cfg.agents.list[0])
+    assert (main.egress, main.othersEgress) == (["*.github.com"], [])  # [] replaces the default's: none
+    assert cfg.agents.defaults.sandbox.othersEgress == ["pypi.org"]  # as the proxy matches it
+    assert main.egress_for(owner=False, default=["x.org"]) == [] and \
+        cfg.agents.defaults.sandbox.egress_for(owner=True, default=["x.org"]) == ["x.org"]  # unset: the global
+    for bad, where in ((["https://pypi.org"], "othersEgress"), (["pypi.org:443"], "othersEgress"),
+                       (["a b"], "othersEgress")):
+        try:
+            Config(agents={"list": [{"id": "main", "sandbox": {where: bad}}]})
+        except ValueError as exc:
+            assert f"sandbox.{where}" in str(exc) and "host name" in str(exc), str(exc)
+        else:
+            raise AssertionError(f"{bad} was accepted")
+    try:
+        Config(modelGateway={"egress": {"allow": ["http://x"]}})
+    except ValueError as exc:
+        assert "egress.allow" in str(exc), str(exc)
+    else:
+        raise AssertionError("a URL was accepted in modelGateway.egress.allow")
+    assert is_owner_only(("agents", "list", "0", "sandbox", "othersEgress"))
+    assert is_owner_only(("agents", "defaults", "sandbox", "othersEgress"))

@@ -21,7 +21,11 @@ def test_doctor_names_what_the_model_gateway_holds_and_what_it_cannot_front(tmp_
               {"id": "sub", "runtime": "claude", "env": {"HOME": str(home)}},
               {"id": "google", "runtime": "gemini", "env": {"HOME": str(home)}},
               {"id": "chatgpt", "runtime": "codex", "env": {"HOME": str(home)}},
-              {"id": "shared", "runtime": "gemini", "env": {"HOME": str(home)}, "credentialsMode": "shared"}]
+              {"id": "shared", "runtime": "gemini", "env": {"HOME": str(home)}, "credentialsMode": "shared"},
+              {"id": "reader", "runtime": "claude", "env": {"ANTHROPIC_API_KEY": "sk-x", "HOME": str(home)},
+               "sandbox": {"network": "none", "egress": ["*.github.com"], "othersEgress": ["Docs.Python.org"]}},
+              {"id": "closed", "runtime": "claude", "env": {"ANTHROPIC_API_KEY": "sk-x", "HOME": str(home)},
+               "sandbox": {"othersEgress": []}}]
     cfg = {"agents": {"default": "keyed", "list": agents}, "modelGateway": {"egress": {"allow": ["pypi.org"]}}}
     out = doctor(tmp_path / "state", cfg, "--json")
     rows = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
@@ -37,3 +41,8 @@ def test_doctor_names_what_the_model_gateway_holds_and_what_it_cannot_front(tmp_
     assert "other people's runs hold the owner's credential" in rows["model gateway: shared"]["detail"]
     egress = rows["egress: keyed"]["detail"]
     assert egress.startswith("owner: the machine's network") and "pypi.org through the gateway's HTTPS proxy" in egress
+    reader = rows["egress: reader"]["detail"]  # per tier, per agent, replacing the global list
+    assert reader == ("owner: none: the gateway only (model gateway, MCP) and *.github.com through the gateway's "
+                      "HTTPS proxy; everyone else: none: the gateway only (model gateway, MCP) and docs.python.org "
+                      "through the gateway's HTTPS proxy"), reader
+    assert rows["egress: closed"]["detail"].endswith("everyone else: none: the gateway only (model gateway, MCP)")

@@ -17,7 +17,7 @@ from tests.support.fake_anthropic import FakeAnthropic
 
 HOSTS = {"good.remoteclaw.test": "127.0.0.2", "evil.remoteclaw.test": "127.0.0.1",
          "meta.remoteclaw.test": "169.254.169.254", "private.remoteclaw.test": "10.1.2.3",
-         "unlisted.remoteclaw.test": "127.0.0.2"}
+         "unlisted.remoteclaw.test": "127.0.0.2", "owners.remoteclaw.test": "127.0.0.2"}
 
 
 @pytest.fixture
@@ -80,6 +80,28 @@ async def test_a_strangers_run_reaches_the_model_gateway_and_allowed_hosts_only(
     assert "403" in t[f"private.remoteclaw.test:{echo}"] and "private" in t[f"private.remoteclaw.test:{echo}"], t
     assert "403" in t[f"unlisted.remoteclaw.test:{echo}"] and "403" in t[f"127.0.0.2:{echo}"], t
     assert owner["tcp"] == {f"127.0.0.2:{echo}": True}  # the owner's runs keep the machine's network (as before)
+
+
+async def test_each_tier_reaches_its_own_list_only(tmp_path: Path, names: None, echo: int) -> None:
+    """The agent's lists replace the global one per tier: the owner's run (without a network here) reaches its
+    host and not the strangers', the stranger's the other way round, and neither the global list's."""
+    egress = {"allow": ["unlisted.remoteclaw.test"], "ports": [echo], "allowAddresses": ["127.0.0.2"]}
+    hosts = [f"{h}.remoteclaw.test:{echo}" for h in ("owners", "good", "unlisted")]
+    with FakeAnthropic() as api:
+        gw = gateway(tmp_path, api.url, config={"modelGateway": {"egress": egress}},
+                     sandbox={"network": "none", "egress": ["owners.remoteclaw.test"],
+                              "othersEgress": ["GOOD.remoteclaw.test"]})
+        try:
+            owner = await pry(gw, owner=True, tunnel=hosts)
+            stranger = await pry(gw, owner=False, tunnel=hosts, tcp=[["127.0.0.2", echo]])
+        finally:
+            gw.stop()
+    ok = "HTTP/1.1 200 Connection established ping"
+    assert owner["tunnel"][hosts[0]] == ok and "403" in owner["tunnel"][hosts[1]], owner["tunnel"]
+    assert stranger["tunnel"][hosts[1]] == ok and "403" in stranger["tunnel"][hosts[0]], stranger["tunnel"]
+    assert "403" in owner["tunnel"][hosts[2]] and "403" in stranger["tunnel"][hosts[2]]
+    assert "othersEgress" in stranger["tunnel"][hosts[0]]  # the refusal says where the list is
+    assert stranger["tcp"] == {f"127.0.0.2:{echo}": False}  # still no network of its own
 
 
 @pytest.mark.parametrize(("ip", "why"), [

@@ -79,7 +79,8 @@ async def test_a_turn_in_a_worktree_changes_a_file_and_resumes(runtime: tuple[st
     with agent_gateway(d, agent, loop_channel=False) as gw:
         c = await operator(gw.url, gw.token or "")
         try:
-            assert (await ask(c, "REPLY hello", key))["status"] == "ok"
+            hello = await ask(c, "REPLY hello", key)
+            assert hello["status"] == "ok", hello
             await c.call("sessions.project", {"sessionKey": key, "project": "svc"})
             done = await ask(c, command, key)
             assert done["status"] == "ok", done
