@@ -7,6 +7,8 @@ import base64
 import binascii
 import re
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,40 @@ class SendParams(Params):
         if not self.message and self.audio is None and not self.attachments:
             raise ValueError("message: give a message (or a voice clip in audio, or attachments)")
         return self
+
+
+@dataclass(frozen=True, slots=True)
+class UploadsRefused:
+    """Why files do not fit one ``chat.send``: ``index`` names the file at fault; None, their number or sum."""
+
+    index: int | None
+    reason: str
+
+
+def uploads_refused(sizes: Sequence[int]) -> UploadsRefused | None:
+    """Whether files of these sizes (bytes) fit one message's ``attachments``. Doors that turn another protocol's
+    files into attachments (A2A, the OpenAI-compatible API) ask before anything is stored, so that their refusal
+    names their own field rather than ``attachments[i]``."""
+    if len(sizes) > MAX_UPLOADS:
+        return UploadsRefused(None, f"more than {MAX_UPLOADS} files in one message")
+    for i, size in enumerate(sizes):
+        if size > MAX_UPLOAD_BYTES:
+            return UploadsRefused(i, f"larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB")
+    if sum(sizes) > MAX_UPLOADS_TOTAL:
+        return UploadsRefused(None, f"more than {MAX_UPLOADS_TOTAL // (1024 * 1024)} MB of files in one message; "
+                                    "send them in several")
+    return None
+
+
+def upload(name: str, mime_type: str, data: bytes) -> dict[str, str]:
+    """One file as ``chat.send``'s ``attachments`` item (``Upload``), its name and type made fit: the last path
+    component, at most 255 characters (the stored copy's name is made safe again); a type of at most 128, else
+    ``application/octet-stream``."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()[-255:] or "file"
+    kind = mime_type.strip()
+    if not kind or len(kind) > 128:
+        kind = "application/octet-stream"
+    return {"name": base, "mimeType": kind, "base64": base64.b64encode(data).decode("ascii")}
 
 
 def _save_upload(upload: Upload, index: int, state: Path) -> str:
@@ -127,6 +163,8 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
     """Send a message into a session; ``queued`` when it joins the turn after the running one."""
     svc = ctx.sessions
     key = svc.normalize_key(p.sessionKey)
+    if p.attachments:  # before the session is made: a refused message stores nothing
+        _check_total(p.attachments)
     await claim_session(ctx, key)  # a person signed in writes only to their own sessions (gateway.people)
     await svc.ensure(key)
     # deliver: the reply goes to the chat the session came from (Telegram, Discord ...). Otherwise the page is
@@ -159,7 +197,6 @@ async def chat_send(p: SendParams, ctx: CallContext) -> dict[str, Any]:
         heard = {"transcript": note.strip(), **({"transcriptError": error} if error else {})}
     shown: list[dict[str, Any]] = []
     if p.attachments:  # the agent reads them in its workspace; the page shows the stored copies
-        _check_total(p.attachments)
         for i, upload in enumerate(p.attachments):
             path = await asyncio.to_thread(_save_upload, upload, i, ctx.state_dir)
             files += (path,)
