@@ -11,7 +11,8 @@ tasks, streams over SSE, resubscribe, cancel) over our executor (``gateway.a2a.t
    a person whose agent is not open to them (``agents.list[].people``), or an agent not served (``a2a.agents``),
    is refused (403, 404) before anything is stored;
 3. each peer has ``a2a.requestsPerMinute`` (429 past it), and bodies are at most ``a2a.maxRequestBytes`` (413);
-4. a message whose text is a slash command is refused (-32602): chat commands are for the person's own chat;
+4. a message whose text is a slash command is refused (-32602): chat commands are for the person's own chat; so
+   is one with a file by URL (never fetched) or files past the web chat's limits (``gateway.a2a.files``);
 5. the peer's turns are run by a caller of its own (``turn_caller``): the person, confined to their own
    conversations, allowed ``chat.send`` and ``chat.abort`` only, at the tier their role gives (the owner's tier only
    for the owner). The task store and the executor decide with its principal, through ``gateway.access``.
@@ -36,6 +37,8 @@ from starlette.routing import Route
 
 from gateway import __version__
 from gateway.a2a.card import A2A_PREFIX, agent_card
+from gateway.a2a.files import message_parts
+from gateway.a2a.files import refusal as file_refusal
 from gateway.a2a.tasks import GatewayTaskStore, PeerContext, PeerUser
 from gateway.a2a.turns import GatewayExecutor
 from gateway.composition.services import Key
@@ -117,15 +120,15 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
         return context
 
 
-def _slash_command(body: Any) -> str | None:
-    """The field of a message text that is a slash command, if any (``message.parts[0].text``)."""
+def _sent_parts(body: Any) -> list[Any] | None:
+    """The parts of the message a send method carries, if the body is one."""
     if not isinstance(body, dict) or body.get("method") not in SEND_METHODS:
         return None
-    params = body.get("params")
-    message = params.get("message") if isinstance(params, dict) else None
-    parts = message.get("parts") if isinstance(message, dict) else None
-    if not isinstance(parts, list):
-        return None
+    return message_parts(body)
+
+
+def _slash_command(parts: list[Any]) -> str | None:
+    """The field of a message text that is a slash command, if any (``message.parts[0].text``)."""
     for i, part in enumerate(parts):
         text = part.get("text") if isinstance(part, dict) else None
         if isinstance(text, str) and text.lstrip().startswith("/"):
@@ -237,10 +240,14 @@ class A2aServer:
             parsed = orjson.loads(body)
         except orjson.JSONDecodeError:
             return _error(400, -32700, "Parse error: the body is not JSON")
-        field = _slash_command(parsed)
+        parts = _sent_parts(parsed)
+        field = _slash_command(parts) if parts is not None else None
         if field is not None:
             return _error(200, INVALID_PARAMS, f"{field}: slash commands are not taken over A2A (they are for the "
                                                "person's own chat)", parsed.get("id"), field=field)
+        refused = file_refusal(parts) if parts is not None else None
+        if refused is not None:
+            return _error(200, INVALID_PARAMS, refused[1], parsed.get("id"), field=refused[0])
         request.scope["a2a.peer"] = peer
         return await self.dispatcher.handle_requests(_replaying(request, body))
 

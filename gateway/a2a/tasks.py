@@ -34,6 +34,7 @@ from google.protobuf.json_format import MessageToJson, Parse
 from sqlalchemy import BigInteger, String, Text, delete, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
+from gateway.a2a.files import drop_file_bytes
 from gateway.access.policy import may
 from gateway.store.base import Base
 
@@ -159,6 +160,8 @@ class GatewayTaskStore(TaskStore):
         state = STATE_NAMES.get(task.status.state, "unspecified")
         kept = Task()
         kept.CopyFrom(task)
+        for message in kept.history:  # a file's bytes are not kept (gateway.a2a.files.drop_file_bytes)
+            drop_file_bytes(message)
         live = self._mine(task.id, peer)
         if live is None:
             await self._first_save(kept, state, peer)

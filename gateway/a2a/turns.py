@@ -1,6 +1,7 @@
 """The SDK's agent executor: an A2A message becomes a turn of the gateway's, and the turn's events its task.
 
-A message goes into the peer's session for its ``contextId`` (``tasks.session_key_for``) through ``chat.send``,
+A message goes into the peer's session for its ``contextId`` (``tasks.session_key_for``) through ``chat.send``
+(its text, data parts as JSON and files with their bytes as attachments: ``gateway.a2a.files``),
 called in process as the peer (``CapabilityHost.call``): the web chat's path, with its checks (the session is the
 peer's own, the agent is open to them), its tier (the owner's only for the owner), its run queue and executor.
 A tap on the session's events (``CapabilityHost.tap_session``), opened before the turn starts, becomes the task:
@@ -27,6 +28,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.tasks.task_updater import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Part, Role, Task, TaskState, TaskStatus
 
+from gateway.a2a.files import drop_file_bytes, turn_input
 from gateway.a2a.tasks import peer_of, session_key_for
 from gateway.protocol import RpcError
 
@@ -88,12 +90,14 @@ class GatewayExecutor(AgentExecutor):
         task_id, context_id = context.task_id or uuid.uuid4().hex, context.context_id or uuid.uuid4().hex
         key = session_key_for(peer.agent_id, peer.principal.person_id, context_id)
         updater = TaskUpdater(event_queue, task_id, context_id)
-        text = context.get_user_input()
         with self._host.tap_session(key) as tap:
             try:
-                sent = await self._host.call("chat.send", {"sessionKey": key, "message": text,
-                                                           "idempotencyKey": f"a2a-{task_id}-{uuid.uuid4().hex[:8]}"},
-                                             peer.caller)
+                text, files = turn_input(context.message)
+                params: dict[str, Any] = {"sessionKey": key, "message": text,
+                                          "idempotencyKey": f"a2a-{task_id}-{uuid.uuid4().hex[:8]}"}
+                if files:
+                    params["attachments"] = files
+                sent = await self._host.call("chat.send", params, peer.caller)
             except RpcError as exc:
                 await self._first(event_queue, context, task_id, context_id)
                 await updater.failed(_agent_message(f"refused: {exc.message}", task_id, context_id))
@@ -114,7 +118,12 @@ class GatewayExecutor(AgentExecutor):
         """The task itself, once its session exists (so its first stored row is decided as that session)."""
         if context.current_task is not None:
             return
-        history = [context.message] if context.message is not None else []
+        history = []
+        if context.message is not None:  # without its files' bytes: the agent has them, the peer sent them
+            message = Message()
+            message.CopyFrom(context.message)
+            drop_file_bytes(message)
+            history.append(message)
         await queue.enqueue_event(Task(id=task_id, context_id=context_id,
                                        status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED), history=history))
 

@@ -32,11 +32,14 @@ Otherwise it echoes; with ``FAKE_CLI_ECHO_ONLY`` set it always echoes (for fuzze
 contain a directive). With ``--input-format stream-json`` (steering) it takes the prompt from the first JSON
 line and afterwards echoes each further user message written to its stdin, until stdin closes; each one it reads is
 appended to ``$FAKE_CLI_LOG.steered`` (``{steered: <text>, pid, at}``): a test sees it reached this process.
-Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files}`` to ``$FAKE_CLI_LOG``.
+Every call appends ``{argv, env (REMOTECLAW_*), prompt, cwd, files, attachments}`` to ``$FAKE_CLI_LOG``
+(``attachments``: each file the turn was given, in ``attachments/`` or ``.remoteclaw/attachments/``, by name: the
+sha256 of its bytes).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -129,10 +132,14 @@ def main() -> int:
     if log:
         files = sorted(str(p) for p in os.listdir(".")) + sorted(os.listdir(".remoteclaw") if os.path.isdir(
             ".remoteclaw") else [])
+        given = next((d for d in ("attachments", ".remoteclaw/attachments") if os.path.isdir(d)), None)
+        attachments = {name: hashlib.sha256(Path(given, name).read_bytes()).hexdigest()
+                       for name in sorted(os.listdir(given))} if given else {}
         tools_file = os.environ.get("REMOTECLAW_PLUGIN_TOOLS_FILE")
         plugin_tools = json.loads(Path(tools_file).read_text()) if tools_file and os.path.exists(tools_file) else None
         with open(log, "a") as fh:
             fh.write(json.dumps({"argv": argv, "prompt": prompt, "cwd": os.getcwd(), "files": files, "pid": os.getpid(),
+                                 "attachments": attachments,
                                  "plugin_tools": plugin_tools, "home": os.environ.get("HOME"), "startedAt": time.time(),
                                  "sandboxed": os.environ.get("IS_SANDBOX") == "1",
                                  "env": {k: v for k, v in os.environ.items() if k.startswith("REMOTECLAW_")}}) + "\n")

@@ -3,6 +3,8 @@
     python -m tests.gateway.a2a.sdk_peer URL TOKEN card
     python -m tests.gateway.a2a.sdk_peer URL TOKEN stream TEXT [CONTEXT_ID [TASK_ID]]   (one line per event)
     python -m tests.gateway.a2a.sdk_peer URL TOKEN send TEXT                            (blocking SendMessage)
+    python -m tests.gateway.a2a.sdk_peer URL TOKEN stream-parts|send-parts CONTEXT_ID   (the message's parts, A2A
+                                                                                     1.0 JSON, read on stdin)
     python -m tests.gateway.a2a.sdk_peer URL TOKEN get TASK_ID
     python -m tests.gateway.a2a.sdk_peer URL TOKEN cancel TASK_ID
     python -m tests.gateway.a2a.sdk_peer URL TOKEN subscribe TASK_ID                   (one line per event)
@@ -29,7 +31,7 @@ from a2a.types.a2a_pb2 import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 
 
 def emit(obj: object) -> None:
@@ -44,11 +46,17 @@ async def main(url: str, token: str, action: str, args: list[str]) -> int:
             card = await A2ACardResolver(http, url).get_agent_card()
             emit(MessageToDict(card))
             return 0
-        streaming = action != "send"
+        streaming = action not in ("send", "send-parts")
         client = await ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create_from_url(url)
         if action in ("stream", "send"):
             message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text=args[0])],
                               context_id=args[1] if len(args) > 1 else "", task_id=args[2] if len(args) > 2 else "")
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                emit(MessageToDict(event))
+            return 0
+        if action in ("stream-parts", "send-parts"):
+            message = ParseDict({"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "contextId": args[0],
+                                 "parts": json.loads(sys.stdin.read())}, Message())
             async for event in client.send_message(SendMessageRequest(message=message)):
                 emit(MessageToDict(event))
             return 0

@@ -2,16 +2,20 @@
 against a real gateway process with the stand-in agent CLI: the card, a streamed and a blocking message, a task
 read back, a task canceled (its run stopped), a dropped stream resubscribed; and the refusals: no credential,
 another peer's task and context, an agent the peer may not use, a slash command, a malformed body (nothing
-stored). Peers are people with a token made for them (``mcp.tokens.create --person``)."""
+stored); files in a message given to the agent, and a file by URL or past the limits refused. Peers are people with
+a token made for them (``mcp.tokens.create --person``)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,7 +37,8 @@ CONFIG = {
 
 @pytest.fixture(scope="module")
 async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GatewayProcess]:
-    with GatewayProcess(tmp_path_factory.mktemp("a2a"), config=CONFIG) as proc:
+    base = tmp_path_factory.mktemp("a2a")
+    with GatewayProcess(base / "gw", config=CONFIG, env={"FAKE_CLI_LOG": str(base / "cli.jsonl")}) as proc:
         yield proc
 
 
@@ -52,10 +57,10 @@ async def peers(gw: GatewayProcess) -> dict[str, str]:
     return tokens
 
 
-def peer(url: str, token: str, *args: str, timeout: float = 60) -> list[dict[str, Any]]:
+def peer(url: str, token: str, *args: str, timeout: float = 60, stdin: str | None = None) -> list[dict[str, Any]]:
     """Run the SDK's client once as its own process; its JSON lines."""
     done = subprocess.run([sys.executable, "-m", "tests.gateway.a2a.sdk_peer", url, token, *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, input=stdin)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     assert lines, done.stderr[-2000:]
     return lines
@@ -270,3 +275,97 @@ async def test_a_file_the_agent_sends_is_an_artifact_the_peer_reads(gw: GatewayP
         assert fetched.status_code == 200 and fetched.content == b"line 1\nline 2\nline 3\n", fetched
         anonymous = await http.get(files[0]["url"], headers={"authorization": ""})
     assert anonymous.status_code in (401, 403)
+
+
+def cli_run(gw: GatewayProcess, needle: str) -> dict[str, Any]:
+    """The stand-in CLI's record of the turn whose prompt has ``needle``: its prompt, and the files it was given."""
+    lines = Path(gw.extra_env["FAKE_CLI_LOG"]).read_text().splitlines()
+    return next(r for r in reversed([json.loads(line) for line in lines if line.strip()]) if needle in r["prompt"])
+
+
+def raw(data: bytes, filename: str, media_type: str) -> dict[str, str]:
+    """A file part with its bytes, as A2A 1.0's JSON has it."""
+    return {"raw": base64.b64encode(data).decode(), "filename": filename, "mediaType": media_type}
+
+
+def given(run: dict[str, Any], name: str) -> str:
+    """The sha256 of the file the turn was given under ``<random>-<name>``."""
+    found = [digest for file, digest in run["attachments"].items() if file.endswith("-" + name)]
+    assert len(found) == 1, run["attachments"]
+    return str(found[0])
+
+
+async def test_files_in_a_message_reach_the_agents_workspace(gw: GatewayProcess, peers: dict[str, str]) -> None:
+    """The SDK client sends text, two files with their bytes and a data part: the agent's turn has both files in its
+    workspace's attachments/ (the stand-in CLI reads them back), the data part as JSON in its message, and the task
+    keeps no file bytes. A message with a file and no text is a turn too."""
+    url, key = f"{gw.http}/a2a/main", "agent:main:person:alice:a2a:ctx-files"
+    notes, picture = b"hello from the peer\n", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+    parts = [{"text": "show attachments"}, raw(notes, "notes.txt", "text/plain"),
+             raw(picture, "dot.png", "image/png"), {"data": {"ticket": 12, "labels": ["a", "b"]}}]
+    events = await asyncio.to_thread(peer, url, peers["alice"], "stream-parts", "ctx-files", stdin=json.dumps(parts))
+    assert final_state(events) == "TASK_STATE_COMPLETED", events
+    reply = events[-1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
+    assert "-notes.txt=b'hello from the peer\\n'" in reply and "-dot.png=b'\\x89PNG" in reply, reply
+    run = cli_run(gw, "show attachments")
+    assert given(run, "notes.txt") == hashlib.sha256(notes).hexdigest()
+    assert given(run, "dot.png") == hashlib.sha256(picture).hexdigest()
+    assert '{"labels": ["a", "b"], "ticket": 12}' in run["prompt"], run["prompt"]  # keys sorted
+    assert "[attachment: file attachments/" in run["prompt"] and "[attachment: image attachments/" in run["prompt"]
+    said = await history(gw, key)
+    assert said[0].startswith("show attachments") and "notes.txt" in said[0], said
+    task_id = events[0]["task"]["id"]
+    with sqlite3.connect(gw.state_dir / "remoteclaw.db") as db:
+        body = db.execute("SELECT body FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()[0]
+    assert base64.b64encode(picture).decode()[:40] not in body and "dot.png" in body  # named, its bytes not kept
+    # a file alone, no text: still a turn, the file given to the agent
+    alone = b"just a file, no words"
+    only = await asyncio.to_thread(peer, url, peers["alice"], "send-parts", "ctx-files",
+                                   stdin=json.dumps([raw(alone, "only.txt", "text/plain")]))
+    assert only[0]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", only
+    assert "only.txt" in only[0]["task"]["status"]["message"]["parts"][0]["text"]
+    assert given(cli_run(gw, "only.txt"), "only.txt") == hashlib.sha256(alone).hexdigest()
+
+
+async def test_a_file_by_url_or_past_the_limits_is_refused_and_nothing_stored(
+        gw: GatewayProcess, peers: dict[str, str]) -> None:
+    """A file part given by URL is never fetched: the SDK client's message is refused naming the part, with no task,
+    no session and no transcript entry; so are six files, and a file larger than 10 MB (a2a.maxRequestBytes raised
+    so that the body itself is let in)."""
+    url, key = f"{gw.http}/a2a/main", "agent:main:person:bob:a2a:ctx-refused"
+    before = len(task_rows(gw))
+    by_url = [{"text": "read this"}, {"url": "http://169.254.169.254/latest/meta-data", "filename": "creds"}]
+    refused = (await asyncio.to_thread(peer, url, peers["bob"], "stream-parts", "ctx-refused",
+                                       stdin=json.dumps(by_url)))[0]
+    assert "parts[1].url: a file by url is not accepted" in refused["error"], refused
+    async with httpx.AsyncClient(headers={"authorization": f"Bearer {peers['bob']}", "a2a-version": "1.0"},
+                                 timeout=60) as http:
+        async def send(parts: list[dict[str, Any]], method: str = "SendMessage") -> dict[str, Any]:
+            got = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": {
+                "messageId": "m-refused", "role": "ROLE_USER", "contextId": "ctx-refused", "parts": parts}}})
+            return dict(got.json()["error"])
+
+        legacy = await send([{"kind": "file", "file": {"uri": "file:///etc/passwd", "name": "passwd"}}],
+                            "message/send")  # A2A 0.3's shape: the same refusal
+        assert legacy["code"] == -32602 and legacy["data"]["field"] == "params.message.parts[0].file.uri", legacy
+        many = await send([raw(b"x", f"f{i}.txt", "text/plain") for i in range(6)])
+        assert many["data"]["field"] == "params.message.parts" and "more than 5 files" in many["message"], many
+        owner = await operator(gw.url, gw.token or "")
+        try:
+            h = (await owner.call("config.get", {}))["hash"]
+            await owner.call("config.patch", {"patch": {"a2a": {"maxRequestBytes": 24 * 1024 * 1024}}, "baseHash": h})
+            large = await send([{"text": "take this"}, raw(b"\0" * (10 * 1024 * 1024 + 1), "big.bin",
+                                                            "application/octet-stream")])
+        finally:
+            h = (await owner.call("config.get", {}))["hash"]
+            await owner.call("config.patch", {"patch": {"a2a": {"maxRequestBytes": None}}, "baseHash": h})
+            await owner.close()
+        assert large["data"]["field"] == "params.message.parts[1].raw" and "larger than 10 MB" in large["message"]
+    assert len(task_rows(gw)) == before
+    assert key not in {row[2] for row in task_rows(gw)}
+    owner = await operator(gw.url, gw.token or "")
+    try:
+        listed = await owner.call("sessions.list", {"limit": 500})
+    finally:
+        await owner.close()
+    assert key not in {s["key"] for s in listed["sessions"]}
