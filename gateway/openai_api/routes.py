@@ -215,7 +215,8 @@ class OpenAiApi:
         idempotency = self._idempotency(request)
         tap = self._runner.tap(key)  # before the turn starts: none of its events is missed
         try:
-            started = await self._runner.start(conversations.api_caller(caller), key, turn.text, idempotency)
+            started = await self._runner.start(conversations.api_caller(caller), key, turn.text, idempotency,
+                                               turn.files)
         except BaseException:
             tap.close()
             raise

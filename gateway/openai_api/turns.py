@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 
 from gateway.openai_api.errors import ApiError, from_rpc
 from gateway.protocol import RpcError
+from gateway.runs.chat_methods import upload
 from gateway.usage.store import TurnUsage
 
 log = structlog.get_logger("gateway.openai_api")
@@ -33,6 +34,7 @@ log = structlog.get_logger("gateway.openai_api")
 if TYPE_CHECKING:
     from gateway.composition.event_taps import EventTap
     from gateway.dispatch.callers import Caller
+    from gateway.openai_api.wire import File
     from gateway.runs import RunQueue
     from gateway.store import Database
 
@@ -41,7 +43,8 @@ __all__ = ["Delta", "Done", "Started", "TurnRunner", "Usage"]
 Call = Callable[..., Awaitable[Any]]
 """``(method, params, caller, *, request_id)``: a gateway method in process (``CapabilityHost.call``)."""
 
-CHAT_SEND_FIELDS = {"sessionKey": "model", "message": "messages", "idempotencyKey": "Idempotency-Key"}
+CHAT_SEND_FIELDS = {"sessionKey": "model", "message": "messages", "attachments": "messages",
+                    "idempotencyKey": "Idempotency-Key"}
 """``chat.send``'s params named by an error, as the request's fields."""
 
 WAITING_EVENTS = frozenset({"exec.approval.requested", "question.requested"})
@@ -96,13 +99,17 @@ class TurnRunner:
         self._runs = runs
         self._db = db
 
-    async def start(self, caller: Caller, session_key: str, text: str, idempotency_key: str) -> Started:
-        """Send ``text`` into ``session_key`` as ``caller`` (``chat.send``).
+    async def start(self, caller: Caller, session_key: str, text: str, idempotency_key: str,
+                    files: Sequence[File] = ()) -> Started:
+        """Send ``text`` and ``files`` into ``session_key`` as ``caller`` (``chat.send``; the files as its
+        ``attachments``, the web chat's uploads: the agent finds them in its workspace).
 
         Raises:
             ApiError: the method's refusal, naming the request's field.
         """
-        params = {"sessionKey": session_key, "message": text, "idempotencyKey": idempotency_key}
+        params: dict[str, Any] = {"sessionKey": session_key, "message": text, "idempotencyKey": idempotency_key}
+        if files:
+            params["attachments"] = [upload(f.name, f.mime_type, f.data) for f in files]
         try:
             sent = await self._call("chat.send", params, caller, request_id=f"openai-{idempotency_key}")
         except RpcError as exc:

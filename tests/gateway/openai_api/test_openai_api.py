@@ -1,7 +1,8 @@
 """The OpenAI-compatible API (docs/openai-api.md) driven by the real ``openai`` SDK over 127.0.0.1 against a real
 gateway process whose agent is the stand-in CLI: models listed, whole and streamed completions, two ``responses``
 chained into one session, and the refusals (no credential, another caller's session, an agent the caller may not
-use, a malformed body), each leaving nothing stored.
+use, a malformed body), each leaving nothing stored; images and files in a message given to the agent, and an image by
+URL, a Files API id or a file past the limits refused.
 
 The callers: the owner (the gateway token); Alice, a program calling us, modelled as a person (member) holding a
 ``/mcp`` token made for her (``mcp.tokens.create`` with ``personId``, what ``remoteclaw mcp token create --person``
@@ -11,6 +12,8 @@ calls); Bob, a member with his sign-in credential. Agent ``private`` is open to 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import sys
 from collections.abc import Iterator
@@ -31,7 +34,8 @@ pytestmark = pytest.mark.timeout(120)
 CONFIG = {
     "agents": {"list": [{"id": "main", "command": [sys.executable, FAKE_CLI]},
                         {"id": "private", "command": [sys.executable, FAKE_CLI], "people": ["bob"]}]},
-    "api": {"openai": {"enabled": True, "approvalWaitSeconds": 6, "requestsPerMinute": 60, "burst": 25}},
+    "api": {"openai": {"enabled": True, "approvalWaitSeconds": 6, "requestsPerMinute": 60, "burst": 25,
+                       "maxRequestBytes": 24 * 1024 * 1024}},  # a file past 10 MB reaches the check of files
     "approvals": {"timeoutSeconds": 60},
 }
 
@@ -197,7 +201,8 @@ async def test_refusals_name_the_field_and_store_nothing(gw: GatewayProcess, tok
             ("/v1/chat/completions", {"model": "main", "messages": [{"role": "user", "content": 5}]},
              "messages[0].content"),
             ("/v1/chat/completions", {"model": "main", "messages": [{"role": "user", "content": [
-                {"type": "image_url", "image_url": {"url": "http://x"}}]}]}, "messages[0].content[0].type"),
+                {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}]}]},
+             "messages[0].content[0].type"),
             ("/v1/chat/completions", {"model": "main", "messages": [{"role": "assistant", "content": "hi"}]},
              "messages"),
             ("/v1/chat/completions", {"model": "main", "stream": "yes", "messages": [{"role": "user",
@@ -315,3 +320,96 @@ async def test_a_client_that_goes_away_mid_stream_stops_its_turn(gw: GatewayProc
     finally:
         await owner.close()
     assert waited["status"] == "error" and "abort" in waited.get("error", ""), waited
+
+
+def cli_run(gw: GatewayProcess, needle: str) -> dict[str, Any]:
+    """The stand-in CLI's record of the turn whose prompt has ``needle``: its prompt, and the files it was given."""
+    lines = Path(gw.extra_env["FAKE_CLI_LOG"]).read_text().splitlines()
+    return next(r for r in reversed([json.loads(line) for line in lines if line.strip()]) if needle in r["prompt"])
+
+
+def data_url(data: bytes, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
+
+
+def given(run: dict[str, Any], suffix: str) -> list[str]:
+    """The sha256 of each file the turn was given whose stored name ends with ``suffix``."""
+    return [digest for name, digest in run["attachments"].items() if name.endswith(suffix)]
+
+
+def stored_uploads(gw: GatewayProcess) -> list[str]:
+    """The names of the uploads the gateway keeps (the web chat's media folder)."""
+    folder = gw.state_dir / "media" / "webchat"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+PICTURE = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 16
+
+
+async def test_images_and_files_in_a_message_reach_the_agents_workspace(gw: GatewayProcess,
+                                                                        tokens: dict[str, str]) -> None:
+    """A chat completion with an image and a file as data URLs, and a response whose input is a file alone: the
+    agent's turn has them in its workspace's attachments/ with their bytes (the stand-in CLI reads them back)."""
+    api = client(gw, tokens["alice"], **{"X-Remoteclaw-Conversation": "files"})
+    notes = b"quarterly numbers: 1, 2, 3\n"
+    whole = await api.chat.completions.create(model="main", messages=[{"role": "user", "content": [
+        {"type": "text", "text": "show attachments"},
+        {"type": "image_url", "image_url": {"url": data_url(PICTURE, "image/png"), "detail": "low"}},
+        {"type": "file", "file": {"file_data": data_url(notes, "text/plain"), "filename": "notes.txt"}}]}])
+    reply = whole.choices[0].message.content or ""
+    assert "-notes.txt=b'quarterly numbers: 1, 2, 3\\n'" in reply and "-image.png=b'\\x89PNG" in reply, reply
+    run = cli_run(gw, "show attachments")
+    assert given(run, "-notes.txt") == [hashlib.sha256(notes).hexdigest()], run["attachments"]
+    assert given(run, "-image.png") == [hashlib.sha256(PICTURE).hexdigest()], run["attachments"]
+    assert "[attachment: image attachments/" in run["prompt"] and "[attachment: file attachments/" in run["prompt"]
+    rows = await transcript(gw, "agent:main:person:alice:api:files")
+    assert rows[0][0] == "user" and rows[0][1].startswith("show attachments") and "notes.txt" in rows[0][1]
+    # Responses: a file alone, and an image, as input_file and input_image; no text at all is still a turn
+    report = b"%PDF-1.4 not really a pdf"
+    answered = await api.responses.create(model="main", input=[{"role": "user", "content": [
+        {"type": "input_file", "file_data": data_url(report, "application/pdf"), "filename": "report.pdf"},
+        {"type": "input_image", "image_url": data_url(PICTURE, "image/png")}]}])
+    assert answered.status == "completed" and "report.pdf" in answered.output_text, answered.output_text
+    alone = cli_run(gw, "report.pdf")
+    assert given(alone, "-report.pdf") == [hashlib.sha256(report).hexdigest()], alone["attachments"]
+    assert given(alone, "-image.png") == [hashlib.sha256(PICTURE).hexdigest()], alone["attachments"]
+
+
+async def test_an_image_by_url_a_file_id_or_files_past_the_limits_are_refused(gw: GatewayProcess,
+                                                                              tokens: dict[str, str]) -> None:
+    """The gateway fetches nothing a caller names: an http(s) image, a Files API id and a file URL are refused with
+    OpenAI's error naming the field, as are six files and a file past 10 MB; nothing is stored for any of them."""
+    api = client(gw, tokens["alice"], **{"X-Remoteclaw-Conversation": "refused-files"})
+    key = "agent:main:person:alice:api:refused-files"
+    before = await session_keys(gw)
+    text = {"type": "text", "text": "look"}
+    chat_cases: list[tuple[list[dict[str, Any]], str, str]] = [
+        ([text, {"type": "image_url", "image_url": {"url": "http://169.254.169.254/latest/meta-data"}}],
+         "messages[0].content[1].image_url.url", "by URL is not accepted"),
+        ([text, {"type": "file", "file": {"file_id": "file-abc123"}}], "messages[0].content[1].file.file_id",
+         "file_id is not accepted"),
+        ([text, {"type": "image_url", "image_url": {"url": "data:image/png;base64,not base64!"}}],
+         "messages[0].content[1].image_url.url", "not base64"),
+        ([text] + [{"type": "file", "file": {"file_data": data_url(b"x", "text/plain"), "filename": f"{i}.txt"}}
+                   for i in range(6)], "messages[0].content", "more than 5 files"),
+        ([text, {"type": "file", "file": {"file_data": data_url(b"\0" * (10 * 1024 * 1024 + 1),
+                                                                "application/octet-stream"), "filename": "big.bin"}}],
+         "messages[0].content[1].file.file_data", "larger than 10 MB"),
+    ]
+    for content, param, said in chat_cases:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await api.chat.completions.create(model="main", messages=[{"role": "user", "content": content}])
+        body: dict[str, Any] = refused.value.body  # type: ignore[assignment]
+        assert body["param"] == param and said in body["message"], (param, body)
+    responses_cases: list[tuple[dict[str, Any], str]] = [
+        ({"type": "input_image", "image_url": "https://example.com/cat.png"}, "input[0].content[0].image_url"),
+        ({"type": "input_image", "file_id": "file-abc123"}, "input[0].content[0].file_id"),
+        ({"type": "input_file", "file_url": "https://example.com/report.pdf"}, "input[0].content[0].file_url"),
+        ({"type": "input_file", "filename": "nothing.txt"}, "input[0].content[0].file_data"),
+    ]
+    for part, param in responses_cases:
+        with pytest.raises(openai.BadRequestError) as refused:
+            await api.responses.create(model="main", input=[{"role": "user", "content": [part]}])
+        assert refused.value.body["param"] == param, refused.value.body  # type: ignore[index]
+    assert await session_keys(gw) == before and key not in before
+    assert not [name for name in stored_uploads(gw) if name.endswith(("big.bin", "0.txt", "5.txt"))]
