@@ -18,7 +18,7 @@ from a2a.types.a2a_pb2 import Message, Part
 from google.protobuf.json_format import MessageToDict
 
 from gateway.protocol import InvalidRequest
-from gateway.runs.chat_methods import upload, uploads_refused
+from gateway.runs.chat_methods import as_upload, uploads_refused
 
 __all__ = ["drop_file_bytes", "message_parts", "refusal", "turn_input"]
 
@@ -93,7 +93,7 @@ def turn_input(message: Message | None) -> tuple[str, list[dict[str, str]]]:
         elif which == "data":
             texts.append(json.dumps(_json_value(MessageToDict(part.data)), ensure_ascii=False, sort_keys=True))
         elif which == "raw":
-            files.append(upload(part.filename, part.media_type, part.raw))
+            files.append(as_upload(part.filename, part.media_type, part.raw))
         elif which == "url":
             field = f"{PARTS}[{i}].url"
             raise InvalidRequest(f"{field}: a file by url is not accepted; send its bytes", details={"field": field})

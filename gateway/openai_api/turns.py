@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 
 from gateway.openai_api.errors import ApiError, from_rpc
 from gateway.protocol import RpcError
-from gateway.runs.chat_methods import upload
+from gateway.runs.chat_methods import as_upload
 from gateway.usage.store import TurnUsage
 
 log = structlog.get_logger("gateway.openai_api")
@@ -109,7 +109,7 @@ class TurnRunner:
         """
         params: dict[str, Any] = {"sessionKey": session_key, "message": text, "idempotencyKey": idempotency_key}
         if files:
-            params["attachments"] = [upload(f.name, f.mime_type, f.data) for f in files]
+            params["attachments"] = [as_upload(f.name, f.mime_type, f.data) for f in files]
         try:
             sent = await self._call("chat.send", params, caller, request_id=f"openai-{idempotency_key}")
         except RpcError as exc:

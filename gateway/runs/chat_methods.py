@@ -90,7 +90,7 @@ def uploads_refused(sizes: Sequence[int]) -> UploadsRefused | None:
     return None
 
 
-def upload(name: str, mime_type: str, data: bytes) -> dict[str, str]:
+def as_upload(name: str, mime_type: str, data: bytes) -> dict[str, str]:
     """One file as ``chat.send``'s ``attachments`` item (``Upload``), its name and type made fit: the last path
     component, at most 255 characters (the stored copy's name is made safe again); a type of at most 128, else
     ``application/octet-stream``."""
