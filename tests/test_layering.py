@@ -124,23 +124,37 @@ def test_handlers_build_no_queries() -> None:
 
 SERVER_SURFACE = {"gateway/methods/health.py", "gateway/methods/host.py", "gateway/methods/restart.py"}
 """The method modules about the server itself (health, status, presence, host facts, restart): the only handlers
-that reach the whole ``Gateway`` through ``ctx.gateway``."""
+that use ``ctx.server`` (``gateway.dispatch.context.ServerControl``)."""
+
+KNOWS_THE_GATEWAY = {"gateway/composition/gateway.py", "gateway/composition/wiring.py", "gateway/server/app.py",
+                     "gateway/server/rpc_serve.py", "gateway/server/serve.py"}
+"""The composition root and the server that runs it: the only modules that name the whole ``Gateway``."""
 
 
-def test_only_the_servers_own_methods_reach_the_whole_gateway() -> None:
+def test_only_the_servers_own_methods_reach_the_server() -> None:
     """A handler gets what it uses from ``CallContext``'s members (``ctx.sessions``, ``ctx.call``...), so what it
-    depends on shows; ``ctx.gateway`` is for the server's own surface."""
+    depends on shows; ``ctx.server`` is for the server's own surface."""
     bad = []
     for package in ("gateway", *PLATFORM_PACKAGES):
         for path in (ROOT / package).rglob("*.py"):
             rel = str(path.relative_to(ROOT))
-            if rel in SERVER_SURFACE or rel == "gateway/dispatch/dispatcher.py":
+            if rel in SERVER_SURFACE or rel == "gateway/dispatch/context.py":
                 continue
             for node in ast.walk(ast.parse(path.read_text(), rel)):
-                if (isinstance(node, ast.Attribute) and node.attr == "gateway" and isinstance(node.value, ast.Name)
-                        and node.value.id == "ctx"):
+                if (isinstance(node, ast.Attribute) and node.attr in ("server", "gateway")
+                        and isinstance(node.value, ast.Name) and node.value.id == "ctx"):
                     bad.append(f"{rel}:{node.lineno}")
-    assert not bad, "ctx.gateway outside the server's own methods: " + ", ".join(bad)
+    assert not bad, "ctx.server outside the server's own methods: " + ", ".join(bad)
+
+
+def test_no_host_or_handler_context_holds_the_gateway() -> None:
+    """The hosts and the handlers' context are records of the parts they hand out, built by the composition root
+    (``gateway.composition.wiring``): no module outside it and the server names ``Gateway``, not even for a
+    type, so no package is handed the whole gateway."""
+    bad = [f"{p.relative_to(ROOT)}:{line}" for package in ("gateway", *PLATFORM_PACKAGES)
+           for p, line, mod in _imports(package)
+           if mod == "gateway.composition.gateway" and str(p.relative_to(ROOT)) not in KNOWS_THE_GATEWAY]
+    assert not bad, "modules naming the whole Gateway: " + ", ".join(bad)
 
 
 def _module_of(path: Path) -> str:

@@ -196,7 +196,7 @@ class A2aServer:
 
     async def _peer(self, request: Request, agent: AgentConfig) -> PeerContext | Response:
         """Who calls, decided (see the module docstring), or the refusal."""
-        caller = await self._host.http_credentials().caller(request)
+        caller = await self._host.http_credentials.caller(request)
         if caller is None:
             return _error(401, INVALID_REQUEST, "Unauthorized: a valid bearer token is required "
                                                 "(Authorization: Bearer <token>)",

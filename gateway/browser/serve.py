@@ -142,6 +142,6 @@ async def browser_file(p: FileParams, ctx: CallContext) -> dict[str, Any]:
 
 async def start(host: CapabilityHost) -> None:
     """Capability entry: the saved files, and their route."""
-    files = BrowserFiles(host.config_store, host.state_dir, host.listen, host.access, host.http_credentials())
+    files = BrowserFiles(host.config_store, host.state_dir, host.listen, host.access, host.http_credentials)
     host.services.provide(BROWSER_FILES, files)
     host.add_route(files.route())

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from gateway.config.watch import ConfigWatcher
     from gateway.devices.service import NodeService
     from gateway.dispatch.callers import Caller
+    from gateway.dispatch.context import HandlerParts
     from gateway.people.service import PeopleService
     from gateway.platforms.host import PlatformParts
     from gateway.platforms.interface import ChatPlatforms
@@ -97,6 +98,8 @@ class Gateway:
     http_credentials: HttpCredentials
     """An HTTP request's credential as a caller, for the routes that serve a conversation's things."""
     platform_parts: PlatformParts
+    handler_parts: HandlerParts
+    """What method handlers may use (``gateway.dispatch.context``), built once the core services are."""
     """What every platform package shares: the inbound door and router, the message log, the journal, web chat posts."""
 
     def __init__(self, *, state_dir: Path, config_store: ConfigStore, token: str) -> None:

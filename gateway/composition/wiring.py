@@ -4,8 +4,8 @@
    passed to its constructor, and sets it as a typed attribute of the ``Gateway``; clean-up goes to
    ``gateway.on_stop``. The bus first (every later event goes through it), the run queue before the sessions
    and the executor that use it, the replica watch after the executor it recovers turns through. This module
-   and ``gateway.composition.gateway`` are the only ones that know the whole ``Gateway`` (and the hosts, which narrow
-   it).
+   and ``gateway.composition.gateway`` are the only ones that know the whole ``Gateway``; the hosts are records of
+   the parts they hand out, built here (``capability_host``, ``platform_host``).
 2. The capabilities (``gateway.composition.capabilities``), each through its own ``start(host)`` with a
    ``CapabilityHost``: they provide their services in ``gateway.composition.services``.
 3. The platform package (the ``remoteclaw.platforms`` extension point: ``channels``), with a
@@ -27,10 +27,14 @@ from gateway.composition.hosts import CapabilityHost
 
 if TYPE_CHECKING:
     from gateway.composition.gateway import Gateway
+    from gateway.dispatch.callers import Caller
+    from gateway.dispatch.context import HandlerParts
+    from gateway.platforms import PlatformHost
+    from gateway.platforms.interface import ChatPlatforms
     from gateway.platforms.messages import Sent
     from gateway.runs.recovery import Recovery
 
-__all__ = ["CORE", "start_all"]
+__all__ = ["CORE", "capability_host", "handler_parts", "platform_host", "start_all"]
 
 log = structlog.get_logger("gateway.composition.wiring")
 
@@ -207,22 +211,67 @@ CORE: list[Callable[[Gateway], Awaitable[None]]] = [
 """The core services, in start order."""
 
 
+def _host_parts(gw: Gateway) -> dict[str, Any]:
+    """What every host is given (``GatewayHost``'s fields)."""
+    return {"config_store": gw.config_store, "state_dir": gw.state_dir, "access": gw.access,
+            "http_credentials": gw.http_credentials, "routes": gw.http_routes, "config_changes": gw.config_changes,
+            "on_stop": gw.on_stop}
+
+
+def capability_host(gw: Gateway) -> CapabilityHost:
+    """The capabilities' host: the core services as built above, and functions for what changes as it runs."""
+
+    async def call(method: str, params: Any, caller: Caller, *, request_id: str = "") -> Any:
+        return await gw.dispatcher.call(method, params, caller, gw.handler_parts, request_id=request_id)
+
+    return CapabilityHost(
+        **_host_parts(gw), db=gw.db, replica_id=gw.replica_id, token=gw.token, services=gw.services,
+        sessions=gw.sessions, runs=gw.runs, agents=gw.agents, nodes=gw.nodes, replicas=gw.replicas, hooks=gw.hooks,
+        people=gw.people, bus=gw.bus, broadcast=gw.broadcast, call=call, listen=lambda: gw.listen,
+        platforms=lambda: gw.platforms, tap_session=gw.taps.open, spawn=gw.spawn,
+        restart_reason=lambda: gw.restart_reason)
+
+
+def handler_parts(gw: Gateway) -> HandlerParts:
+    """What every method handler may use (``gateway.dispatch.context``): the core services built above."""
+    from gateway.dispatch.context import HandlerParts
+
+    return HandlerParts(
+        access=gw.access, db=gw.db, config_store=gw.config_store, config_changes=gw.config_changes,
+        state_dir=gw.state_dir, logs_dir=gw.logs_dir, sessions=gw.sessions, people=gw.people, runs=gw.runs,
+        agents=gw.agents, nodes=gw.nodes, hooks=gw.hooks, subscriptions=gw.subscriptions, services=gw.services,
+        broadcast=gw.broadcast, platforms=lambda: gw.platforms, listen=lambda: gw.listen,
+        close_connections=gw.close_connections, dispatch=gw.dispatcher.call, server=gw)
+
+
+def platform_host(gw: Gateway) -> PlatformHost:
+    """A platform package's host: the shared inbound parts, and how it attaches its ``ChatPlatforms``."""
+    from gateway.platforms import PlatformHost
+    from gateway.platforms.hooked import HookedPlatforms
+
+    def attach(platforms: ChatPlatforms) -> None:
+        gw.platforms = HookedPlatforms(platforms, gw.hooks)
+
+    parts = gw.platform_parts
+    return PlatformHost(**_host_parts(gw), db=gw.db, history=parts.history, journal=parts.journal,
+                        webchat=parts.webchat, door=parts.door, attach=attach, listen=lambda: gw.listen)
+
+
 async def start_all(gateway: Gateway) -> None:
     for start_core in CORE:
         await start_core(gateway)
-    host = CapabilityHost(gateway)
+    gateway.handler_parts = handler_parts(gateway)  # before any method call: the capabilities' starts make some
+    host = capability_host(gateway)
     for capability in declared():
         if capability.start is not None:
             await load(capability.start)(host)
-    from gateway.platforms import PlatformHost
-
     for name in PLATFORMS.names():
         try:
             start = PLATFORMS.load(name)
         except ImportError as exc:  # its package is not installed here: the gateway runs without it
             log.warning("platform package not available", package=name, error=str(exc))
             continue
-        await start(PlatformHost(gateway, gateway.platform_parts))
+        await start(platform_host(gateway))
     await _recover(gateway)
     gateway.hooks.fire("gateway_start", {"version": gateway.version, "replicaId": gateway.replica_id})
 

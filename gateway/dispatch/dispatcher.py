@@ -17,15 +17,12 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import structlog
 from pydantic import ValidationError
 
-from gateway.composition.ports import AUDIT
 from gateway.dispatch.callers import (
     ADMIN,
     APPROVALS,
@@ -39,6 +36,7 @@ from gateway.dispatch.callers import (
     SessionScope,
     grants,
 )
+from gateway.dispatch.context import CallContext, HandlerParts
 from gateway.dispatch.registry import (
     MethodSpec,
     NoParams,
@@ -65,20 +63,6 @@ from gateway.protocol import (
 from gateway.store.errors import DiskFull, storage_failure
 
 if TYPE_CHECKING:
-    from gateway.access.doors import AccessControl, Located
-    from gateway.agents.executor import AgentExecutor
-    from gateway.composition.gateway import Gateway
-    from gateway.composition.services import Key, Services
-    from gateway.config import Config, ConfigStore
-    from gateway.config.reload import ConfigChanges
-    from gateway.devices.service import NodeService
-    from gateway.hooks.runner import HookRunner
-    from gateway.people.service import PeopleService
-    from gateway.platforms.interface import ChatPlatforms
-    from gateway.runs import RunQueue
-    from gateway.sessions.events import SessionSubscriptions
-    from gateway.sessions.service import SessionsService
-    from gateway.store import Database
     from gateway.store.idempotency import Durable
 
 __all__ = [
@@ -110,127 +94,6 @@ __all__ = [
 log = structlog.get_logger("gateway.dispatch.dispatcher")
 
 _S = TypeVar("_S")
-
-@dataclass(slots=True)
-class CallContext:
-    """What a handler gets besides its params: who calls, and the typed services it uses (``ctx.sessions``,
-    ``ctx.runs``, ``ctx.platforms``, a capability's ``ctx.service(CRON)``...), so a handler shows what it
-    depends on. ``gateway`` remains for the handlers about the server itself (``health``, ``status``,
-    ``system-presence``, ``system.info``, restart): the others use the members below."""
-
-    caller: Caller
-    gateway: Gateway
-    request_id: str
-    method: str
-    target: Located | None = None
-    """The object the request named, as the access model found and allowed it (``gateway.access``)."""
-
-    @property
-    def access(self) -> AccessControl:
-        """The authorization model's doors: for a handler answering a list (``visible``) or meeting a second
-        object on its way (``check``)."""
-        return self.gateway.access
-
-    @property
-    def platforms(self) -> ChatPlatforms:
-        """The chat platforms, or ``Unavailable`` when none is installed or attached on this gateway."""
-        platforms = self.gateway.platforms
-        if platforms is None:
-            raise Unavailable("channels are not available on this gateway")
-        return platforms
-
-    @property
-    def db(self) -> Database:
-        return self.gateway.db
-
-    @property
-    def config(self) -> Config:
-        """The current config (it changes live: read it per use)."""
-        return self.gateway.config
-
-    @property
-    def config_store(self) -> ConfigStore:
-        return self.gateway.config_store
-
-    @property
-    def config_changes(self) -> ConfigChanges:
-        """Applies a validated config (what ``config.patch``/``set``/``apply`` commit)."""
-        return self.gateway.config_changes
-
-    @property
-    def state_dir(self) -> Path:
-        return self.gateway.state_dir
-
-    @property
-    def sessions(self) -> SessionsService:
-        return self.gateway.sessions
-
-    @property
-    def people(self) -> PeopleService:
-        return self.gateway.people
-
-    @property
-    def runs(self) -> RunQueue:
-        return self.gateway.runs
-
-    @property
-    def agents(self) -> AgentExecutor:
-        return self.gateway.agents
-
-    @property
-    def nodes(self) -> NodeService | None:
-        return self.gateway.nodes
-
-    @property
-    def hooks(self) -> HookRunner:
-        return self.gateway.hooks
-
-    @property
-    def subscriptions(self) -> SessionSubscriptions:
-        return self.gateway.subscriptions
-
-    @property
-    def services(self) -> Services:
-        return self.gateway.services
-
-    def broadcast(self, event: str, payload: Any = None, *, scope: str = READ, drop_if_slow: bool = False) -> int:
-        """Send an event to every operator holding ``scope``, on every replica."""
-        return self.gateway.broadcast(event, payload, scope=scope, drop_if_slow=drop_if_slow)
-
-    def attached_platforms(self) -> ChatPlatforms | None:
-        """The chat platforms, or None when none is attached (a handler that answers without them)."""
-        return self.gateway.platforms
-
-    @property
-    def listen(self) -> tuple[str, int]:
-        """Where this gateway listens (what a link to it it hands out is made from)."""
-        return self.gateway.listen
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.gateway.logs_dir
-
-    def close_connections(self, holds: Callable[[Caller], bool], reason: str) -> int:
-        """Close this replica's connections whose caller ``holds`` a credential that no longer counts (a removed
-        person, a revoked sign-in, a rejected device); how many."""
-        return self.gateway.close_connections(holds, reason)
-
-    async def call(self, method: str, params: Any) -> Any:
-        """Another method, in process, as this caller (validation, access and hooks as over the wire)."""
-        return await self.gateway.dispatcher.call(method, params, self.caller, self.gateway, request_id=self.request_id)
-
-    def service(self, key: Key[_S]) -> _S:
-        """A capability's service (``gateway.composition.services``), or ``Unavailable`` naming it when that capability
-        did not start on this gateway."""
-        return self.gateway.services.get(key)
-
-    async def audit(self, action: str, target: str | None = None, details: dict[str, Any] | None = None) -> None:
-        """Write to the audit log that this caller did ``action`` (``gateway.composition.ports.AUDIT``); call it
-        once the action succeeded. Never raises; nothing is written when the audit capability did not start."""
-        auditor = self.gateway.services.find(AUDIT)
-        if auditor is not None:
-            await auditor.record(self.caller, action, target, details)
-
 
 def _failure(spec: MethodSpec, exc: Exception, request_id: str) -> Unavailable:
     """An unexpected failure as the caller sees it: a storage problem said as such, anything else as internal."""
@@ -323,15 +186,15 @@ class Dispatcher:
         self.durable = durable
         self._missing = missing
 
-    async def dispatch(self, frame: RequestFrame, caller: Caller, gateway: Gateway) -> dict[str, Any]:
+    async def dispatch(self, frame: RequestFrame, caller: Caller, parts: HandlerParts) -> dict[str, Any]:
         try:
-            payload = await self.call(frame.method, frame.params, caller, gateway, request_id=frame.id)
+            payload = await self.call(frame.method, frame.params, caller, parts, request_id=frame.id)
         except RpcError as exc:
             return error_frame(frame.id, exc)
         return ok_frame(frame.id, payload)
 
     async def call(
-        self, name: str, raw_params: Any, caller: Caller, gateway: Gateway, *, request_id: str = ""
+        self, name: str, raw_params: Any, caller: Caller, parts: HandlerParts, *, request_id: str = ""
     ) -> Any:
         """Run one method for ``caller``; raises ``RpcError`` on any refusal or failure.
 
@@ -340,13 +203,13 @@ class Dispatcher:
         they reach sockets, ``/mcp`` clients and agents, none of which is the log's scrubber.
         """
         try:
-            return await self._call(name, raw_params, caller, gateway, request_id=request_id)
+            return await self._call(name, raw_params, caller, parts, request_id=request_id)
         except RpcError as exc:
             exc.message = scrub_secrets(exc.message)
             exc.details = scrub_secrets(exc.details)
             raise
 
-    def answer_now(self, frame: RequestFrame, caller: Caller, gateway: Gateway) -> dict[str, Any] | None:
+    def answer_now(self, frame: RequestFrame, caller: Caller, parts: HandlerParts) -> dict[str, Any] | None:
         """The response frame to a request for an ``inline`` method, computed right away, with no task: the
         same authorization, validation and error mapping as ``dispatch``. None for any other method, and for an
         inline handler that awaited after all (it is closed, and ``dispatch`` then runs it the ordinary way).
@@ -360,8 +223,8 @@ class Dispatcher:
         try:
             spec, params = self._prepare(frame.method, frame.params, caller)
             for access in spec.access:
-                gateway.access.authorize_now(access, caller)
-            running = spec.handler(params, CallContext(caller=caller, gateway=gateway, request_id=frame.id,
+                parts.access.authorize_now(access, caller)
+            running = spec.handler(params, CallContext(caller=caller, parts=parts, request_id=frame.id,
                                                       method=spec.name))
             try:
                 running.send(None)  # type: ignore[attr-defined]
@@ -397,18 +260,19 @@ class Dispatcher:
             raise InvalidRequest(f"invalid {name} params: {problem}", details={"method": name}) from None
         return spec, params
 
-    async def _call(self, name: str, raw_params: Any, caller: Caller, gateway: Gateway, *, request_id: str) -> Any:
+    async def _call(self, name: str, raw_params: Any, caller: Caller, parts: HandlerParts, *,
+                    request_id: str) -> Any:
         spec, params = self._prepare(name, raw_params, caller)
         target = None
         try:
             for access in spec.access:  # the one authorization model decides, before the handler runs
-                found = await gateway.access.authorize(access, params, caller)
+                found = await parts.access.authorize(access, params, caller)
                 target = target or found
         except RpcError:
             raise
         except Exception as exc:
             raise _failure(spec, exc, request_id) from None
-        ctx = CallContext(caller=caller, gateway=gateway, request_id=request_id, method=spec.name, target=target)
+        ctx = CallContext(caller=caller, parts=parts, request_id=request_id, method=spec.name, target=target)
 
         async def invoke() -> Any:
             try:

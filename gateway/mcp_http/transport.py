@@ -455,7 +455,7 @@ async def start(host: CapabilityHost) -> None:
         return
     mcp = McpHttp(host.config_store, host.db, host.call)
     host.people.on_remove(mcp.person_removed)
-    host.http_credentials().add_verifier(mcp.http_caller)
+    host.http_credentials.add_verifier(mcp.http_caller)
     host.services.provide(MCP_HTTP, mcp)
     for route in mcp.routes():
         host.add_route(route)

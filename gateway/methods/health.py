@@ -9,13 +9,13 @@ from typing import Any
 from pydantic import Field
 
 from gateway.access import Access
-from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method
+from gateway.dispatch.dispatcher import READ, CallContext, NoParams, Params, method, registry
 
 
 @method("health", access=Access("gateway", "read"), scope=READ, baseline=True, inline=True)
 async def health(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """Is the gateway up, and how long has it been."""
-    return ctx.gateway.health()
+    return ctx.server.health()
 
 
 class StatusParams(Params):
@@ -26,14 +26,14 @@ class StatusParams(Params):
         params=StatusParams, scope=READ, baseline=True)
 async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
     """Gateway status; with ``sessionKey``, that session's status (``gateway.sessions.service``)."""
-    gw = ctx.gateway
+    server = ctx.server
     if p.sessionKey:
         from gateway.projects.methods import open_projects, project_place
         from gateway.sessions.methods import check_visible
 
-        await check_visible(ctx, gw.sessions.normalize_key(p.sessionKey))
-        out = await gw.sessions.status(p.sessionKey)
-        agent = gw.sessions.agent(out["agentId"], field="sessionKey")
+        await check_visible(ctx, ctx.sessions.normalize_key(p.sessionKey))
+        out = await ctx.sessions.status(p.sessionKey)
+        agent = ctx.sessions.agent(out["agentId"], field="sessionKey")
         out["projects"] = open_projects(ctx, agent, out.get("personId"))  # what the web chat's picker offers
         if agent.node is not None:  # the header shows where the turns run: the node's folder or worktree
             out["node"] = agent.node
@@ -41,28 +41,28 @@ async def status(p: StatusParams, ctx: CallContext) -> dict[str, Any]:
                 where = await project_place(ctx, agent, out["project"], out["key"])
                 out["projectPath"], out["branch"] = where["path"], where["branch"]
         return out
-    host, port = gw.listen
+    host, port = ctx.listen
     answer: dict[str, Any] = {
-        "version": gw.version,
-        "instanceId": gw.instance_id,  # this start of the gateway (hello-ok server.bootId)
-        "replicaId": gw.replica_id,  # the replica across restarts: what its session leases are held as
+        "version": server.version,
+        "instanceId": server.instance_id,  # this start of the gateway (hello-ok server.bootId)
+        "replicaId": server.replica_id,  # the replica across restarts: what its session leases are held as
         "pid": os.getpid(),
         "python": sys.version.split()[0],
-        "startedAtMs": gw.started_at_ms,
-        "uptimeMs": gw.uptime_ms(),
+        "startedAtMs": server.started_at_ms,
+        "uptimeMs": server.uptime_ms(),
         "listen": {"host": host, "port": port},
-        "stateDir": str(gw.state_dir),
-        "database": "sqlite" if gw.db.is_sqlite else "postgresql",
-        "connections": len(gw.connections),
-        "methods": len(gw.dispatcher.registry.names()),
-        "defaultAgentId": gw.config.agents.default,
+        "stateDir": str(ctx.state_dir),
+        "database": "sqlite" if ctx.db.is_sqlite else "postgresql",
+        "connections": len(server.connections),
+        "methods": len(registry.names()),
+        "defaultAgentId": ctx.config.agents.default,
         "cliCommand": _cli_command(),  # how a person types `remoteclaw` on this machine (the web chat's hints)
         # Each agent's CLI and where it resolves (agents.list is OpenClaw's closed shape: no room there).
         "agents": [{"id": a["id"], "runtime": a["runtime"], "model": a["model"], "cli": a["cli"]}
-                   for a in gw.sessions.agents()],
-        "recoveredAtStart": gw.recovered,  # turns the previous process left: interrupted, retried, requeued
-        "adoptedFromReplicas": dict(gw.replicas.adopted) if gw.replicas else {},  # of replicas that died
-        "eventBus": gw.bus.status() if gw.bus else None,  # Redis between replicas: outages, events not relayed
+                   for a in ctx.sessions.agents()],
+        "recoveredAtStart": server.recovered,  # turns the previous process left: interrupted, retried, requeued
+        "adoptedFromReplicas": dict(server.replicas.adopted) if server.replicas else {},  # of replicas that died
+        "eventBus": server.bus.status() if server.bus else None,  # Redis between replicas: outages, events not relayed
     }
     if not _the_owner(ctx):  # where the config, token and database are is the owner's to know
         del answer["stateDir"]
@@ -95,13 +95,13 @@ async def system_presence(p: PresenceParams, ctx: CallContext) -> list[dict[str,
     Asking is also how a client that is not a UI opts in to the ``presence`` deltas that follow
     (``gateway.server.presence``): it has the list now, and keeps it current from the events.
     """
-    gw = ctx.gateway
-    board = gw.presence_board
-    conn = gw.connections.get(ctx.caller.conn_id)
+    server = ctx.server
+    board = server.presence_board
+    conn = server.connections.get(ctx.caller.conn_id)
     if conn is not None and ctx.caller.role == "operator":
         board.watch(conn)
     if p.offset is None and p.limit is None:
-        return gw.presence()
+        return server.presence()
     offset, limit = p.offset or 0, p.limit or 1000
     return {"presence": board.page(offset, limit), "total": len(board), "offset": offset, "limit": limit,
             "stateVersion": board.state_version()}

@@ -86,9 +86,9 @@ async def system_info(_p: NoParams, ctx: CallContext) -> dict[str, Any]:
     """The gateway's host: OS, CPU, memory, disk of the state dir, process id and uptime."""
     import asyncio
 
-    gw = ctx.gateway
-    facts = await asyncio.to_thread(host_facts, gw.state_dir)
-    facts.update(uptimeMs=gw.uptime_ms(), port=gw.listen[1], processInstanceId=gw.instance_id)
+    server = ctx.server
+    facts = await asyncio.to_thread(host_facts, server.state_dir)
+    facts.update(uptimeMs=server.uptime_ms(), port=ctx.listen[1], processInstanceId=server.instance_id)
     return facts
 
 

@@ -21,5 +21,5 @@ async def restart(p: RestartParams, ctx: CallContext) -> dict[str, Any]:
     """Restart the gateway in place: clients get a ``shutdown`` event, then close 1012, then it is back."""
     reason = p.reason or "restart requested"
     # Answer first; the restart begins after the response frame has been queued.
-    ctx.gateway.request_restart(reason, delay_ms=max(p.delayMs, 50))
+    ctx.server.request_restart(reason, delay_ms=max(p.delayMs, 50))
     return {"ok": True, "restarting": True, "reason": reason, "restartExpectedMs": 1500 + p.delayMs}

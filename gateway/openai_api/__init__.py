@@ -30,7 +30,7 @@ async def start(host: CapabilityHost) -> None:
     from gateway.openai_api.turns import TurnRunner
 
     runner = TurnRunner(host.call, host.tap_session, host.runs, host.db)
-    api = OpenAiApi(host.config_store, host.http_credentials(), host.access, host.people, host.sessions, host.runs,
+    api = OpenAiApi(host.config_store, host.http_credentials, host.access, host.people, host.sessions, host.runs,
                     runner)
     for route in api.routes():
         host.add_route(route)

@@ -10,6 +10,7 @@ out of its reach, so the two sides can change independently.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,10 +24,9 @@ from gateway.platforms.journal import InboundJournal
 from gateway.webchat.posts import WebchatPosts
 
 if TYPE_CHECKING:
-
-    from gateway.composition.gateway import Gateway
     from gateway.platforms.interface import ChatPlatforms
     from gateway.platforms.messages import Inbound
+    from gateway.store import Database
 
 __all__ = ["ConfigListener", "PlatformHost", "PlatformParts"]
 
@@ -48,38 +48,34 @@ class PlatformParts:
     """Every message in: history, access, pairing offers, routing to the agents."""
 
 
+@dataclass(frozen=True, slots=True)
 class PlatformHost(GatewayHost):
-    """The gateway as a platform package sees it."""
+    """The gateway as a platform package sees it (built by ``gateway.composition.wiring.platform_host``)."""
 
-    def __init__(self, gateway: Gateway, parts: PlatformParts) -> None:
-        super().__init__(gateway)
-        self.history = parts.history
-        self.journal = parts.journal
-        self.webchat = parts.webchat
-        self.door = parts.door
-
-    # -- facts -----------------------------------------------------------------------------------
+    db: Database
+    history: MessageLog
+    """The message log behind ``message.read``."""
+    journal: InboundJournal
+    """Platform updates stored before they are acknowledged."""
+    webchat: WebchatPosts
+    """The web chat's messages, which are session transcripts: post, react, pin, delete, read them."""
+    door: InboundDoor
+    """Every message in: history, access, pairing offers, routing to the agents."""
+    attach: Callable[[ChatPlatforms], None]
+    """Make the package's ``ChatPlatforms`` the gateway's way to chats (replies, ``message.*``, pairing
+    notices), with the plugins' message hooks around every send (``gateway.platforms.hooked``)."""
+    listen: Callable[[], tuple[str, int]]
+    """Where the server listens (known once it is bound)."""
 
     @property
     def config_path(self) -> Path:
-        return self._gw.config_store.path
-
-    # -- wiring ----------------------------------------------------------------------------------
-
-    def attach(self, platforms: ChatPlatforms) -> None:
-        """Make ``platforms`` the gateway's way to chats (replies, ``message.*``, pairing notices), with the
-        plugins' message hooks around every send (``gateway.platforms.hooked``)."""
-        from gateway.platforms.hooked import HookedPlatforms
-
-        self._gw.platforms = HookedPlatforms(platforms, self._gw.hooks)
+        return self.config_store.path
 
     def signin_base(self) -> str:
         """Where ``/login`` links point (``gateway.people.signin``)."""
         from gateway.people.signin import signin_base
 
-        return signin_base(self._gw.config, self._gw.listen)
-
-    # -- inbound ---------------------------------------------------------------------------------
+        return signin_base(self.config, self.listen())
 
     async def receive(self, msg: Inbound) -> None:
         """Every message a channel receives, handed over once (``gateway.platforms.door``)."""
@@ -87,4 +83,4 @@ class PlatformHost(GatewayHost):
 
     async def is_approved(self, channel: str, sender_id: str) -> bool:
         """Whether the owner approved this sender through pairing (e.g. to accept a room invitation)."""
-        return await sender_pairing.is_approved(self._gw.db, channel, sender_id)
+        return await sender_pairing.is_approved(self.db, channel, sender_id)

@@ -276,7 +276,7 @@ def _inline_answers(gw: Gateway, conn: Connection, caller: Caller, rate: Request
             if spec is None or not spec.inline:
                 return False
             rate.take()
-            response = gw.dispatcher.answer_now(frame, caller, gw)
+            response = gw.dispatcher.answer_now(frame, caller, gw.handler_parts)
         except ValueError:  # InvalidFrame too: _serve_requests answers it
             return False
         except Exception:
@@ -298,7 +298,7 @@ async def _serve_requests(gw: Gateway, conn: Connection, caller: Caller, rate: R
         try:
             if conn.closed:  # read before its credential ended (a run's token revoked, a sign-in): not served
                 return
-            conn.send(await gw.dispatcher.dispatch(frame, caller, gw))
+            conn.send(await gw.dispatcher.dispatch(frame, caller, gw.handler_parts))
         except Exception:  # a bug outside the handler: the caller still gets an answer, never silence
             log.exception("request failed outside its handler", method=frame.method, request_id=frame.id)
             conn.send(error_frame(frame.id, Unavailable(f"{frame.method} failed: internal error")))

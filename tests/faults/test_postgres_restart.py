@@ -94,7 +94,10 @@ async def test_writes_during_a_postgres_restart_fail_cleanly_and_nothing_answere
             err = x["frame"]["error"]
             assert err["code"] == "UNAVAILABLE" and err.get("retryable") is True, x
             assert "database" in err["message"] and err["details"]["code"] == "DATABASE_UNAVAILABLE", x
-            assert down_at - 0.5 <= x["t"] <= up_at + 10, ("a write failed outside the outage", x)
+            # in flight when the database went away (sent before, answered after: a loaded machine), sent during
+            # the outage, or just after it while the pool reconnects
+            assert x["t"] + x["took"] >= down_at - 0.5 and x["t"] <= up_at + 10, \
+                ("a write failed outside the outage", x)
         assert gw.proc is not None and gw.proc.poll() is None, "the gateway died"
         assert gw.wait_healthy(2)["ok"] is True
 
