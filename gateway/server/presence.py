@@ -10,7 +10,8 @@ board keeps the list, and sends out only what changed:
   cost n² entries, 8.4 GB at 8,000). Other clients get ``[]`` there; a UI client that may not list everyone
   (``may_list``: a member's page) gets its own entry alone, and no deltas. ``version`` is the presence half of
   ``snapshot.stateVersion``.
-* Changes made within ``coalesce_s()`` (50 ms, longer with thousands of watchers) are flushed together as
+* Changes made within ``coalesce_s()`` (50 ms, longer with thousands of watchers; ``STORM_S`` while a crowd
+  arrives or leaves) are flushed together as
   ONE ``presence`` event, encoded once for all watchers, whose payload holds the entries that joined or
   changed (``presence``; in a storm at most ``DELTA_ENTRIES`` of them after a summary entry, since every join
   told to every watcher is n² again) and the ``instanceId`` of those that left (``left``); the frame's
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from gateway.dispatch.callers import Caller
     from gateway.server.connection import Connection
 
-__all__ = ["COALESCE_S", "SUMMARY_ID", "WATCHING_MODES", "PresenceBoard", "entry_for", "may_list"]
+__all__ = ["COALESCE_S", "STORM_S", "SUMMARY_ID", "WATCHING_MODES", "PresenceBoard", "entry_for", "may_list"]
 
 COALESCE_S = 0.05
 """Changes within this long go out as one delta event (with up to 1,000 watchers; see ``coalesce_s``)."""
@@ -56,6 +57,11 @@ PANEL_MAX_S = 5.0
 """The longest a change waits to reach OpenClaw's panels as a list (see ``panel_every_s``)."""
 DELTA_ENTRIES = 20
 """The most joined entries one delta names; more (a connect storm) go out as a summary entry with the count."""
+STORM_S = 2.0
+"""How long changes gather while a crowd connects or leaves (more than ``DELTA_ENTRIES`` of them in one window):
+each delta is one frame written to every watcher, and at 10,000 watchers a frame every 0.5 s during the storm
+was what kept the crowd from connecting (75 s, 9 GB of deltas; 30-33 s and 0.8 GB with this, on a 2-core
+machine). A window with fewer changes (one person arriving) still goes out after ``coalesce_s``."""
 
 WATCHING_MODES = frozenset({"ui", "webchat"})
 """Client modes that get presence events without asking (OpenClaw's Control UI, web chat pages)."""
@@ -127,6 +133,8 @@ class PresenceBoard:
         self._joined: dict[str, dict[str, Any]] = {}
         self._left: set[str] = set()
         self._flush: asyncio.TimerHandle | None = None
+        self._window_at = 0.0
+        """When the changes now gathering began (the loop's clock)."""
         self._panel_flush: asyncio.TimerHandle | None = None
         self._health_version = health_version
         self.version = 1
@@ -239,6 +247,7 @@ class PresenceBoard:
     def _schedule(self) -> None:
         loop = asyncio.get_running_loop()
         if self._flush is None:
+            self._window_at = loop.time()
             self._flush = loop.call_later(self.coalesce_s(), self._send)
         if self._panel_flush is None:
             self._panel_flush = loop.call_later(self.panel_every_s(), self._send_panels)
@@ -266,6 +275,11 @@ class PresenceBoard:
     def _send(self) -> None:
         self._flush = None
         if not self._joined and not self._left:
+            return
+        loop = asyncio.get_running_loop()
+        gathered = loop.time() - self._window_at
+        if len(self._joined) + len(self._left) > DELTA_ENTRIES and gathered < STORM_S:  # a storm: wait longer
+            self._flush = loop.call_later(STORM_S - gathered, self._send)
             return
         self.version += 1
         payload = {"presence": self._joined_payload(), "left": sorted(self._left)}

@@ -23,6 +23,7 @@ from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
 from websockets.uri import parse_uri
 
+from gateway.server.presence import STORM_S
 from tests.support import ROOT
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.requires import require
@@ -96,8 +97,9 @@ async def _join_many(url: str, token: str, n: int, *, batch: int = 50, pause: fl
     return list(await asyncio.gather(*tasks, return_exceptions=True))
 
 
-async def _settle(watcher: Peer, quiet_s: float = 0.4) -> None:
-    """Wait until no presence event has arrived for ``quiet_s`` (the coalesced deltas are out)."""
+async def _settle(watcher: Peer, quiet_s: float = STORM_S + 0.3) -> None:
+    """Wait until no presence event has arrived for ``quiet_s`` (the coalesced deltas are out: longer than a
+    storm's window, since a loaded machine can gather more than ``DELTA_ENTRIES`` joins in one window)."""
     seen = -1
     while seen != len(watcher.events):
         seen = len(watcher.events)

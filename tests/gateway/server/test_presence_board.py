@@ -14,6 +14,7 @@ from gateway.server.presence import (
     COALESCE_S,
     DELTA_ENTRIES,
     PANEL_MAX_S,
+    STORM_S,
     SUMMARY_ID,
     PresenceBoard,
 )
@@ -52,6 +53,8 @@ async def test_a_storm_of_joins_reaches_a_watcher_as_a_bounded_delta_with_the_co
     node = join(board, Conn(1, mode="node", client_id="node-host", device="dev-1"))
     crowd = [join(board, Conn(n, mode="cli", client_id="cli")) for n in range(2, 102)]
     await flushed(board)
+    assert watcher.frames == []  # a storm gathers longer (STORM_S)
+    await asyncio.sleep(STORM_S)
     (frame,) = watcher.frames
     listed = frame["payload"]["presence"]
     summary, shown = listed[0], listed[1:]
@@ -123,3 +126,29 @@ async def test_openclaws_panels_get_the_list_less_often_than_the_deltas_and_end_
         board.watch(Conn(n))  # type: ignore[arg-type]
     assert board.panel_every_s() == min(PANEL_MAX_S, COALESCE_MAX_S * 100 / DELTA_ENTRIES)
     board.close()
+
+
+async def test_a_storm_goes_out_once_per_storm_window_and_one_arrival_after_it_at_once() -> None:
+    """While a crowd arrives, a watcher gets one delta per ``STORM_S`` (each frame is written to every watcher);
+    the first arrival after it is told within the ordinary window again."""
+    board = PresenceBoard()
+    watcher = join(board, Conn(0))
+    await flushed(board)
+    watcher.frames.clear()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    n = 1
+    while loop.time() - started < STORM_S * 1.5:  # 30 joins every 0.1 s for 3 s
+        for _ in range(30):
+            join(board, Conn(n, mode="cli", client_id="cli"))
+            n += 1
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(STORM_S + 0.1)
+    assert len(watcher.frames) == 2, [f["payload"]["presence"][0].get("host") for f in watcher.frames]
+    versions = [f["stateVersion"]["presence"] for f in watcher.frames]
+    assert versions == [versions[0], versions[0] + 1]  # no gap: nothing was dropped, only gathered
+    watcher.frames.clear()
+    late = join(board, Conn(n, mode="cli", client_id="cli"))
+    await flushed(board)
+    (frame,) = watcher.frames
+    assert [e["instanceId"] for e in frame["payload"]["presence"]] == [late.conn_id]
