@@ -57,7 +57,7 @@ async def test_every_client_of_hundreds_gets_every_event_once_in_the_same_order(
     try:
         token = gw.token or ""
         admin = await operator(gw.url, token)
-        joined = await _join_many(gw.url, token, 300)
+        joined = await _join_many(gw.url, token, 300, batch=25, pause=0.05)  # under the log-in cap on a loaded machine
         peers = [p for p in joined if isinstance(p, Peer)]
         assert len(peers) == 300, sorted({repr(p)[:200] for p in joined if not isinstance(p, Peer)})
         answers = await asyncio.gather(*(admin.req("hooks.tool.before", {"toolName": "order_probe",
